@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Installs every tool headlab needs that is not already here at the right version.
+# Idempotent: each tool is checked first and skipped when its pinned version is present.
+#
+#   scripts/install-tools.sh serve   # what building and serving the page needs
+#   scripts/install-tools.sh test    # the above, plus browsers, wasm-pack and software Vulkan
+#
+# Versions are pinned here (and wasm-bindgen is read from Cargo.lock) so a fresh Debian 12
+# machine gets the same tools as CI. See ../shared/ENVIRONMENT.md for why each choice.
+set -euo pipefail
+
+mode=${1:-test}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+TRUNK_VERSION=0.21.14
+WASM_PACK_VERSION=0.15.1
+BINARYEN_VERSION=132.0.0
+# Node tools (wasm-opt from npm's binaryen, playwright-core) live outside the clone so that
+# fresh clones on the same machine reuse them.
+TOOLS_DIR=${HEADLAB_TOOLS_DIR:-$HOME/.cache/headlab-tools}
+
+log() { printf '[install-tools] %s\n' "$*" >&2; }
+
+# The wasm-bindgen CLI must equal the wasm-bindgen crate in Cargo.lock exactly.
+wasm_bindgen_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+need_apt=()
+apt_missing() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$1"); }
+
+install_apt() {
+  [ ${#need_apt[@]} -eq 0 ] && return
+  log "apt: installing ${need_apt[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+}
+
+has_version() { # has_version CMD EXPECTED -> true when `CMD --version` mentions EXPECTED
+  command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -qF "$2"
+}
+
+cargo_tool() { # cargo_tool BIN VERSION CRATE [extra cargo install args...]
+  local bin=$1 version=$2 crate=$3
+  shift 3
+  if has_version "$bin" "$version"; then
+    log "$bin $version: present"
+    return
+  fi
+  log "$bin $version: building with cargo install (several minutes)"
+  cargo install --quiet "$crate" --version "$version" "$@"
+}
+
+export PATH="$HOME/.cargo/bin:$TOOLS_DIR/node_modules/.bin:$PATH"
+
+# --- Rust toolchain and target (rust-toolchain.toml names both; rustup installs on first use)
+command -v rustup >/dev/null || { log "rustup is required (https://rustup.rs)"; exit 1; }
+rustup show active-toolchain >/dev/null
+rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+
+# --- Debian packages
+# Node.js and npm: the machine's own when present (Debian's npm conflicts with a newer one).
+command -v node >/dev/null || apt_missing nodejs
+command -v npm >/dev/null || apt_missing npm
+if [ "$mode" = test ]; then
+  apt_missing chromium
+  apt_missing chromium-driver
+  apt_missing mesa-vulkan-drivers
+  apt_missing libvulkan1
+fi
+install_apt
+
+# --- Node-side tools: wasm-opt (never Debian's binaryen 108: it breaks the page) and playwright-core
+mkdir -p "$TOOLS_DIR"
+node_pkgs=()
+has_version wasm-opt "version ${BINARYEN_VERSION%%.*}" || node_pkgs+=("binaryen@$BINARYEN_VERSION")
+if [ "$mode" = test ] && [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ]; then
+  node_pkgs+=("playwright-core@1.65.1")
+fi
+if [ ${#node_pkgs[@]} -gt 0 ]; then
+  log "npm: installing ${node_pkgs[*]} into $TOOLS_DIR"
+  (cd "$TOOLS_DIR" && [ -f package.json ] || echo '{"private":true}' > "$TOOLS_DIR/package.json"; \
+   cd "$TOOLS_DIR" && npm install --silent --no-audit --no-fund "${node_pkgs[@]}")
+fi
+
+# --- Cargo-built tools
+WB_VERSION=$(wasm_bindgen_version)
+[ -n "$WB_VERSION" ] || { log "cannot read wasm-bindgen's version from Cargo.lock"; exit 1; }
+# --locked fails for wasm-bindgen-cli here (a locked dependency is gone from the registry).
+cargo_tool wasm-bindgen "$WB_VERSION" wasm-bindgen-cli
+cargo_tool trunk "$TRUNK_VERSION" trunk --locked
+if [ "$mode" = test ]; then
+  cargo_tool wasm-pack "$WASM_PACK_VERSION" wasm-pack --locked
+fi
+log "all tools present"

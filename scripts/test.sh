@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what is missing, then runs every check headlab has, in the order CI runs them.
+# Each step prints a header; the last line summarises. Any failure stops the run (exit != 0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-tools.sh test
+. scripts/env.sh
+cargo fetch --quiet
+
+passed=0
+step() {
+  printf '\n==> %s\n' "$1"
+  shift
+  "$@"
+  passed=$((passed + 1))
+}
+
+step "rustfmt" cargo fmt --all --check
+step "clippy, native" cargo clippy --locked --all-targets -- -D warnings
+step "clippy, wasm32" cargo clippy --locked --all-targets --target wasm32-unknown-unknown -- -D warnings
+step "native tests (core, CPU kernels vs the f64 oracle)" cargo test --locked
+# The same kernel tests as wasm with simd128 inside headless Chromium, plus mounted components.
+step "browser tests (wasm-pack, headless Chromium)" wasm-pack test --headless --chrome -- --locked
+step "release build (trunk)" trunk build --release --offline
+step "end-to-end tests of the built page" node --test tests/e2e/
+# A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
+step "benchmark smoke run (native and wasm in Node)" bench/run.sh 2
+
+printf '\nchecks: %d passed, 0 failed\n' "$passed"

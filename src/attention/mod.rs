@@ -1,0 +1,11 @@
+//! The pure core: configurations and presets, seeded synthetic weights and inputs, the naive f64
+//! oracle, head masks and output drift. No web or GPU dependency; compiled and tested natively.
+
+pub mod config;
+pub mod oracle;
+pub mod prune;
+pub mod synthetic;
+
+pub use config::{ConfigError, ModelConfig, Preset, PRESETS};
+pub use prune::{drift, Contributions, Drift, HeadMask, TokenDrift};
+pub use synthetic::{Inputs, Weights};

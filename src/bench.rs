@@ -1,0 +1,156 @@
+//! The CPU benchmark, shared by the native runner (`benches/mha.rs`) and the wasm build run in
+//! Node (`bench/node.mjs`): one forward pass on each kernel and the head-toggle path, interleaved
+//! round by round so that ratios compare like with like on a noisy machine.
+
+use crate::attention::{drift, HeadMask, Inputs, ModelConfig, Weights};
+use crate::cpu::{self, Forward, Kernel};
+
+/// Timings of one benchmark run.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The configuration measured.
+    pub config: ModelConfig,
+    /// Where it ran, e.g. "native SIMD".
+    pub platform: &'static str,
+    /// Median forward time per kernel, in milliseconds, in [`Kernel::ALL`] order.
+    pub forward_ms: Vec<(Kernel, f64)>,
+    /// Median over rounds of (scalar time / SIMD time), measured in the same round.
+    pub scalar_over_simd: f64,
+    /// Median time of one head toggle to new drift numbers (recompose + drift), milliseconds.
+    pub toggle_ms: f64,
+    /// Rounds measured.
+    pub rounds: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
+    }
+}
+
+/// Runs `rounds` interleaved rounds at `config`; `now` returns milliseconds from any origin.
+pub fn run(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Report {
+    config
+        .validate()
+        .expect("benchmark configuration must be valid");
+    let rounds = rounds.max(1);
+    let weights = Weights::generate(config.d_model, 42);
+    let inputs = Inputs::generate(&config, 42);
+    let mut out = Forward::filled(&config, 0.0);
+    let time = |f: &mut dyn FnMut()| {
+        let t0 = now();
+        f();
+        now() - t0
+    };
+
+    // One untimed pass per kernel warms caches and the allocator.
+    for kernel in Kernel::ALL {
+        cpu::forward_into(kernel, &config, &inputs.x, &weights, &mut out);
+    }
+    let mut per_kernel = vec![Vec::new(); Kernel::ALL.len()];
+    let mut ratios = Vec::new();
+    for _ in 0..rounds {
+        for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
+            per_kernel[k].push(time(&mut || {
+                cpu::forward_into(kernel, &config, &inputs.x, &weights, &mut out)
+            }));
+        }
+        let last = |k: usize| per_kernel[k][per_kernel[k].len() - 1];
+        ratios.push(last(1) / last(0));
+    }
+
+    // Toggle path: flip one head, rebuild the output from cached contributions, recompute drift.
+    cpu::forward_into(Kernel::Simd, &config, &inputs.x, &weights, &mut out);
+    let mut mask = HeadMask::all(config.num_heads);
+    let mut pruned = vec![0.0f32; out.output.len()];
+    const TOGGLES_PER_SAMPLE: usize = 10;
+    let toggle_samples: Vec<f64> = (0..rounds.max(20))
+        .map(|s| {
+            time(&mut || {
+                for t in 0..TOGGLES_PER_SAMPLE {
+                    mask.toggle((s * TOGGLES_PER_SAMPLE + t) % config.num_heads);
+                    out.contributions.recompose_into(&mask, &mut pruned);
+                    std::hint::black_box(drift(&out.output, &pruned, config.d_model));
+                }
+            }) / TOGGLES_PER_SAMPLE as f64
+        })
+        .collect();
+
+    Report {
+        config,
+        platform: Kernel::Simd.describe(),
+        forward_ms: Kernel::ALL
+            .into_iter()
+            .zip(per_kernel.into_iter().map(median))
+            .collect(),
+        scalar_over_simd: median(ratios),
+        toggle_ms: median(toggle_samples),
+        rounds,
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.config;
+        let gflop = c.forward_flops() as f64 / 1e9;
+        writeln!(
+            f,
+            "MHA forward, d_model {} / {} heads / n = {} ({:.3} GFLOP), {} rounds, vector path = {}",
+            c.d_model, c.num_heads, c.seq_len, gflop, self.rounds, self.platform
+        )?;
+        writeln!(f, "| path | median ms | GFLOP/s |")?;
+        writeln!(f, "|---|---:|---:|")?;
+        for (kernel, ms) in &self.forward_ms {
+            writeln!(
+                f,
+                "| forward, {:?} kernel | {ms:.3} | {:.2} |",
+                kernel,
+                gflop / (ms / 1e3)
+            )?;
+        }
+        writeln!(
+            f,
+            "| head toggle -> new drift | {:.4} | - |",
+            self.toggle_ms
+        )?;
+        let simd_ms = self.forward_ms[0].1;
+        writeln!(
+            f,
+            "scalar / SIMD time (median of per-round ratios): {:.2}x",
+            self.scalar_over_simd
+        )?;
+        write!(
+            f,
+            "head toggle / SIMD forward time: {:.4} ({:.0}x cheaper)",
+            self.toggle_ms / simd_ms,
+            simd_ms / self.toggle_ms
+        )
+    }
+}
+
+/// Runs the benchmark from JavaScript (Node or a browser) with `performance.now()` as the clock
+/// and returns the report as text.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn bench_report(
+    d_model: usize,
+    num_heads: usize,
+    seq_len: usize,
+    rounds: usize,
+) -> Result<String, String> {
+    #[wasm_bindgen::prelude::wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_namespace = performance)]
+        fn now() -> f64;
+    }
+    let config = ModelConfig {
+        d_model,
+        num_heads,
+        seq_len,
+    };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(run(&now, config, rounds).to_string())
+}

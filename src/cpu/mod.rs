@@ -1,0 +1,199 @@
+//! The CPU backend: multi-head attention in f32, on a vector kernel (wasm simd128 in the browser)
+//! or its scalar twin.
+//!
+//! One forward pass, for `x` (`n x d`), heads `h = 0..H` of width `d_k = d / H`:
+//!
+//! ```text
+//! QKV   = x @ W_qkv                                  (n x 3d; columns [Q | K | V], heads of d_k)
+//! P_h   = softmax(Q_h @ K_h^T / sqrt(d_k))           (n x n, row-wise, max-subtracted)
+//! O_h   = P_h @ V_h                                  (n x d_k, written into concat's columns of h)
+//! C_h   = O_h @ W_o[h*d_k .. (h+1)*d_k, :]           (n x d, head h's share of the output)
+//! out   = sum_h C_h  =  concat @ W_o
+//! ```
+//!
+//! `Q_h`, `K_h^T` and `V_h` are strided views of `QKV`: nothing is reshaped or copied. Keeping
+//! every `C_h` is what makes pruning cheap (see [`crate::attention::prune`]).
+
+pub mod gemm;
+pub mod softmax;
+
+use crate::attention::{Contributions, HeadMask, ModelConfig, Weights};
+use gemm::{sgemm, MatMut, MatRef};
+
+/// Which instruction set the CPU path runs on. Both compute the same function; [`Kernel::Scalar`]
+/// always compiles and is always tested, and is the fallback if the vector path is ever in doubt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Vector kernels: wasm simd128 in the browser, the host's SIMD natively.
+    Simd,
+    /// Plain scalar loops.
+    Scalar,
+}
+
+impl Kernel {
+    /// Both kernels, fastest first.
+    pub const ALL: [Kernel; 2] = [Kernel::Simd, Kernel::Scalar];
+
+    /// What this kernel runs on, for the page's backend badge.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) => {
+                "wasm simd128"
+            }
+            Kernel::Simd if cfg!(target_arch = "wasm32") => "wasm (built without simd128)",
+            Kernel::Simd => "native SIMD",
+            Kernel::Scalar => "scalar",
+        }
+    }
+}
+
+/// Everything one forward pass produces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Forward {
+    /// The shape this was computed for.
+    pub config: ModelConfig,
+    /// `H x n x n`: every head's attention weights, rows are queries.
+    pub attention: Vec<f32>,
+    /// `n x d`: the concatenated head outputs `[O_0 | ... | O_{H-1}]`.
+    pub heads: Vec<f32>,
+    /// Each head's contribution `C_h` to the output.
+    pub contributions: Contributions,
+    /// `n x d`: the output with every head active.
+    pub output: Vec<f32>,
+}
+
+impl Forward {
+    /// Buffers of the right sizes for `config`, every element set to `fill` (tests poison them
+    /// with NaN to prove the kernel writes every element).
+    pub fn filled(config: &ModelConfig, fill: f32) -> Self {
+        let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
+        Forward {
+            config: *config,
+            attention: vec![fill; h * n * n],
+            heads: vec![fill; n * d],
+            contributions: Contributions {
+                num_heads: h,
+                seq_len: n,
+                d_model: d,
+                data: vec![fill; h * n * d],
+            },
+            output: vec![fill; n * d],
+        }
+    }
+
+    /// Head `h`'s attention matrix, `n x n`.
+    pub fn attention_of(&self, h: usize) -> &[f32] {
+        let nn = self.config.seq_len * self.config.seq_len;
+        &self.attention[h * nn..(h + 1) * nn]
+    }
+}
+
+/// One forward pass of `config` on `x` with `weights`. The configuration must be valid
+/// ([`ModelConfig::validate`]); buffer sizes are asserted.
+pub fn forward(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &Weights) -> Forward {
+    let mut out = Forward::filled(config, 0.0);
+    forward_into(kernel, config, x, weights, &mut out);
+    out
+}
+
+/// [`forward`] into preallocated buffers; every element of `out` is written.
+pub fn forward_into(
+    kernel: Kernel,
+    config: &ModelConfig,
+    x: &[f32],
+    weights: &Weights,
+    out: &mut Forward,
+) {
+    let (n, d, h_count, d_k) = (
+        config.seq_len,
+        config.d_model,
+        config.num_heads,
+        config.d_k(),
+    );
+    assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
+    assert_eq!(weights.d_model, d, "weights are for another d_model");
+    assert_eq!(
+        out.config, *config,
+        "output buffers are for another configuration"
+    );
+
+    let mut qkv = vec![0.0f32; n * 3 * d];
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(x, n, d),
+        MatRef::row_major(&weights.w_qkv, d, 3 * d),
+        0.0,
+        MatMut::row_major(&mut qkv, n, 3 * d),
+    );
+
+    let scale = 1.0 / (d_k as f32).sqrt();
+    let stride = 3 * d;
+    for h in 0..h_count {
+        let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
+        let probs = &mut out.attention[h * n * n..(h + 1) * n * n];
+        // scores = Q_h @ K_h^T / sqrt(d_k); K_h^T is K_h's view with the strides swapped.
+        sgemm(
+            kernel,
+            scale,
+            MatRef::new(&qkv[q..], n, d_k, stride, 1),
+            MatRef::new(&qkv[k..], n, d_k, stride, 1).t(),
+            0.0,
+            MatMut::row_major(probs, n, n),
+        );
+        softmax::softmax_rows(kernel, probs, n);
+        // O_h = P_h @ V_h, straight into head h's columns of the concatenation.
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(probs, n, n),
+            MatRef::new(&qkv[v..], n, d_k, stride, 1),
+            0.0,
+            MatMut::new(&mut out.heads[h * d_k..], n, d_k, d, 1),
+        );
+    }
+
+    for h in 0..h_count {
+        let block = &mut out.contributions.data[h * n * d..(h + 1) * n * d];
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
+            MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
+            0.0,
+            MatMut::row_major(block, n, d),
+        );
+    }
+    out.contributions
+        .recompose_into(&HeadMask::all(h_count), &mut out.output);
+}
+
+/// The output recomputed from scratch as `concat_masked @ W_o`, with pruned heads' columns
+/// zeroed: one full output projection. The reference the cheap recomposition is tested against.
+pub fn project_masked(
+    kernel: Kernel,
+    config: &ModelConfig,
+    heads: &[f32],
+    w_o: &[f32],
+    mask: &HeadMask,
+) -> Vec<f32> {
+    let (n, d, d_k) = (config.seq_len, config.d_model, config.d_k());
+    let mut concat = heads.to_vec();
+    for row in concat.chunks_exact_mut(d) {
+        for (h, block) in row.chunks_exact_mut(d_k).enumerate() {
+            if !mask.is_active(h) {
+                block.fill(0.0);
+            }
+        }
+    }
+    let mut out = vec![0.0; n * d];
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(&concat, n, d),
+        MatRef::row_major(w_o, d, d),
+        0.0,
+        MatMut::row_major(&mut out, n, d),
+    );
+    out
+}

@@ -1,0 +1,270 @@
+//! What the reader has chosen, and its round trip through the page's URL query.
+//!
+//! Parsing never fails as a whole: each parameter that cannot be read falls back to its default
+//! and leaves a note for the page. Numbers that parse but make no sense (`heads=7` with
+//! `d_model=768`, `seq=100000`) are kept: [`ModelConfig::validate`] explains those.
+
+use crate::attention::config::{preset_by_id, PRESETS};
+use crate::attention::ModelConfig;
+
+/// Which model shape is selected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// One of [`PRESETS`], by index.
+    Preset(usize),
+    /// A shape typed by the reader.
+    Custom {
+        /// Width of the residual stream.
+        d_model: usize,
+        /// Number of heads.
+        num_heads: usize,
+    },
+}
+
+/// Everything the reader set that decides what is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The model shape.
+    pub model: ModelChoice,
+    /// Tokens in the sequence.
+    pub seq_len: usize,
+    /// Seed of the synthetic weights and inputs.
+    pub seed: u32,
+}
+
+/// Index of BERT-base in [`PRESETS`], the default.
+const DEFAULT_PRESET: usize = 1;
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model: ModelChoice::Preset(DEFAULT_PRESET),
+            seq_len: 16,
+            seed: 42,
+        }
+    }
+}
+
+impl Settings {
+    /// The configuration to run (not yet validated).
+    pub fn config(&self) -> ModelConfig {
+        let (d_model, num_heads) = match self.model {
+            ModelChoice::Preset(i) => (PRESETS[i].d_model, PRESETS[i].num_heads),
+            ModelChoice::Custom { d_model, num_heads } => (d_model, num_heads),
+        };
+        ModelConfig {
+            d_model,
+            num_heads,
+            seq_len: self.seq_len,
+        }
+    }
+
+    /// Settings from a URL query (`?preset=bert-base&seq=32`, with or without the `?`), with a
+    /// note for every parameter that could not be used. Unknown parameters are ignored; for a
+    /// repeated one the last wins.
+    pub fn from_query(query: &str) -> (Settings, Vec<String>) {
+        let mut s = Settings::default();
+        let mut notes = Vec::new();
+        let mut preset: Option<String> = None;
+        let (mut d_model, mut heads) = (None, None);
+        for pair in query
+            .trim_start_matches('?')
+            .split('&')
+            .filter(|p| !p.is_empty())
+        {
+            let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
+            let value = percent_decode(raw);
+            let mut number = |what: &str| -> Option<u64> {
+                match value.trim().parse::<u64>() {
+                    Ok(v) => Some(v),
+                    Err(_) => {
+                        notes.push(format!(
+                            "{key}={} is not a whole number {what}; ignored.",
+                            shorten(&value)
+                        ));
+                        None
+                    }
+                }
+            };
+            match key {
+                "preset" => preset = Some(value.clone()),
+                "d_model" => d_model = number("for d_model").map(saturate),
+                "heads" => heads = number("of heads").map(saturate),
+                "seq" => {
+                    if let Some(v) = number("of tokens") {
+                        s.seq_len = saturate(v);
+                    }
+                }
+                "seed" => match number("(0 to 4294967295)").map(u32::try_from) {
+                    Some(Ok(v)) => s.seed = v,
+                    Some(Err(_)) => notes.push(format!(
+                        "seed={value} is over 4294967295; using {}.",
+                        s.seed
+                    )),
+                    None => {}
+                },
+                _ => {}
+            }
+        }
+        match preset.as_deref() {
+            Some("custom") | None if d_model.is_some() || heads.is_some() => {
+                let base = PRESETS[DEFAULT_PRESET];
+                s.model = ModelChoice::Custom {
+                    d_model: d_model.unwrap_or(base.d_model),
+                    num_heads: heads.unwrap_or(base.num_heads),
+                };
+            }
+            Some("custom") | None => {}
+            Some(id) => match PRESETS.iter().position(|p| Some(p) == preset_by_id(id)) {
+                Some(i) => s.model = ModelChoice::Preset(i),
+                None => notes.push(format!(
+                    "preset={} is not a known model; showing {}.",
+                    shorten(id),
+                    PRESETS[DEFAULT_PRESET].name
+                )),
+            },
+        }
+        (s, notes)
+    }
+
+    /// The query string that [`Settings::from_query`] turns back into these settings.
+    pub fn to_query(&self) -> String {
+        let model = match self.model {
+            ModelChoice::Preset(i) => format!("preset={}", PRESETS[i].id),
+            ModelChoice::Custom { d_model, num_heads } => {
+                format!("preset=custom&d_model={d_model}&heads={num_heads}")
+            }
+        };
+        format!("{model}&seq={}&seed={}", self.seq_len, self.seed)
+    }
+}
+
+/// Values too large for `usize` become `usize::MAX`, which validation then refuses with a reason.
+fn saturate(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
+}
+
+/// At most 40 characters of untrusted text, for a note.
+fn shorten(s: &str) -> String {
+    if s.chars().count() > 40 {
+        format!("{}…", s.chars().take(40).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// Decodes `%XX` escapes and `+`; invalid escapes and invalid UTF-8 are kept or replaced, never
+/// an error.
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_presets_parse() {
+        let (s, notes) = Settings::from_query("");
+        assert_eq!((s, notes.len()), (Settings::default(), 0));
+        for (i, p) in PRESETS.iter().enumerate() {
+            let want = Settings {
+                model: ModelChoice::Preset(i),
+                seq_len: 33,
+                seed: 7,
+            };
+            assert_eq!(
+                Settings::from_query(&want.to_query()),
+                (want, vec![]),
+                "{}",
+                p.id
+            );
+        }
+        let custom = Settings {
+            model: ModelChoice::Custom {
+                d_model: 768,
+                num_heads: 7,
+            },
+            seq_len: 100_000,
+            seed: 0,
+        };
+        assert_eq!(
+            Settings::from_query(&format!("?{}", custom.to_query())),
+            (custom, vec![])
+        );
+        // Out-of-range values are kept for validation to explain.
+        assert!(custom.config().validate().is_err());
+    }
+
+    #[test]
+    fn bad_parameters_fall_back_with_a_note_each() {
+        let (s, notes) =
+            Settings::from_query("preset=%F0%28nope&seq=abc&seed=99999999999&heads=-3&x=1&&=&seq");
+        assert_eq!(s.seq_len, Settings::default().seq_len);
+        assert_eq!(s.seed, Settings::default().seed);
+        assert_eq!(notes.len(), 5, "{notes:?}");
+        assert!(
+            notes.iter().any(|n| n.contains("not a known model")),
+            "{notes:?}"
+        );
+        // Huge numbers saturate rather than wrap, and validation names the limit.
+        let (s, _) = Settings::from_query("seq=18446744073709551615");
+        assert_eq!(s.seq_len, usize::MAX);
+        assert!(s
+            .config()
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("limit"));
+    }
+
+    #[test]
+    fn custom_shapes_fill_missing_parts_from_the_default_preset() {
+        let (s, _) = Settings::from_query("heads=7");
+        assert_eq!(
+            s.model,
+            ModelChoice::Custom {
+                d_model: 768,
+                num_heads: 7
+            }
+        );
+        let (s, _) = Settings::from_query("preset=gpt2-large&seq=8");
+        assert_eq!(
+            s.config(),
+            ModelConfig {
+                d_model: 1280,
+                num_heads: 20,
+                seq_len: 8
+            }
+        );
+    }
+
+    #[test]
+    fn percent_decoding_tolerates_garbage() {
+        assert_eq!(percent_decode("a%20b+c"), "a b c");
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("%4"), "%4");
+        assert_eq!(percent_decode("%zz"), "%zz");
+        assert_eq!(percent_decode("%FF"), "\u{FFFD}");
+        assert_eq!(shorten(&"x".repeat(50)).chars().count(), 41);
+    }
+}

@@ -1,0 +1,61 @@
+//! Viridis: perceptually uniform, readable in greyscale and by the common forms of colour
+//! blindness. Sampled at eleven stops and interpolated linearly.
+
+const VIRIDIS: [[u8; 3]; 11] = [
+    [68, 1, 84],
+    [72, 36, 117],
+    [65, 68, 135],
+    [53, 95, 141],
+    [42, 120, 142],
+    [33, 145, 140],
+    [34, 168, 132],
+    [68, 191, 112],
+    [122, 209, 81],
+    [189, 223, 38],
+    [253, 231, 37],
+];
+
+/// The viridis colour at `t` in `[0, 1]` (clamped; NaN maps to the low end).
+pub fn viridis(t: f32) -> [u8; 3] {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    let pos = t * (VIRIDIS.len() - 1) as f32;
+    let i = (pos as usize).min(VIRIDIS.len() - 2);
+    let f = pos - i as f32;
+    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    std::array::from_fn(|c| (a[c] as f32 + (b[c] as f32 - a[c] as f32) * f).round() as u8)
+}
+
+/// A CSS `linear-gradient` of the same map, for the legend.
+pub fn viridis_css_gradient() -> String {
+    let stops: Vec<String> = VIRIDIS
+        .iter()
+        .map(|[r, g, b]| format!("rgb({r},{g},{b})"))
+        .collect();
+    format!("linear-gradient(to right, {})", stops.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ends_and_clamping() {
+        assert_eq!(viridis(0.0), VIRIDIS[0]);
+        assert_eq!(viridis(1.0), VIRIDIS[10]);
+        assert_eq!(viridis(-3.0), VIRIDIS[0]);
+        assert_eq!(viridis(7.0), VIRIDIS[10]);
+        assert_eq!(viridis(f32::NAN), VIRIDIS[0]);
+        assert_eq!(viridis(0.5), VIRIDIS[5]);
+    }
+
+    #[test]
+    fn lightness_rises_monotonically() {
+        // Perceived lightness (Rec. 601 luma) must grow with t, or the map lies about order.
+        let luma = |[r, g, b]: [u8; 3]| 0.299 * r as f32 + 0.587 * g as f32 + 0.114 * b as f32;
+        let samples: Vec<f32> = (0..=100).map(|i| luma(viridis(i as f32 / 100.0))).collect();
+        assert!(
+            samples.windows(2).all(|w| w[1] >= w[0] - 0.5),
+            "{samples:?}"
+        );
+    }
+}

@@ -1,0 +1,4 @@
+//! Pure drawing helpers: colour maps and heatmap rasters, testable without a browser.
+
+pub mod colormap;
+pub mod heatmap;

@@ -1,0 +1,105 @@
+//! Helpers shared by the test files: tolerances that name the first failing index, and the one
+//! trial function every backend runs.
+#![allow(dead_code)] // each test file uses its own subset
+
+/// `println!` natively; the browser console (shown by the test runner) on wasm.
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {{
+        #[cfg(target_arch = "wasm32")]
+        wasm_bindgen_test::console_log!($($t)*);
+        #[cfg(not(target_arch = "wasm32"))]
+        println!($($t)*);
+    }};
+}
+
+use headlab::attention::{oracle, HeadMask, Inputs, ModelConfig, Weights};
+use headlab::cpu::{self, Forward, Kernel};
+
+/// Fails unless `got` matches `want` to a normwise relative error `max|got - want| / max|want|`
+/// below `tol`, and every element of `got` is finite (a NaN left by poisoning fails here).
+/// The message names the first element that breaks the bound.
+pub fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) -> f64 {
+    assert_eq!(got.len(), want.len(), "{what}: length differs");
+    if let Some(i) = got.iter().position(|g| !g.is_finite()) {
+        panic!(
+            "{what}: element {i} is {} (never written, or overflowed)",
+            got[i]
+        );
+    }
+    let scale = want
+        .iter()
+        .fold(0.0f64, |m, w| m.max(w.abs()))
+        .max(f64::MIN_POSITIVE);
+    let mut worst = 0.0f64;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g as f64 - w).abs() / scale;
+        assert!(
+            err <= tol,
+            "{what}: element {i}: got {g}, want {w} (relative error {err:e} > {tol:e})"
+        );
+        worst = worst.max(err);
+    }
+    worst
+}
+
+/// The shapes every backend is checked on: sequence lengths 1, 2, 7, 64, 129 crossed with
+/// head layouts (heads, d_k) of (1, 4), (3, 5), (8, 8), (12, 7) — d_k 5 and 7 are not multiples
+/// of the vector width — plus BERT-base width at n = 64.
+pub fn shape_table() -> Vec<ModelConfig> {
+    let mut shapes = Vec::new();
+    for seq_len in [1, 2, 7, 64, 129] {
+        for (heads, d_k) in [(1, 4), (3, 5), (8, 8), (12, 7)] {
+            shapes.push(ModelConfig {
+                d_model: heads * d_k,
+                num_heads: heads,
+                seq_len,
+            });
+        }
+    }
+    shapes.push(ModelConfig {
+        d_model: 768,
+        num_heads: 12,
+        seq_len: 64,
+    });
+    shapes
+}
+
+/// Outputs must match the f64 oracle to this normwise relative error.
+pub const TOLERANCE: f64 = 1e-5;
+
+/// Runs `kernel` on `config` with NaN-poisoned buffers and compares attention weights and
+/// output with the oracle. Returns the worst relative error seen.
+pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
+    config.validate().expect("trial shapes are valid");
+    let weights = Weights::generate(config.d_model, seed);
+    let inputs = Inputs::generate(config, seed);
+    let mut got = Forward::filled(config, f32::NAN);
+    cpu::forward_into(kernel, config, &inputs.x, &weights, &mut got);
+    let want = oracle::multihead_attention(
+        config,
+        &inputs.x,
+        &weights.w_qkv,
+        &weights.w_o,
+        &HeadMask::all(config.num_heads),
+    );
+    let tag = |part: &str| format!("{kernel:?} {config:?} {part}");
+    let worst_attention = assert_close(
+        &tag("attention"),
+        &got.attention,
+        &want.attention,
+        TOLERANCE,
+    );
+    let worst_output = assert_close(&tag("output"), &got.output, &want.output, TOLERANCE);
+    for (name, buf) in [
+        ("heads", &got.heads),
+        ("contributions", &got.contributions.data),
+    ] {
+        assert!(
+            buf.iter().all(|v| v.is_finite()),
+            "{}: an element was never written",
+            tag(name)
+        );
+    }
+    worst_attention.max(worst_output)
+}

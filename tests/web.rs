@@ -1,0 +1,98 @@
+//! The UI mounted in a real browser (`wasm-pack test --headless --chrome`): components render,
+//! a head toggle changes the drift text, and the panic banner shows.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+use web_sys::{Element, HtmlElement};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+fn document() -> web_sys::Document {
+    web_sys::window().unwrap().document().unwrap()
+}
+
+/// Waits for a macrotask, by which time Leptos has run its scheduled effects.
+async fn tick() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        web_sys::window()
+            .unwrap()
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0)
+            .unwrap();
+    });
+    JsFuture::from(promise).await.unwrap();
+}
+
+fn find(root: &Element, test_id: &str) -> Element {
+    root.query_selector(&format!("[data-testid='{test_id}']"))
+        .unwrap()
+        .unwrap_or_else(|| panic!("no element with data-testid={test_id}"))
+}
+
+fn text(root: &Element, test_id: &str) -> String {
+    find(root, test_id).text_content().unwrap_or_default()
+}
+
+#[wasm_bindgen_test]
+async fn mounted_app_draws_every_head_and_drift_follows_a_toggle() {
+    let root = document().create_element("div").unwrap();
+    document().body().unwrap().append_child(&root).unwrap();
+    let handle = leptos::mount::mount_to(root.clone().unchecked_into(), headlab::ui::App);
+    tick().await;
+
+    // Defaults: BERT-base, 12 heads, 16 tokens, every heatmap drawn at 16x16.
+    let canvases = root.query_selector_all("canvas.heatmap").unwrap();
+    assert_eq!(canvases.length(), 12);
+    let first: web_sys::HtmlCanvasElement = canvases.get(0).unwrap().unchecked_into();
+    assert_eq!((first.width(), first.height()), (16, 16));
+    assert!(text(&root, "backend-badge").contains("wasm simd128"));
+
+    assert_eq!(text(&root, "drift-cosine"), "1.000000");
+    assert_eq!(text(&root, "drift-active"), "12 of 12");
+    find(&root, "head-toggle-2")
+        .unchecked_into::<HtmlElement>()
+        .click();
+    tick().await;
+    let cosine: f64 = text(&root, "drift-cosine").parse().unwrap();
+    assert!(
+        cosine > 0.0 && cosine < 1.0,
+        "cosine after pruning head 2: {cosine}"
+    );
+    assert_eq!(text(&root, "drift-active"), "11 of 12");
+    assert_eq!(
+        find(&root, "head-toggle-2")
+            .get_attribute("aria-pressed")
+            .as_deref(),
+        Some("false")
+    );
+
+    // Toggling back restores the unpruned output exactly.
+    find(&root, "head-toggle-2")
+        .unchecked_into::<HtmlElement>()
+        .click();
+    tick().await;
+    assert_eq!(text(&root, "drift-cosine"), "1.000000");
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+fn panic_banner_shows_the_message() {
+    let doc = document();
+    let banner = doc.create_element("div").unwrap();
+    banner.set_id("panic-banner");
+    banner.set_attribute("hidden", "").unwrap();
+    let message = doc.create_element("span").unwrap();
+    message.set_id("panic-message");
+    banner.append_child(&message).unwrap();
+    doc.body().unwrap().append_child(&banner).unwrap();
+
+    headlab::ui::panic::show_panic("index out of bounds: the len is 3 but the index is 7");
+    assert!(!banner.has_attribute("hidden"));
+    assert_eq!(
+        message.text_content().as_deref(),
+        Some("index out of bounds: the len is 3 but the index is 7")
+    );
+    banner.remove();
+}
