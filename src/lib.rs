@@ -8,6 +8,7 @@ pub mod attention;
 pub mod backend;
 pub mod bench;
 pub mod cpu;
+pub mod gpu;
 pub mod settings;
 pub mod viz;
 

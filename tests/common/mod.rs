@@ -22,22 +22,13 @@ use headlab::cpu::{self, Forward, Kernel};
 pub fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) -> f64 {
     assert_eq!(got.len(), want.len(), "{what}: length differs");
     if let Some(i) = got.iter().position(|g| !g.is_finite()) {
-        panic!(
-            "{what}: element {i} is {} (never written, or overflowed)",
-            got[i]
-        );
+        panic!("{what}: element {i} is {} (never written, or overflowed)", got[i]);
     }
-    let scale = want
-        .iter()
-        .fold(0.0f64, |m, w| m.max(w.abs()))
-        .max(f64::MIN_POSITIVE);
+    let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs())).max(f64::MIN_POSITIVE);
     let mut worst = 0.0f64;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let err = (g as f64 - w).abs() / scale;
-        assert!(
-            err <= tol,
-            "{what}: element {i}: got {g}, want {w} (relative error {err:e} > {tol:e})"
-        );
+        assert!(err <= tol, "{what}: element {i}: got {g}, want {w} (relative error {err:e} > {tol:e})");
         worst = worst.max(err);
     }
     worst
@@ -50,32 +41,26 @@ pub fn shape_table() -> Vec<ModelConfig> {
     let mut shapes = Vec::new();
     for seq_len in [1, 2, 7, 64, 129] {
         for (heads, d_k) in [(1, 4), (3, 5), (8, 8), (12, 7)] {
-            shapes.push(ModelConfig {
-                d_model: heads * d_k,
-                num_heads: heads,
-                seq_len,
-            });
+            shapes.push(ModelConfig { d_model: heads * d_k, num_heads: heads, seq_len });
         }
     }
-    shapes.push(ModelConfig {
-        d_model: 768,
-        num_heads: 12,
-        seq_len: 64,
-    });
+    shapes.push(ModelConfig { d_model: 768, num_heads: 12, seq_len: 64 });
     shapes
 }
 
 /// Outputs must match the f64 oracle to this normwise relative error.
 pub const TOLERANCE: f64 = 1e-5;
 
-/// Runs `kernel` on `config` with NaN-poisoned buffers and compares attention weights and
-/// output with the oracle. Returns the worst relative error seen.
-pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
-    config.validate().expect("trial shapes are valid");
-    let weights = Weights::generate(config.d_model, seed);
-    let inputs = Inputs::generate(config, seed);
-    let mut got = Forward::filled(config, f32::NAN);
-    cpu::forward_into(kernel, config, &inputs.x, &weights, &mut got);
+/// Checks one backend's forward pass against the oracle: attention weights and output to
+/// `tol`, and every other buffer fully written. Returns the worst relative error.
+pub fn check_forward(
+    backend: &str,
+    config: &ModelConfig,
+    inputs: &Inputs,
+    weights: &Weights,
+    got: &Forward,
+    tol: f64,
+) -> f64 {
     let want = oracle::multihead_attention(
         config,
         &inputs.x,
@@ -83,23 +68,25 @@ pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
         &weights.w_o,
         &HeadMask::all(config.num_heads),
     );
-    let tag = |part: &str| format!("{kernel:?} {config:?} {part}");
-    let worst_attention = assert_close(
-        &tag("attention"),
-        &got.attention,
-        &want.attention,
-        TOLERANCE,
-    );
-    let worst_output = assert_close(&tag("output"), &got.output, &want.output, TOLERANCE);
-    for (name, buf) in [
-        ("heads", &got.heads),
-        ("contributions", &got.contributions.data),
-    ] {
-        assert!(
-            buf.iter().all(|v| v.is_finite()),
-            "{}: an element was never written",
-            tag(name)
-        );
+    let tag = |part: &str| format!("{backend} {config:?} {part}");
+    let worst_attention = assert_close(&tag("attention"), &got.attention, &want.attention, tol);
+    let worst_output = assert_close(&tag("output"), &got.output, &want.output, tol);
+    for (name, buf) in [("heads", &got.heads), ("contributions", &got.contributions.data)] {
+        assert!(buf.iter().all(|v| v.is_finite()), "{}: an element was never written", tag(name));
     }
     worst_attention.max(worst_output)
+}
+
+/// The weights and inputs of a trial.
+pub fn case(config: &ModelConfig, seed: u32) -> (Weights, Inputs) {
+    config.validate().expect("trial shapes are valid");
+    (Weights::generate(config.d_model, seed), Inputs::generate(config, seed))
+}
+
+/// Runs the CPU `kernel` on `config` with NaN-poisoned buffers and checks it against the oracle.
+pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
+    let (weights, inputs) = case(config, seed);
+    let mut got = Forward::filled(config, f32::NAN);
+    cpu::forward_into(kernel, config, &inputs.x, &weights, &mut got);
+    check_forward(&format!("{kernel:?}"), config, &inputs, &weights, &got, TOLERANCE)
 }

@@ -1,0 +1,342 @@
+//! Buffers per configuration, the three dispatches of a forward pass, and the readback.
+
+use std::rc::Rc;
+
+use bytemuck::{Pod, Zeroable};
+
+use super::{GpuContext, GpuError};
+use crate::attention::{Contributions, HeadMask, ModelConfig, Weights};
+use crate::cpu::Forward;
+
+const F32: u64 = 4;
+
+/// Uniforms of `matmul.wgsl` (same field order).
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MatmulParams {
+    m: u32,
+    n: u32,
+    k: u32,
+    batch: u32,
+    a: [u32; 4], // offset, row stride, column stride, batch stride
+    b: [u32; 4],
+    c_off: u32,
+    c_rs: u32,
+    c_bs: u32,
+    alpha: f32,
+}
+
+/// Uniforms of `attention.wgsl`, padded to 32 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct AttentionParams {
+    n: u32,
+    d: u32,
+    d_k: u32,
+    heads: u32,
+    scale: f32,
+    _pad: [u32; 3],
+}
+
+/// Bytes of every storage buffer a configuration needs, named as in [`GpuError::TooLarge`].
+pub fn buffer_sizes(config: &ModelConfig) -> [(&'static str, u64); 7] {
+    let (n, d, h) = (config.seq_len as u64, config.d_model as u64, config.num_heads as u64);
+    [
+        ("input", F32 * n * d),
+        ("W_qkv", F32 * d * 3 * d),
+        ("W_o", F32 * d * d),
+        ("QKV", F32 * n * 3 * d),
+        ("attention weights", F32 * h * n * n),
+        ("head outputs", F32 * n * d),
+        ("per-head contributions", F32 * h * n * d),
+    ]
+}
+
+/// Refuses configurations whose buffers the device cannot hold, before allocating any.
+fn check_fits(config: &ModelConfig, limits: &wgpu::Limits) -> Result<(), GpuError> {
+    let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
+    for (what, bytes) in buffer_sizes(config) {
+        if bytes > binding {
+            return Err(GpuError::TooLarge { what, bytes, limit: binding });
+        }
+    }
+    let readback = readback_bytes(config);
+    if readback > limits.max_buffer_size {
+        return Err(GpuError::TooLarge { what: "readback", bytes: readback, limit: limits.max_buffer_size });
+    }
+    let (n, h) = (config.seq_len as u32, config.num_heads as u32);
+    let groups = limits.max_compute_workgroups_per_dimension;
+    if n > groups || h > groups {
+        return Err(GpuError::TooLarge { what: "dispatch", bytes: n.max(h) as u64, limit: groups as u64 });
+    }
+    Ok(())
+}
+
+/// The readback buffer holds attention weights, head outputs and contributions back to back.
+fn readback_bytes(config: &ModelConfig) -> u64 {
+    let sizes = buffer_sizes(config);
+    sizes[4].1 + sizes[5].1 + sizes[6].1
+}
+
+/// Buffers and bind groups for one configuration.
+pub(super) struct Plan {
+    config: ModelConfig,
+    x: wgpu::Buffer,
+    w_qkv: wgpu::Buffer,
+    w_o: wgpu::Buffer,
+    attn: wgpu::Buffer,
+    heads: wgpu::Buffer,
+    contrib: wgpu::Buffer,
+    groups: [wgpu::BindGroup; 3],
+}
+
+impl GpuContext {
+    fn plan(&self, config: &ModelConfig) -> Result<Plan, GpuError> {
+        check_fits(config, &self.limits)?;
+        let dev = &self.device;
+        let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
+            dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes,
+                usage: wgpu::BufferUsages::STORAGE | extra,
+                mapped_at_creation: false,
+            })
+        };
+        let [x, w_qkv, w_o, qkv, attn, heads, contrib] = buffer_sizes(config);
+        let upload = wgpu::BufferUsages::COPY_DST;
+        let download = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let x = storage(x.0, x.1, upload);
+        let w_qkv = storage(w_qkv.0, w_qkv.1, upload);
+        let w_o = storage(w_o.0, w_o.1, upload);
+        let qkv = storage(qkv.0, qkv.1, wgpu::BufferUsages::empty());
+        let attn = storage(attn.0, attn.1, download);
+        let heads = storage(heads.0, heads.1, download);
+        let contrib = storage(contrib.0, contrib.1, download);
+
+        let (n, d, h, d_k) =
+            (config.seq_len as u32, config.d_model as u32, config.num_heads as u32, config.d_k() as u32);
+        let uniform = |label: &str, bytes: &[u8]| {
+            let buffer = dev.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: bytes.len() as u64,
+                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            self.queue.write_buffer(&buffer, 0, bytes);
+            buffer
+        };
+        // QKV (n x 3d) = x (n x d) @ W_qkv (d x 3d)
+        let p_qkv = MatmulParams {
+            m: n,
+            n: 3 * d,
+            k: d,
+            batch: 1,
+            a: [0, d, 1, 0],
+            b: [0, 3 * d, 1, 0],
+            c_off: 0,
+            c_rs: 3 * d,
+            c_bs: 0,
+            alpha: 1.0,
+        };
+        // For every head z: C_z (n x d) = O_z (n x d_k, columns z*d_k of heads) @ W_o rows z*d_k..
+        let p_out = MatmulParams {
+            m: n,
+            n: d,
+            k: d_k,
+            batch: h,
+            a: [0, d, 1, d_k],
+            b: [0, d, 1, d_k * d],
+            c_off: 0,
+            c_rs: d,
+            c_bs: n * d,
+            alpha: 1.0,
+        };
+        let p_att = AttentionParams { n, d, d_k, heads: h, scale: 1.0 / (d_k as f32).sqrt(), _pad: [0; 3] };
+        let u_qkv = uniform("qkv params", bytemuck::bytes_of(&p_qkv));
+        let u_out = uniform("output params", bytemuck::bytes_of(&p_out));
+        let u_att = uniform("attention params", bytemuck::bytes_of(&p_att));
+
+        let group = |pipeline: &wgpu::ComputePipeline, buffers: [&wgpu::Buffer; 4]| {
+            let entries: Vec<wgpu::BindGroupEntry> = buffers
+                .iter()
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                .collect();
+            dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            })
+        };
+        let groups = [
+            group(&self.matmul, [&u_qkv, &x, &w_qkv, &qkv]),
+            group(&self.attention, [&u_att, &qkv, &attn, &heads]),
+            group(&self.matmul, [&u_out, &heads, &w_o, &contrib]),
+        ];
+        Ok(Plan { config: *config, x, w_qkv, w_o, attn, heads, contrib, groups })
+    }
+
+    /// One forward pass of `config` on `x` with `weights`, with the same contract and result
+    /// layout as [`crate::cpu::forward`].
+    pub async fn forward(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: &Weights,
+    ) -> Result<Forward, GpuError> {
+        let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
+        assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
+        assert_eq!(weights.d_model, d, "weights are for another d_model");
+        self.check()?;
+
+        let plan = self.ensure_plan(config).await?;
+        // A readback buffer per call: a second forward started while this one awaits its
+        // readback (the reader moved a slider) must not find the buffer already mapped. The
+        // queue runs submissions in order, so sharing the other buffers is safe.
+        let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: readback_bytes(config),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+
+        let q = &self.queue;
+        q.write_buffer(&plan.x, 0, bytemuck::cast_slice(x));
+        q.write_buffer(&plan.w_qkv, 0, bytemuck::cast_slice(&weights.w_qkv));
+        q.write_buffer(&plan.w_o, 0, bytemuck::cast_slice(&weights.w_o));
+
+        let tiles = |extent: usize| extent.div_ceil(64) as u32;
+        let mut enc =
+            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("forward") });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("forward"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.matmul);
+            pass.set_bind_group(0, &plan.groups[0], &[]);
+            pass.dispatch_workgroups(tiles(3 * d), tiles(n), 1);
+            pass.set_pipeline(&self.attention);
+            pass.set_bind_group(0, &plan.groups[1], &[]);
+            pass.dispatch_workgroups(n as u32, h as u32, 1);
+            pass.set_pipeline(&self.matmul);
+            pass.set_bind_group(0, &plan.groups[2], &[]);
+            pass.dispatch_workgroups(tiles(d), tiles(n), h as u32);
+        }
+        let [.., (_, attn_bytes), (_, heads_bytes), (_, contrib_bytes)] = buffer_sizes(config);
+        enc.copy_buffer_to_buffer(&plan.attn, 0, &readback, 0, attn_bytes);
+        enc.copy_buffer_to_buffer(&plan.heads, 0, &readback, attn_bytes, heads_bytes);
+        enc.copy_buffer_to_buffer(&plan.contrib, 0, &readback, attn_bytes + heads_bytes, contrib_bytes);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        q.submit([enc.finish()]);
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::Internal(e.to_string()));
+        }
+
+        drop(plan);
+        let data = self.read(&readback).await?;
+        self.check()?;
+        let (attn_len, heads_len) = (h * n * n, n * d);
+        let mut data = data.into_iter();
+        let attention: Vec<f32> = data.by_ref().take(attn_len).collect();
+        let heads: Vec<f32> = data.by_ref().take(heads_len).collect();
+        let contributions = Contributions { num_heads: h, seq_len: n, d_model: d, data: data.collect() };
+        let output = contributions.recompose(&HeadMask::all(h));
+        Ok(Forward { config: *config, attention, heads, contributions, output })
+    }
+
+    /// Builds (or keeps) the buffers and bind groups for `config`.
+    async fn ensure_plan(&self, config: &ModelConfig) -> Result<Rc<Plan>, GpuError> {
+        if let Some(plan) = self.plan.borrow().as_ref().filter(|p| p.config == *config) {
+            return Ok(plan.clone());
+        }
+        // Drop the old buffers first, then build the new ones under an out-of-memory scope.
+        self.plan.replace(None);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let plan = self.plan(config);
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::OutOfMemory(e.to_string()));
+        }
+        let plan = Rc::new(plan?);
+        self.plan.replace(Some(plan.clone()));
+        Ok(plan)
+    }
+
+    /// Overwrites the output buffers of `config`'s plan with `value`, so a test can prove the
+    /// next forward pass writes every element (WebGPU zero-fills new buffers, which would hide
+    /// an unwritten element).
+    pub async fn fill_outputs(&self, config: &ModelConfig, value: f32) -> Result<(), GpuError> {
+        let plan = self.ensure_plan(config).await?;
+        for buffer in [&plan.attn, &plan.heads, &plan.contrib] {
+            let fill = vec![value; (buffer.size() / F32) as usize];
+            self.queue.write_buffer(buffer, 0, bytemuck::cast_slice(&fill));
+        }
+        self.queue.submit([]);
+        Ok(())
+    }
+
+    /// Fails with the recorded device loss or error, if any.
+    fn check(&self) -> Result<(), GpuError> {
+        self.failure().map_or(Ok(()), Err)
+    }
+
+    /// Maps `buffer` and copies it out: the one readback path, on the web and natively.
+    async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        buffer.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = tx.send(result);
+        });
+        // Natively nothing makes progress unless polled; in the browser the event loop does it.
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| self.lost_or(GpuError::Readback(e.to_string())))?;
+        let mapped = rx.await.map_err(|_| GpuError::Readback("the map request was dropped".into()))?;
+        mapped.map_err(|e| self.lost_or(GpuError::Readback(e.to_string())))?;
+        let data = {
+            let view = buffer.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
+            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+        };
+        buffer.unmap();
+        Ok(data)
+    }
+
+    /// A recorded device loss explains a failure better than the failure itself.
+    fn lost_or(&self, err: GpuError) -> GpuError {
+        self.failure().unwrap_or(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_over_the_binding_limit_are_refused_by_name() {
+        let limits = wgpu::Limits::default(); // 128 MiB bindings, 256 MiB buffers
+        let bert = ModelConfig { d_model: 768, num_heads: 12, seq_len: 512 };
+        assert_eq!(check_fits(&bert, &limits), Ok(()));
+        // GPT-2 Large at 1024 tokens: 20 x 1024 x 1280 floats of contributions = 100 MiB, fits;
+        // 2048-wide with 32 heads at 640 tokens needs 160 MiB of them.
+        let gpt2_large = ModelConfig { d_model: 1280, num_heads: 20, seq_len: 1024 };
+        assert_eq!(check_fits(&gpt2_large, &limits), Ok(()));
+        let big = ModelConfig { d_model: 2048, num_heads: 32, seq_len: 640 };
+        match check_fits(&big, &limits) {
+            Err(GpuError::TooLarge { what, bytes, limit }) => {
+                assert_eq!(what, "per-head contributions");
+                assert_eq!(bytes, 4 * 32 * 640 * 2048);
+                assert_eq!(limit, 128 << 20);
+            }
+            other => panic!("{other:?}"),
+        }
+        let msg = check_fits(&big, &limits).unwrap_err().to_string();
+        assert!(msg.contains("160.0 MiB, over this GPU's limit of 128.0 MiB"), "{msg}");
+    }
+
+    #[test]
+    fn uniform_layouts_match_the_shaders() {
+        // 16 u32/f32 fields in matmul.wgsl; attention.wgsl's 5 fields padded to 32 bytes.
+        assert_eq!(std::mem::size_of::<MatmulParams>(), 64);
+        assert_eq!(std::mem::size_of::<AttentionParams>(), 32);
+    }
+}

@@ -1,0 +1,82 @@
+//! The WebGPU backend (wgpu): the same forward pass as [`crate::cpu`], in three dispatches.
+//!
+//! ```text
+//! QKV = x @ W_qkv                       matmul.wgsl     (one dispatch)
+//! P_h, O_h for every head               attention.wgsl  (one dispatch, fused scores/softmax/PV)
+//! C_h = O_h @ W_o rows of h, all heads  matmul.wgsl     (one dispatch, batched over heads)
+//! ```
+//!
+//! Getting a device ([`GpuContext::acquire`]) is separate from using it
+//! ([`GpuContext::forward`]). Pipelines are built once per context; buffers and bind groups once
+//! per configuration and reused. Everything that can go wrong comes back as a [`GpuError`] with a
+//! sentence for the page; the backend then falls back to the CPU kernel.
+
+mod context;
+mod forward;
+
+pub use context::GpuContext;
+pub use forward::buffer_sizes;
+
+use std::fmt;
+
+/// Why the GPU could not be used, or stopped working.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuError {
+    /// The browser has no WebGPU (`navigator.gpu` is missing or offers no adapter).
+    NoWebGpu,
+    /// No adapter was found.
+    NoAdapter(String),
+    /// The adapter refused to create a device.
+    RequestDevice(String),
+    /// A buffer this configuration needs is larger than the device allows.
+    TooLarge {
+        /// Which buffer.
+        what: &'static str,
+        /// Bytes it needs.
+        bytes: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// The device was lost (driver reset, `destroy()`, tab in the background for too long...).
+    DeviceLost(String),
+    /// The GPU ran out of memory.
+    OutOfMemory(String),
+    /// A validation or internal error reported by WebGPU.
+    Internal(String),
+    /// Reading results back failed.
+    Readback(String),
+}
+
+impl fmt::Display for GpuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GpuError::NoWebGpu => write!(f, "this browser does not offer WebGPU"),
+            GpuError::NoAdapter(e) => write!(f, "no WebGPU adapter is available ({e})"),
+            GpuError::RequestDevice(e) => {
+                write!(f, "the GPU adapter refused to open a device ({e})")
+            }
+            GpuError::TooLarge { what, bytes, limit } => write!(
+                f,
+                "the {what} buffer needs {:.1} MiB, over this GPU's limit of {:.1} MiB",
+                *bytes as f64 / 1048576.0,
+                *limit as f64 / 1048576.0
+            ),
+            GpuError::DeviceLost(e) => write!(f, "the GPU device was lost ({e})"),
+            GpuError::OutOfMemory(e) => write!(f, "the GPU ran out of memory ({e})"),
+            GpuError::Internal(e) => write!(f, "the GPU reported an error ({e})"),
+            GpuError::Readback(e) => write!(f, "reading results back from the GPU failed ({e})"),
+        }
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+/// The WGSL sources, as shipped in the binary.
+pub mod shaders {
+    /// Batched strided matrix product.
+    pub const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
+    /// Fused per-head scores, softmax and weighted sum of V.
+    pub const ATTENTION: &str = include_str!("../../shaders/attention.wgsl");
+    /// Every shader with its file name, for validation tests.
+    pub const ALL: [(&str, &str); 2] = [("matmul.wgsl", MATMUL), ("attention.wgsl", ATTENTION)];
+}

@@ -1,0 +1,83 @@
+//! The WebGPU backend natively: every shader validated by naga with WebGPU's capabilities, and
+//! the forward pass on a real adapter (Mesa's lavapipe in CI) against the f64 oracle over the
+//! same shape table as the CPU kernel. No adapter is a failure, not a skip: scripts/test.sh
+//! installs lavapipe (`mesa-vulkan-drivers`).
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::{case, check_forward, shape_table};
+use headlab::attention::config::MAX_SEQ_LEN;
+use headlab::attention::ModelConfig;
+use headlab::gpu::{shaders, GpuContext, GpuError};
+
+/// GPU results must match the f64 oracle to this normwise relative error.
+const GPU_TOLERANCE: f64 = 1e-4;
+
+#[test]
+fn every_shader_parses_and_validates_for_webgpu() {
+    for (name, source) in shaders::ALL {
+        let module = naga::front::wgsl::parse_str(source)
+            .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+        // naga's default capabilities are WebGPU's baseline.
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::default(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}: {}", e.emit_to_string(source)));
+    }
+}
+
+#[test]
+fn attention_shader_row_buffer_covers_the_longest_sequence() {
+    let line = format!("const MAX_SEQ: u32 = {MAX_SEQ_LEN}u;");
+    assert!(shaders::ATTENTION.contains(&line), "attention.wgsl must declare `{line}`");
+}
+
+fn context() -> GpuContext {
+    let ctx = pollster::block_on(GpuContext::acquire()).unwrap_or_else(|e| {
+        panic!("no GPU adapter for the native GPU tests ({e}); install mesa-vulkan-drivers (lavapipe)")
+    });
+    println!("GPU adapter under test: {}", ctx.adapter_label());
+    ctx
+}
+
+#[test]
+fn forward_matches_oracle_on_the_shape_table() {
+    let ctx = context();
+    let mut worst = 0.0f64;
+    for config in shape_table() {
+        let (weights, inputs) = case(&config, 7);
+        // Poison the output buffers so an element the kernels skip shows up as NaN.
+        pollster::block_on(ctx.fill_outputs(&config, f32::NAN)).unwrap();
+        let got = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
+        worst = worst.max(check_forward("gpu", &config, &inputs, &weights, &got, GPU_TOLERANCE));
+    }
+    println!("GPU ({}): worst relative error vs f64 oracle {worst:.2e}", ctx.adapter_label());
+}
+
+#[test]
+fn gpu_and_cpu_agree_at_the_largest_supported_sequence() {
+    let ctx = context();
+    let config = ModelConfig { d_model: 64, num_heads: 2, seq_len: MAX_SEQ_LEN };
+    let (weights, inputs) = case(&config, 3);
+    let gpu = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
+    let cpu = headlab::cpu::forward(headlab::cpu::Kernel::Simd, &config, &inputs.x, &weights);
+    let cpu64: Vec<f64> = cpu.output.iter().map(|&v| v as f64).collect();
+    common::assert_close("gpu vs cpu output", &gpu.output, &cpu64, GPU_TOLERANCE);
+    let cpu_attn: Vec<f64> = cpu.attention.iter().map(|&v| v as f64).collect();
+    common::assert_close("gpu vs cpu attention", &gpu.attention, &cpu_attn, GPU_TOLERANCE);
+}
+
+#[test]
+fn a_lost_device_is_a_typed_error_not_a_panic() {
+    let ctx = context();
+    let config = ModelConfig { d_model: 16, num_heads: 2, seq_len: 5 };
+    let (weights, inputs) = case(&config, 1);
+    pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
+    ctx.destroy();
+    let err = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap_err();
+    assert!(matches!(err, GpuError::DeviceLost(_)), "{err:?}");
+    assert!(err.to_string().contains("device was lost"), "{err}");
+}
