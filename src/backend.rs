@@ -1,35 +1,101 @@
-//! The backend that runs the attention: chosen once, named in the page's badge.
-//!
-//! Today that is always the CPU kernel; the WebGPU backend (`src/gpu/`, `shaders/`) joins here
-//! as a second variant with a fallback to this one.
+//! The backend that runs the attention: chosen once, named in the page's badge, replaced by the
+//! CPU kernel when the GPU is missing or fails.
+
+use std::rc::Rc;
 
 use crate::attention::{ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
+use crate::gpu::{GpuContext, GpuError};
+
+/// What the reader asked for (`?backend=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Preference {
+    /// WebGPU when an adapter with compute is found, else the CPU kernel.
+    #[default]
+    Auto,
+    /// WebGPU; if it cannot be had, the CPU kernel with the reason shown.
+    Gpu,
+    /// The CPU kernel, without looking for a GPU.
+    Cpu,
+}
+
+impl Preference {
+    /// The URL value, or `None` for the default.
+    pub fn as_param(self) -> Option<&'static str> {
+        match self {
+            Preference::Auto => None,
+            Preference::Gpu => Some("gpu"),
+            Preference::Cpu => Some("cpu"),
+        }
+    }
+
+    /// Parses a URL value.
+    pub fn from_param(value: &str) -> Option<Self> {
+        match value {
+            "auto" => Some(Preference::Auto),
+            "gpu" | "webgpu" => Some(Preference::Gpu),
+            "cpu" => Some(Preference::Cpu),
+            _ => None,
+        }
+    }
+}
 
 /// Where the forward pass runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum Backend {
+    /// WebGPU (or Vulkan/Metal/DX12 natively) through wgpu.
+    Gpu(Rc<GpuContext>),
     /// The CPU path on the given kernel.
     Cpu(Kernel),
 }
 
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
 impl Backend {
-    /// The best backend this build can use.
-    pub fn detect() -> Self {
-        Backend::Cpu(Kernel::Simd)
+    /// Chooses once: the GPU unless the reader asked for the CPU or no GPU can be had. The
+    /// second value says why the GPU is not used, when it is not.
+    pub async fn select(preference: Preference) -> (Backend, Option<String>) {
+        let cpu = Backend::Cpu(Kernel::Simd);
+        if preference == Preference::Cpu {
+            return (cpu, Some("CPU chosen with ?backend=cpu".into()));
+        }
+        match GpuContext::acquire().await {
+            Ok(ctx) => (Backend::Gpu(Rc::new(ctx)), None),
+            Err(e) => (cpu, Some(format!("not using the GPU: {e}"))),
+        }
     }
 
-    /// Short name for the badge, e.g. "CPU · wasm simd128".
+    /// Short name for the badge, e.g. "WebGPU · Apple M2 (BrowserWebGpu)" or "CPU · wasm simd128".
     pub fn label(&self) -> String {
         match self {
+            Backend::Gpu(ctx) if cfg!(target_arch = "wasm32") => {
+                format!("WebGPU · {}", ctx.adapter_label())
+            }
+            Backend::Gpu(ctx) => format!("GPU · {}", ctx.adapter_label()),
             Backend::Cpu(kernel) => format!("CPU · {}", kernel.describe()),
         }
     }
 
-    /// One forward pass on this backend.
-    pub fn forward(&self, config: &ModelConfig, x: &[f32], weights: &Weights) -> Forward {
+    /// Whether this is a GPU backend.
+    pub fn is_gpu(&self) -> bool {
+        matches!(self, Backend::Gpu(_))
+    }
+
+    /// One forward pass on this backend. The CPU path cannot fail (its configuration was
+    /// validated); the GPU path reports device loss and other faults as values.
+    pub async fn forward(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: &Weights,
+    ) -> Result<Forward, GpuError> {
         match self {
-            Backend::Cpu(kernel) => cpu::forward(*kernel, config, x, weights),
+            Backend::Gpu(ctx) => ctx.forward(config, x, weights).await,
+            Backend::Cpu(kernel) => Ok(cpu::forward(*kernel, config, x, weights)),
         }
     }
 }

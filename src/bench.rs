@@ -33,9 +33,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs `rounds` interleaved rounds at `config`; `now` returns milliseconds from any origin.
 pub fn run(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Report {
-    config
-        .validate()
-        .expect("benchmark configuration must be valid");
+    config.validate().expect("benchmark configuration must be valid");
     let rounds = rounds.max(1);
     let weights = Weights::generate(config.d_model, 42);
     let inputs = Inputs::generate(&config, 42);
@@ -54,9 +52,8 @@ pub fn run(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Report 
     let mut ratios = Vec::new();
     for _ in 0..rounds {
         for (k, kernel) in Kernel::ALL.into_iter().enumerate() {
-            per_kernel[k].push(time(&mut || {
-                cpu::forward_into(kernel, &config, &inputs.x, &weights, &mut out)
-            }));
+            per_kernel[k]
+                .push(time(&mut || cpu::forward_into(kernel, &config, &inputs.x, &weights, &mut out)));
         }
         let last = |k: usize| per_kernel[k][per_kernel[k].len() - 1];
         ratios.push(last(1) / last(0));
@@ -82,10 +79,7 @@ pub fn run(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Report 
     Report {
         config,
         platform: Kernel::Simd.describe(),
-        forward_ms: Kernel::ALL
-            .into_iter()
-            .zip(per_kernel.into_iter().map(median))
-            .collect(),
+        forward_ms: Kernel::ALL.into_iter().zip(per_kernel.into_iter().map(median)).collect(),
         scalar_over_simd: median(ratios),
         toggle_ms: median(toggle_samples),
         rounds,
@@ -104,24 +98,11 @@ impl std::fmt::Display for Report {
         writeln!(f, "| path | median ms | GFLOP/s |")?;
         writeln!(f, "|---|---:|---:|")?;
         for (kernel, ms) in &self.forward_ms {
-            writeln!(
-                f,
-                "| forward, {:?} kernel | {ms:.3} | {:.2} |",
-                kernel,
-                gflop / (ms / 1e3)
-            )?;
+            writeln!(f, "| forward, {:?} kernel | {ms:.3} | {:.2} |", kernel, gflop / (ms / 1e3))?;
         }
-        writeln!(
-            f,
-            "| head toggle -> new drift | {:.4} | - |",
-            self.toggle_ms
-        )?;
+        writeln!(f, "| head toggle -> new drift | {:.4} | - |", self.toggle_ms)?;
         let simd_ms = self.forward_ms[0].1;
-        writeln!(
-            f,
-            "scalar / SIMD time (median of per-round ratios): {:.2}x",
-            self.scalar_over_simd
-        )?;
+        writeln!(f, "scalar / SIMD time (median of per-round ratios): {:.2}x", self.scalar_over_simd)?;
         write!(
             f,
             "head toggle / SIMD forward time: {:.4} ({:.0}x cheaper)",
@@ -146,11 +127,7 @@ pub fn bench_report(
         #[wasm_bindgen(js_namespace = performance)]
         fn now() -> f64;
     }
-    let config = ModelConfig {
-        d_model,
-        num_heads,
-        seq_len,
-    };
+    let config = ModelConfig { d_model, num_heads, seq_len };
     config.validate().map_err(|e| e.to_string())?;
     Ok(run(&now, config, rounds).to_string())
 }

@@ -6,6 +6,7 @@
 
 use crate::attention::config::{preset_by_id, PRESETS};
 use crate::attention::ModelConfig;
+use crate::backend::Preference;
 
 /// Which model shape is selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct Settings {
     pub seq_len: usize,
     /// Seed of the synthetic weights and inputs.
     pub seed: u32,
+    /// Which backend the reader asked for.
+    pub backend: Preference,
 }
 
 /// Index of BERT-base in [`PRESETS`], the default.
@@ -41,6 +44,7 @@ impl Default for Settings {
             model: ModelChoice::Preset(DEFAULT_PRESET),
             seq_len: 16,
             seed: 42,
+            backend: Preference::Auto,
         }
     }
 }
@@ -52,11 +56,7 @@ impl Settings {
             ModelChoice::Preset(i) => (PRESETS[i].d_model, PRESETS[i].num_heads),
             ModelChoice::Custom { d_model, num_heads } => (d_model, num_heads),
         };
-        ModelConfig {
-            d_model,
-            num_heads,
-            seq_len: self.seq_len,
-        }
+        ModelConfig { d_model, num_heads, seq_len: self.seq_len }
     }
 
     /// Settings from a URL query (`?preset=bert-base&seq=32`, with or without the `?`), with a
@@ -67,11 +67,7 @@ impl Settings {
         let mut notes = Vec::new();
         let mut preset: Option<String> = None;
         let (mut d_model, mut heads) = (None, None);
-        for pair in query
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|p| !p.is_empty())
-        {
+        for pair in query.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
             let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
             let value = percent_decode(raw);
             let mut number = |what: &str| -> Option<u64> {
@@ -88,6 +84,13 @@ impl Settings {
             };
             match key {
                 "preset" => preset = Some(value.clone()),
+                "backend" => match Preference::from_param(&value) {
+                    Some(p) => s.backend = p,
+                    None => notes.push(format!(
+                        "backend={} is not cpu, gpu or auto; choosing automatically.",
+                        shorten(&value)
+                    )),
+                },
                 "d_model" => d_model = number("for d_model").map(saturate),
                 "heads" => heads = number("of heads").map(saturate),
                 "seq" => {
@@ -97,10 +100,7 @@ impl Settings {
                 }
                 "seed" => match number("(0 to 4294967295)").map(u32::try_from) {
                     Some(Ok(v)) => s.seed = v,
-                    Some(Err(_)) => notes.push(format!(
-                        "seed={value} is over 4294967295; using {}.",
-                        s.seed
-                    )),
+                    Some(Err(_)) => notes.push(format!("seed={value} is over 4294967295; using {}.", s.seed)),
                     None => {}
                 },
                 _ => {}
@@ -135,7 +135,8 @@ impl Settings {
                 format!("preset=custom&d_model={d_model}&heads={num_heads}")
             }
         };
-        format!("{model}&seq={}&seed={}", self.seq_len, self.seed)
+        let backend = self.backend.as_param().map(|b| format!("&backend={b}")).unwrap_or_default();
+        format!("{model}&seq={}&seed={}{backend}", self.seq_len, self.seed)
     }
 }
 
@@ -187,30 +188,17 @@ mod tests {
         let (s, notes) = Settings::from_query("");
         assert_eq!((s, notes.len()), (Settings::default(), 0));
         for (i, p) in PRESETS.iter().enumerate() {
-            let want = Settings {
-                model: ModelChoice::Preset(i),
-                seq_len: 33,
-                seed: 7,
-            };
-            assert_eq!(
-                Settings::from_query(&want.to_query()),
-                (want, vec![]),
-                "{}",
-                p.id
-            );
+            let want =
+                Settings { model: ModelChoice::Preset(i), seq_len: 33, seed: 7, backend: Preference::Auto };
+            assert_eq!(Settings::from_query(&want.to_query()), (want, vec![]), "{}", p.id);
         }
         let custom = Settings {
-            model: ModelChoice::Custom {
-                d_model: 768,
-                num_heads: 7,
-            },
+            model: ModelChoice::Custom { d_model: 768, num_heads: 7 },
             seq_len: 100_000,
             seed: 0,
+            backend: Preference::Cpu,
         };
-        assert_eq!(
-            Settings::from_query(&format!("?{}", custom.to_query())),
-            (custom, vec![])
-        );
+        assert_eq!(Settings::from_query(&format!("?{}", custom.to_query())), (custom, vec![]));
         // Out-of-range values are kept for validation to explain.
         assert!(custom.config().validate().is_err());
     }
@@ -222,40 +210,19 @@ mod tests {
         assert_eq!(s.seq_len, Settings::default().seq_len);
         assert_eq!(s.seed, Settings::default().seed);
         assert_eq!(notes.len(), 5, "{notes:?}");
-        assert!(
-            notes.iter().any(|n| n.contains("not a known model")),
-            "{notes:?}"
-        );
+        assert!(notes.iter().any(|n| n.contains("not a known model")), "{notes:?}");
         // Huge numbers saturate rather than wrap, and validation names the limit.
         let (s, _) = Settings::from_query("seq=18446744073709551615");
         assert_eq!(s.seq_len, usize::MAX);
-        assert!(s
-            .config()
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .contains("limit"));
+        assert!(s.config().validate().unwrap_err().to_string().contains("limit"));
     }
 
     #[test]
     fn custom_shapes_fill_missing_parts_from_the_default_preset() {
         let (s, _) = Settings::from_query("heads=7");
-        assert_eq!(
-            s.model,
-            ModelChoice::Custom {
-                d_model: 768,
-                num_heads: 7
-            }
-        );
+        assert_eq!(s.model, ModelChoice::Custom { d_model: 768, num_heads: 7 });
         let (s, _) = Settings::from_query("preset=gpt2-large&seq=8");
-        assert_eq!(
-            s.config(),
-            ModelConfig {
-                d_model: 1280,
-                num_heads: 20,
-                seq_len: 8
-            }
-        );
+        assert_eq!(s.config(), ModelConfig { d_model: 1280, num_heads: 20, seq_len: 8 });
     }
 
     #[test]

@@ -12,10 +12,8 @@ use headlab::attention::{drift, oracle, HeadMask, Inputs, ModelConfig, Weights, 
 
 #[test]
 fn presets_are_the_seeds_seven_models_with_d_k_between_64_and_128() {
-    let got: Vec<(&str, usize, usize, usize)> = PRESETS
-        .iter()
-        .map(|p| (p.name, p.d_model, p.num_heads, p.d_k()))
-        .collect();
+    let got: Vec<(&str, usize, usize, usize)> =
+        PRESETS.iter().map(|p| (p.name, p.d_model, p.num_heads, p.d_k())).collect();
     assert_eq!(
         got,
         [
@@ -40,60 +38,23 @@ fn every_preset_but_gpt3_runs_at_full_context_and_gpt3_says_why_not() {
     for p in &PRESETS[..6] {
         assert_eq!(p.with_seq_len(512).validate(), Ok(()), "{}", p.name);
     }
-    let err = preset_by_id("gpt3")
-        .unwrap()
-        .with_seq_len(16)
-        .validate()
-        .unwrap_err();
-    assert!(
-        matches!(err, ConfigError::OverMemoryBudget { .. }),
-        "{err:?}"
-    );
+    let err = preset_by_id("gpt3").unwrap().with_seq_len(16).validate().unwrap_err();
+    assert!(matches!(err, ConfigError::OverMemoryBudget { .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("2.25 GiB of it weights"), "{text}");
 }
 
 #[test]
 fn bad_configurations_are_typed_errors_with_readable_reasons() {
-    let cfg = |d_model, num_heads, seq_len| ModelConfig {
-        d_model,
-        num_heads,
-        seq_len,
-    };
+    let cfg = |d_model, num_heads, seq_len| ModelConfig { d_model, num_heads, seq_len };
     let cases: [(ModelConfig, ConfigError, &str); 7] = [
-        (
-            cfg(768, 7, 16),
-            ConfigError::NotDivisible {
-                d_model: 768,
-                num_heads: 7,
-            },
-            "try 6 or 8 heads",
-        ),
-        (
-            cfg(768, 12, 0),
-            ConfigError::ZeroSeqLen,
-            "at least one token",
-        ),
-        (
-            cfg(768, 12, 100_000),
-            ConfigError::SeqTooLong { seq_len: 100_000 },
-            "limit of 1024",
-        ),
+        (cfg(768, 7, 16), ConfigError::NotDivisible { d_model: 768, num_heads: 7 }, "try 6 or 8 heads"),
+        (cfg(768, 12, 0), ConfigError::ZeroSeqLen, "at least one token"),
+        (cfg(768, 12, 100_000), ConfigError::SeqTooLong { seq_len: 100_000 }, "limit of 1024"),
         (cfg(0, 12, 16), ConfigError::ZeroDModel, "at least 1"),
         (cfg(768, 0, 16), ConfigError::ZeroHeads, "at least one head"),
-        (
-            cfg(8, 9, 16),
-            ConfigError::TooManyHeads {
-                num_heads: 9,
-                max: 8,
-            },
-            "at most 8",
-        ),
-        (
-            cfg(1 << 20, 8, 16),
-            ConfigError::DModelTooLarge { d_model: 1 << 20 },
-            "limit of 16384",
-        ),
+        (cfg(8, 9, 16), ConfigError::TooManyHeads { num_heads: 9, max: 8 }, "at most 8"),
+        (cfg(1 << 20, 8, 16), ConfigError::DModelTooLarge { d_model: 1 << 20 }, "limit of 16384"),
     ];
     for (config, want, phrase) in cases {
         let got = config.validate().unwrap_err();
@@ -103,11 +64,7 @@ fn bad_configurations_are_typed_errors_with_readable_reasons() {
     assert!(cfg(7, 7, 1).validate().is_ok());
     assert!(cfg(768, 12, MAX_SEQ_LEN).validate().is_ok());
     // A prime width has only 1 and itself as head counts.
-    assert!(cfg(13, 5, 1)
-        .validate()
-        .unwrap_err()
-        .to_string()
-        .contains("try 1 or 13 heads"));
+    assert!(cfg(13, 5, 1).validate().unwrap_err().to_string().contains("try 1 or 13 heads"));
 }
 
 #[test]
@@ -115,10 +72,7 @@ fn footprint_and_flops_follow_the_formulas() {
     let bert = preset_by_id("bert-base").unwrap().with_seq_len(128);
     assert_eq!(bert.footprint().weights, 16 * 768 * 768);
     // 8 n d^2 + 4 n^2 d: the seed's QKV, scores, weighted sum and output projection.
-    assert_eq!(
-        bert.forward_flops(),
-        8 * 128 * 768 * 768 + 4 * 128 * 128 * 768
-    );
+    assert_eq!(bert.forward_flops(), 8 * 128 * 768 * 768 + 4 * 128 * 128 * 768);
 }
 
 #[test]
@@ -154,29 +108,19 @@ fn generator_is_uniform_and_the_init_has_the_right_variance() {
         buckets[((u + 1.0) * 8.0) as usize] += 1;
     }
     let expect = n as f64 / 16.0;
-    let chi2: f64 = buckets
-        .iter()
-        .map(|&b| (b as f64 - expect).powi(2) / expect)
-        .sum();
+    let chi2: f64 = buckets.iter().map(|&b| (b as f64 - expect).powi(2) / expect).sum();
     assert!(chi2 < 37.7, "chi-square {chi2}, buckets {buckets:?}");
     // Xavier-uniform variance for the in-projection: a^2 / 3 with a = sqrt(6 / 4d).
     let d = 256;
     let w = Weights::generate(d, 5);
     let var = w.w_qkv.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / w.w_qkv.len() as f64;
     let want = 6.0 / (4.0 * d as f64) / 3.0;
-    assert!(
-        (var / want - 1.0).abs() < 0.02,
-        "variance {var}, want {want}"
-    );
+    assert!((var / want - 1.0).abs() < 0.02, "variance {var}, want {want}");
 }
 
 #[test]
 fn inputs_are_embeddings_plus_sinusoidal_positions() {
-    let config = ModelConfig {
-        d_model: 16,
-        num_heads: 2,
-        seq_len: 40,
-    };
+    let config = ModelConfig { d_model: 16, num_heads: 2, seq_len: 40 };
     let inputs = Inputs::generate(&config, 2);
     assert_eq!(inputs.x.len(), 40 * 16);
     assert_eq!(inputs.words().count(), 40);
@@ -198,32 +142,20 @@ fn inputs_are_embeddings_plus_sinusoidal_positions() {
 #[test]
 fn oracle_gives_a_known_answer_and_rows_that_sum_to_one() {
     // Q = K = 0 makes attention uniform; V = x and W_o = I make the output the mean of x's rows.
-    let config = ModelConfig {
-        d_model: 2,
-        num_heads: 1,
-        seq_len: 3,
-    };
+    let config = ModelConfig { d_model: 2, num_heads: 1, seq_len: 3 };
     let x = [1.0, 2.0, 3.0, 4.0, 5.0, 9.0];
     let w_qkv = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
     let w_o = [1.0, 0.0, 0.0, 1.0];
     let out = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadMask::all(1));
     assert!(out.attention.iter().all(|&p| (p - 1.0 / 3.0).abs() < 1e-15));
     for row in out.output.chunks(2) {
-        assert!(
-            (row[0] - 3.0).abs() < 1e-12 && (row[1] - 5.0).abs() < 1e-12,
-            "{row:?}"
-        );
+        assert!((row[0] - 3.0).abs() < 1e-12 && (row[1] - 5.0).abs() < 1e-12, "{row:?}");
     }
     // With the head pruned, nothing reaches the output.
-    let pruned =
-        oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadMask::with_pruned(1, [0]));
+    let pruned = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadMask::with_pruned(1, [0]));
     assert!(pruned.output.iter().all(|&v| v == 0.0));
 
-    let config = ModelConfig {
-        d_model: 12,
-        num_heads: 3,
-        seq_len: 5,
-    };
+    let config = ModelConfig { d_model: 12, num_heads: 3, seq_len: 5 };
     let w = Weights::generate(12, 1);
     let out = oracle::multihead_attention(
         &config,
@@ -263,9 +195,7 @@ fn drift_measures_distance_and_angle_per_token_and_overall() {
     let zero = drift(&full, &[0.0; 4], 2);
     assert_eq!((zero.overall.rel_l2, zero.overall.cosine), (1.0, 0.0));
     let scaled = drift(&full, &[6.0, 8.0, 2.0, 0.0], 2);
-    assert!(
-        (scaled.overall.cosine - 1.0).abs() < 1e-12 && (scaled.overall.rel_l2 - 1.0).abs() < 1e-12
-    );
+    assert!((scaled.overall.cosine - 1.0).abs() < 1e-12 && (scaled.overall.rel_l2 - 1.0).abs() < 1e-12);
     // Both zero: nothing moved.
     let nothing = drift(&[0.0; 2], &[0.0; 2], 2);
     assert_eq!((nothing.overall.rel_l2, nothing.overall.cosine), (0.0, 1.0));

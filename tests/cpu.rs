@@ -31,10 +31,7 @@ fn forward_matches_oracle_on_the_shape_table() {
         for config in shape_table() {
             worst = worst.max(trial(kernel, &config, 7));
         }
-        say!(
-            "{kernel:?} ({}): worst relative error vs f64 oracle {worst:.2e}",
-            kernel.describe()
-        );
+        say!("{kernel:?} ({}): worst relative error vs f64 oracle {worst:.2e}", kernel.describe());
         assert!(worst < TOLERANCE);
     }
 }
@@ -42,35 +39,16 @@ fn forward_matches_oracle_on_the_shape_table() {
 #[test]
 fn forward_survives_scores_that_would_overflow_exp() {
     // Scale every input by 300: scores reach ~1e4, where exp() without max subtraction is inf.
-    let config = ModelConfig {
-        d_model: 15,
-        num_heads: 3,
-        seq_len: 9,
-    };
+    let config = ModelConfig { d_model: 15, num_heads: 3, seq_len: 9 };
     let weights = Weights::generate(config.d_model, 3);
     let mut inputs = Inputs::generate(&config, 3);
     inputs.x.iter_mut().for_each(|v| *v *= 300.0);
-    let want = oracle::multihead_attention(
-        &config,
-        &inputs.x,
-        &weights.w_qkv,
-        &weights.w_o,
-        &HeadMask::all(3),
-    );
+    let want =
+        oracle::multihead_attention(&config, &inputs.x, &weights.w_qkv, &weights.w_o, &HeadMask::all(3));
     for kernel in Kernel::ALL {
         let got = cpu::forward(kernel, &config, &inputs.x, &weights);
-        assert_close(
-            &format!("{kernel:?} attention"),
-            &got.attention,
-            &want.attention,
-            TOLERANCE,
-        );
-        assert_close(
-            &format!("{kernel:?} output"),
-            &got.output,
-            &want.output,
-            1e-4,
-        );
+        assert_close(&format!("{kernel:?} attention"), &got.attention, &want.attention, TOLERANCE);
+        assert_close(&format!("{kernel:?} output"), &got.output, &want.output, 1e-4);
     }
 }
 
@@ -81,22 +59,14 @@ fn gemm_oracle(alpha: f64, a: &MatRef, b: &MatRef, beta: f64, c0: &[f32]) -> Vec
     for i in 0..m {
         for j in 0..n {
             let s: f64 = (0..k).map(|p| a.at(i, p) as f64 * b.at(p, j) as f64).sum();
-            c[i * n + j] = alpha * s
-                + if beta == 0.0 {
-                    0.0
-                } else {
-                    beta * c0[i * n + j] as f64
-                };
+            c[i * n + j] = alpha * s + if beta == 0.0 { 0.0 } else { beta * c0[i * n + j] as f64 };
         }
     }
     c
 }
 
 fn filled(len: usize, seed: u32) -> Vec<f32> {
-    let s = headlab::attention::synthetic::Stream::new(
-        seed,
-        headlab::attention::synthetic::StreamId::Wo,
-    );
+    let s = headlab::attention::synthetic::Stream::new(seed, headlab::attention::synthetic::StreamId::Wo);
     (0..len).map(|i| s.symmetric(i as u32)).collect()
 }
 
@@ -132,12 +102,7 @@ fn gemm_matches_oracle_on_odd_empty_and_strided_shapes() {
                 let want = gemm_oracle(0.5, &a, &b, 0.0, &[]);
                 let mut c = vec![f32::NAN; m * n];
                 sgemm(kernel, 0.5, a, b, 0.0, MatMut::row_major(&mut c, m, n));
-                assert_close(
-                    &format!("{kernel:?} {m}x{k}x{n} bt={transpose_b}"),
-                    &c,
-                    &want,
-                    1e-5,
-                );
+                assert_close(&format!("{kernel:?} {m}x{k}x{n} bt={transpose_b}"), &c, &want, 1e-5);
             }
         }
     }
@@ -152,25 +117,11 @@ fn gemm_accumulates_with_nonzero_beta_into_a_strided_block() {
     let c0 = filled(m * ld, 6);
     for kernel in Kernel::ALL {
         let mut buf = c0.clone();
-        let (a, b) = (
-            MatRef::row_major(&a_data, m, k),
-            MatRef::row_major(&b_data, k, n),
-        );
-        sgemm(
-            kernel,
-            2.0,
-            a,
-            b,
-            -1.5,
-            MatMut::new(&mut buf[2..], m, n, ld, 1),
-        );
-        let block0: Vec<f32> = (0..m)
-            .flat_map(|i| c0[i * ld + 2..i * ld + 2 + n].to_vec())
-            .collect();
+        let (a, b) = (MatRef::row_major(&a_data, m, k), MatRef::row_major(&b_data, k, n));
+        sgemm(kernel, 2.0, a, b, -1.5, MatMut::new(&mut buf[2..], m, n, ld, 1));
+        let block0: Vec<f32> = (0..m).flat_map(|i| c0[i * ld + 2..i * ld + 2 + n].to_vec()).collect();
         let want = gemm_oracle(2.0, &a, &b, -1.5, &block0);
-        let got: Vec<f32> = (0..m)
-            .flat_map(|i| buf[i * ld + 2..i * ld + 2 + n].to_vec())
-            .collect();
+        let got: Vec<f32> = (0..m).flat_map(|i| buf[i * ld + 2..i * ld + 2 + n].to_vec()).collect();
         assert_close(&format!("{kernel:?} block"), &got, &want, 1e-5);
         for i in 0..m {
             for j in (0..ld).filter(|j| !(2..2 + n).contains(j)) {
@@ -189,10 +140,7 @@ fn softmax_rows_match_f64_for_every_tail_length() {
     for kernel in Kernel::ALL {
         for row_len in [1, 2, 3, 4, 5, 7, 8, 9, 17, 64, 129] {
             // Magnitudes up to 1e3: exp without max subtraction would overflow.
-            let scores: Vec<f32> = filled(3 * row_len, row_len as u32)
-                .iter()
-                .map(|v| v * 1e3)
-                .collect();
+            let scores: Vec<f32> = filled(3 * row_len, row_len as u32).iter().map(|v| v * 1e3).collect();
             let mut got = scores.clone();
             softmax_rows(kernel, &mut got, row_len);
             let want: Vec<f64> = scores
@@ -204,18 +152,10 @@ fn softmax_rows_match_f64_for_every_tail_length() {
                     e.into_iter().map(move |v| v / s)
                 })
                 .collect();
-            assert_close(
-                &format!("{kernel:?} softmax len {row_len}"),
-                &got,
-                &want,
-                1e-6,
-            );
+            assert_close(&format!("{kernel:?} softmax len {row_len}"), &got, &want, 1e-6);
             for row in got.chunks(row_len) {
                 let sum: f32 = row.iter().sum();
-                assert!(
-                    (sum - 1.0).abs() < 1e-5,
-                    "{kernel:?} len {row_len}: row sums to {sum}"
-                );
+                assert!((sum - 1.0).abs() < 1e-5, "{kernel:?} len {row_len}: row sums to {sum}");
             }
         }
         softmax_rows(kernel, &mut [], 0); // nothing to do, must not panic
@@ -224,11 +164,7 @@ fn softmax_rows_match_f64_for_every_tail_length() {
 
 #[test]
 fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zeroed() {
-    let config = ModelConfig {
-        d_model: 84,
-        num_heads: 12,
-        seq_len: 33,
-    };
+    let config = ModelConfig { d_model: 84, num_heads: 12, seq_len: 33 };
     let weights = Weights::generate(config.d_model, 11);
     let inputs = Inputs::generate(&config, 11);
     for kernel in Kernel::ALL {
@@ -240,33 +176,14 @@ fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zero
             mask.toggle(h);
             let recomposed = fwd.contributions.recompose(&mask);
             let full = cpu::project_masked(kernel, &config, &fwd.heads, &weights.w_o, &mask);
-            let oracle = oracle::multihead_attention(
-                &config,
-                &inputs.x,
-                &weights.w_qkv,
-                &weights.w_o,
-                &mask,
-            );
+            let oracle = oracle::multihead_attention(&config, &inputs.x, &weights.w_qkv, &weights.w_o, &mask);
             let tag = format!("{kernel:?} step {step} ({} active)", mask.active_count());
             if mask.active_count() == 0 {
-                assert!(
-                    recomposed.iter().chain(&full).all(|&v| v == 0.0),
-                    "{tag}: no heads must give zeros"
-                );
+                assert!(recomposed.iter().chain(&full).all(|&v| v == 0.0), "{tag}: no heads must give zeros");
             } else {
-                assert_close(
-                    &format!("{tag} recomposed vs oracle"),
-                    &recomposed,
-                    &oracle.output,
-                    TOLERANCE,
-                );
+                assert_close(&format!("{tag} recomposed vs oracle"), &recomposed, &oracle.output, TOLERANCE);
                 let full64: Vec<f64> = full.iter().map(|&v| v as f64).collect();
-                assert_close(
-                    &format!("{tag} recomposed vs full recompute"),
-                    &recomposed,
-                    &full64,
-                    TOLERANCE,
-                );
+                assert_close(&format!("{tag} recomposed vs full recompute"), &recomposed, &full64, TOLERANCE);
             }
         }
     }

@@ -18,10 +18,21 @@ async fn tick() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
         web_sys::window()
             .unwrap()
-            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0)
+            .set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 10)
             .unwrap();
     });
     JsFuture::from(promise).await.unwrap();
+}
+
+/// Waits until `cond` holds (the forward pass is asynchronous), failing after about 10 seconds.
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if cond() {
+            return;
+        }
+        tick().await;
+    }
+    panic!("timed out waiting for {what}");
 }
 
 fn find(root: &Element, test_id: &str) -> Element {
@@ -36,10 +47,14 @@ fn text(root: &Element, test_id: &str) -> String {
 
 #[wasm_bindgen_test]
 async fn mounted_app_draws_every_head_and_drift_follows_a_toggle() {
+    // The app reads its settings from the URL: ask for the CPU kernel.
+    let history = web_sys::window().unwrap().history().unwrap();
+    history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some("?backend=cpu")).unwrap();
     let root = document().create_element("div").unwrap();
     document().body().unwrap().append_child(&root).unwrap();
     let handle = leptos::mount::mount_to(root.clone().unchecked_into(), headlab::ui::App);
-    tick().await;
+    until("12 heatmaps", || root.query_selector_all("canvas.heatmap").unwrap().length() == 12).await;
+    until("the drift numbers", || text(&root, "drift-cosine") == "1.000000").await;
 
     // Defaults: BERT-base, 12 heads, 16 tokens, every heatmap drawn at 16x16.
     let canvases = root.query_selector_all("canvas.heatmap").unwrap();
@@ -50,29 +65,16 @@ async fn mounted_app_draws_every_head_and_drift_follows_a_toggle() {
 
     assert_eq!(text(&root, "drift-cosine"), "1.000000");
     assert_eq!(text(&root, "drift-active"), "12 of 12");
-    find(&root, "head-toggle-2")
-        .unchecked_into::<HtmlElement>()
-        .click();
-    tick().await;
+    find(&root, "head-toggle-2").unchecked_into::<HtmlElement>().click();
+    until("drift to change", || text(&root, "drift-cosine") != "1.000000").await;
     let cosine: f64 = text(&root, "drift-cosine").parse().unwrap();
-    assert!(
-        cosine > 0.0 && cosine < 1.0,
-        "cosine after pruning head 2: {cosine}"
-    );
+    assert!(cosine > 0.0 && cosine < 1.0, "cosine after pruning head 2: {cosine}");
     assert_eq!(text(&root, "drift-active"), "11 of 12");
-    assert_eq!(
-        find(&root, "head-toggle-2")
-            .get_attribute("aria-pressed")
-            .as_deref(),
-        Some("false")
-    );
+    assert_eq!(find(&root, "head-toggle-2").get_attribute("aria-pressed").as_deref(), Some("false"));
 
     // Toggling back restores the unpruned output exactly.
-    find(&root, "head-toggle-2")
-        .unchecked_into::<HtmlElement>()
-        .click();
-    tick().await;
-    assert_eq!(text(&root, "drift-cosine"), "1.000000");
+    find(&root, "head-toggle-2").unchecked_into::<HtmlElement>().click();
+    until("drift to return to none", || text(&root, "drift-cosine") == "1.000000").await;
     drop(handle);
     root.remove();
 }

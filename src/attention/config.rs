@@ -35,58 +35,19 @@ impl Preset {
 
     /// This preset's attention layer on a sequence of `seq_len` tokens.
     pub const fn with_seq_len(&self, seq_len: usize) -> ModelConfig {
-        ModelConfig {
-            d_model: self.d_model,
-            num_heads: self.num_heads,
-            seq_len,
-        }
+        ModelConfig { d_model: self.d_model, num_heads: self.num_heads, seq_len }
     }
 }
 
 /// The seed's `model_configs`, in its order.
 pub const PRESETS: [Preset; 7] = [
-    Preset {
-        name: "Transformer (orig.)",
-        id: "transformer",
-        d_model: 512,
-        num_heads: 8,
-    },
-    Preset {
-        name: "BERT-base",
-        id: "bert-base",
-        d_model: 768,
-        num_heads: 12,
-    },
-    Preset {
-        name: "GPT-2 Small",
-        id: "gpt2-small",
-        d_model: 768,
-        num_heads: 12,
-    },
-    Preset {
-        name: "BERT-large",
-        id: "bert-large",
-        d_model: 1024,
-        num_heads: 16,
-    },
-    Preset {
-        name: "GPT-2 Medium",
-        id: "gpt2-medium",
-        d_model: 1024,
-        num_heads: 16,
-    },
-    Preset {
-        name: "GPT-2 Large",
-        id: "gpt2-large",
-        d_model: 1280,
-        num_heads: 20,
-    },
-    Preset {
-        name: "GPT-3 (175B)",
-        id: "gpt3",
-        d_model: 12288,
-        num_heads: 96,
-    },
+    Preset { name: "Transformer (orig.)", id: "transformer", d_model: 512, num_heads: 8 },
+    Preset { name: "BERT-base", id: "bert-base", d_model: 768, num_heads: 12 },
+    Preset { name: "GPT-2 Small", id: "gpt2-small", d_model: 768, num_heads: 12 },
+    Preset { name: "BERT-large", id: "bert-large", d_model: 1024, num_heads: 16 },
+    Preset { name: "GPT-2 Medium", id: "gpt2-medium", d_model: 1024, num_heads: 16 },
+    Preset { name: "GPT-2 Large", id: "gpt2-large", d_model: 1280, num_heads: 20 },
+    Preset { name: "GPT-3 (175B)", id: "gpt3", d_model: 12288, num_heads: 96 },
 ];
 
 /// Looks a preset up by its URL identifier.
@@ -178,10 +139,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "{num_heads} heads is too many here; at most {max}.")
             }
             ConfigError::DModelTooLarge { d_model } => {
-                write!(
-                    f,
-                    "d_model {d_model} is over this page's limit of {MAX_D_MODEL}."
-                )
+                write!(f, "d_model {d_model} is over this page's limit of {MAX_D_MODEL}.")
             }
             ConfigError::SeqTooLong { seq_len } => write!(
                 f,
@@ -217,11 +175,7 @@ impl ModelConfig {
 
     /// Checks the shape, cheapest reasons first, and that it fits the memory budget.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let ModelConfig {
-            d_model,
-            num_heads,
-            seq_len,
-        } = *self;
+        let ModelConfig { d_model, num_heads, seq_len } = *self;
         if d_model == 0 {
             return Err(ConfigError::ZeroDModel);
         }
@@ -236,10 +190,7 @@ impl ModelConfig {
         }
         let max_heads = d_model.min(MAX_HEADS);
         if num_heads > max_heads {
-            return Err(ConfigError::TooManyHeads {
-                num_heads,
-                max: max_heads,
-            });
+            return Err(ConfigError::TooManyHeads { num_heads, max: max_heads });
         }
         if d_model % num_heads != 0 {
             return Err(ConfigError::NotDivisible { d_model, num_heads });
@@ -266,11 +217,7 @@ impl ModelConfig {
 
     /// Bytes the CPU path holds for this configuration, computed without allocating.
     pub fn footprint(&self) -> Footprint {
-        let (n, d, h) = (
-            self.seq_len as u64,
-            self.d_model as u64,
-            self.num_heads as u64,
-        );
+        let (n, d, h) = (self.seq_len as u64, self.d_model as u64, self.num_heads as u64);
         let f32s = 4;
         Footprint {
             weights: f32s * (3 * d * d + d * d),

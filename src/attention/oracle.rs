@@ -25,12 +25,7 @@ pub fn multihead_attention(
     w_o: &[f32],
     mask: &HeadMask,
 ) -> OracleOutput {
-    let (n, d, h_count, d_k) = (
-        config.seq_len,
-        config.d_model,
-        config.num_heads,
-        config.d_k(),
-    );
+    let (n, d, h_count, d_k) = (config.seq_len, config.d_model, config.num_heads, config.d_k());
     assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
     assert_eq!(w_qkv.len(), d * 3 * d, "W_qkv must be d_model x 3*d_model");
     assert_eq!(w_o.len(), d * d, "W_o must be d_model x d_model");
@@ -48,8 +43,7 @@ pub fn multihead_attention(
         }
     }
     // reshape (seq, 3, heads, d_k), transpose to (3, heads, seq, d_k)
-    let at =
-        |which: usize, head: usize, i: usize, c: usize| qkv[i * 3 * d + which * d + head * d_k + c];
+    let at = |which: usize, head: usize, i: usize, c: usize| qkv[i * 3 * d + which * d + head * d_k + c];
 
     let scale = 1.0 / (d_k as f64).sqrt();
     let mut attention = vec![0.0f64; h_count * n * n];

@@ -87,11 +87,7 @@ impl Contributions {
     /// head order so the result depends only on the mask, never on the order of toggles.
     pub fn recompose_into(&self, mask: &HeadMask, out: &mut [f32]) {
         assert_eq!(mask.len(), self.num_heads, "one mask entry per head");
-        assert_eq!(
-            out.len(),
-            self.seq_len * self.d_model,
-            "out must be seq_len x d_model"
-        );
+        assert_eq!(out.len(), self.seq_len * self.d_model, "out must be seq_len x d_model");
         out.fill(0.0);
         for h in (0..self.num_heads).filter(|&h| mask.is_active(h)) {
             for (o, c) in out.iter_mut().zip(self.head(h)) {
@@ -129,10 +125,7 @@ pub struct Drift {
 /// Compares `pruned` with `full`, both `seq_len x d_model`, accumulating in f64.
 pub fn drift(full: &[f32], pruned: &[f32], d_model: usize) -> Drift {
     assert_eq!(full.len(), pruned.len(), "outputs must have the same shape");
-    assert!(
-        d_model > 0 && full.len().is_multiple_of(d_model),
-        "outputs must be whole rows of d_model"
-    );
+    assert!(d_model > 0 && full.len().is_multiple_of(d_model), "outputs must be whole rows of d_model");
     let mut total = Sums::default();
     let per_token = full
         .chunks_exact(d_model)
@@ -143,10 +136,7 @@ pub fn drift(full: &[f32], pruned: &[f32], d_model: usize) -> Drift {
             s.drift()
         })
         .collect();
-    Drift {
-        per_token,
-        overall: total.drift(),
-    }
+    Drift { per_token, overall: total.drift() }
 }
 
 #[derive(Default)]

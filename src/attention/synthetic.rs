@@ -44,10 +44,7 @@ impl Stream {
     /// The stream `id` of generator `seed`.
     pub const fn new(seed: u32, id: StreamId) -> Self {
         let k1 = hash32(seed ^ hash32(id as u32));
-        Stream {
-            k1,
-            k2: hash32(k1 ^ 0x9e37_79b9),
-        }
+        Stream { k1, k2: hash32(k1 ^ 0x9e37_79b9) }
     }
 
     /// 32 random bits for counter `i`. Two keyed rounds, so that streams are not
@@ -108,26 +105,18 @@ impl Weights {
         let qkv = Stream::new(seed, StreamId::Wqkv);
         let o = Stream::new(seed, StreamId::Wo);
         let (a_qkv, a_o) = (w_qkv_bound(d_model), w_o_bound(d_model));
-        let w_qkv = (0..3 * d_model * d_model)
-            .map(|i| a_qkv * qkv.symmetric(i as u32))
-            .collect();
-        let w_o = (0..d_model * d_model)
-            .map(|i| a_o * o.symmetric(i as u32))
-            .collect();
-        Weights {
-            d_model,
-            w_qkv,
-            w_o,
-        }
+        let w_qkv = (0..3 * d_model * d_model).map(|i| a_qkv * qkv.symmetric(i as u32)).collect();
+        let w_o = (0..d_model * d_model).map(|i| a_o * o.symmetric(i as u32)).collect();
+        Weights { d_model, w_qkv, w_o }
     }
 }
 
 /// The words synthetic sentences are made of. Few enough that words repeat in a sequence of
 /// modest length, which gives the heatmaps visible structure (equal tokens attend alike).
 pub const VOCAB: [&str; 32] = [
-    "the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "river", "bank", "loan", "paid",
-    "by", "it", "was", "and", "then", "saw", "big", "small", "red", "bird", "tree", "over", "to",
-    "house", "old", "new", "she", "he", ".",
+    "the", "a", "cat", "dog", "sat", "ran", "on", "under", "mat", "river", "bank", "loan", "paid", "by",
+    "it", "was", "and", "then", "saw", "big", "small", "red", "bird", "tree", "over", "to", "house", "old",
+    "new", "she", "he", ".",
 ];
 
 /// A synthetic input sequence: which word sits at each position, and the embeddings `x`.
@@ -148,9 +137,7 @@ impl Inputs {
     pub fn generate(config: &ModelConfig, seed: u32) -> Self {
         let (n, d) = (config.seq_len, config.d_model);
         let words = Stream::new(seed, StreamId::Tokens);
-        let tokens: Vec<usize> = (0..n)
-            .map(|t| words.bits(t as u32) as usize % VOCAB.len())
-            .collect();
+        let tokens: Vec<usize> = (0..n).map(|t| words.bits(t as u32) as usize % VOCAB.len()).collect();
         let emb = Stream::new(seed, StreamId::Embedding);
         let scale = 3f32.sqrt();
         let mut x = Vec::with_capacity(n * d);
@@ -173,9 +160,5 @@ impl Inputs {
 pub fn positional(t: usize, j: usize, d: usize) -> f32 {
     let pair = (j / 2 * 2) as f64;
     let angle = t as f64 / 10_000f64.powf(pair / d as f64);
-    (if j.is_multiple_of(2) {
-        angle.sin()
-    } else {
-        angle.cos()
-    }) as f32
+    (if j.is_multiple_of(2) { angle.sin() } else { angle.cos() }) as f32
 }

@@ -30,18 +30,8 @@ impl<'a> MatRef<'a> {
     /// A strided view; panics if it would read past `data`.
     pub fn new(data: &'a [f32], rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
         let end = extent(rows, cols, rs, cs);
-        assert!(
-            end <= data.len(),
-            "view {rows}x{cols} (strides {rs},{cs}) reads {end} > {}",
-            data.len()
-        );
-        MatRef {
-            data,
-            rows,
-            cols,
-            rs,
-            cs,
-        }
+        assert!(end <= data.len(), "view {rows}x{cols} (strides {rs},{cs}) reads {end} > {}", data.len());
+        MatRef { data, rows, cols, rs, cs }
     }
 
     /// A dense row-major `rows x cols` view.
@@ -61,13 +51,7 @@ impl<'a> MatRef<'a> {
 
     /// The transpose, as a view of the same data.
     pub fn t(self) -> Self {
-        MatRef {
-            rows: self.cols,
-            cols: self.rows,
-            rs: self.cs,
-            cs: self.rs,
-            ..self
-        }
+        MatRef { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
     }
 
     /// Element `(i, j)`.
@@ -92,28 +76,15 @@ impl<'a> MatMut<'a> {
     /// share a location (rows must not overlap).
     pub fn new(data: &'a mut [f32], rows: usize, cols: usize, rs: usize, cs: usize) -> Self {
         let end = extent(rows, cols, rs, cs);
-        assert!(
-            end <= data.len(),
-            "view {rows}x{cols} (strides {rs},{cs}) writes {end} > {}",
-            data.len()
-        );
+        assert!(end <= data.len(), "view {rows}x{cols} (strides {rs},{cs}) writes {end} > {}", data.len());
         let distinct = match (rows, cols) {
             (0, _) | (_, 0) | (1, 1) => true,
             (1, _) => cs >= 1,
             (_, 1) => rs >= 1,
             _ => (cs >= 1 && rs >= cols * cs) || (rs >= 1 && cs >= rows * rs),
         };
-        assert!(
-            distinct,
-            "view {rows}x{cols} (strides {rs},{cs}) aliases its own elements"
-        );
-        MatMut {
-            data,
-            rows,
-            cols,
-            rs,
-            cs,
-        }
+        assert!(distinct, "view {rows}x{cols} (strides {rs},{cs}) aliases its own elements");
+        MatMut { data, rows, cols, rs, cs }
     }
 
     /// A dense row-major `rows x cols` view.
@@ -129,13 +100,7 @@ pub fn sgemm(kernel: Kernel, alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32
         "inner dimensions differ: A is {}x{}, B is {}x{}",
         a.rows, a.cols, b.rows, b.cols
     );
-    assert_eq!(
-        (c.rows, c.cols),
-        (a.rows, b.cols),
-        "C must be {}x{}",
-        a.rows,
-        b.cols
-    );
+    assert_eq!((c.rows, c.cols), (a.rows, b.cols), "C must be {}x{}", a.rows, b.cols);
     if c.rows == 0 || c.cols == 0 {
         return;
     }
@@ -183,11 +148,7 @@ fn sgemm_scalar(alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32, c: MatMut<'
                 acc += a.at(i, p) * b.at(p, j);
             }
             let slot = &mut c.data[i * c.rs + j * c.cs];
-            *slot = if beta == 0.0 {
-                alpha * acc
-            } else {
-                alpha * acc + beta * *slot
-            };
+            *slot = if beta == 0.0 { alpha * acc } else { alpha * acc + beta * *slot };
         }
     }
 }

@@ -37,9 +37,7 @@ impl Kernel {
     /// What this kernel runs on, for the page's backend badge.
     pub fn describe(self) -> &'static str {
         match self {
-            Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) => {
-                "wasm simd128"
-            }
+            Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) => "wasm simd128",
             Kernel::Simd if cfg!(target_arch = "wasm32") => "wasm (built without simd128)",
             Kernel::Simd => "native SIMD",
             Kernel::Scalar => "scalar",
@@ -97,25 +95,11 @@ pub fn forward(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &Weight
 }
 
 /// [`forward`] into preallocated buffers; every element of `out` is written.
-pub fn forward_into(
-    kernel: Kernel,
-    config: &ModelConfig,
-    x: &[f32],
-    weights: &Weights,
-    out: &mut Forward,
-) {
-    let (n, d, h_count, d_k) = (
-        config.seq_len,
-        config.d_model,
-        config.num_heads,
-        config.d_k(),
-    );
+pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &Weights, out: &mut Forward) {
+    let (n, d, h_count, d_k) = (config.seq_len, config.d_model, config.num_heads, config.d_k());
     assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
     assert_eq!(weights.d_model, d, "weights are for another d_model");
-    assert_eq!(
-        out.config, *config,
-        "output buffers are for another configuration"
-    );
+    assert_eq!(out.config, *config, "output buffers are for another configuration");
 
     let mut qkv = vec![0.0f32; n * 3 * d];
     sgemm(
@@ -164,8 +148,7 @@ pub fn forward_into(
             MatMut::row_major(block, n, d),
         );
     }
-    out.contributions
-        .recompose_into(&HeadMask::all(h_count), &mut out.output);
+    out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output);
 }
 
 /// The output recomputed from scratch as `concat_masked @ W_o`, with pruned heads' columns

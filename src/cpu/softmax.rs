@@ -87,14 +87,7 @@ fn exp<V: Lanes>(x: V) -> V {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     // Cephes lists the last coefficient as 5.0000001201e-1, which is 0.5 in f32.
-    const P: [f32; 6] = [
-        1.987_569_1e-4,
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        1.666_666_5e-1,
-        0.5,
-    ];
+    const P: [f32; 6] = [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
     let x = x.max(V::splat(-87.0)).min(V::splat(88.0));
     let n = x.mul(V::splat(LOG2E)).round();
     let r = x.sub(n.mul(V::splat(LN2_HI))).sub(n.mul(V::splat(LN2_LO)));
@@ -240,12 +233,7 @@ mod f4 {
         }
         #[inline(always)]
         fn zip(self, o: Self, f: impl Fn(f32, f32) -> f32) -> Self {
-            F4([
-                f(self.0[0], o.0[0]),
-                f(self.0[1], o.0[1]),
-                f(self.0[2], o.0[2]),
-                f(self.0[3], o.0[3]),
-            ])
+            F4([f(self.0[0], o.0[0]), f(self.0[1], o.0[1]), f(self.0[2], o.0[2]), f(self.0[3], o.0[3])])
         }
     }
 
@@ -298,11 +286,7 @@ mod tests {
             let four = exp(F4::splat(x));
             let mut out = [f32::NAN; 4];
             four.store(&mut out);
-            assert_eq!(
-                out,
-                [exp(x); 4],
-                "lanes disagree with the one-lane path at x = {x}"
-            );
+            assert_eq!(out, [exp(x); 4], "lanes disagree with the one-lane path at x = {x}");
         }
         assert!(worst < 4e-7, "worst relative error {worst:e}");
         // Below the clamp the result stays a normal float instead of degrading into denormals.

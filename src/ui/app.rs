@@ -1,20 +1,24 @@
-//! The root component: owns the reader's settings and pruned heads, runs the forward pass.
+//! The root component: owns the reader's settings, the pruned heads and the backend, and runs
+//! the forward pass.
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
 use crate::backend::Backend;
-use crate::cpu::Forward;
+use crate::cpu::{Forward, Kernel};
+use crate::gpu::GpuError;
 use crate::settings::Settings;
 
 /// One completed forward pass and what the page shows about it.
 #[derive(Debug)]
 pub struct Run {
-    /// The settings it was computed for; two runs of equal settings are the same run.
+    /// The settings it was computed for.
     pub settings: Settings,
     /// The configuration (derived from the settings, validated).
     pub config: ModelConfig,
@@ -22,26 +26,69 @@ pub struct Run {
     pub forward: Forward,
     /// The word at each position.
     pub words: Vec<&'static str>,
-    /// Wall time of the forward pass, milliseconds.
+    /// Wall time of the forward pass, milliseconds (on the GPU: upload, dispatch and readback).
     pub forward_ms: f64,
+    /// The backend that computed it, as the badge names it.
+    pub backend: String,
 }
 
-impl PartialEq for Run {
-    fn eq(&self, other: &Self) -> bool {
-        self.settings == other.settings
+/// Why there is no run to show.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunError {
+    /// The configuration cannot run; the reader can fix it.
+    Config(ConfigError),
+    /// The GPU failed; the app switches to the CPU and runs again.
+    Gpu(GpuError),
+}
+
+/// The result of the settings on the active backend.
+pub type RunResult = Result<Arc<Run>, RunError>;
+
+/// The forward pass, as the page's other parts read it: `None` until the first run finishes.
+pub type RunResource = LocalResource<Option<RunResult>>;
+
+/// The finished run in the resource's value, if there is one.
+pub fn finished(value: &Option<Option<RunResult>>) -> Option<&Arc<Run>> {
+    match value {
+        Some(Some(Ok(run))) => Some(run),
+        _ => None,
     }
 }
 
-/// The memoised result of the settings: a run, or why the configuration cannot run.
-pub type RunResult = Result<Arc<Run>, ConfigError>;
+/// The backend in use and, when it is not the GPU, why.
+#[derive(Clone, Debug)]
+pub struct ActiveBackend {
+    /// Where forward passes run.
+    pub backend: Backend,
+    /// Why the GPU is not used (missing, failed, or not asked for).
+    pub note: Option<String>,
+}
 
-fn compute(backend: Backend, settings: Settings) -> RunResult {
+thread_local! {
+    /// The GPU backend in use, so `simulate_gpu_loss` can reach it from JavaScript.
+    static ACTIVE_GPU: RefCell<Option<Backend>> = const { RefCell::new(None) };
+}
+
+/// Destroys the page's GPU device, as a driver reset would, to demonstrate (and test) the
+/// fallback to the CPU kernel. Returns whether there was a GPU device to lose.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn simulate_gpu_loss() -> bool {
+    ACTIVE_GPU.with(|g| match g.borrow().as_ref() {
+        Some(Backend::Gpu(ctx)) => {
+            ctx.destroy();
+            true
+        }
+        _ => false,
+    })
+}
+
+async fn compute(backend: Backend, settings: Settings) -> RunResult {
     let config = settings.config();
-    config.validate()?;
+    config.validate().map_err(RunError::Config)?;
     let weights = Weights::generate(config.d_model, settings.seed);
     let inputs = Inputs::generate(&config, settings.seed);
     let t0 = now_ms();
-    let forward = backend.forward(&config, &inputs.x, &weights);
+    let forward = backend.forward(&config, &inputs.x, &weights).await.map_err(RunError::Gpu)?;
     let forward_ms = now_ms() - t0;
     Ok(Arc::new(Run {
         settings,
@@ -49,6 +96,7 @@ fn compute(backend: Backend, settings: Settings) -> RunResult {
         forward,
         words: inputs.words().collect(),
         forward_ms,
+        backend: backend.label(),
     }))
 }
 
@@ -70,12 +118,7 @@ fn measure_drift(run: &Run, pruned: &BTreeSet<usize>) -> DriftView {
     let mask = HeadMask::with_pruned(run.config.num_heads, pruned.iter().copied());
     let output = run.forward.contributions.recompose(&mask);
     let drift = drift(&run.forward.output, &output, run.config.d_model);
-    DriftView {
-        drift,
-        active: mask.active_count(),
-        total: mask.len(),
-        elapsed_ms: now_ms() - t0,
-    }
+    DriftView { drift, active: mask.active_count(), total: mask.len(), elapsed_ms: now_ms() - t0 }
 }
 
 /// The whole page below its static header.
@@ -87,11 +130,38 @@ pub fn App() -> impl IntoView {
     // Heads the reader switched off. Indices past the current model's head count are kept and
     // ignored, so moving between presets does not lose a selection.
     let pruned = RwSignal::new(BTreeSet::<usize>::new());
-    let backend = Backend::detect();
+    // Chosen once, asynchronously (finding a GPU adapter is async); replaced by the CPU kernel
+    // if the GPU fails later. wgpu objects are not Send on the web, hence local storage.
+    let backend = RwSignal::new_local(None::<ActiveBackend>);
+    spawn_local(async move {
+        let (chosen, note) = Backend::select(initial.backend).await;
+        ACTIVE_GPU.with(|g| *g.borrow_mut() = chosen.is_gpu().then(|| chosen.clone()));
+        backend.set(Some(ActiveBackend { backend: chosen, note }));
+    });
 
-    let run = Memo::new(move |_| compute(backend, settings.get()));
-    let drift =
-        Memo::new(move |_| run.with(|r| r.as_ref().ok().map(|r| measure_drift(r, &pruned.read()))));
+    let run: RunResource = LocalResource::new(move || {
+        let settings = settings.get();
+        let active = backend.with(|b| b.as_ref().map(|b| b.backend.clone()));
+        async move {
+            match active {
+                Some(backend) => Some(compute(backend, settings).await),
+                None => None,
+            }
+        }
+    });
+    let drift = Memo::new(move |_| run.with(|r| finished(r).map(|run| measure_drift(run, &pruned.read()))));
+
+    // A GPU failure switches to the CPU kernel; the settings and pruned heads stay as they are,
+    // and the run starts again on the CPU.
+    Effect::new(move |_| {
+        if let Some(Some(Err(RunError::Gpu(e)))) = run.get() {
+            ACTIVE_GPU.with(|g| g.borrow_mut().take());
+            backend.set(Some(ActiveBackend {
+                backend: Backend::Cpu(Kernel::Simd),
+                note: Some(format!("switched to the CPU because {e}; your settings are kept")),
+            }));
+        }
+    });
 
     // Push the settings into the address bar so that every view is a link.
     Effect::new(move |_| {
@@ -101,13 +171,20 @@ pub fn App() -> impl IntoView {
         }
     });
 
-    let error = move || run.with(|r| r.as_ref().err().map(ToString::to_string));
+    let error = move || {
+        run.with(|r| match r {
+            Some(Some(Err(RunError::Config(e)))) => Some(e.to_string()),
+            _ => None,
+        })
+    };
     let timing = move || {
-        run.with(|r| {
-            r.as_ref().ok().map(|r| {
+        run.with(|r| match r {
+            Some(Some(Err(_))) => String::new(),
+            Some(Some(Ok(r))) => {
                 let gflops = r.config.forward_flops() as f64 / 1e6 / r.forward_ms.max(1e-3);
                 format!(
-                    "Forward pass: {:.1} ms ({:.1} GFLOP/s) for d_model {}, {} heads of d_k = {}, {} tokens.",
+                    "Forward pass on {}: {:.1} ms ({:.1} GFLOP/s) for d_model {}, {} heads of d_k = {}, {} tokens.",
+                    r.backend,
                     r.forward_ms,
                     gflops,
                     r.config.d_model,
@@ -115,17 +192,35 @@ pub fn App() -> impl IntoView {
                     r.config.d_k(),
                     r.config.seq_len
                 )
-            })
+            }
+            _ => "Computing…".to_string(),
         })
     };
+    let badge = move || {
+        backend.with(|b| match b {
+            Some(b) => b.backend.label(),
+            None => "looking for a GPU…".to_string(),
+        })
+    };
+    let backend_note = move || backend.with(|b| b.as_ref().and_then(|b| b.note.clone()));
 
     view! {
         <div class="toolbar">
             <Controls settings=settings />
-            <span class="badge" data-testid="backend-badge" title="Where the attention runs">
-                {backend.label()}
+            <span class="badge" data-testid="backend-badge" title=move || backend_note().unwrap_or_default()>
+                {badge}
             </span>
         </div>
+        {move || {
+            backend_note()
+                .map(|note| {
+                    view! {
+                        <p class="backend-note" data-testid="backend-note">
+                            {note}
+                        </p>
+                    }
+                })
+        }}
         {(!url_notes.is_empty())
             .then(|| {
                 view! {

@@ -12,10 +12,7 @@ const SLIDER_MAX: usize = 256;
 /// Reads a whole number typed by the reader, or says why it is not one.
 fn parse_count(what: &str, raw: &str) -> Result<usize, String> {
     raw.trim().parse::<usize>().map_err(|_| {
-        format!(
-            "{what}: \"{}\" is not a whole number.",
-            raw.chars().take(20).collect::<String>()
-        )
+        format!("{what}: \"{}\" is not a whole number.", raw.chars().take(20).collect::<String>())
     })
 }
 
@@ -24,14 +21,14 @@ fn parse_count(what: &str, raw: &str) -> Result<usize, String> {
 pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
     // A typed value that could not be read; the settings keep their last good value.
     let input_note = RwSignal::new(None::<String>);
-    let set_or_note =
-        move |result: Result<usize, String>, apply: &dyn Fn(&mut Settings, usize)| match result {
-            Ok(v) => {
-                input_note.set(None);
-                settings.update(|s| apply(s, v));
-            }
-            Err(msg) => input_note.set(Some(msg)),
-        };
+    let set_or_note = move |result: Result<usize, String>, apply: &dyn Fn(&mut Settings, usize)| match result
+    {
+        Ok(v) => {
+            input_note.set(None);
+            settings.update(|s| apply(s, v));
+        }
+        Err(msg) => input_note.set(Some(msg)),
+    };
 
     let choice_value = move || match settings.read().model {
         ModelChoice::Preset(i) => i.to_string(),
@@ -45,10 +42,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                 // "custom": start from the shape on screen so the reader edits rather than retypes.
                 _ => {
                     let c = s.config();
-                    ModelChoice::Custom {
-                        d_model: c.d_model,
-                        num_heads: c.num_heads,
-                    }
+                    ModelChoice::Custom { d_model: c.d_model, num_heads: c.num_heads }
                 }
             }
         });

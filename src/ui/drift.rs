@@ -4,12 +4,12 @@ use std::collections::BTreeSet;
 
 use leptos::prelude::*;
 
-use super::app::{DriftView, RunResult};
+use super::app::{finished, DriftView, RunResource};
 
 /// Drift numbers and per-token bars; updated on every toggle without recomputing attention.
 #[component]
 pub fn DriftPanel(
-    run: Memo<RunResult>,
+    run: RunResource,
     drift: Memo<Option<DriftView>>,
     pruned: RwSignal<BTreeSet<usize>>,
 ) -> impl IntoView {
@@ -17,7 +17,7 @@ pub fn DriftPanel(
         move || drift.with(|d| d.as_ref().map(f).unwrap_or_else(|| "–".into()))
     };
     let tokens = move || {
-        let words = run.with(|r| r.as_ref().map(|r| r.words.clone()).unwrap_or_default());
+        let words = run.with(|r| finished(r).map(|r| r.words.clone()).unwrap_or_default());
         drift.with(|d| {
             let Some(d) = d else { return Vec::new() };
             words

@@ -7,14 +7,14 @@ use leptos::prelude::*;
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
 
-use super::app::RunResult;
+use super::app::{finished, RunResource};
 use crate::viz::colormap::viridis_css_gradient;
 use crate::viz::heatmap::{rasterize, Scale};
 
 /// All heads of the current run, in a grid.
 #[component]
-pub fn HeadGrid(run: Memo<RunResult>, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
-    let num_heads = move || run.with(|r| r.as_ref().map(|r| r.config.num_heads).unwrap_or(0));
+pub fn HeadGrid(run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
+    let num_heads = move || run.with(|r| finished(r).map_or(0, |r| r.config.num_heads));
     view! {
         <section class="heads-panel" aria-labelledby="heads-title">
             <h2 id="heads-title">"Attention weights, one heatmap per head"</h2>
@@ -32,32 +32,25 @@ pub fn HeadGrid(run: Memo<RunResult>, pruned: RwSignal<BTreeSet<usize>>) -> impl
     }
 }
 
-fn draw(
-    canvas: &HtmlCanvasElement,
-    weights: &[f32],
-    n: usize,
-) -> Result<(), wasm_bindgen::JsValue> {
+fn draw(canvas: &HtmlCanvasElement, weights: &[f32], n: usize) -> Result<(), wasm_bindgen::JsValue> {
     canvas.set_width(n as u32);
     canvas.set_height(n as u32);
-    let ctx: CanvasRenderingContext2d = canvas
-        .get_context("2d")?
-        .ok_or("no 2d context")?
-        .dyn_into()
-        .map_err(|_| "not a 2d context")?;
+    let ctx: CanvasRenderingContext2d =
+        canvas.get_context("2d")?.ok_or("no 2d context")?.dyn_into().map_err(|_| "not a 2d context")?;
     let pixels = rasterize(weights, n, Scale::fit(weights));
     let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&pixels), n as u32, n as u32)?;
     ctx.put_image_data(&image, 0.0, 0.0)
 }
 
 #[component]
-fn HeadCard(h: usize, run: Memo<RunResult>, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
+fn HeadCard(h: usize, run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
     // Push the head's attention matrix into its canvas whenever the run changes.
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
         run.with(|r| {
-            if let Ok(r) = r {
+            if let Some(r) = finished(r) {
                 if h < r.config.num_heads {
                     let result = draw(&canvas, r.forward.attention_of(h), r.config.seq_len);
                     draw_error.set(result.err().map(|e| format!("could not draw: {e:?}")));

@@ -19,9 +19,7 @@ use wasm_bindgen::JsCast;
 /// Installs the panic banner and mounts the app into `#app` (or the body if the page has none).
 pub fn start() {
     panic::install();
-    let root = document()
-        .get_element_by_id("app")
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
+    let root = document().get_element_by_id("app").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
     match root {
         Some(root) => mount_to(root, App).forget(),
         None => mount_to_body(App),
@@ -30,8 +28,5 @@ pub fn start() {
 
 /// Milliseconds from the page's time origin.
 pub(crate) fn now_ms() -> f64 {
-    window()
-        .performance()
-        .map(|p| p.now())
-        .unwrap_or_else(js_sys::Date::now)
+    window().performance().map(|p| p.now()).unwrap_or_else(js_sys::Date::now)
 }

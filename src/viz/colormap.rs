@@ -27,10 +27,7 @@ pub fn viridis(t: f32) -> [u8; 3] {
 
 /// A CSS `linear-gradient` of the same map, for the legend.
 pub fn viridis_css_gradient() -> String {
-    let stops: Vec<String> = VIRIDIS
-        .iter()
-        .map(|[r, g, b]| format!("rgb({r},{g},{b})"))
-        .collect();
+    let stops: Vec<String> = VIRIDIS.iter().map(|[r, g, b]| format!("rgb({r},{g},{b})")).collect();
     format!("linear-gradient(to right, {})", stops.join(", "))
 }
 
@@ -53,9 +50,6 @@ mod tests {
         // Perceived lightness (Rec. 601 luma) must grow with t, or the map lies about order.
         let luma = |[r, g, b]: [u8; 3]| 0.299 * r as f32 + 0.587 * g as f32 + 0.114 * b as f32;
         let samples: Vec<f32> = (0..=100).map(|i| luma(viridis(i as f32 / 100.0))).collect();
-        assert!(
-            samples.windows(2).all(|w| w[1] >= w[0] - 0.5),
-            "{samples:?}"
-        );
+        assert!(samples.windows(2).all(|w| w[1] >= w[0] - 0.5), "{samples:?}");
     }
 }

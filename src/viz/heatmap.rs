@@ -13,14 +13,8 @@ impl Scale {
     /// Scaled to the largest weight in `weights`, so that each head's own pattern is visible
     /// even when its attention is nearly uniform (a tiny positive floor avoids dividing by 0).
     pub fn fit(weights: &[f32]) -> Self {
-        let max = weights
-            .iter()
-            .copied()
-            .filter(|w| w.is_finite())
-            .fold(0.0f32, f32::max);
-        Scale {
-            max: max.max(f32::MIN_POSITIVE),
-        }
+        let max = weights.iter().copied().filter(|w| w.is_finite()).fold(0.0f32, f32::max);
+        Scale { max: max.max(f32::MIN_POSITIVE) }
     }
 }
 

@@ -16,7 +16,10 @@ const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headla
 const { chromium } = createRequire(join(toolsDir, 'package.json'))('playwright-core');
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
-let server, base, browser;
+let server, base, browser, noGpuBrowser;
+
+const chromiumArgs = ['--headless=new', '--no-sandbox', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
 
 before(async () => {
   // A static server for dist/ on a free loopback port.
@@ -33,22 +36,23 @@ before(async () => {
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
   base = `http://127.0.0.1:${server.address().port}`;
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
-    args: ['--headless=new', '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
-  });
+  const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+  // Headless Chromium offers WebGPU (a SwiftShader adapter) only with this flag; the second
+  // browser, without it, is a browser with no WebGPU at all.
+  browser = await chromium.launch({ executablePath, args: [...chromiumArgs, '--enable-unsafe-webgpu'] });
+  noGpuBrowser = await chromium.launch({ executablePath, args: chromiumArgs });
   await mkdir(artifacts, { recursive: true });
 });
 
 after(async () => {
   await browser?.close();
+  await noGpuBrowser?.close();
   server?.close();
 });
 
 /** Opens the page at `query`, failing the test on any uncaught error or off-origin request. */
-async function open(query = '', viewport = { width: 1400, height: 1000 }) {
-  const page = await browser.newPage({ viewport });
+async function open(query = '', viewport = { width: 1400, height: 1000 }, via = browser) {
+  const page = await via.newPage({ viewport });
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
@@ -67,13 +71,13 @@ const drawnHeatmaps = (page, n) => page.evaluate((n) => [...document.querySelect
   return n === 1; // a 1x1 heatmap is one colour by definition
 }).length, n);
 
-test('default page draws every head, names the backend, and drift follows toggles', async () => {
-  const { page, problems } = await open();
+test('the CPU page draws every head, names the backend, and drift follows toggles', async () => {
+  const { page, problems } = await open('?backend=cpu');
   await page.getByTestId('heatmap-11').waitFor();
   assert.equal(await page.locator('canvas.heatmap').count(), 12);
   assert.equal(await drawnHeatmaps(page, 16), 12, 'all 12 BERT-base heads drawn at 16x16');
   assert.match(await text(page, 'backend-badge'), /CPU · wasm simd128/);
-  assert.match(await text(page, 'timing'), /Forward pass: [\d.]+ ms .* d_model 768, 12 heads of d_k = 64, 16 tokens/);
+  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128: [\d.]+ ms .* d_model 768, 12 heads of d_k = 64, 16 tokens/);
   assert.equal(await text(page, 'drift-cosine'), '1.000000');
   assert.equal(await text(page, 'drift-active'), '12 of 12');
   await page.screenshot({ path: join(artifacts, 'page.png'), fullPage: true });
@@ -152,6 +156,65 @@ test('a phone-width screen gets one readable column', async () => {
   await page.screenshot({ path: join(artifacts, 'page-phone.png'), fullPage: true });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `page is ${overflow}px wider than the screen`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/** Drift numbers after pruning `heads` on the page at `query`, once the badge names `backend`. */
+async function driftAfterPruning(query, backend, numHeads, heads) {
+  const { page, problems } = await open(query);
+  await page.waitForFunction((b) => document.querySelector('[data-testid=backend-badge]').textContent.startsWith(b), backend);
+  await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
+  assert.equal(await drawnHeatmaps(page, 24), numHeads);
+  for (const h of heads) await page.getByTestId(`head-toggle-${h}`).click();
+  const numbers = { cosine: Number(await text(page, 'drift-cosine')), rel: Number(await text(page, 'drift-rel-l2')) };
+  return { page, problems, numbers };
+}
+
+test('WebGPU runs by default where the browser has it, with the CPU path\'s numbers', async () => {
+  for (const [preset, numHeads] of [['transformer', 8], ['bert-base', 12], ['gpt2-medium', 16], ['gpt2-large', 20]]) {
+    const query = `?preset=${preset}&seq=24`;
+    const gpu = await driftAfterPruning(query, 'WebGPU', numHeads, [1, 4]);
+    const cpu = await driftAfterPruning(`${query}&backend=cpu`, 'CPU', numHeads, [1, 4]);
+    console.log(`${preset}: badge "${await text(gpu.page, 'backend-badge')}", drift`, gpu.numbers, 'vs CPU', cpu.numbers);
+    assert.ok(Math.abs(gpu.numbers.cosine - cpu.numbers.cosine) < 2e-5, preset);
+    assert.ok(Math.abs(gpu.numbers.rel - cpu.numbers.rel) < 2e-4, preset);
+    assert.ok(gpu.numbers.rel > 0, preset);
+    assert.match(await text(gpu.page, 'timing'), /Forward pass on WebGPU/);
+    if (preset === 'gpt2-large') await gpu.page.screenshot({ path: join(artifacts, 'page-webgpu.png'), fullPage: true });
+    assert.deepEqual(gpu.problems, [], preset);
+    assert.deepEqual(cpu.problems, [], preset);
+    await gpu.page.close();
+    await cpu.page.close();
+  }
+});
+
+test('without WebGPU the page runs on the CPU and says why', async () => {
+  const { page, problems } = await open('?backend=gpu', undefined, noGpuBrowser);
+  await page.getByTestId('heatmap-11').waitFor();
+  assert.match(await text(page, 'backend-badge'), /^CPU · wasm simd128/);
+  assert.match(await text(page, 'backend-note'), /not using the GPU: this browser does not offer WebGPU/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a lost GPU device switches to the CPU and keeps the reader\'s settings', async () => {
+  const { page, problems } = await open('?preset=gpt2-small&seq=20');
+  await page.waitForFunction(() => document.querySelector('[data-testid=backend-badge]').textContent.startsWith('WebGPU'));
+  await page.getByTestId('heatmap-11').waitFor();
+  await page.getByTestId('head-toggle-6').click();
+  const before = await text(page, 'drift-cosine');
+  assert.equal(await page.evaluate(() => window.wasmBindings.simulate_gpu_loss()), true);
+  // The next forward pass (a new sequence length) meets the lost device.
+  await page.getByTestId('seq-number').fill('21');
+  await page.getByTestId('seq-number').press('Enter');
+  await page.waitForFunction(() => document.querySelector('[data-testid=backend-badge]').textContent.startsWith('CPU'));
+  await page.waitForFunction(() => document.querySelector('canvas.heatmap').width === 21);
+  assert.match(await text(page, 'backend-note'), /switched to the CPU because the GPU device was lost/);
+  assert.equal(await page.getByTestId('head-toggle-6').getAttribute('aria-pressed'), 'false', 'pruned head kept');
+  assert.match(page.url(), /preset=gpt2-small&seq=21/);
+  assert.notEqual(await text(page, 'drift-cosine'), '1.000000');
+  assert.ok(before.length > 0);
   assert.deepEqual(problems, []);
   await page.close();
 });
