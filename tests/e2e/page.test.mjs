@@ -160,6 +160,10 @@ test('a phone-width screen gets one readable column', async () => {
   await page.close();
 });
 
+/** Every heatmap's RGBA bytes, concatenated (runs in the page). */
+const heatmapPixels = () => [...document.querySelectorAll('canvas.heatmap')]
+  .flatMap((c) => [...c.getContext('2d').getImageData(0, 0, c.width, c.height).data]);
+
 /** Drift numbers after pruning `heads` on the page at `query`, once the badge names `backend`. */
 async function driftAfterPruning(query, backend, numHeads, heads) {
   const { page, problems } = await open(query);
@@ -172,7 +176,9 @@ async function driftAfterPruning(query, backend, numHeads, heads) {
 }
 
 test('WebGPU runs by default where the browser has it, with the CPU path\'s numbers', async () => {
-  for (const [preset, numHeads] of [['transformer', 8], ['bert-base', 12], ['gpt2-medium', 16], ['gpt2-large', 20]]) {
+  const presets = [['transformer', 8], ['bert-base', 12], ['gpt2-small', 12], ['bert-large', 16], ['gpt2-medium', 16],
+    ['gpt2-large', 20]];
+  for (const [preset, numHeads] of presets) {
     const query = `?preset=${preset}&seq=24`;
     const gpu = await driftAfterPruning(query, 'WebGPU', numHeads, [1, 4]);
     const cpu = await driftAfterPruning(`${query}&backend=cpu`, 'CPU', numHeads, [1, 4]);
@@ -180,6 +186,12 @@ test('WebGPU runs by default where the browser has it, with the CPU path\'s numb
     assert.ok(Math.abs(gpu.numbers.cosine - cpu.numbers.cosine) < 2e-5, preset);
     assert.ok(Math.abs(gpu.numbers.rel - cpu.numbers.rel) < 2e-4, preset);
     assert.ok(gpu.numbers.rel > 0, preset);
+    // Same heatmaps: every pixel within one colour step (weights differ by ~1e-6 relative).
+    const [a, b] = await Promise.all([gpu.page, cpu.page].map((p) => p.evaluate(heatmapPixels)));
+    assert.ok(a.length === b.length && a.length >= numHeads * 24 * 24 * 4, preset);
+    const worst = a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
+    assert.ok(worst <= 1, `${preset}: heatmap pixels differ by up to ${worst}`);
+    console.log(`${preset}: ${a.length / 4} heatmap pixels, largest colour difference GPU vs CPU: ${worst}`);
     assert.match(await text(gpu.page, 'timing'), /Forward pass on WebGPU/);
     if (preset === 'gpt2-large') await gpu.page.screenshot({ path: join(artifacts, 'page-webgpu.png'), fullPage: true });
     assert.deepEqual(gpu.problems, [], preset);
