@@ -2,8 +2,10 @@
 //! oracle, head masks and output drift. No web or GPU dependency; compiled and tested natively.
 
 pub mod config;
+pub mod importance;
 pub mod oracle;
 pub mod prune;
+pub mod summary;
 pub mod synthetic;
 
 pub use config::{ConfigError, ModelConfig, Preset, PRESETS};

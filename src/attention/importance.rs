@@ -1,0 +1,140 @@
+//! How much each head matters, and how the output drifts as heads are pruned in some order.
+//!
+//! A head's importance is the drift caused by removing that head alone (relative L2 change of
+//! the whole output). With the output kept as a sum of per-head contributions, removing head `h`
+//! leaves `full - C_h`, so its importance is `|C_h| / |full|`: no forward pass needed.
+
+use super::prune::{Contributions, TokenDrift};
+use super::synthetic::hash32;
+
+/// Relative L2 drift of the output when each head alone is removed, in head order.
+pub fn head_importance(contributions: &Contributions, full: &[f32]) -> Vec<f64> {
+    let norm_sq = |v: &[f32]| v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>();
+    let full_norm = norm_sq(full).sqrt();
+    (0..contributions.num_heads)
+        .map(|h| if full_norm > 0.0 { norm_sq(contributions.head(h)).sqrt() / full_norm } else { 0.0 })
+        .collect()
+}
+
+/// Heads ordered least important first (ties broken by head index, so the order is stable).
+pub fn least_important_first(importance: &[f64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..importance.len()).collect();
+    order.sort_by(|&a, &b| importance[a].total_cmp(&importance[b]).then(a.cmp(&b)));
+    order
+}
+
+/// A random order of `num_heads` heads, determined by `seed` (Fisher-Yates on the counter-based
+/// generator), for the "prune k at random" comparison.
+pub fn random_order(num_heads: usize, seed: u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..num_heads).collect();
+    for i in (1..num_heads).rev() {
+        let j = hash32(hash32(seed ^ 0x5eed_0f0d) ^ i as u32) as usize % (i + 1);
+        order.swap(i, j);
+    }
+    order
+}
+
+/// Overall drift after pruning the first `k` heads of `order`, for every `k` from 0 to all.
+/// Each step subtracts one more contribution from a running sum: `O(H n d)` in all.
+pub fn drift_curve(contributions: &Contributions, full: &[f32], order: &[usize]) -> Vec<TokenDrift> {
+    let mut pruned = full.to_vec();
+    let mut curve = Vec::with_capacity(order.len() + 1);
+    curve.push(overall(full, &pruned));
+    for &h in order {
+        for (p, c) in pruned.iter_mut().zip(contributions.head(h)) {
+            *p -= c;
+        }
+        curve.push(overall(full, &pruned));
+    }
+    curve
+}
+
+fn overall(full: &[f32], pruned: &[f32]) -> TokenDrift {
+    // Drift over the flattened matrix is a one-row drift of width len.
+    super::prune::drift(full, pruned, full.len().max(1)).overall
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::{HeadMask, Inputs, ModelConfig, Weights};
+
+    fn fixture() -> (Contributions, Vec<f32>) {
+        // Three heads of very different size: importance must rank them 1, 2, 0.
+        let c =
+            Contributions { num_heads: 3, seq_len: 1, d_model: 2, data: vec![3.0, 0.0, 0.0, 0.1, 1.0, 0.0] };
+        let full = c.recompose(&HeadMask::all(3));
+        (c, full)
+    }
+
+    #[test]
+    fn importance_is_the_drift_of_removing_one_head() {
+        let (c, full) = fixture();
+        let imp = head_importance(&c, &full);
+        for h in 0..3 {
+            let pruned = c.recompose(&HeadMask::with_pruned(3, [h]));
+            let direct = crate::attention::drift(&full, &pruned, 2).overall.rel_l2;
+            assert!((imp[h] - direct).abs() < 1e-12, "head {h}: {} vs {direct}", imp[h]);
+        }
+        assert_eq!(least_important_first(&imp), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn with_orthogonal_heads_least_important_first_drift_grows_monotonically() {
+        // Each head writes its own columns: drift^2 after pruning a set is the sum of the set's
+        // |C_h|^2 over |full|^2, so the curve must rise at every step, smallest steps first.
+        let (h, d) = (6, 6);
+        let sizes = [0.5f32, 3.0, 0.1, 2.0, 1.0, 0.25];
+        let mut data = vec![0.0f32; h * d];
+        for (head, size) in sizes.iter().enumerate() {
+            data[head * d + head] = *size;
+        }
+        let c = Contributions { num_heads: h, seq_len: 1, d_model: d, data };
+        let full = c.recompose(&HeadMask::all(h));
+        let order = least_important_first(&head_importance(&c, &full));
+        assert_eq!(order, vec![2, 5, 0, 4, 3, 1]);
+        let curve = drift_curve(&c, &full, &order);
+        let total: f64 = sizes.iter().map(|&s| (s as f64).powi(2)).sum();
+        let mut removed = 0.0;
+        for (k, point) in curve.iter().enumerate().skip(1) {
+            removed += (sizes[order[k - 1]] as f64).powi(2);
+            assert!((point.rel_l2 - (removed / total).sqrt()).abs() < 1e-6, "k = {k}");
+            assert!(point.rel_l2 > curve[k - 1].rel_l2, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn ties_keep_head_order_and_random_orders_are_permutations() {
+        assert_eq!(least_important_first(&[0.5, 0.1, 0.5, 0.1]), vec![1, 3, 0, 2]);
+        for n in [0, 1, 2, 12, 96] {
+            let mut o = random_order(n, 7);
+            assert_eq!(o, random_order(n, 7));
+            o.sort();
+            assert_eq!(o, (0..n).collect::<Vec<_>>());
+        }
+        assert_ne!(random_order(12, 1), random_order(12, 2));
+    }
+
+    #[test]
+    fn curve_starts_at_zero_ends_at_one_and_matches_direct_pruning() {
+        let config = ModelConfig { d_model: 48, num_heads: 12, seq_len: 9 };
+        let w = Weights::generate(48, 4);
+        let fwd =
+            crate::cpu::forward(crate::cpu::Kernel::Scalar, &config, &Inputs::generate(&config, 4).x, &w);
+        let order = least_important_first(&head_importance(&fwd.contributions, &fwd.output));
+        let curve = drift_curve(&fwd.contributions, &fwd.output, &order);
+        assert_eq!(curve.len(), 13);
+        assert_eq!((curve[0].rel_l2, curve[0].cosine), (0.0, 1.0));
+        assert!((curve[12].rel_l2 - 1.0).abs() < 1e-6);
+        for k in [1, 5, 11] {
+            let pruned = fwd.contributions.recompose(&HeadMask::with_pruned(12, order[..k].iter().copied()));
+            let direct = crate::attention::drift(&fwd.output, &pruned, 48).overall;
+            assert!((curve[k].rel_l2 - direct.rel_l2).abs() < 1e-5, "k = {k}");
+        }
+        // Heads' contributions are not orthogonal, so later steps of either order can beat the
+        // other (with untrained weights heads are nearly interchangeable); the first step of the
+        // least-important order is by construction the smallest single-head drift.
+        let random = drift_curve(&fwd.contributions, &fwd.output, &random_order(12, 4));
+        assert!(curve[1].rel_l2 <= random[1].rel_l2 + 1e-12);
+    }
+}
