@@ -71,10 +71,10 @@ mod tests {
     fn importance_is_the_drift_of_removing_one_head() {
         let (c, full) = fixture();
         let imp = head_importance(&c, &full);
-        for h in 0..3 {
+        for (h, importance) in imp.iter().enumerate() {
             let pruned = c.recompose(&HeadMask::with_pruned(3, [h]));
             let direct = crate::attention::drift(&full, &pruned, 2).overall.rel_l2;
-            assert!((imp[h] - direct).abs() < 1e-12, "head {h}: {} vs {direct}", imp[h]);
+            assert!((importance - direct).abs() < 1e-12, "head {h}: {importance} vs {direct}");
         }
         assert_eq!(least_important_first(&imp), vec![1, 2, 0]);
     }
