@@ -22,7 +22,35 @@ pub enum ModelChoice {
     },
 }
 
-/// Everything the reader set that decides what is computed.
+/// Colour theme.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Theme {
+    /// Follow the system (`prefers-color-scheme`).
+    #[default]
+    Auto,
+    /// Dark text on light.
+    Light,
+    /// Light text on dark.
+    Dark,
+}
+
+impl Theme {
+    /// The URL and `data-theme` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Theme::Auto => "auto",
+            Theme::Light => "light",
+            Theme::Dark => "dark",
+        }
+    }
+
+    /// Parses a URL value.
+    pub fn parse(value: &str) -> Option<Theme> {
+        [Theme::Auto, Theme::Light, Theme::Dark].into_iter().find(|t| t.as_str() == value)
+    }
+}
+
+/// Everything the reader set: what is computed and how it is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
     /// The model shape.
@@ -33,6 +61,8 @@ pub struct Settings {
     pub seed: u32,
     /// Which backend the reader asked for.
     pub backend: Preference,
+    /// Colour theme.
+    pub theme: Theme,
 }
 
 /// Index of BERT-base in [`PRESETS`], the default.
@@ -45,6 +75,7 @@ impl Default for Settings {
             seq_len: 16,
             seed: 42,
             backend: Preference::Auto,
+            theme: Theme::Auto,
         }
     }
 }
@@ -84,6 +115,13 @@ impl Settings {
             };
             match key {
                 "preset" => preset = Some(value.clone()),
+                "theme" => match Theme::parse(&value) {
+                    Some(t) => s.theme = t,
+                    None => notes.push(format!(
+                        "theme={} is not auto, light or dark; following the system.",
+                        shorten(&value)
+                    )),
+                },
                 "backend" => match Preference::from_param(&value) {
                     Some(p) => s.backend = p,
                     None => notes.push(format!(
@@ -136,7 +174,9 @@ impl Settings {
             }
         };
         let backend = self.backend.as_param().map(|b| format!("&backend={b}")).unwrap_or_default();
-        format!("{model}&seq={}&seed={}{backend}", self.seq_len, self.seed)
+        let theme =
+            if self.theme == Theme::Auto { String::new() } else { format!("&theme={}", self.theme.as_str()) };
+        format!("{model}&seq={}&seed={}{backend}{theme}", self.seq_len, self.seed)
     }
 }
 
@@ -188,8 +228,14 @@ mod tests {
         let (s, notes) = Settings::from_query("");
         assert_eq!((s, notes.len()), (Settings::default(), 0));
         for (i, p) in PRESETS.iter().enumerate() {
-            let want =
-                Settings { model: ModelChoice::Preset(i), seq_len: 33, seed: 7, backend: Preference::Auto };
+            let theme = [Theme::Auto, Theme::Light, Theme::Dark][i % 3];
+            let want = Settings {
+                model: ModelChoice::Preset(i),
+                seq_len: 33,
+                seed: 7,
+                backend: Preference::Auto,
+                theme,
+            };
             assert_eq!(Settings::from_query(&want.to_query()), (want, vec![]), "{}", p.id);
         }
         let custom = Settings {
@@ -197,6 +243,7 @@ mod tests {
             seq_len: 100_000,
             seed: 0,
             backend: Preference::Cpu,
+            theme: Theme::Dark,
         };
         assert_eq!(Settings::from_query(&format!("?{}", custom.to_query())), (custom, vec![]));
         // Out-of-range values are kept for validation to explain.

@@ -49,6 +49,19 @@ pub fn drift_curve(contributions: &Contributions, full: &[f32], order: &[usize])
     curve
 }
 
+/// The mean drift curve of `orders` random orders (seeds `seed`, `seed + 1`, ...): the
+/// expected drift of pruning k heads at random, without one unlucky draw deciding the picture.
+pub fn mean_random_curve(contributions: &Contributions, full: &[f32], orders: u32, seed: u32) -> Vec<f64> {
+    let mut mean = vec![0.0; contributions.num_heads + 1];
+    for s in 0..orders {
+        let order = random_order(contributions.num_heads, seed.wrapping_add(s));
+        for (m, d) in mean.iter_mut().zip(drift_curve(contributions, full, &order)) {
+            *m += d.rel_l2 / orders as f64;
+        }
+    }
+    mean
+}
+
 fn overall(full: &[f32], pruned: &[f32]) -> TokenDrift {
     // Drift over the flattened matrix is a one-row drift of width len.
     super::prune::drift(full, pruned, full.len().max(1)).overall

@@ -8,19 +8,22 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use super::charts::ConfigChart;
+use super::claims::Claims;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
+use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
 use crate::backend::Backend;
 use crate::cpu::{Forward, Kernel};
 use crate::gpu::GpuError;
-use crate::settings::Settings;
+use crate::settings::{Settings, Theme};
 
 /// One completed forward pass and what the page shows about it.
 #[derive(Debug)]
 pub struct Run {
-    /// The settings it was computed for.
-    pub settings: Settings,
-    /// The configuration (derived from the settings, validated).
+    /// The seed of its weights and inputs.
+    pub seed: u32,
+    /// The configuration (validated).
     pub config: ModelConfig,
     /// Attention weights, per-head contributions and the full output.
     pub forward: Forward,
@@ -82,16 +85,33 @@ pub fn simulate_gpu_loss() -> bool {
     })
 }
 
-async fn compute(backend: Backend, settings: Settings) -> RunResult {
+/// The drift the CPU core computes for the settings in `query` with heads `pruned` switched off,
+/// as "cosine rel_l2" with the page's rounding: end-to-end tests compare the page's numbers, on
+/// whichever backend it runs, with this. Returns the configuration error's text if it cannot run.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn cpu_core_drift(query: &str, pruned: Vec<u32>) -> String {
+    let (settings, _) = Settings::from_query(query);
     let config = settings.config();
-    config.validate().map_err(RunError::Config)?;
+    if let Err(e) = config.validate() {
+        return e.to_string();
+    }
     let weights = Weights::generate(config.d_model, settings.seed);
     let inputs = Inputs::generate(&config, settings.seed);
+    let fwd = crate::cpu::forward(Kernel::Simd, &config, &inputs.x, &weights);
+    let mask = HeadMask::with_pruned(config.num_heads, pruned.into_iter().map(|h| h as usize));
+    let d = drift(&fwd.output, &fwd.contributions.recompose(&mask), config.d_model).overall;
+    format!("{:.6} {:.4}", d.cosine, d.rel_l2)
+}
+
+async fn compute(backend: Backend, config: ModelConfig, seed: u32) -> RunResult {
+    config.validate().map_err(RunError::Config)?;
+    let weights = Weights::generate(config.d_model, seed);
+    let inputs = Inputs::generate(&config, seed);
     let t0 = now_ms();
     let forward = backend.forward(&config, &inputs.x, &weights).await.map_err(RunError::Gpu)?;
     let forward_ms = now_ms() - t0;
     Ok(Arc::new(Run {
-        settings,
+        seed,
         config,
         forward,
         words: inputs.words().collect(),
@@ -111,6 +131,28 @@ pub struct DriftView {
     pub total: usize,
     /// Milliseconds to recompose the output and measure the drift.
     pub elapsed_ms: f64,
+}
+
+/// How much each head matters in the current run, and drift against heads pruned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Importance {
+    /// Relative L2 drift when each head alone is removed.
+    pub per_head: Vec<f64>,
+    /// Heads, least important first.
+    pub ranked: Vec<usize>,
+    /// Drift after pruning the first k of `ranked`, k = 0..=heads.
+    pub ranked_curve: Vec<f64>,
+    /// Mean drift after pruning k heads at random, k = 0..=heads.
+    pub random_curve: Vec<f64>,
+}
+
+fn measure_importance(run: &Run) -> Importance {
+    let (c, full) = (&run.forward.contributions, &run.forward.output);
+    let per_head = head_importance(c, full);
+    let ranked = least_important_first(&per_head);
+    let ranked_curve = drift_curve(c, full, &ranked).iter().map(|d| d.rel_l2).collect();
+    let random_curve = mean_random_curve(c, full, 8, run.seed);
+    Importance { per_head, ranked, ranked_curve, random_curve }
 }
 
 fn measure_drift(run: &Run, pruned: &BTreeSet<usize>) -> DriftView {
@@ -139,17 +181,31 @@ pub fn App() -> impl IntoView {
         backend.set(Some(ActiveBackend { backend: chosen, note }));
     });
 
+    // Only the shape and the seed decide the forward pass (not the theme or the backend choice).
+    let work = Memo::new(move |_| settings.with(|s| (s.config(), s.seed)));
     let run: RunResource = LocalResource::new(move || {
-        let settings = settings.get();
+        let (config, seed) = work.get();
         let active = backend.with(|b| b.as_ref().map(|b| b.backend.clone()));
         async move {
             match active {
-                Some(backend) => Some(compute(backend, settings).await),
+                Some(backend) => Some(compute(backend, config, seed).await),
                 None => None,
             }
         }
     });
     let drift = Memo::new(move |_| run.with(|r| finished(r).map(|run| measure_drift(run, &pruned.read()))));
+    let importance = Memo::new(move |_| run.with(|r| finished(r).map(|run| measure_importance(run))));
+
+    // The theme goes on <html data-theme>, which the stylesheet follows.
+    Effect::new(move |_| {
+        let theme = settings.read().theme;
+        if let Some(root) = document().document_element() {
+            let _ = match theme {
+                Theme::Auto => root.remove_attribute("data-theme"),
+                t => root.set_attribute("data-theme", t.as_str()),
+            };
+        }
+    });
 
     // A GPU failure switches to the CPU kernel; the settings and pruned heads stay as they are,
     // and the run starts again on the CPU.
@@ -238,8 +294,12 @@ pub fn App() -> impl IntoView {
             {timing}
         </p>
         <div class="panels">
-            <HeadGrid run=run pruned=pruned />
-            <DriftPanel run=run drift=drift pruned=pruned />
+            <div class="column-chart">
+                <ConfigChart settings=settings />
+                <Claims run=run importance=importance drift=drift backend=backend />
+            </div>
+            <HeadGrid run=run pruned=pruned importance=importance />
+            <DriftPanel run=run drift=drift pruned=pruned importance=importance settings=settings />
         </div>
     }
 }

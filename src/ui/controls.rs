@@ -1,10 +1,20 @@
-//! Preset picker, custom shape and sequence length.
+//! Preset picker, custom shape (sliders reach only valid shapes; typed values are explained),
+//! sequence length, seed and theme.
 
 use leptos::prelude::*;
 
 use crate::attention::config::MAX_SEQ_LEN;
 use crate::attention::PRESETS;
-use crate::settings::{ModelChoice, Settings};
+use crate::settings::{ModelChoice, Settings, Theme};
+
+/// Widths the custom d_model slider visits: multiples of 64 up to 4096.
+const D_MODEL_STEP: usize = 64;
+const D_MODEL_SLIDER_MAX: usize = 4096;
+
+/// Head counts that divide `d_model` (at most 256), so the heads slider reaches only valid shapes.
+fn divisors(d_model: usize) -> Vec<usize> {
+    (1..=d_model.min(256)).filter(|h| d_model.is_multiple_of(*h)).collect()
+}
 
 /// Longest sequence the slider reaches; longer ones can be typed (up to the validated limit).
 const SLIDER_MAX: usize = 256;
@@ -73,9 +83,38 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                 <label>
                     "d_model "
                     <input
+                        type="range"
+                        min=D_MODEL_STEP.to_string()
+                        max=D_MODEL_SLIDER_MAX.to_string()
+                        step=D_MODEL_STEP.to_string()
+                        data-testid="custom-d-model-slider"
+                        aria-label="d_model"
+                        prop:value=move || config().d_model.to_string()
+                        on:input=move |ev| {
+                            set_or_note(
+                                parse_count("d_model", &event_target_value(&ev)),
+                                &|s, v| {
+                                    if let ModelChoice::Custom { d_model, num_heads } = &mut s.model {
+                                        *d_model = v;
+                                        // Keep the head count valid: the nearest divisor of the new width.
+                                        let ok = divisors(v);
+                                        if !ok.contains(num_heads) {
+                                            *num_heads = ok
+                                                .iter()
+                                                .copied()
+                                                .min_by_key(|h| h.abs_diff(*num_heads))
+                                                .unwrap_or(1);
+                                        }
+                                    }
+                                },
+                            )
+                        }
+                    />
+                    <input
                         type="number"
                         min="1"
                         data-testid="custom-d-model"
+                        aria-label="d_model, typed"
                         prop:value=move || config().d_model.to_string()
                         on:change=move |ev| {
                             set_or_note(
@@ -92,9 +131,33 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                 <label>
                     "heads "
                     <input
+                        type="range"
+                        min="0"
+                        max=move || divisors(config().d_model).len().saturating_sub(1).to_string()
+                        data-testid="custom-heads-slider"
+                        aria-label="heads (divisors of d_model only)"
+                        prop:value=move || {
+                            let c = config();
+                            divisors(c.d_model).iter().position(|&h| h == c.num_heads).unwrap_or(0).to_string()
+                        }
+                        on:input=move |ev| {
+                            set_or_note(
+                                parse_count("heads", &event_target_value(&ev)),
+                                &|s, i| {
+                                    if let ModelChoice::Custom { d_model, num_heads } = &mut s.model {
+                                        if let Some(&h) = divisors(*d_model).get(i) {
+                                            *num_heads = h;
+                                        }
+                                    }
+                                },
+                            )
+                        }
+                    />
+                    <input
                         type="number"
                         min="1"
                         data-testid="custom-heads"
+                        aria-label="heads, typed"
                         prop:value=move || config().num_heads.to_string()
                         on:change=move |ev| {
                             set_or_note(
@@ -107,6 +170,16 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                             )
                         }
                     />
+                    <span class="muted" data-testid="custom-d-k">
+                        {move || {
+                            let c = config();
+                            if c.num_heads > 0 && c.d_model.is_multiple_of(c.num_heads) {
+                                format!("d_k = {}", c.d_k())
+                            } else {
+                                String::new()
+                            }
+                        }}
+                    </span>
                 </label>
             </Show>
             <label>
@@ -128,6 +201,42 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                     prop:value=move || settings.read().seq_len.to_string()
                     on:change=move |ev| set_or_note(parse_count("tokens", &event_target_value(&ev)), &|s, v| s.seq_len = v)
                 />
+            </label>
+            <label>
+                "Seed "
+                <input
+                    type="number"
+                    min="0"
+                    class="seed-number"
+                    data-testid="seed"
+                    prop:value=move || settings.read().seed.to_string()
+                    on:change=move |ev| {
+                        let raw = event_target_value(&ev);
+                        match raw.trim().parse::<u32>() {
+                            Ok(v) => {
+                                input_note.set(None);
+                                settings.update(|s| s.seed = v);
+                            }
+                            Err(_) => input_note.set(Some(format!("seed: \"{}\" is not a whole number from 0 to 4294967295.", raw.chars().take(20).collect::<String>()))),
+                        }
+                    }
+                />
+            </label>
+            <label>
+                "Theme "
+                <select
+                    data-testid="theme"
+                    prop:value=move || settings.read().theme.as_str()
+                    on:change=move |ev| {
+                        if let Some(t) = Theme::parse(&event_target_value(&ev)) {
+                            settings.update(|s| s.theme = t);
+                        }
+                    }
+                >
+                    <option value="auto">"system"</option>
+                    <option value="light">"light"</option>
+                    <option value="dark">"dark"</option>
+                </select>
             </label>
             <Show when=move || input_note.read().is_some()>
                 <p class="error" role="alert" data-testid="input-note">

@@ -1,21 +1,45 @@
-//! How far pruning moved the output, per token and overall.
+//! How far pruning moved the output: numbers, per-token bars, the prune-k controls and the
+//! drift-against-k curve. Every number updates on a toggle without recomputing attention.
 
 use std::collections::BTreeSet;
 
 use leptos::prelude::*;
 
-use super::app::{finished, DriftView, RunResource};
+use super::app::{finished, DriftView, Importance, RunResource};
+use super::charts::DriftChart;
+use crate::attention::importance::random_order;
+use crate::settings::Settings;
 
-/// Drift numbers and per-token bars; updated on every toggle without recomputing attention.
+/// Drift numbers, pruning controls and curves.
 #[component]
 pub fn DriftPanel(
     run: RunResource,
     drift: Memo<Option<DriftView>>,
     pruned: RwSignal<BTreeSet<usize>>,
+    importance: Memo<Option<Importance>>,
+    settings: RwSignal<Settings>,
 ) -> impl IntoView {
     let field = move |f: fn(&DriftView) -> String| {
         move || drift.with(|d| d.as_ref().map(f).unwrap_or_else(|| "–".into()))
     };
+    let num_heads = move || run.with(|r| finished(r).map_or(0, |r| r.config.num_heads));
+    // Position of the "prune the k least important" slider; moving it replaces the pruned set.
+    let k = RwSignal::new(0usize);
+    let random_draws = RwSignal::new(0u32);
+    let prune_least = move |count: usize| {
+        k.set(count);
+        if let Some(order) = importance.with(|i| i.as_ref().map(|i| i.ranked.clone())) {
+            pruned.set(order.into_iter().take(count).collect());
+        }
+    };
+    let prune_random = move |_| {
+        let heads = num_heads();
+        let seed = run.with(|r| finished(r).map_or(0, |r| r.seed));
+        random_draws.update(|d| *d += 1);
+        let order = random_order(heads, seed.wrapping_add(1000).wrapping_add(random_draws.get_untracked()));
+        pruned.set(order.into_iter().take(k.get_untracked()).collect());
+    };
+
     let tokens = move || {
         let words = run.with(|r| finished(r).map(|r| r.words.clone()).unwrap_or_default());
         drift.with(|d| {
@@ -27,7 +51,11 @@ pub fn DriftPanel(
                 .map(|(t, (word, td))| {
                     let pct = (td.rel_l2 * 100.0).min(100.0);
                     view! {
-                        <li title=format!("token {t} \"{word}\": relative L2 {:.4}, cosine {:.6}", td.rel_l2, td.cosine)>
+                        <li title=format!(
+                            "token {t} \"{word}\": relative L2 {:.4}, cosine {:.6}",
+                            td.rel_l2,
+                            td.cosine,
+                        )>
                             <span class="word">{word}</span>
                             <span class="bar-track">
                                 <span class="bar" style=format!("width: {pct:.1}%")></span>
@@ -39,8 +67,17 @@ pub fn DriftPanel(
                 .collect::<Vec<_>>()
         })
     };
+    let ranked = Signal::derive(move || {
+        importance.with(|i| i.as_ref().map(|i| i.ranked_curve.clone()).unwrap_or_default())
+    });
+    let random = Signal::derive(move || {
+        importance.with(|i| i.as_ref().map(|i| i.random_curve.clone()).unwrap_or_default())
+    });
+    let current = Signal::derive(move || {
+        drift.with(|d| d.as_ref().map(|d| (d.total - d.active, d.drift.overall.rel_l2)))
+    });
     view! {
-        <section class="drift-panel" aria-labelledby="drift-title" data-testid="drift">
+        <section class="panel drift-panel" aria-labelledby="drift-title" data-testid="drift">
             <h2 id="drift-title">"Output drift from pruning"</h2>
             <dl class="drift-numbers">
                 <dt>"Active heads"</dt>
@@ -51,19 +88,41 @@ pub fn DriftPanel(
                 <dd data-testid="drift-rel-l2">{field(|d| format!("{:.4}", d.drift.overall.rel_l2))}</dd>
             </dl>
             <p class="muted" data-testid="drift-cost">
-                {field(|d| format!(
-                    "Recomposed from cached per-head outputs in {:.2} ms: no projection or attention was recomputed.",
-                    d.elapsed_ms
-                ))}
+                {field(|d| {
+                    // The browser's clock ticks in 0.1 ms steps; say so rather than print 0.00.
+                    let took = if d.elapsed_ms < 0.1 { "under 0.1 ms".to_string() } else { format!("{:.1} ms", d.elapsed_ms) };
+                    format!("Recomposed from cached per-head outputs in {took}: no projection or attention was recomputed.")
+                })}
             </p>
-            <button
-                class="reset"
-                data-testid="restore-all"
-                disabled=move || pruned.read().is_empty()
-                on:click=move |_| pruned.update(|p| p.clear())
-            >
-                "Restore all heads"
-            </button>
+            <label class="prune-k">
+                {move || format!("Prune the {} least important heads ", k.get())}
+                <input
+                    type="range"
+                    min="0"
+                    max=move || num_heads().to_string()
+                    data-testid="prune-k"
+                    prop:value=move || k.get().to_string()
+                    on:input=move |ev| prune_least(event_target_value(&ev).parse().unwrap_or(0))
+                />
+            </label>
+            <div class="buttons">
+                <button data-testid="prune-random" on:click=prune_random disabled=move || k.get() == 0>
+                    {move || format!("Prune {} at random instead", k.get())}
+                </button>
+                <button
+                    class="reset"
+                    data-testid="restore-all"
+                    disabled=move || pruned.read().is_empty()
+                    on:click=move |_| {
+                        k.set(0);
+                        pruned.update(|p| p.clear());
+                    }
+                >
+                    "Restore all heads"
+                </button>
+            </div>
+            <h3>"Drift as heads are pruned"</h3>
+            <DriftChart ranked=ranked random=random current=current settings=settings />
             <h3>"Relative L2 change per token"</h3>
             <ol class="token-drift" data-testid="token-drift">
                 {tokens}

@@ -1,31 +1,44 @@
-//! One heatmap per head, each with its prune toggle.
+//! One heatmap per head with its prune toggle, importance and summary; any head enlarged with
+//! token labels, a colour legend and a hover readout.
 
 use std::collections::BTreeSet;
 
 use leptos::html;
 use leptos::prelude::*;
 use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
 
-use super::app::{finished, RunResource};
+use super::app::{finished, Importance, Run, RunResource};
+use crate::attention::summary::summarize;
 use crate::viz::colormap::viridis_css_gradient;
 use crate::viz::heatmap::{rasterize, Scale};
 
-/// All heads of the current run, in a grid.
+/// All heads of the current run, in a grid, and the enlarged head if one is open.
 #[component]
-pub fn HeadGrid(run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
+pub fn HeadGrid(
+    run: RunResource,
+    pruned: RwSignal<BTreeSet<usize>>,
+    importance: Memo<Option<Importance>>,
+) -> impl IntoView {
     let num_heads = move || run.with(|r| finished(r).map_or(0, |r| r.config.num_heads));
+    let selected = RwSignal::new(None::<usize>);
     view! {
-        <section class="heads-panel" aria-labelledby="heads-title">
+        <section class="panel heads-panel" aria-labelledby="heads-title">
             <h2 id="heads-title">"Attention weights, one heatmap per head"</h2>
             <p class="legend">
                 "Row = query token, column = key token. Colour runs from 0 "
                 <span class="legend-bar" style=format!("background: {}", viridis_css_gradient())></span>
-                " to each head's largest weight. Switch a head off to prune it."
+                " to each head's largest weight. Select a heatmap to enlarge it; switch a head off to prune it."
             </p>
+            {move || {
+                selected
+                    .get()
+                    .filter(|&h| h < num_heads())
+                    .map(|h| view! { <HeadDetail h=h run=run on_close=move || selected.set(None) /> })
+            }}
             <div class="heads" data-testid="heads">
                 <For each=move || 0..num_heads() key=|h| *h let:h>
-                    <HeadCard h=h run=run pruned=pruned />
+                    <HeadCard h=h run=run pruned=pruned importance=importance selected=selected />
                 </For>
             </div>
         </section>
@@ -42,22 +55,50 @@ fn draw(canvas: &HtmlCanvasElement, weights: &[f32], n: usize) -> Result<(), was
     ctx.put_image_data(&image, 0.0, 0.0)
 }
 
-#[component]
-fn HeadCard(h: usize, run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> impl IntoView {
-    let canvas = NodeRef::<html::Canvas>::new();
-    let draw_error = RwSignal::new(None::<String>);
-    // Push the head's attention matrix into its canvas whenever the run changes.
+/// Pushes head `h`'s attention matrix into `canvas` whenever the run changes.
+fn draw_head_on_change(
+    canvas: NodeRef<html::Canvas>,
+    run: RunResource,
+    h: usize,
+    error: RwSignal<Option<String>>,
+) {
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
         run.with(|r| {
-            if let Some(r) = finished(r) {
-                if h < r.config.num_heads {
-                    let result = draw(&canvas, r.forward.attention_of(h), r.config.seq_len);
-                    draw_error.set(result.err().map(|e| format!("could not draw: {e:?}")));
-                }
+            if let Some(r) = finished(r).filter(|r| h < r.config.num_heads) {
+                let result = draw(&canvas, r.forward.attention_of(h), r.config.seq_len);
+                error.set(result.err().map(|e| format!("could not draw: {e:?}")));
             }
         });
     });
+}
+
+/// "entropy 3.2 of 4.0 bits · most weight on 'cat' (t7, 21 %)".
+fn summary_line(r: &Run, h: usize) -> String {
+    let n = r.config.seq_len;
+    let s = summarize(r.forward.attention_of(h), n);
+    format!(
+        "entropy {:.1} of {:.1} bits · most weight on \"{}\" (t{}, {:.0} %) · self {:.0} %",
+        s.entropy_bits,
+        s.max_entropy_bits,
+        r.words[s.top_key],
+        s.top_key,
+        100.0 * s.top_key_weight,
+        100.0 * s.self_weight
+    )
+}
+
+#[component]
+fn HeadCard(
+    h: usize,
+    run: RunResource,
+    pruned: RwSignal<BTreeSet<usize>>,
+    importance: Memo<Option<Importance>>,
+    selected: RwSignal<Option<usize>>,
+) -> impl IntoView {
+    let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
+    draw_head_on_change(canvas, run, h, draw_error);
     let active = move || !pruned.read().contains(&h);
     let toggle = move |_| {
         pruned.update(|p| {
@@ -66,15 +107,33 @@ fn HeadCard(h: usize, run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> im
             }
         })
     };
+    // Importance as drift when this head alone is removed, and its rank (1 = most important).
+    let importance_of = move || {
+        importance.with(|i| {
+            let i = i.as_ref()?;
+            let value = *i.per_head.get(h)?;
+            let rank = i.per_head.len() - i.ranked.iter().position(|&x| x == h)?;
+            let max = i.per_head.iter().copied().fold(0.0f64, f64::max).max(f64::MIN_POSITIVE);
+            Some((value, rank, value / max))
+        })
+    };
+    let summary =
+        move || run.with(|r| finished(r).filter(|r| h < r.config.num_heads).map(|r| summary_line(r, h)));
     view! {
         <figure class="head" class:pruned=move || !active() data-testid=format!("head-{h}")>
-            <canvas
-                node_ref=canvas
-                class="heatmap"
-                data-testid=format!("heatmap-{h}")
-                role="img"
-                aria-label=format!("Attention weights of head {h}")
-            ></canvas>
+            <button
+                class="heatmap-button"
+                aria-label=format!("Enlarge head {h}")
+                on:click=move |_| selected.set(Some(h))
+            >
+                <canvas
+                    node_ref=canvas
+                    class="heatmap"
+                    data-testid=format!("heatmap-{h}")
+                    role="img"
+                    aria-label=move || format!("Attention weights of head {h}: {}", summary().unwrap_or_default())
+                ></canvas>
+            </button>
             <figcaption>
                 <span>{format!("head {h}")}</span>
                 <button
@@ -87,7 +146,109 @@ fn HeadCard(h: usize, run: RunResource, pruned: RwSignal<BTreeSet<usize>>) -> im
                     {move || if active() { "on" } else { "pruned" }}
                 </button>
             </figcaption>
+            <div
+                class="importance"
+                data-testid=format!("importance-{h}")
+                title="Relative L2 change of the output if this head alone is removed"
+            >
+                {move || {
+                    importance_of()
+                        .map(|(value, rank, share)| {
+                            view! {
+                                <span class="bar-track">
+                                    <span class="bar" style=format!("width: {:.0}%", 100.0 * share)></span>
+                                </span>
+                                <span class="num">{format!("{value:.3} · #{rank}")}</span>
+                            }
+                        })
+                }}
+            </div>
+            <p class="head-summary" data-testid=format!("summary-{h}")>{summary}</p>
             {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
         </figure>
+    }
+}
+
+/// Head `h` enlarged, with token labels on both axes, a legend and a hover readout.
+#[component]
+fn HeadDetail(h: usize, run: RunResource, on_close: impl Fn() + 'static) -> impl IntoView {
+    let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
+    draw_head_on_change(canvas, run, h, draw_error);
+    let hover = RwSignal::new(None::<String>);
+    let words = move || run.with(|r| finished(r).map(|r| r.words.clone()).unwrap_or_default());
+    let on_move = move |ev: MouseEvent| {
+        let Some(canvas) = canvas.get() else { return };
+        let rect = canvas.get_bounding_client_rect();
+        run.with(|r| {
+            let Some(r) = finished(r).filter(|r| h < r.config.num_heads) else { return };
+            let n = r.config.seq_len;
+            let cell = |offset: f64, size: f64| ((offset / size.max(1.0)) * n as f64).floor() as isize;
+            let (q, k) = (
+                cell(ev.client_y() as f64 - rect.top(), rect.height()),
+                cell(ev.client_x() as f64 - rect.left(), rect.width()),
+            );
+            if (0..n as isize).contains(&q) && (0..n as isize).contains(&k) {
+                let (q, k) = (q as usize, k as usize);
+                let w = r.forward.attention_of(h)[q * n + k];
+                hover.set(Some(format!(
+                    "query t{q} \"{}\" → key t{k} \"{}\": weight {w:.4}",
+                    r.words[q], r.words[k]
+                )));
+            }
+        });
+    };
+    let max = move || run.with(|r| finished(r).map_or(0.0, |r| Scale::fit(r.forward.attention_of(h)).max));
+    let summary =
+        move || run.with(|r| finished(r).filter(|r| h < r.config.num_heads).map(|r| summary_line(r, h)));
+    let show_labels = move || words().len() <= 48;
+    view! {
+        <div class="head-detail" data-testid="head-detail" role="group" aria-label=format!("Head {h}, enlarged")>
+            <div class="detail-header">
+                <h3>{format!("Head {h}")}</h3>
+                <button class="reset" data-testid="close-detail" on:click=move |_| on_close()>
+                    "Close"
+                </button>
+            </div>
+            <p class="head-summary">{summary}</p>
+            <div class="detail-grid" class:labels=show_labels>
+                <span></span>
+                <ol class="key-labels" aria-hidden="true">
+                    {move || {
+                        if show_labels() {
+                            words().into_iter().map(|w| view! { <li>{w}</li> }).collect_view().into_any()
+                        } else {
+                            ().into_any()
+                        }
+                    }}
+                </ol>
+                <ol class="query-labels" aria-hidden="true">
+                    {move || {
+                        if show_labels() {
+                            words().into_iter().map(|w| view! { <li>{w}</li> }).collect_view().into_any()
+                        } else {
+                            ().into_any()
+                        }
+                    }}
+                </ol>
+                <canvas
+                    node_ref=canvas
+                    class="heatmap big"
+                    data-testid="detail-heatmap"
+                    role="img"
+                    aria-label=move || format!("Attention weights of head {h}, enlarged: {}", summary().unwrap_or_default())
+                    on:mousemove=on_move
+                ></canvas>
+            </div>
+            <p class="legend">
+                "0 "
+                <span class="legend-bar wide" style=format!("background: {}", viridis_css_gradient())></span>
+                {move || format!(" {:.4} (this head's largest weight)", max())}
+            </p>
+            <p class="tooltip" data-testid="detail-hover" aria-live="polite">
+                {move || hover.get().unwrap_or_else(|| "Hover a cell: query row, key column, weight.".into())}
+            </p>
+            {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        </div>
     }
 }

@@ -6,6 +6,8 @@
 //! Effects only push state outward: pixels into canvases, the settings into the URL.
 
 pub mod app;
+mod charts;
+mod claims;
 mod controls;
 mod drift;
 mod heads;
@@ -24,6 +26,32 @@ pub fn start() {
         Some(root) => mount_to(root, App).forget(),
         None => mount_to_body(App),
     }
+}
+
+/// The colours charts use under the page's current theme.
+pub(crate) fn palette(theme: crate::settings::Theme) -> &'static crate::viz::chart::Palette {
+    use crate::settings::Theme;
+    use crate::viz::chart::Palette;
+    let dark = match theme {
+        Theme::Dark => true,
+        Theme::Light => false,
+        Theme::Auto => {
+            window().match_media("(prefers-color-scheme: dark)").ok().flatten().is_some_and(|m| m.matches())
+        }
+    };
+    if dark {
+        &Palette::DARK
+    } else {
+        &Palette::LIGHT
+    }
+}
+
+/// Lets the browser render and handle events before the next piece of work.
+pub(crate) async fn yield_to_browser() {
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// Milliseconds from the page's time origin.

@@ -10,6 +10,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::attention::config::PRESETS;
 
@@ -124,8 +125,10 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("d_model (log scale)")
         .y_desc("heads (log scale)")
-        .axis_desc_style(font(14.0))
-        .label_style(font(12.0))
+        .axis_desc_style(font(16.0))
+        .label_style(font(14.0))
+        .x_labels(6)
+        .y_labels(6)
         .axis_style(palette.foreground)
         .light_line_style(palette.grid.mix(0.35))
         .bold_line_style(palette.grid.mix(0.8))
@@ -158,18 +161,21 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         chart.draw_series(std::iter::once(Text::new(
             format!("d_k = {d_k}"),
             b,
-            font(12.0).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Right,
-                plotters::style::text_anchor::VPos::Bottom,
-            )),
+            font(14.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
         )))?;
         layout.lines.push(PlacedLine { d_k, from: chart.backend_coord(&a), to: chart.backend_coord(&b) });
     }
 
     for (label, d_model, heads) in model_groups() {
         let at = (d_model as f64, heads as f64);
-        chart.draw_series(std::iter::once(Circle::new(at, 5, palette.point.filled())))?;
-        chart.draw_series(std::iter::once(Text::new(label.clone(), at, font(12.0))))?;
+        chart.draw_series(std::iter::once(Circle::new(at, 6, palette.point.filled())))?;
+        // Labels sit right of their point, nudged down so neighbours on the d_k = 64 line do not
+        // collide; GPT-3's is drawn to the left of its point, which sits at the right edge.
+        let (anchor, dx) = if d_model > 8000 { (HPos::Right, -9) } else { (HPos::Left, 9) };
+        chart.draw_series(std::iter::once(
+            EmptyElement::at(at)
+                + Text::new(label.clone(), (dx, 2), font(14.0).pos(Pos::new(anchor, VPos::Top))),
+        ))?;
         layout.points.push(PlacedPoint {
             label,
             d_model,
@@ -212,13 +218,13 @@ pub struct DriftChartLayout {
 /// of a WMT transformer, 40 % of BERT's on MNLI.
 pub const MICHEL_MARKS: [(f64, &str); 2] = [(0.2, "20 %: WMT (Michel et al.)"), (0.4, "40 %: BERT/MNLI")];
 
-/// Draws relative L2 drift against heads pruned for both orders, marking `k` (the current prune
-/// count) and the Michel et al. fractions.
+/// Draws relative L2 drift against heads pruned for both orders, the reader's current point
+/// `(heads pruned, drift)`, and the Michel et al. fractions.
 pub fn draw_drift_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     ranked: &[f64],
     random: &[f64],
-    k: usize,
+    current: Option<(usize, f64)>,
     palette: &Palette,
 ) -> Result<DriftChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&palette.background)?;
@@ -240,26 +246,33 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
         .light_line_style(palette.grid.mix(0.3))
         .bold_line_style(palette.grid.mix(0.7))
         .draw()?;
-    for (fraction, label) in MICHEL_MARKS {
+    for (i, (fraction, label)) in MICHEL_MARKS.into_iter().enumerate() {
         let x = fraction * heads as f64;
         chart.draw_series(LineSeries::new([(x, 0.0), (x, y_max * 1.05)], palette.band.stroke_width(1)))?;
-        chart.draw_series(std::iter::once(Text::new(label, (x, y_max), font(11.0))))?;
+        // Stagger the two labels vertically so they never overlap.
+        let y = y_max * (1.02 - 0.09 * i as f64);
+        chart.draw_series(std::iter::once(
+            EmptyElement::at((x, y))
+                + Text::new(label, (4, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
+        ))?;
     }
     let series = |v: &[f64]| v.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect::<Vec<_>>();
     chart
         .draw_series(LineSeries::new(series(random), palette.second.stroke_width(2)))?
-        .label("random order")
+        .label("random order (mean of 8)")
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.second.stroke_width(2)));
     chart
         .draw_series(LineSeries::new(series(ranked), palette.accent.stroke_width(3)))?
         .label("least important first")
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.accent.stroke_width(3)));
-    if let Some(&y) = ranked.get(k) {
-        chart.draw_series(std::iter::once(Circle::new((k as f64, y), 6, palette.accent.filled())))?;
+    if let Some((k, y)) = current {
+        let at = (k as f64, y);
+        chart.draw_series(std::iter::once(Circle::new(at, 7, palette.foreground.stroke_width(2))))?;
+        chart.draw_series(std::iter::once(Text::new("you", at, font(12.0))))?;
     }
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(SeriesLabelPosition::LowerRight)
         .label_font(font(12.0))
         .background_style(palette.background.mix(0.85))
         .border_style(palette.grid)
@@ -345,14 +358,14 @@ mod tests {
         let random = [0.0, 0.3, 0.6, 1.0];
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (480, 300)).into_drawing_area();
-            draw_drift_chart(&area, &ranked, &random, 1, &Palette::DARK).unwrap()
+            draw_drift_chart(&area, &ranked, &random, Some((1, 0.1)), &Palette::DARK).unwrap()
         };
         assert_eq!(layout.k_x.len(), 4);
         assert!(layout.k_x.windows(2).all(|w| w[1] > w[0]));
         // Screen y grows downwards: more drift is higher up.
         assert!(layout.ranked_y[1] > layout.random_y[1]);
         assert_eq!(layout.ranked_y[3], layout.random_y[3]);
-        assert!(svg.contains("least important first") && svg.contains("random order"));
+        assert!(svg.contains("least important first") && svg.contains("random order (mean of 8)"));
         assert!(svg.contains("20 %: WMT (Michel et al.)"));
     }
 }

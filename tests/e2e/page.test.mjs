@@ -230,3 +230,102 @@ test('a lost GPU device switches to the CPU and keeps the reader\'s settings', a
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+/** Which heads the page shows as pruned. */
+const prunedHeads = (page) => page.evaluate(() => [...document.querySelectorAll('[data-testid^=head-toggle-]')]
+  .filter((b) => b.getAttribute('aria-pressed') === 'false').map((b) => Number(b.dataset.testid.split('-')[2])));
+
+/** Asserts the page's drift numbers equal the CPU core's for the page's own settings. */
+async function assertMatchesCpuCore(page, what) {
+  const query = new URL(page.url()).search;
+  const pruned = await prunedHeads(page);
+  const expected = await page.evaluate(([q, p]) => window.wasmBindings.cpu_core_drift(q, new Uint32Array(p)), [query, pruned]);
+  const shown = `${await text(page, 'drift-cosine')} ${await text(page, 'drift-rel-l2')}`;
+  const [ec, er] = expected.split(' ').map(Number);
+  const [sc, sr] = shown.split(' ').map(Number);
+  assert.ok(Math.abs(ec - sc) <= 2e-6 && Math.abs(er - sr) <= 2e-4, `${what}: page shows "${shown}", CPU core "${expected}"`);
+}
+
+for (const backend of ['cpu', 'gpu']) {
+  test(`explainer on the ${backend.toUpperCase()} backend: every preset, toggles and the prune slider match the CPU core`, async () => {
+    const presets = [['transformer', 8], ['bert-base', 12], ['gpt2-small', 12], ['bert-large', 16], ['gpt2-medium', 16],
+      ['gpt2-large', 20]];
+    for (const [preset, numHeads] of presets) {
+      const { page, problems } = await open(`?preset=${preset}&seq=12&backend=${backend}`);
+      await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
+      await page.getByTestId(`importance-${numHeads - 1}`).locator('.num').waitFor();
+      assert.match(await text(page, 'backend-badge'), backend === 'gpu' ? /^WebGPU/ : /^CPU/);
+      assert.match(await text(page, 'chart-summary'), /d_k = \d+ \/ \d+ = 64, inside the 64\.\.128 band/);
+      await page.getByTestId('head-toggle-1').click();
+      await assertMatchesCpuCore(page, `${preset}, head 1 off`);
+      // "Prune the k least important": the pruned heads are those ranked last.
+      const k = Math.round(numHeads * 0.4);
+      await page.getByTestId('prune-k').fill(String(k));
+      await page.waitForFunction((k) => document.querySelector('[data-testid=drift-active]').textContent.startsWith(`${k.n - k.k} of`), { k, n: numHeads });
+      const pruned = await prunedHeads(page);
+      assert.equal(pruned.length, k);
+      for (const h of pruned) {
+        const rank = Number((await page.getByTestId(`importance-${h}`).textContent()).split('#')[1]);
+        assert.ok(rank > numHeads - k, `${preset}: head ${h} (rank ${rank}) is not among the ${k} least important`);
+      }
+      await assertMatchesCpuCore(page, `${preset}, ${k} least important pruned`);
+      const ranked = Number(await text(page, 'drift-rel-l2'));
+      await page.getByTestId('prune-random').click();
+      await assertMatchesCpuCore(page, `${preset}, ${k} random pruned`);
+      assert.equal((await prunedHeads(page)).length, k);
+      assert.ok(ranked > 0);
+      assert.deepEqual(problems, [], preset);
+      await page.close();
+    }
+  });
+}
+
+test('the chart names a point on hover, heads enlarge with labels, and the batched claim is measured', async () => {
+  const { page, problems } = await open('?preset=bert-base&seq=10&backend=cpu');
+  await page.getByTestId('heatmap-11').waitFor();
+  // Hover GPT-3's point: canvas pixels from data-points, scaled to the page.
+  const chart = page.getByTestId('config-chart');
+  const points = Object.fromEntries((await chart.getAttribute('data-points')).split('|')
+    .map((p) => p.split('@')).map(([label, xy]) => [label, xy.split(',').map(Number)]));
+  assert.deepEqual(Object.keys(points).slice(0, 5), ['Transformer (orig.)', 'BERT-base / GPT-2 Small',
+    'BERT-large / GPT-2 Medium', 'GPT-2 Large', 'GPT-3 (175B)']);
+  const box = await chart.boundingBox();
+  const [x, y] = points['GPT-3 (175B)'];
+  await page.mouse.move(box.x + (x * box.width) / 600, box.y + (y * box.height) / 460);
+  assert.equal(await text(page, 'chart-hover'), 'GPT-3 (175B): d_model 12288, 96 heads, d_k = 128');
+
+  await page.getByTestId('heatmap-4').click();
+  const detail = page.getByTestId('head-detail');
+  await detail.waitFor();
+  assert.equal(await detail.locator('.key-labels li').count(), 10);
+  const big = await page.getByTestId('detail-heatmap').boundingBox();
+  await page.mouse.move(big.x + big.width * 0.95, big.y + big.height * 0.05);
+  assert.match(await text(page, 'detail-hover'), /^query t0 ".*" → key t9 ".*": weight 0\.\d{4}$/);
+  await page.getByTestId('close-detail').click();
+  assert.equal(await page.getByTestId('head-detail').count(), 0);
+
+  await page.getByTestId('measure-batched').click();
+  await page.waitForFunction(() => /Ratio/.test(document.querySelector('[data-testid=batched-result]').textContent), null, { timeout: 60000 });
+  const ratio = Number((await text(page, 'batched-result')).match(/Ratio (\d+\.\d+)/)[1]);
+  console.log(`batched vs one head on the CPU, BERT-base n = 10: ${await text(page, 'batched-result')}`);
+  assert.ok(ratio > 0.2 && ratio < 5, `ratio ${ratio}`);
+  assert.match(await text(page, 'pruning-claim'), /Pruning the 2 least important of 12 heads \(20 %\) moves it by 0\.\d{3}/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('light and dark themes apply, with screenshots of each', async () => {
+  for (const theme of ['light', 'dark']) {
+    const { page, problems } = await open(`?preset=bert-base&seq=16&theme=${theme}`, { width: 1600, height: 1100 });
+    await page.getByTestId('heatmap-11').waitFor();
+    await page.getByTestId('prune-k').fill('4');
+    await page.getByTestId('heatmap-2').click();
+    await page.waitForTimeout(300);
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), theme);
+    const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    assert.equal(bg, theme === 'dark' ? 'rgb(22, 22, 24)' : 'rgb(251, 251, 250)', theme);
+    await page.screenshot({ path: join(artifacts, `explainer-${theme}.png`), fullPage: true });
+    assert.deepEqual(problems, [], theme);
+    await page.close();
+  }
+});

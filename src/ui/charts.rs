@@ -1,0 +1,155 @@
+//! The charts on canvases: d_model against heads, and drift against heads pruned.
+
+use leptos::html;
+use leptos::prelude::*;
+use plotters::prelude::IntoDrawingArea;
+use plotters_canvas::CanvasBackend;
+use web_sys::{HtmlCanvasElement, MouseEvent};
+
+use super::palette;
+use crate::settings::{ModelChoice, Settings};
+use crate::viz::chart::{draw_config_chart, draw_drift_chart, ConfigChartLayout};
+
+/// Canvas pixels under a mouse event (the canvas is scaled by CSS).
+fn canvas_point(canvas: &HtmlCanvasElement, ev: &MouseEvent) -> (f64, f64) {
+    let rect = canvas.get_bounding_client_rect();
+    let sx = canvas.width() as f64 / rect.width().max(1.0);
+    let sy = canvas.height() as f64 / rect.height().max(1.0);
+    ((ev.client_x() as f64 - rect.left()) * sx, (ev.client_y() as f64 - rect.top()) * sy)
+}
+
+/// The seed's models on log axes with lines of constant d_k; hover names a point.
+#[component]
+pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
+    let canvas = NodeRef::<html::Canvas>::new();
+    let layout = RwSignal::new(ConfigChartLayout::default());
+    let hover = RwSignal::new(None::<String>);
+    let draw_error = RwSignal::new(None::<String>);
+    // Redraw when the shape or the theme changes.
+    Effect::new(move |_| {
+        let (config, theme) = settings.with(|s| (s.config(), s.theme));
+        let Some(canvas) = canvas.get() else { return };
+        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
+            draw_error.set(Some("this browser gave no 2D canvas for the chart".into()));
+            return;
+        };
+        let area = backend.into_drawing_area();
+        let current = (config.num_heads > 0).then_some((config.d_model, config.num_heads));
+        match draw_config_chart(&area, current, palette(theme)) {
+            Ok(l) => {
+                layout.set(l);
+                draw_error.set(None);
+            }
+            Err(e) => draw_error.set(Some(format!("could not draw the chart: {e}"))),
+        }
+    });
+    let on_move = move |ev: MouseEvent| {
+        let Some(canvas) = canvas.get() else { return };
+        let (x, y) = canvas_point(&canvas, &ev);
+        let near = layout.with(|l| {
+            l.points
+                .iter()
+                .map(|p| (p, (p.at.0 as f64 - x).hypot(p.at.1 as f64 - y)))
+                .filter(|(_, dist)| *dist < 16.0)
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(p, _)| {
+                    format!(
+                        "{}: d_model {}, {} heads, d_k = {}",
+                        p.label,
+                        p.d_model,
+                        p.heads,
+                        p.d_model / p.heads
+                    )
+                })
+        });
+        hover.set(near);
+    };
+    let summary = move || {
+        let s = settings.read();
+        let c = s.config();
+        let what = match s.model {
+            ModelChoice::Preset(i) => crate::attention::PRESETS[i].name.to_string(),
+            ModelChoice::Custom { .. } => "Your configuration".to_string(),
+        };
+        if c.num_heads == 0 || !c.d_model.is_multiple_of(c.num_heads) {
+            return format!("{what}: heads must divide d_model to have a d_k.");
+        }
+        let d_k = c.d_k();
+        let verdict = if (64..=128).contains(&d_k) { "inside" } else { "outside" };
+        format!("{what}: d_k = {} / {} = {d_k}, {verdict} the 64..128 band.", c.d_model, c.num_heads)
+    };
+    view! {
+        <section class="panel chart-panel" aria-labelledby="chart-title">
+            <h2 id="chart-title">"Claim 1: per-head size stays 64..128 as models grow"</h2>
+            <div class="chart-wrap">
+                <canvas
+                    node_ref=canvas
+                    width="600"
+                    height="460"
+                    class="chart"
+                    data-testid="config-chart"
+                    role="img"
+                    aria-label="d_model against number of heads for seven real models, with lines of constant d_k; all lie between d_k = 64 and d_k = 128"
+                    data-points=move || {
+                        layout.with(|l| {
+                            l.points.iter().map(|p| format!("{}@{},{}", p.label, p.at.0, p.at.1)).collect::<Vec<_>>().join("|")
+                        })
+                    }
+                    on:mousemove=on_move
+                    on:mouseleave=move |_| hover.set(None)
+                ></canvas>
+                <ul class="sr-only">
+                    {crate::viz::chart::model_groups()
+                        .into_iter()
+                        .map(|(label, d, h)| view! { <li>{format!("{label}: d_model {d}, {h} heads, d_k = {}", d / h)}</li> })
+                        .collect_view()}
+                </ul>
+                <p class="tooltip" data-testid="chart-hover" aria-live="polite">
+                    {move || hover.get().unwrap_or_else(|| "Hover a point for its numbers.".into())}
+                </p>
+            </div>
+            <p data-testid="chart-summary">{summary}</p>
+            <p class="muted">
+                "Every model from the 2017 Transformer to GPT-3 sits on the d_k = 64 or d_k = 128 line: as d_model grows, the head count grows with it. Too few dimensions per head limit what one head can express; too many heads with too few dimensions fragment the representation."
+            </p>
+            {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
+        </section>
+    }
+}
+
+/// Drift against heads pruned: least important first, at random, and where the reader is.
+#[component]
+pub fn DriftChart(
+    ranked: Signal<Vec<f64>>,
+    random: Signal<Vec<f64>>,
+    current: Signal<Option<(usize, f64)>>,
+    settings: RwSignal<Settings>,
+) -> impl IntoView {
+    let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let (ranked, random, current) = (ranked.get(), random.get(), current.get());
+        let theme = settings.read().theme;
+        let Some(canvas) = canvas.get() else { return };
+        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else { return };
+        let area = backend.into_drawing_area();
+        if ranked.is_empty() {
+            let _ = area.fill(&palette(theme).background);
+            return;
+        }
+        let result = draw_drift_chart(&area, &ranked, &random, current, palette(theme));
+        draw_error.set(result.err().map(|e| format!("could not draw the drift curve: {e}")));
+    });
+    view! {
+        <canvas
+            node_ref=canvas
+            width="560"
+            height="320"
+            class="chart"
+            data-testid="drift-chart"
+            role="img"
+            aria-label="Relative output drift against the number of heads pruned, least important first and in random order"
+        ></canvas>
+        {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
+    }
+}
