@@ -9,6 +9,7 @@ pub mod backend;
 pub mod bench;
 pub mod cpu;
 pub mod gpu;
+pub mod model;
 pub mod settings;
 pub mod viz;
 
