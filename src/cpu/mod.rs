@@ -111,11 +111,44 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
         MatMut::row_major(&mut qkv, n, 3 * d),
     );
 
+    attend(kernel, &qkv, n, h_count, d_k, &mut out.attention, &mut out.heads);
+
+    for h in 0..h_count {
+        let block = &mut out.contributions.data[h * n * d..(h + 1) * n * d];
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
+            MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
+            0.0,
+            MatMut::row_major(block, n, d),
+        );
+    }
+    out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output);
+}
+
+/// Every head's attention, from the packed `qkv` (`n x 3d`, columns `[Q | K | V]`, heads of
+/// `d_k`): writes the softmax weights into `attention` (`H x n x n`) and each head's output
+/// `P_h @ V_h` into its columns of `heads` (`n x d`). Shared by the synthetic layer and the
+/// trained model.
+pub fn attend(
+    kernel: Kernel,
+    qkv: &[f32],
+    n: usize,
+    h_count: usize,
+    d_k: usize,
+    attention: &mut [f32],
+    heads: &mut [f32],
+) {
+    let d = h_count * d_k;
+    assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
+    assert_eq!(heads.len(), n * d, "heads must be n x d");
     let scale = 1.0 / (d_k as f32).sqrt();
     let stride = 3 * d;
     for h in 0..h_count {
         let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
-        let probs = &mut out.attention[h * n * n..(h + 1) * n * n];
+        let probs = &mut attention[h * n * n..(h + 1) * n * n];
         // scores = Q_h @ K_h^T / sqrt(d_k); K_h^T is K_h's view with the strides swapped.
         sgemm(
             kernel,
@@ -133,22 +166,9 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
             MatRef::row_major(probs, n, n),
             MatRef::new(&qkv[v..], n, d_k, stride, 1),
             0.0,
-            MatMut::new(&mut out.heads[h * d_k..], n, d_k, d, 1),
+            MatMut::new(&mut heads[h * d_k..], n, d_k, d, 1),
         );
     }
-
-    for h in 0..h_count {
-        let block = &mut out.contributions.data[h * n * d..(h + 1) * n * d];
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
-            MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
-            0.0,
-            MatMut::row_major(block, n, d),
-        );
-    }
-    out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output);
 }
 
 /// The output recomputed from scratch as `concat_masked @ W_o`, with pruned heads' columns

@@ -1,0 +1,260 @@
+//! all-MiniLM-L6-v2's forward pass on the CPU kernel, with a mask over its 72 heads.
+//!
+//! ```text
+//! x = LayerNorm(word[id] + position[t] + token_type[0])
+//! 6 times:  QKV = x W_{q,k,v}^T + b             (heads of 32, attention as in crate::cpu::attend)
+//!           x = LayerNorm(x + concat_masked(heads) W_o^T + b_o)
+//!           x = LayerNorm(x + GELU(x W_i^T + b_i) W_2^T + b_2)
+//! embedding = normalize(mean over tokens of x)
+//! ```
+//!
+//! Weights keep PyTorch's `[out, in]` layout; products use the transposed view, so nothing is
+//! copied at load time.
+
+use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+use crate::cpu::{attend, Kernel};
+
+/// Width of the residual stream.
+pub const D_MODEL: usize = 384;
+/// Heads per layer.
+pub const HEADS: usize = 12;
+/// Per-head width.
+pub const D_K: usize = D_MODEL / HEADS;
+/// Layers.
+pub const LAYERS: usize = 6;
+/// Width of the feed-forward layer.
+pub const FFN: usize = 1536;
+/// Positions the model has embeddings for.
+pub const MAX_POSITIONS: usize = 512;
+const LN_EPS: f64 = 1e-12;
+
+/// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Linear {
+    /// `out x in`, row-major.
+    pub w: Vec<f32>,
+    /// `out`.
+    pub b: Vec<f32>,
+}
+
+/// LayerNorm's scale and shift.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Norm {
+    /// Scale.
+    pub w: Vec<f32>,
+    /// Shift.
+    pub b: Vec<f32>,
+}
+
+/// One encoder layer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layer {
+    /// Query, key and value projections.
+    pub qkv: [Linear; 3],
+    /// Attention output projection.
+    pub out: Linear,
+    /// LayerNorm after attention.
+    pub ln1: Norm,
+    /// Feed-forward up-projection.
+    pub ffn_in: Linear,
+    /// Feed-forward down-projection.
+    pub ffn_out: Linear,
+    /// LayerNorm after the feed-forward layer.
+    pub ln2: Norm,
+}
+
+/// Every weight of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bert {
+    /// `vocab x 384`.
+    pub word: Vec<f32>,
+    /// `512 x 384`.
+    pub position: Vec<f32>,
+    /// Token type 0's embedding, `384`.
+    pub token_type: Vec<f32>,
+    /// LayerNorm of the embeddings.
+    pub ln_embed: Norm,
+    /// The six layers.
+    pub layers: Vec<Layer>,
+}
+
+/// Why weights could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the model's weights are unusable: {}", self.0)
+    }
+}
+
+/// The names and shapes the model needs, in the checkpoint's naming.
+pub fn tensor_names() -> Vec<(String, Vec<usize>)> {
+    let mut names = vec![
+        ("embeddings.word_embeddings.weight".to_string(), vec![30522, D_MODEL]),
+        ("embeddings.position_embeddings.weight".into(), vec![MAX_POSITIONS, D_MODEL]),
+        ("embeddings.token_type_embeddings.weight".into(), vec![2, D_MODEL]),
+        ("embeddings.LayerNorm.weight".into(), vec![D_MODEL]),
+        ("embeddings.LayerNorm.bias".into(), vec![D_MODEL]),
+    ];
+    for l in 0..LAYERS {
+        let p = format!("encoder.layer.{l}.");
+        for (name, out, inp) in [
+            ("attention.self.query", D_MODEL, D_MODEL),
+            ("attention.self.key", D_MODEL, D_MODEL),
+            ("attention.self.value", D_MODEL, D_MODEL),
+            ("attention.output.dense", D_MODEL, D_MODEL),
+            ("intermediate.dense", FFN, D_MODEL),
+            ("output.dense", D_MODEL, FFN),
+        ] {
+            names.push((format!("{p}{name}.weight"), vec![out, inp]));
+            names.push((format!("{p}{name}.bias"), vec![out]));
+        }
+        for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
+            names.push((format!("{p}{name}.weight"), vec![D_MODEL]));
+            names.push((format!("{p}{name}.bias"), vec![D_MODEL]));
+        }
+    }
+    names
+}
+
+impl Bert {
+    /// Builds the model from a source of named f32 tensors (a checkpoint or the page's asset),
+    /// checking every shape.
+    pub fn from_tensors(
+        mut get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+    ) -> Result<Bert, LoadError> {
+        let shapes: std::collections::HashMap<String, Vec<usize>> = tensor_names().into_iter().collect();
+        let mut take = |name: &str| -> Result<Vec<f32>, LoadError> {
+            let (shape, data) = get(name).ok_or_else(|| LoadError(format!("{name} is missing")))?;
+            let want = &shapes[name];
+            if &shape != want || data.len() != want.iter().product::<usize>() {
+                return Err(LoadError(format!("{name} has shape {shape:?}, expected {want:?}")));
+            }
+            Ok(data)
+        };
+        let mut layers = Vec::with_capacity(LAYERS);
+        for l in 0..LAYERS {
+            let p = format!("encoder.layer.{l}.");
+            let mut lin = |name: &str| -> Result<Linear, LoadError> {
+                Ok(Linear { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
+            };
+            let qkv =
+                [lin("attention.self.query")?, lin("attention.self.key")?, lin("attention.self.value")?];
+            let (out, ffn_in, ffn_out) =
+                (lin("attention.output.dense")?, lin("intermediate.dense")?, lin("output.dense")?);
+            let ln1 = lin("attention.output.LayerNorm")?;
+            let ln2 = lin("output.LayerNorm")?;
+            let norm = |l: Linear| Norm { w: l.w, b: l.b };
+            layers.push(Layer { qkv, out, ln1: norm(ln1), ffn_in, ffn_out, ln2: norm(ln2) });
+        }
+        let token_types = take("embeddings.token_type_embeddings.weight")?;
+        Ok(Bert {
+            word: take("embeddings.word_embeddings.weight")?,
+            position: take("embeddings.position_embeddings.weight")?,
+            token_type: token_types[..D_MODEL].to_vec(),
+            ln_embed: Norm { w: take("embeddings.LayerNorm.weight")?, b: take("embeddings.LayerNorm.bias")? },
+            layers,
+        })
+    }
+
+    /// Vocabulary size (rows of the word embedding).
+    pub fn vocab_size(&self) -> usize {
+        self.word.len() / D_MODEL
+    }
+
+    /// Runs the model on `ids` (at most 512, each below the vocabulary size) with the heads in
+    /// `pruned` (`layer * 12 + head`) switched off.
+    pub fn forward(&self, kernel: Kernel, ids: &[u32], pruned: &[bool; LAYERS * HEADS]) -> BertOutput {
+        let n = ids.len();
+        assert!((1..=MAX_POSITIONS).contains(&n), "1 to 512 tokens");
+        let d = D_MODEL;
+        let mut x = vec![0.0f32; n * d];
+        for (t, &id) in ids.iter().enumerate() {
+            let id = id as usize;
+            assert!(id < self.vocab_size(), "token id {id} out of range");
+            for j in 0..d {
+                x[t * d + j] = self.word[id * d + j] + self.position[t * d + j] + self.token_type[j];
+            }
+        }
+        layer_norm(&mut x, &self.ln_embed);
+
+        let mut attention = Vec::with_capacity(LAYERS);
+        let (mut qkv, mut heads) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
+        let (mut tmp, mut hidden) = (vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
+        for (l, layer) in self.layers.iter().enumerate() {
+            for (i, lin) in layer.qkv.iter().enumerate() {
+                linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
+            }
+            let mut att = vec![0.0f32; HEADS * n * n];
+            attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut heads);
+            attention.push(att);
+            for row in heads.chunks_exact_mut(d) {
+                for (h, block) in row.chunks_exact_mut(D_K).enumerate() {
+                    if pruned[l * HEADS + h] {
+                        block.fill(0.0);
+                    }
+                }
+            }
+            linear(kernel, &heads, n, &layer.out, &mut tmp, d);
+            x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
+            layer_norm(&mut x, &layer.ln1);
+            linear(kernel, &x, n, &layer.ffn_in, &mut hidden, FFN);
+            hidden.iter_mut().for_each(|v| *v = gelu(*v));
+            linear(kernel, &hidden, n, &layer.ffn_out, &mut tmp, d);
+            x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
+            layer_norm(&mut x, &layer.ln2);
+        }
+
+        let mut pooled = vec![0.0f64; d];
+        for row in x.chunks_exact(d) {
+            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+        }
+        let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+        BertOutput { embedding: pooled.iter().map(|v| (v / norm) as f32).collect(), attention, seq_len: n }
+    }
+}
+
+/// What a forward pass of the trained model produces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BertOutput {
+    /// The L2-normalised mean-pooled sentence embedding, 384 values.
+    pub embedding: Vec<f32>,
+    /// Per layer, every head's attention weights: `12 x n x n`.
+    pub attention: Vec<Vec<f32>>,
+    /// Number of tokens.
+    pub seq_len: usize,
+}
+
+/// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
+fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
+    let (out, inp) = (lin.b.len(), lin.w.len() / lin.b.len());
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(x, n, inp),
+        MatRef::row_major(&lin.w, out, inp).t(),
+        0.0,
+        MatMut::new(y, n, out, rs, 1),
+    );
+    for i in 0..n {
+        y[i * rs..i * rs + out].iter_mut().zip(&lin.b).for_each(|(v, b)| *v += b);
+    }
+}
+
+/// LayerNorm over each row of width 384, statistics in f64.
+fn layer_norm(x: &mut [f32], norm: &Norm) {
+    for row in x.chunks_exact_mut(D_MODEL) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
+        let inv = 1.0 / (var + LN_EPS).sqrt();
+        for ((v, w), b) in row.iter_mut().zip(&norm.w).zip(&norm.b) {
+            *v = ((*v as f64 - mean) * inv) as f32 * w + b;
+        }
+    }
+}
+
+/// The exact GELU BERT uses: `x * (1 + erf(x / sqrt 2)) / 2`.
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
