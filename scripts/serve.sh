@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/install-tools.sh serve
 . scripts/env.sh
 cargo fetch --quiet
+scripts/build-model-asset.sh
 release=--release
 [ "${1:-}" = --debug ] && release=
 echo "headlab: serving on http://127.0.0.1:8080 once the build below finishes"

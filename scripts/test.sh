@@ -24,6 +24,7 @@ step "clippy, wasm32" cargo clippy --locked --all-targets --target wasm32-unknow
 step "native tests (core, CPU kernels vs the f64 oracle)" cargo test --locked -- --show-output
 # The same kernel tests as wasm with simd128 inside headless Chromium, plus mounted components.
 step "browser tests (wasm-pack, headless Chromium)" wasm-pack test --headless --chrome -- --locked -- --nocapture
+step "trained-model asset" scripts/build-model-asset.sh
 step "release build (trunk)" trunk build --release --offline
 step "end-to-end tests of the built page" node --test tests/e2e/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.

@@ -13,6 +13,8 @@ use crate::backend::Preference;
 pub enum ModelChoice {
     /// One of [`PRESETS`], by index.
     Preset(usize),
+    /// The trained all-MiniLM-L6-v2 (384 wide, 12 heads, 6 layers).
+    Trained,
     /// A shape typed by the reader.
     Custom {
         /// Width of the residual stream.
@@ -65,6 +67,9 @@ pub struct Settings {
     pub theme: Theme,
 }
 
+/// URL identifier of the trained model.
+pub const TRAINED_ID: &str = "minilm";
+
 /// Index of BERT-base in [`PRESETS`], the default.
 const DEFAULT_PRESET: usize = 1;
 
@@ -85,6 +90,7 @@ impl Settings {
     pub fn config(&self) -> ModelConfig {
         let (d_model, num_heads) = match self.model {
             ModelChoice::Preset(i) => (PRESETS[i].d_model, PRESETS[i].num_heads),
+            ModelChoice::Trained => (crate::model::bert::D_MODEL, crate::model::bert::HEADS),
             ModelChoice::Custom { d_model, num_heads } => (d_model, num_heads),
         };
         ModelConfig { d_model, num_heads, seq_len: self.seq_len }
@@ -153,6 +159,7 @@ impl Settings {
                 };
             }
             Some("custom") | None => {}
+            Some(TRAINED_ID) => s.model = ModelChoice::Trained,
             Some(id) => match PRESETS.iter().position(|p| Some(p) == preset_by_id(id)) {
                 Some(i) => s.model = ModelChoice::Preset(i),
                 None => notes.push(format!(
@@ -169,6 +176,7 @@ impl Settings {
     pub fn to_query(&self) -> String {
         let model = match self.model {
             ModelChoice::Preset(i) => format!("preset={}", PRESETS[i].id),
+            ModelChoice::Trained => format!("preset={TRAINED_ID}"),
             ModelChoice::Custom { d_model, num_heads } => {
                 format!("preset=custom&d_model={d_model}&heads={num_heads}")
             }
@@ -266,6 +274,9 @@ mod tests {
 
     #[test]
     fn custom_shapes_fill_missing_parts_from_the_default_preset() {
+        let (s, notes) = Settings::from_query("preset=minilm&seq=9");
+        assert_eq!((s.model, notes.len()), (ModelChoice::Trained, 0));
+        assert_eq!(Settings::from_query(&s.to_query()).0, s);
         let (s, _) = Settings::from_query("heads=7");
         assert_eq!(s.model, ModelChoice::Custom { d_model: 768, num_heads: 7 });
         let (s, _) = Settings::from_query("preset=gpt2-large&seq=8");

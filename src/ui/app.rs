@@ -10,13 +10,14 @@ use leptos::task::spawn_local;
 
 use super::charts::ConfigChart;
 use super::claims::Claims;
+use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
 use crate::backend::Backend;
 use crate::cpu::{Forward, Kernel};
 use crate::gpu::GpuError;
-use crate::settings::{Settings, Theme};
+use crate::settings::{ModelChoice, Settings, Theme};
 
 /// One completed forward pass and what the page shows about it.
 #[derive(Debug)]
@@ -181,15 +182,24 @@ pub fn App() -> impl IntoView {
         backend.set(Some(ActiveBackend { backend: chosen, note }));
     });
 
-    // Only the shape and the seed decide the forward pass (not the theme or the backend choice).
-    let work = Memo::new(move |_| settings.with(|s| (s.config(), s.seed)));
+    // The trained model's own state: its sentence, the layer shown, its pruned heads (0..72).
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    let param = |key: &str| params.as_ref().and_then(|p| p.get(key));
+    let text = RwSignal::new(param("text").unwrap_or_else(|| super::trained::EXAMPLES[0].to_string()));
+    let layer = RwSignal::new(param("layer").and_then(|l| l.parse::<usize>().ok()).map_or(0, |l| l.min(5)));
+    let trained_pruned = RwSignal::new(BTreeSet::<usize>::new());
+    let trained = Memo::new(move |_| matches!(settings.read().model, ModelChoice::Trained));
+
+    // Only the shape and the seed decide the forward pass (not the theme or the backend choice);
+    // the trained model runs its own.
+    let work = Memo::new(move |_| settings.with(|s| (!trained.get()).then(|| (s.config(), s.seed))));
     let run: RunResource = LocalResource::new(move || {
-        let (config, seed) = work.get();
+        let work = work.get();
         let active = backend.with(|b| b.as_ref().map(|b| b.backend.clone()));
         async move {
-            match active {
-                Some(backend) => Some(compute(backend, config, seed).await),
-                None => None,
+            match (active, work) {
+                (Some(backend), Some((config, seed))) => Some(compute(backend, config, seed).await),
+                _ => None,
             }
         }
     });
@@ -221,7 +231,11 @@ pub fn App() -> impl IntoView {
 
     // Push the settings into the address bar so that every view is a link.
     Effect::new(move |_| {
-        let query = format!("?{}", settings.get().to_query());
+        let mut query = format!("?{}", settings.get().to_query());
+        if trained.get() {
+            let encoded: String = js_sys::encode_uri_component(&text.read()).into();
+            query.push_str(&format!("&text={encoded}&layer={}", layer.get()));
+        }
         if let Ok(history) = window().history() {
             let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&query));
         }
@@ -234,6 +248,10 @@ pub fn App() -> impl IntoView {
         })
     };
     let timing = move || {
+        if trained.get() {
+            return "all-MiniLM-L6-v2 runs on the CPU kernel (wasm simd128); its GPU path is not built yet."
+                .to_string();
+        }
         run.with(|r| match r {
             Some(Some(Err(_))) => String::new(),
             Some(Some(Ok(r))) => {
@@ -293,13 +311,27 @@ pub fn App() -> impl IntoView {
         <p class="timing" data-testid="timing">
             {timing}
         </p>
-        <div class="panels">
-            <div class="column-chart">
-                <ConfigChart settings=settings />
-                <Claims run=run importance=importance drift=drift backend=backend />
+        <Show
+            when=move || trained.get()
+            fallback=move || {
+                view! {
+                    <div class="panels">
+                        <div class="column-chart">
+                            <ConfigChart settings=settings />
+                            <Claims run=run importance=importance drift=drift backend=backend />
+                        </div>
+                        <HeadGrid run=run pruned=pruned importance=importance />
+                        <DriftPanel run=run drift=drift pruned=pruned importance=importance settings=settings />
+                    </div>
+                }
+            }
+        >
+            <div class="panels trained-panels">
+                <div class="column-chart">
+                    <ConfigChart settings=settings />
+                </div>
+                <TrainedModel text=text layer=layer pruned=trained_pruned />
             </div>
-            <HeadGrid run=run pruned=pruned importance=importance />
-            <DriftPanel run=run drift=drift pruned=pruned importance=importance settings=settings />
-        </div>
+        </Show>
     }
 }

@@ -69,6 +69,7 @@ pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
         let c = s.config();
         let what = match s.model {
             ModelChoice::Preset(i) => crate::attention::PRESETS[i].name.to_string(),
+            ModelChoice::Trained => "all-MiniLM-L6-v2".to_string(),
             ModelChoice::Custom { .. } => "Your configuration".to_string(),
         };
         if c.num_heads == 0 || !c.d_model.is_multiple_of(c.num_heads) {

@@ -42,6 +42,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
 
     let choice_value = move || match settings.read().model {
         ModelChoice::Preset(i) => i.to_string(),
+        ModelChoice::Trained => "trained".to_string(),
         ModelChoice::Custom { .. } => "custom".to_string(),
     };
     let on_choice = move |ev: leptos::ev::Event| {
@@ -49,6 +50,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
         settings.update(|s| {
             s.model = match value.parse::<usize>() {
                 Ok(i) if i < PRESETS.len() => ModelChoice::Preset(i),
+                _ if value == "trained" => ModelChoice::Trained,
                 // "custom": start from the shape on screen so the reader edits rather than retypes.
                 _ => {
                     let c = s.config();
@@ -58,6 +60,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
         });
     };
     let is_custom = move || matches!(settings.read().model, ModelChoice::Custom { .. });
+    let is_trained = move || matches!(settings.read().model, ModelChoice::Trained);
     let config = move || settings.read().config();
 
     view! {
@@ -77,6 +80,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                         })
                         .collect_view()}
                     <option value="custom">"Custom…"</option>
+                    <option value="trained">"all-MiniLM-L6-v2 (trained) — 384/12, d_k 32"</option>
                 </select>
             </label>
             <Show when=is_custom>
@@ -182,6 +186,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                     </span>
                 </label>
             </Show>
+            <Show when=move || !is_trained()>
             <label>
                 "Tokens "
                 <input
@@ -202,6 +207,7 @@ pub fn Controls(settings: RwSignal<Settings>) -> impl IntoView {
                     on:change=move |ev| set_or_note(parse_count("tokens", &event_target_value(&ev)), &|s, v| s.seq_len = v)
                 />
             </label>
+            </Show>
             <label>
                 "Seed "
                 <input

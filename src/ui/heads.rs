@@ -45,7 +45,12 @@ pub fn HeadGrid(
     }
 }
 
-fn draw(canvas: &HtmlCanvasElement, weights: &[f32], n: usize) -> Result<(), wasm_bindgen::JsValue> {
+/// Draws an `n x n` attention matrix into `canvas`, one pixel per weight.
+pub(super) fn draw_heatmap(
+    canvas: &HtmlCanvasElement,
+    weights: &[f32],
+    n: usize,
+) -> Result<(), wasm_bindgen::JsValue> {
     canvas.set_width(n as u32);
     canvas.set_height(n as u32);
     let ctx: CanvasRenderingContext2d =
@@ -66,7 +71,7 @@ fn draw_head_on_change(
         let Some(canvas) = canvas.get() else { return };
         run.with(|r| {
             if let Some(r) = finished(r).filter(|r| h < r.config.num_heads) {
-                let result = draw(&canvas, r.forward.attention_of(h), r.config.seq_len);
+                let result = draw_heatmap(&canvas, r.forward.attention_of(h), r.config.seq_len);
                 error.set(result.err().map(|e| format!("could not draw: {e:?}")));
             }
         });

@@ -12,6 +12,7 @@ mod controls;
 mod drift;
 mod heads;
 pub mod panic;
+mod trained;
 
 pub use app::App;
 

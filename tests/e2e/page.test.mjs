@@ -329,3 +329,71 @@ test('light and dark themes apply, with screenshots of each', async () => {
     await page.close();
   }
 });
+
+test('the trained model loads lazily with progress, shows real heads, and pruning moves its embedding', async () => {
+  const { page, problems } = await open('?preset=bert-base&seq=8&backend=cpu');
+  const asset = [];
+  page.on('request', (r) => r.url().endsWith('minilm-f16.bin') && asset.push(r.url()));
+  await page.getByTestId('heatmap-11').waitFor();
+  assert.equal(asset.length, 0, 'the synthetic page must not download the model');
+  await page.getByTestId('preset').selectOption('trained');
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  assert.equal(asset.length, 1);
+  assert.match(page.url(), /preset=minilm&.*text=He%20sat%20on%20the%20bank/);
+  assert.equal(await text(page, 'tokens'), '[CLS]hesatonthebankoftheriverandwatchedthewater.[SEP]');
+  // Layer 1, head 2 of this model attends to the previous token: its heatmap's bright pixels sit
+  // just below the diagonal.
+  const offDiagonal = await page.evaluate(() => {
+    const c = document.querySelector('[data-testid=trained-heatmap-2]');
+    const n = c.width, px = c.getContext('2d').getImageData(0, 0, n, n).data;
+    let hits = 0;
+    for (let i = 1; i < n; i++) {
+      let best = 0;
+      for (let j = 1; j < n; j++) if (px[(i * n + j) * 4 + 1] > px[(i * n + best) * 4 + 1]) best = j;
+      if (best === i - 1) hits++;
+    }
+    return hits / (n - 1);
+  });
+  assert.ok(offDiagonal > 0.7, `previous-token head: ${offDiagonal}`);
+  assert.equal(await text(page, 'trained-cosine'), '1.000000');
+  await page.getByTestId('grid-1-5').click();
+  await page.getByTestId('grid-4-6').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').textContent !== '1.000000');
+  const cosine = Number(await text(page, 'trained-cosine'));
+  assert.ok(cosine > 0.9 && cosine < 1, `cosine after pruning 2 heads: ${cosine}`);
+  assert.match(await text(page, 'trained-check'), /Full model: "We walked along the river shore\."/);
+  // Half the heads, least important first: the embedding barely moves, as the contrast says.
+  await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]').disabled);
+  await page.getByTestId('trained-prune-k').fill('36');
+  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('36 of 72'));
+  const half = Number(await text(page, 'trained-cosine'));
+  const claimed = Number((await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1]);
+  console.log(`trained model, 36 least important heads pruned: cosine ${half}; ${await text(page, 'trained-contrast')}`);
+  assert.ok(Math.abs(half - claimed) < 1e-4, `${half} vs ${claimed}`);
+  await page.getByTestId('text').fill('The cat sat on the mat.');
+  await page.getByTestId('text').blur();
+  await page.waitForFunction(() => document.querySelector('[data-testid=tokens]').textContent.includes('mat'));
+  await page.screenshot({ path: join(artifacts, 'trained.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('a failed model download says so and can be retried', async () => {
+  const { page, problems } = await open('?preset=minilm');
+  // (The page was opened with the route not yet blocked; block it and reload.)
+  await page.route('**/minilm-f16.bin', (route) => route.abort());
+  await page.reload();
+  await page.getByTestId('model-error').waitFor();
+  assert.match(await text(page, 'model-error'), /Could not load the model: the download failed/);
+  await page.unroute('**/minilm-f16.bin');
+  await page.getByTestId('model-error').getByRole('button').click();
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  // A truncated file is refused with its reason, never half-loaded.
+  await page.route('**/minilm-f16.bin', (route) => route.fulfill({ body: Buffer.from('HEADLAB-MINILM1\n\x10\x00\x00\x00short') }));
+  await page.reload();
+  await page.getByTestId('model-error').waitFor();
+  assert.match(await text(page, 'model-error'), /incomplete/);
+  const unexpected = problems.filter((p) => !/ERR_FAILED|Failed to load resource/.test(p));
+  assert.deepEqual(unexpected, []);
+  await page.close();
+});

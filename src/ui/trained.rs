@@ -1,0 +1,445 @@
+//! The trained model in the page: all-MiniLM-L6-v2 on any sentence, its 72 heads prunable.
+//!
+//! The f16 asset (about 43 MiB) loads only when the reader picks the trained model, with a
+//! progress bar. Drift is the cosine of the pruned sentence embedding to the unpruned one, and a
+//! small check (which of two sentences is closer in meaning to a third) shows behaviour change.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
+
+use super::heads::draw_heatmap;
+use super::yield_to_browser;
+use crate::cpu::Kernel;
+use crate::model::asset;
+use crate::model::bert::{Bert, BertOutput, HEADS, LAYERS};
+use crate::model::tokenizer::{Token, Tokenizer};
+use crate::viz::colormap::viridis_css_gradient;
+
+/// Where the page finds the asset (copied next to index.html by trunk).
+pub const ASSET_URL: &str = "minilm-f16.bin";
+
+/// Sentences a reader can start from: a word-sense pair and a few others.
+pub const EXAMPLES: [&str; 4] = [
+    "He sat on the bank of the river and watched the water.",
+    "She went to the bank to pay off her loan.",
+    "The cat sat on the mat because it was tired.",
+    "Attention heads that can be removed are redundant.",
+];
+
+/// The check: which candidate is closer in meaning to the anchor?
+const ANCHOR: &str = "The boat drifted toward the muddy bank of the river.";
+const CANDIDATES: [&str; 2] = ["We walked along the river shore.", "The bank approved my mortgage."];
+
+/// The model and its tokenizer, once loaded.
+pub struct Loaded {
+    bert: Bert,
+    tokenizer: Tokenizer,
+}
+
+impl Loaded {
+    fn embed(&self, text: &str, mask: &[bool; LAYERS * HEADS]) -> Vec<f32> {
+        let ids: Vec<u32> = self.tokenizer.encode(text).iter().map(|t| t.id).collect();
+        self.bert.forward(Kernel::Simd, &ids, mask).embedding
+    }
+}
+
+/// Loading progress, or the result.
+#[derive(Clone)]
+pub enum LoadState {
+    /// Bytes received so far, and the total when the server said.
+    Loading(f64, Option<f64>),
+    /// Ready to run.
+    Ready(Rc<Loaded>),
+    /// Why it could not be loaded; the reader can retry.
+    Failed(String),
+}
+
+/// A value shared by pointer; equal only to itself, so memos notify on every new value.
+#[derive(Debug)]
+struct Shared<T>(Arc<T>);
+
+impl<T> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// Downloads `url` as bytes, reporting progress.
+async fn download(url: &str, progress: impl Fn(f64, Option<f64>) + 'static) -> Result<Vec<u8>, String> {
+    let js = |e: wasm_bindgen::JsValue| format!("{e:?}");
+    let xhr = XmlHttpRequest::new().map_err(js)?;
+    xhr.open("GET", url).map_err(js)?;
+    xhr.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
+    let on_progress = Closure::<dyn Fn(ProgressEvent)>::new(move |e: ProgressEvent| {
+        progress(e.loaded(), e.length_computable().then(|| e.total()));
+    });
+    xhr.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
+    let (tx, rx) = futures_channel::oneshot::channel::<()>();
+    let tx = RefCell::new(Some(tx));
+    let on_end = Closure::<dyn Fn()>::new(move || {
+        if let Some(tx) = tx.borrow_mut().take() {
+            let _ = tx.send(());
+        }
+    });
+    xhr.set_onloadend(Some(on_end.as_ref().unchecked_ref()));
+    xhr.send().map_err(js)?;
+    let _ = rx.await;
+    drop((on_progress, on_end));
+    match xhr.status().unwrap_or(0) {
+        200 => Ok(js_sys::Uint8Array::new(&xhr.response().map_err(js)?).to_vec()),
+        0 => Err("the download failed".into()),
+        status => Err(format!("the server answered {status}")),
+    }
+}
+
+async fn load(state: RwSignal<LoadState, LocalStorage>) {
+    state.set(LoadState::Loading(0.0, None));
+    let bytes = match download(ASSET_URL, move |got, total| state.set(LoadState::Loading(got, total))).await {
+        Ok(b) => b,
+        Err(e) => return state.set(LoadState::Failed(format!("Could not load the model: {e}."))),
+    };
+    yield_to_browser().await;
+    let result = asset::decode(&bytes).map_err(|e| e.to_string()).and_then(|mut a| {
+        let bert = Bert::from_tensors(|name| a.tensors.remove(name)).map_err(|e| e.to_string())?;
+        let tokenizer = Tokenizer::from_vocab(&a.vocab).map_err(|e| e.to_string())?;
+        Ok(Loaded { bert, tokenizer })
+    });
+    state.set(match result {
+        Ok(loaded) => LoadState::Ready(Rc::new(loaded)),
+        Err(e) => LoadState::Failed(format!("Could not load the model: {e}.")),
+    });
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y as f64).sum();
+    let norm = |v: &[f32]| v.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b)).max(1e-12)
+}
+
+fn mask_of(pruned: &BTreeSet<usize>) -> [bool; LAYERS * HEADS] {
+    let mut mask = [false; LAYERS * HEADS];
+    pruned.iter().filter(|&&i| i < LAYERS * HEADS).for_each(|&i| mask[i] = true);
+    mask
+}
+
+/// The check's answer under a mask: the closer candidate, and both cosines.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CheckAnswer {
+    closer: usize,
+    cosines: [f64; 2],
+}
+
+fn check(m: &Loaded, mask: &[bool; LAYERS * HEADS]) -> CheckAnswer {
+    let anchor = m.embed(ANCHOR, mask);
+    let cosines = CANDIDATES.map(|c| cosine(&anchor, &m.embed(c, mask)));
+    CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines }
+}
+
+/// The trained-model panel: text, tokens, a layer's heatmaps, the 6 x 12 head grid, drift.
+#[component]
+pub fn TrainedModel(
+    text: RwSignal<String>,
+    layer: RwSignal<usize>,
+    pruned: RwSignal<BTreeSet<usize>>,
+) -> impl IntoView {
+    let state = RwSignal::new_local(LoadState::Loading(0.0, None));
+    spawn_local(load(state));
+
+    let tokens = Memo::new(move |_| {
+        state.with(|s| match s {
+            LoadState::Ready(m) => m.tokenizer.encode(&text.read()),
+            _ => Vec::<Token>::new(),
+        })
+    });
+    let ids = move || tokens.read().iter().map(|t| t.id).collect::<Vec<u32>>();
+    let full = Memo::new(move |_| {
+        let ids = ids();
+        state.with(|s| match s {
+            LoadState::Ready(m) => {
+                Some(Shared(Arc::new(m.bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]))))
+            }
+            _ => None,
+        })
+    });
+    let current = Memo::new(move |_| {
+        let full = full.get()?;
+        let mask = mask_of(&pruned.read());
+        if !mask.iter().any(|&m| m) {
+            return Some(full);
+        }
+        let ids = ids();
+        state.with(|s| match s {
+            LoadState::Ready(m) => Some(Shared(Arc::new(m.bert.forward(Kernel::Simd, &ids, &mask)))),
+            _ => None,
+        })
+    });
+    let drift = move || {
+        let (full, now) = (full.get()?, current.get()?);
+        Some(cosine(&full.0.embedding, &now.0.embedding))
+    };
+    let check_full = Memo::new(move |_| {
+        state.with(|s| match s {
+            LoadState::Ready(m) => Some(check(m, &[false; LAYERS * HEADS])),
+            _ => None,
+        })
+    });
+    let check_now = Memo::new(move |_| {
+        let mask = mask_of(&pruned.read());
+        state.with(|s| match s {
+            LoadState::Ready(m) => Some(check(m, &mask)),
+            _ => None,
+        })
+    });
+
+    // Importance: the embedding drift (1 - cosine) when each head alone is removed, computed a
+    // layer at a time so the page stays responsive; tagged with the tokens it belongs to.
+    let importance = RwSignal::new(None::<(Vec<u32>, Vec<f64>)>);
+    Effect::new(move |_| {
+        let ids = ids();
+        let Some(full) = full.get() else { return };
+        let LoadState::Ready(model) = state.get_untracked() else { return };
+        spawn_local(async move {
+            let mut values = Vec::with_capacity(LAYERS * HEADS);
+            for l in 0..LAYERS {
+                yield_to_browser().await;
+                if tokens.with_untracked(|t| t.iter().map(|t| t.id).ne(ids.iter().copied())) {
+                    return; // the text changed; a newer run is on its way
+                }
+                for h in 0..HEADS {
+                    let mut mask = [false; LAYERS * HEADS];
+                    mask[l * HEADS + h] = true;
+                    let out = model.bert.forward(Kernel::Simd, &ids, &mask);
+                    values.push(1.0 - cosine(&full.0.embedding, &out.embedding));
+                }
+            }
+            importance.set(Some((ids, values)));
+        });
+    });
+    let importance_now = move || {
+        importance.with(|i| i.as_ref().filter(|(for_ids, _)| *for_ids == ids()).map(|(_, v)| v.clone()))
+    };
+
+    // "Prune the k least important heads", by the importance ranking of the current sentence.
+    let k = RwSignal::new(0usize);
+    let prune_least = move |count: usize| {
+        k.set(count);
+        if let Some(values) = importance_now() {
+            let mut order: Vec<usize> = (0..values.len()).collect();
+            order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+            pruned.set(order.into_iter().take(count).collect());
+        }
+    };
+    // The contrast with the synthetic presets: a few heads matter, most can go.
+    let contrast = move || {
+        let values = importance_now()?;
+        let LoadState::Ready(model) = state.get_untracked() else { return None };
+        let full = full.get()?;
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+        let mut mask = [false; LAYERS * HEADS];
+        order.iter().take(36).for_each(|&i| mask[i] = true);
+        let half = model.bert.forward(Kernel::Simd, &ids(), &mask);
+        Some(format!(
+            "For this sentence, removing the single most important head moves the embedding by {:.4} \
+             (1 - cosine), the median head by {:.5}. Pruning the 36 least important heads, half the model, \
+             still leaves the embedding at cosine {:.4} to the full one. In the random-weight presets every \
+             head matters about equally: removing any one moves the output by roughly 1/sqrt(H) of its size.",
+            sorted[sorted.len() - 1],
+            sorted[sorted.len() / 2],
+            cosine(&full.0.embedding, &half.embedding)
+        ))
+    };
+
+    let progress = move || match state.get() {
+        LoadState::Loading(got, total) => Some((got, total)),
+        _ => None,
+    };
+    let failed = move || match state.get() {
+        LoadState::Failed(e) => Some(e),
+        _ => None,
+    };
+    let ready = move || matches!(state.get(), LoadState::Ready(_));
+
+    view! {
+        <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
+            <h2 id="trained-title">"A trained model: all-MiniLM-L6-v2 (6 layers × 12 heads)"</h2>
+            {move || {
+                progress()
+                    .map(|(got, total)| {
+                        let mib = |b: f64| b / 1048576.0;
+                        view! {
+                            <label class="loading" data-testid="model-progress">
+                                {match total {
+                                    Some(t) => format!("Loading the model: {:.1} of {:.1} MiB", mib(got), mib(t)),
+                                    None => format!("Loading the model: {:.1} MiB", mib(got)),
+                                }}
+                                <progress max=total.unwrap_or(45.0 * 1048576.0) value=got></progress>
+                            </label>
+                        }
+                    })
+            }}
+            {move || {
+                failed()
+                    .map(|e| {
+                        view! {
+                            <p class="error" role="alert" data-testid="model-error">
+                                {e} " "
+                                <button on:click=move |_| spawn_local(load(state))>"Try again"</button>
+                            </p>
+                        }
+                    })
+            }}
+            <Show when=ready>
+                <label class="text-input">
+                    "Sentence "
+                    <textarea
+                        data-testid="text"
+                        rows="2"
+                        maxlength="5000"
+                        prop:value=move || text.get()
+                        on:change=move |ev| text.set(event_target_value(&ev))
+                    ></textarea>
+                </label>
+                <div class="buttons examples">
+                    {EXAMPLES
+                        .iter()
+                        .map(|&e| view! { <button on:click=move |_| text.set(e.to_string())>{e}</button> })
+                        .collect_view()}
+                </div>
+                <p class="tokens" data-testid="tokens">
+                    {move || tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
+                </p>
+                <div class="drift-numbers trained-numbers">
+                    <span>"Cosine of the pruned sentence embedding to the full one: "</span>
+                    <strong data-testid="trained-cosine">{move || drift().map(|c| format!("{c:.6}")).unwrap_or_default()}</strong>
+                    <span>{move || format!(" ({} of 72 heads pruned)", pruned.read().len())}</span>
+                </div>
+                <p data-testid="trained-check">
+                    {move || {
+                        let (Some(f), Some(n)) = (check_full.get(), check_now.get()) else { return String::new() };
+                        let name = |i: usize| format!("\"{}\"", CANDIDATES[i]);
+                        format!(
+                            "Check: which is closer in meaning to \"{ANCHOR}\"? Full model: {} ({:.3} vs {:.3}). Pruned: {} ({:.3} vs {:.3}){}",
+                            name(f.closer), f.cosines[0], f.cosines[1], name(n.closer), n.cosines[0], n.cosines[1],
+                            if f.closer == n.closer { "." } else { " — the answer flipped." }
+                        )
+                    }}
+                </p>
+                <label>
+                    "Layer "
+                    <select
+                        data-testid="layer"
+                        prop:value=move || layer.get().to_string()
+                        on:change=move |ev| layer.set(event_target_value(&ev).parse().unwrap_or(0).min(LAYERS - 1))
+                    >
+                        {(0..LAYERS).map(|l| view! { <option value=l.to_string()>{format!("{}", l + 1)}</option> }).collect_view()}
+                    </select>
+                </label>
+                <p class="legend">
+                    "Rows are query tokens, columns key tokens; 0 "
+                    <span class="legend-bar" style=format!("background: {}", viridis_css_gradient())></span>
+                    " each head's largest weight. Pruned heads leave later layers' patterns changed."
+                </p>
+                <div class="heads trained-heads" data-testid="trained-heads">
+                    {(0..HEADS).map(|h| view! { <LayerHead h=h layer=layer current=current /> }).collect_view()}
+                </div>
+                <h3>"All 72 heads: darker = removing it alone moves the embedding more"</h3>
+                <div class="head-grid" data-testid="head-grid" role="grid" aria-label="Heads by layer">
+                    {(0..LAYERS)
+                        .map(|l| {
+                            view! {
+                                <div role="row" class="head-grid-row">
+                                    <span class="muted">{format!("layer {}", l + 1)}</span>
+                                    {(0..HEADS)
+                                        .map(|h| {
+                                            let i = l * HEADS + h;
+                                            let off = move || pruned.read().contains(&i);
+                                            let value = move || importance_now().map(|v| v[i]);
+                                            let max = move || importance_now().map(|v| v.iter().copied().fold(1e-9, f64::max)).unwrap_or(1.0);
+                                            view! {
+                                                <button
+                                                    role="gridcell"
+                                                    class="grid-head"
+                                                    data-testid=format!("grid-{l}-{h}")
+                                                    aria-pressed=move || (!off()).to_string()
+                                                    title=move || format!("layer {}, head {h}: {}", l + 1, value().map(|v| format!("drift {v:.5} if removed alone")).unwrap_or_else(|| "measuring…".into()))
+                                                    style=move || format!("--weight: {:.3}", value().map_or(0.0, |v| v / max()))
+                                                    on:click=move |_| pruned.update(|p| if !p.remove(&i) { p.insert(i); })
+                                                >
+                                                    {h}
+                                                </button>
+                                            }
+                                        })
+                                        .collect_view()}
+                                </div>
+                            }
+                        })
+                        .collect_view()}
+                </div>
+                <label class="prune-k">
+                    {move || format!("Prune the {} least important heads ", k.get())}
+                    <input
+                        type="range"
+                        min="0"
+                        max=(LAYERS * HEADS).to_string()
+                        data-testid="trained-prune-k"
+                        disabled=move || importance_now().is_none()
+                        prop:value=move || k.get().to_string()
+                        on:input=move |ev| prune_least(event_target_value(&ev).parse().unwrap_or(0))
+                    />
+                </label>
+                <div class="buttons">
+                    <button
+                        class="reset"
+                        data-testid="trained-restore"
+                        on:click=move |_| {
+                            k.set(0);
+                            pruned.update(|p| p.clear());
+                        }
+                    >
+                        "Restore all heads"
+                    </button>
+                </div>
+                <p data-testid="trained-contrast">{contrast}</p>
+                <p class="muted">
+                    "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page."
+                </p>
+            </Show>
+        </section>
+    }
+}
+
+/// Head `h` of the selected layer, as the (possibly pruned) model attends.
+#[component]
+fn LayerHead(h: usize, layer: RwSignal<usize>, current: Memo<Option<Shared<BertOutput>>>) -> impl IntoView {
+    let canvas = NodeRef::<html::Canvas>::new();
+    Effect::new(move |_| {
+        let (Some(canvas), Some(out)) = (canvas.get(), current.get()) else { return };
+        let n = out.0.seq_len;
+        let l = layer.get().min(LAYERS - 1);
+        let _ = draw_heatmap(&canvas, &out.0.attention[l][h * n * n..(h + 1) * n * n], n);
+    });
+    view! {
+        <figure class="head">
+            <canvas node_ref=canvas class="heatmap" data-testid=format!("trained-heatmap-{h}") role="img" aria-label=format!("Head {h} of the selected layer")></canvas>
+            <figcaption>{format!("head {h}")}</figcaption>
+        </figure>
+    }
+}
