@@ -206,8 +206,8 @@ pub fn TrainedModel(
         })
     });
 
-    // Importance: the embedding drift (1 - cosine) when each head alone is removed, computed a
-    // layer at a time so the page stays responsive; tagged with the tokens it belongs to.
+    // Importance: the embedding drift (1 - cosine) when each head alone is removed, computed in
+    // the background so the page stays responsive; tagged with the tokens it belongs to.
     let importance = RwSignal::new(None::<(Vec<u32>, Vec<f64>)>);
     Effect::new(move |_| {
         let ids = ids();
@@ -215,17 +215,16 @@ pub fn TrainedModel(
         let LoadState::Ready(model) = state.get_untracked() else { return };
         spawn_local(async move {
             let mut values = Vec::with_capacity(LAYERS * HEADS);
-            for l in 0..LAYERS {
+            for i in 0..LAYERS * HEADS {
+                // One forward pass per head, with the browser's turn in between.
                 yield_to_browser().await;
                 if tokens.with_untracked(|t| t.iter().map(|t| t.id).ne(ids.iter().copied())) {
                     return; // the text changed; a newer run is on its way
                 }
-                for h in 0..HEADS {
-                    let mut mask = [false; LAYERS * HEADS];
-                    mask[l * HEADS + h] = true;
-                    let out = model.bert.forward(Kernel::Simd, &ids, &mask);
-                    values.push(1.0 - cosine(&full.0.embedding, &out.embedding));
-                }
+                let mut mask = [false; LAYERS * HEADS];
+                mask[i] = true;
+                let out = model.bert.forward(Kernel::Simd, &ids, &mask);
+                values.push(1.0 - cosine(&full.0.embedding, &out.embedding));
             }
             importance.set(Some((ids, values)));
         });
