@@ -153,3 +153,34 @@ fn f16_asset_stays_within_its_documented_bounds() {
     assert!(worst_attention < 2e-3, "attention error {worst_attention:e}");
     assert!(worst_cosine > 0.9999, "embedding cosine {worst_cosine}");
 }
+
+#[test]
+fn gpu_forward_matches_the_reference_on_lavapipe() {
+    let ctx = std::rc::Rc::new(
+        pollster::block_on(headlab::gpu::GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"),
+    );
+    println!("GPU adapter under test: {}", ctx.adapter_label());
+    let bert = checkpoint();
+    let gpu = pollster::block_on(headlab::gpu::GpuBert::new(ctx, &bert)).unwrap();
+    let tok = Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
+    let mut worst = 0.0f64;
+    for case in fixture("minilm-forward.json").as_array().unwrap() {
+        let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
+        let out = pollster::block_on(gpu.forward(&bert, &ids, &[false; LAYERS * HEADS])).unwrap();
+        let mut pruned = [false; LAYERS * HEADS];
+        for p in case["pruned"].as_array().unwrap() {
+            pruned[p[0].as_u64().unwrap() as usize * HEADS + p[1].as_u64().unwrap() as usize] = true;
+        }
+        let masked = pollster::block_on(gpu.forward(&bert, &ids, &pruned)).unwrap();
+        for (what, e) in [
+            ("embedding", rel_error(&out.embedding, &floats(&case["embedding"]))),
+            ("layer 0 attention", rel_error(&out.attention[0], &floats(&case["attention_layer0"]))),
+            ("layer 5 attention", rel_error(&out.attention[5], &floats(&case["attention_layer5"]))),
+            ("pruned embedding", rel_error(&masked.embedding, &floats(&case["embedding_pruned"]))),
+        ] {
+            assert!(e < 1e-4, "gpu: {what} relative error {e:e}");
+            worst = worst.max(e);
+        }
+    }
+    println!("GPU: worst relative error vs the float64 reference {worst:.2e}");
+}

@@ -13,29 +13,36 @@ const F32: u64 = 4;
 /// Uniforms of `matmul.wgsl` (same field order).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct MatmulParams {
-    m: u32,
-    n: u32,
-    k: u32,
-    batch: u32,
-    a: [u32; 4], // offset, row stride, column stride, batch stride
-    b: [u32; 4],
-    c_off: u32,
-    c_rs: u32,
-    c_bs: u32,
-    alpha: f32,
+pub(super) struct MatmulParams {
+    pub(super) m: u32,
+    pub(super) n: u32,
+    pub(super) k: u32,
+    pub(super) batch: u32,
+    pub(super) a: [u32; 4], // offset, row stride, column stride, batch stride
+    pub(super) b: [u32; 4],
+    pub(super) c_off: u32,
+    pub(super) c_rs: u32,
+    pub(super) c_bs: u32,
+    pub(super) alpha: f32,
 }
 
 /// Uniforms of `attention.wgsl`, padded to 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct AttentionParams {
+pub(super) struct AttentionParams {
     n: u32,
     d: u32,
     d_k: u32,
     heads: u32,
     scale: f32,
     _pad: [u32; 3],
+}
+
+impl AttentionParams {
+    /// `n` tokens, width `d`, heads of `d_k`, scores scaled by `1 / sqrt(d_k)`.
+    pub(super) fn new(n: u32, d: u32, d_k: u32, heads: u32) -> Self {
+        AttentionParams { n, d, d_k, heads, scale: 1.0 / (d_k as f32).sqrt(), _pad: [0; 3] }
+    }
 }
 
 /// Bytes of every storage buffer a configuration needs, named as in [`GpuError::TooLarge`].
@@ -151,7 +158,7 @@ impl GpuContext {
             c_bs: n * d,
             alpha: 1.0,
         };
-        let p_att = AttentionParams { n, d, d_k, heads: h, scale: 1.0 / (d_k as f32).sqrt(), _pad: [0; 3] };
+        let p_att = AttentionParams::new(n, d, d_k, h);
         let u_qkv = uniform("qkv params", bytemuck::bytes_of(&p_qkv));
         let u_out = uniform("output params", bytemuck::bytes_of(&p_out));
         let u_att = uniform("attention params", bytemuck::bytes_of(&p_att));
@@ -276,12 +283,12 @@ impl GpuContext {
     }
 
     /// Fails with the recorded device loss or error, if any.
-    fn check(&self) -> Result<(), GpuError> {
+    pub(super) fn check(&self) -> Result<(), GpuError> {
         self.failure().map_or(Ok(()), Err)
     }
 
     /// Maps `buffer` and copies it out: the one readback path, on the web and natively.
-    async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
+    pub(super) async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
         let (tx, rx) = futures_channel::oneshot::channel();
         buffer.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = tx.send(result);

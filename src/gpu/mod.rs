@@ -11,9 +11,11 @@
 //! per configuration and reused. Everything that can go wrong comes back as a [`GpuError`] with a
 //! sentence for the page; the backend then falls back to the CPU kernel.
 
+mod bert;
 mod context;
 mod forward;
 
+pub use bert::GpuBert;
 pub use context::GpuContext;
 pub use forward::buffer_sizes;
 
@@ -77,6 +79,9 @@ pub mod shaders {
     pub const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
     /// Fused per-head scores, softmax and weighted sum of V.
     pub const ATTENTION: &str = include_str!("../../shaders/attention.wgsl");
+    /// The trained model's bias/GELU, residual LayerNorm and head-mask kernels.
+    pub const BERT: &str = include_str!("../../shaders/bert.wgsl");
     /// Every shader with its file name, for validation tests.
-    pub const ALL: [(&str, &str); 2] = [("matmul.wgsl", MATMUL), ("attention.wgsl", ATTENTION)];
+    pub const ALL: [(&str, &str); 3] =
+        [("matmul.wgsl", MATMUL), ("attention.wgsl", ATTENTION), ("bert.wgsl", BERT)];
 }

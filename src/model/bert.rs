@@ -167,17 +167,8 @@ impl Bert {
     /// `pruned` (`layer * 12 + head`) switched off.
     pub fn forward(&self, kernel: Kernel, ids: &[u32], pruned: &[bool; LAYERS * HEADS]) -> BertOutput {
         let n = ids.len();
-        assert!((1..=MAX_POSITIONS).contains(&n), "1 to 512 tokens");
         let d = D_MODEL;
-        let mut x = vec![0.0f32; n * d];
-        for (t, &id) in ids.iter().enumerate() {
-            let id = id as usize;
-            assert!(id < self.vocab_size(), "token id {id} out of range");
-            for j in 0..d {
-                x[t * d + j] = self.word[id * d + j] + self.position[t * d + j] + self.token_type[j];
-            }
-        }
-        layer_norm(&mut x, &self.ln_embed);
+        let mut x = self.embed(ids);
 
         let mut attention = Vec::with_capacity(LAYERS);
         let (mut qkv, mut heads) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
@@ -206,13 +197,35 @@ impl Bert {
             layer_norm(&mut x, &layer.ln2);
         }
 
-        let mut pooled = vec![0.0f64; d];
-        for row in x.chunks_exact(d) {
-            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
-        }
-        let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
-        BertOutput { embedding: pooled.iter().map(|v| (v / norm) as f32).collect(), attention, seq_len: n }
+        BertOutput { embedding: pool(&x), attention, seq_len: n }
     }
+
+    /// The input of the first layer: `LayerNorm(word[id] + position[t] + token_type[0])`.
+    pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        let (n, d) = (ids.len(), D_MODEL);
+        assert!((1..=MAX_POSITIONS).contains(&n), "1 to 512 tokens");
+        let mut x = vec![0.0f32; n * d];
+        for (t, &id) in ids.iter().enumerate() {
+            let id = id as usize;
+            assert!(id < self.vocab_size(), "token id {id} out of range");
+            for j in 0..d {
+                x[t * d + j] = self.word[id * d + j] + self.position[t * d + j] + self.token_type[j];
+            }
+        }
+        layer_norm(&mut x, &self.ln_embed);
+        x
+    }
+}
+
+/// The sentence embedding: the mean of the last layer's rows, L2-normalised.
+pub fn pool(hidden: &[f32]) -> Vec<f32> {
+    let n = (hidden.len() / D_MODEL).max(1);
+    let mut pooled = vec![0.0f64; D_MODEL];
+    for row in hidden.chunks_exact(D_MODEL) {
+        pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+    }
+    let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+    pooled.iter().map(|v| (v / norm) as f32).collect()
 }
 
 /// What a forward pass of the trained model produces.

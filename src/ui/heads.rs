@@ -207,6 +207,9 @@ fn HeadDetail(h: usize, run: RunResource, on_close: impl Fn() + 'static) -> impl
     let summary =
         move || run.with(|r| finished(r).filter(|r| h < r.config.num_heads).map(|r| summary_line(r, h)));
     let show_labels = move || words().len() <= 48;
+    // The same token labels along the top (keys) and down the side (queries).
+    let labels =
+        move || show_labels().then(|| words().into_iter().map(|w| view! { <li>{w}</li> }).collect_view());
     view! {
         <div class="head-detail" data-testid="head-detail" role="group" aria-label=format!("Head {h}, enlarged")>
             <div class="detail-header">
@@ -219,22 +222,10 @@ fn HeadDetail(h: usize, run: RunResource, on_close: impl Fn() + 'static) -> impl
             <div class="detail-grid" class:labels=show_labels>
                 <span></span>
                 <ol class="key-labels" aria-hidden="true">
-                    {move || {
-                        if show_labels() {
-                            words().into_iter().map(|w| view! { <li>{w}</li> }).collect_view().into_any()
-                        } else {
-                            ().into_any()
-                        }
-                    }}
+                    {labels}
                 </ol>
                 <ol class="query-labels" aria-hidden="true">
-                    {move || {
-                        if show_labels() {
-                            words().into_iter().map(|w| view! { <li>{w}</li> }).collect_view().into_any()
-                        } else {
-                            ().into_any()
-                        }
-                    }}
+                    {labels}
                 </ol>
                 <canvas
                     node_ref=canvas

@@ -1,0 +1,97 @@
+// The trained model's layer pieces that are not matrix products (those use matmul.wgsl):
+//
+//   bias_act:       y[r][c] = act(y[r][c] + bias[c])        act = identity or exact-style GELU
+//   residual_norm:  x[r] = LayerNorm(x[r] + y[r] + bias) * w + b      (one workgroup per row)
+//   mask_heads:     heads[r][h*d_k + c] = 0 for every pruned head h
+//
+// Each entry point binds its own buffers; `p` is shared in shape: rows, cols, a flag, eps.
+
+struct Params {
+    rows: u32,
+    cols: u32,
+    flag: u32, // bias_act: 1 = GELU; mask_heads: d_k
+    eps: f32,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+
+// erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7): WGSL has no erf.
+fn erf(x: f32) -> f32 {
+    let s = sign(x);
+    let a = abs(x);
+    let t = 1.0 / (1.0 + 0.3275911 * a);
+    let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+    return s * (1.0 - poly * exp(-a * a));
+}
+
+@compute @workgroup_size(256, 1, 1)
+fn bias_act(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.rows * p.cols) {
+        return;
+    }
+    var v = y[i] + bias[i % p.cols];
+    if (p.flag == 1u) {
+        v = 0.5 * v * (1.0 + erf(v * 0.70710678118654752));
+    }
+    y[i] = v;
+}
+
+// residual_norm's own bindings: x (read_write), y (the branch output), bias, then w and b.
+@group(0) @binding(3) var<storage, read_write> x: array<f32>;
+@group(0) @binding(4) var<storage, read> ln: array<f32>; // [w (cols) | b (cols)]
+
+const NORM_WG: u32 = 128u;
+var<workgroup> red: array<f32, NORM_WG>;
+
+fn reduce_sum(lid: u32) -> f32 {
+    for (var s = NORM_WG / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lid < s) {
+            red[lid] = red[lid] + red[lid + s];
+        }
+    }
+    workgroupBarrier();
+    let total = red[0];
+    workgroupBarrier();
+    return total;
+}
+
+@compute @workgroup_size(128, 1, 1)
+fn residual_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let row = wg.x;
+    let base = row * p.cols;
+    var sum = 0.0;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        let v = x[base + c] + y[base + c] + bias[c];
+        x[base + c] = v;
+        sum = sum + v;
+    }
+    red[lid] = sum;
+    let mean = reduce_sum(lid) / f32(p.cols);
+    var sq = 0.0;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        let d = x[base + c] - mean;
+        sq = sq + d * d;
+    }
+    red[lid] = sq;
+    let inv = inverseSqrt(reduce_sum(lid) / f32(p.cols) + p.eps);
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        x[base + c] = (x[base + c] - mean) * inv * ln[c] + ln[p.cols + c];
+    }
+}
+
+// mask_heads: bias holds one flag per head (1.0 = pruned).
+@compute @workgroup_size(256, 1, 1)
+fn mask_heads(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.rows * p.cols) {
+        return;
+    }
+    let head = (i % p.cols) / p.flag;
+    if (bias[head] > 0.5) {
+        y[i] = 0.0;
+    }
+}
