@@ -162,7 +162,8 @@ fn gpu_forward_matches_the_reference_on_lavapipe() {
     println!("GPU adapter under test: {}", ctx.adapter_label());
     let bert = checkpoint();
     let gpu = pollster::block_on(headlab::gpu::GpuBert::new(ctx, &bert)).unwrap();
-    let tok = Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
+    let tok =
+        Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
     let mut worst = 0.0f64;
     for case in fixture("minilm-forward.json").as_array().unwrap() {
         let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();

@@ -330,7 +330,7 @@ pub fn App() -> impl IntoView {
                 <div class="column-chart">
                     <ConfigChart settings=settings />
                 </div>
-                <TrainedModel text=text layer=layer pruned=trained_pruned />
+                <TrainedModel text=text layer=layer pruned=trained_pruned backend=backend />
             </div>
         </Show>
     }

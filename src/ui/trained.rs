@@ -16,9 +16,12 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
+use super::app::ActiveBackend;
 use super::heads::draw_heatmap;
 use super::yield_to_browser;
+use crate::backend::Backend;
 use crate::cpu::Kernel;
+use crate::gpu::{GpuBert, GpuError};
 use crate::model::asset;
 use crate::model::bert::{Bert, BertOutput, HEADS, LAYERS};
 use crate::model::tokenizer::{Token, Tokenizer};
@@ -39,16 +42,35 @@ pub const EXAMPLES: [&str; 4] = [
 const ANCHOR: &str = "The boat drifted toward the muddy bank of the river.";
 const CANDIDATES: [&str; 2] = ["We walked along the river shore.", "The bank approved my mortgage."];
 
-/// The model and its tokenizer, once loaded.
+/// The model and its tokenizer, once loaded; its weights also on the GPU when the page has one.
+#[derive(Clone)]
 pub struct Loaded {
-    bert: Bert,
-    tokenizer: Tokenizer,
+    bert: Rc<Bert>,
+    tokenizer: Rc<Tokenizer>,
+    gpu: Option<Rc<GpuBert>>,
 }
 
 impl Loaded {
-    fn embed(&self, text: &str, mask: &[bool; LAYERS * HEADS]) -> Vec<f32> {
+    /// One forward pass on the GPU if the model is there, else on the CPU kernel.
+    async fn run(&self, ids: &[u32], mask: &[bool; LAYERS * HEADS]) -> Result<BertOutput, GpuError> {
+        match &self.gpu {
+            Some(gpu) => gpu.forward(&self.bert, ids, mask).await,
+            None => Ok(self.bert.forward(Kernel::Simd, ids, mask)),
+        }
+    }
+
+    async fn embed(&self, text: &str, mask: &[bool; LAYERS * HEADS]) -> Result<Vec<f32>, GpuError> {
         let ids: Vec<u32> = self.tokenizer.encode(text).iter().map(|t| t.id).collect();
-        self.bert.forward(Kernel::Simd, &ids, mask).embedding
+        Ok(self.run(&ids, mask).await?.embedding)
+    }
+
+    /// Where forward passes run, for the page.
+    fn where_label(&self) -> &'static str {
+        if self.gpu.is_some() {
+            "the GPU (WebGPU)"
+        } else {
+            "the CPU kernel (wasm simd128)"
+        }
     }
 }
 
@@ -62,6 +84,9 @@ pub enum LoadState {
     /// Why it could not be loaded; the reader can retry.
     Failed(String),
 }
+
+/// A forward pass of the trained model, `None` until it has run (or when it could not).
+type ModelRun = LocalResource<Option<Shared<BertOutput>>>;
 
 /// A value shared by pointer; equal only to itself, so memos notify on every new value.
 #[derive(Debug)]
@@ -107,7 +132,11 @@ async fn download(url: &str, progress: impl Fn(f64, Option<f64>) + 'static) -> R
     }
 }
 
-async fn load(state: RwSignal<LoadState, LocalStorage>) {
+async fn load(
+    state: RwSignal<LoadState, LocalStorage>,
+    backend: RwSignal<Option<ActiveBackend>, LocalStorage>,
+    note: RwSignal<Option<String>>,
+) {
     state.set(LoadState::Loading(0.0, None));
     let bytes = match download(ASSET_URL, move |got, total| state.set(LoadState::Loading(got, total))).await {
         Ok(b) => b,
@@ -117,12 +146,28 @@ async fn load(state: RwSignal<LoadState, LocalStorage>) {
     let result = asset::decode(&bytes).map_err(|e| e.to_string()).and_then(|mut a| {
         let bert = Bert::from_tensors(|name| a.tensors.remove(name)).map_err(|e| e.to_string())?;
         let tokenizer = Tokenizer::from_vocab(&a.vocab).map_err(|e| e.to_string())?;
-        Ok(Loaded { bert, tokenizer })
+        Ok(Loaded { bert: Rc::new(bert), tokenizer: Rc::new(tokenizer), gpu: None })
     });
-    state.set(match result {
-        Ok(loaded) => LoadState::Ready(Rc::new(loaded)),
-        Err(e) => LoadState::Failed(format!("Could not load the model: {e}.")),
+    let mut loaded = match result {
+        Ok(loaded) => loaded,
+        Err(e) => return state.set(LoadState::Failed(format!("Could not load the model: {e}."))),
+    };
+    // On a GPU backend the weights go to the device too; if that fails, the CPU kernel runs.
+    // The page may still be choosing its backend (asking for an adapter is asynchronous).
+    while backend.with_untracked(Option::is_none) {
+        yield_to_browser().await;
+    }
+    let ctx = backend.with_untracked(|b| match b.as_ref().map(|b| &b.backend) {
+        Some(Backend::Gpu(ctx)) => Some(ctx.clone()),
+        _ => None,
     });
+    if let Some(ctx) = ctx {
+        match GpuBert::new(ctx, &loaded.bert).await {
+            Ok(gpu) => loaded.gpu = Some(Rc::new(gpu)),
+            Err(e) => note.set(Some(format!("The trained model runs on the CPU because {e}."))),
+        }
+    }
+    state.set(LoadState::Ready(Rc::new(loaded)));
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
@@ -144,10 +189,13 @@ struct CheckAnswer {
     cosines: [f64; 2],
 }
 
-fn check(m: &Loaded, mask: &[bool; LAYERS * HEADS]) -> CheckAnswer {
-    let anchor = m.embed(ANCHOR, mask);
-    let cosines = CANDIDATES.map(|c| cosine(&anchor, &m.embed(c, mask)));
-    CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines }
+async fn check(m: &Loaded, mask: &[bool; LAYERS * HEADS]) -> Result<CheckAnswer, GpuError> {
+    let anchor = m.embed(ANCHOR, mask).await?;
+    let mut cosines = [0.0; 2];
+    for (c, text) in cosines.iter_mut().zip(CANDIDATES) {
+        *c = cosine(&anchor, &m.embed(text, mask).await?);
+    }
+    Ok(CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines })
 }
 
 /// The trained-model panel: text, tokens, a layer's heatmaps, the 6 x 12 head grid, drift.
@@ -156,9 +204,23 @@ pub fn TrainedModel(
     text: RwSignal<String>,
     layer: RwSignal<usize>,
     pruned: RwSignal<BTreeSet<usize>>,
+    backend: RwSignal<Option<ActiveBackend>, LocalStorage>,
 ) -> impl IntoView {
     let state = RwSignal::new_local(LoadState::Loading(0.0, None));
-    spawn_local(load(state));
+    // Why the trained model is not on the GPU, when the page has one but the model does not.
+    let note = RwSignal::new(None::<String>);
+    spawn_local(load(state, backend, note));
+    let model = move || match state.get() {
+        LoadState::Ready(m) => Some(m),
+        _ => None,
+    };
+    // A GPU failure mid-session: keep going on the CPU kernel, say so, keep every setting.
+    let fall_back = move |e: GpuError| {
+        note.set(Some(format!("The trained model switched to the CPU because {e}.")));
+        if let LoadState::Ready(m) = state.get_untracked() {
+            state.set(LoadState::Ready(Rc::new(Loaded { gpu: None, ..(*m).clone() })));
+        }
+    };
 
     let tokens = Memo::new(move |_| {
         state.with(|s| match s {
@@ -167,43 +229,35 @@ pub fn TrainedModel(
         })
     });
     let ids = move || tokens.read().iter().map(|t| t.id).collect::<Vec<u32>>();
-    let full = Memo::new(move |_| {
-        let ids = ids();
-        state.with(|s| match s {
-            LoadState::Ready(m) => {
-                Some(Shared(Arc::new(m.bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]))))
-            }
-            _ => None,
-        })
-    });
-    let current = Memo::new(move |_| {
-        let full = full.get()?;
-        let mask = mask_of(&pruned.read());
-        if !mask.iter().any(|&m| m) {
-            return Some(full);
+    let full: ModelRun = LocalResource::new(move || {
+        let (ids, m) = (ids(), model());
+        async move {
+            let out = m?.run(&ids, &[false; LAYERS * HEADS]).await.map_err(fall_back).ok()?;
+            Some(Shared(Arc::new(out)))
         }
-        let ids = ids();
-        state.with(|s| match s {
-            LoadState::Ready(m) => Some(Shared(Arc::new(m.bert.forward(Kernel::Simd, &ids, &mask)))),
-            _ => None,
-        })
+    });
+    let current: ModelRun = LocalResource::new(move || {
+        let (full, mask, ids, m) = (full.get().flatten(), mask_of(&pruned.read()), ids(), model());
+        async move {
+            let full = full?;
+            if !mask.iter().any(|&m| m) {
+                return Some(full);
+            }
+            let out = m?.run(&ids, &mask).await.map_err(fall_back).ok()?;
+            Some(Shared(Arc::new(out)))
+        }
     });
     let drift = move || {
-        let (full, now) = (full.get()?, current.get()?);
+        let (full, now) = (full.get().flatten()?, current.get().flatten()?);
         Some(cosine(&full.0.embedding, &now.0.embedding))
     };
-    let check_full = Memo::new(move |_| {
-        state.with(|s| match s {
-            LoadState::Ready(m) => Some(check(m, &[false; LAYERS * HEADS])),
-            _ => None,
-        })
+    let check_full = LocalResource::new(move || {
+        let m = model();
+        async move { check(&*m?, &[false; LAYERS * HEADS]).await.map_err(fall_back).ok() }
     });
-    let check_now = Memo::new(move |_| {
-        let mask = mask_of(&pruned.read());
-        state.with(|s| match s {
-            LoadState::Ready(m) => Some(check(m, &mask)),
-            _ => None,
-        })
+    let check_now = LocalResource::new(move || {
+        let (m, mask) = (model(), mask_of(&pruned.read()));
+        async move { check(&*m?, &mask).await.map_err(fall_back).ok() }
     });
 
     // Importance: the embedding drift (1 - cosine) when each head alone is removed, computed in
@@ -211,8 +265,8 @@ pub fn TrainedModel(
     let importance = RwSignal::new(None::<(Vec<u32>, Vec<f64>)>);
     Effect::new(move |_| {
         let ids = ids();
-        let Some(full) = full.get() else { return };
-        let LoadState::Ready(model) = state.get_untracked() else { return };
+        let Some(full) = full.get().flatten() else { return };
+        let Some(model) = model() else { return };
         spawn_local(async move {
             let mut values = Vec::with_capacity(LAYERS * HEADS);
             for i in 0..LAYERS * HEADS {
@@ -223,8 +277,10 @@ pub fn TrainedModel(
                 }
                 let mut mask = [false; LAYERS * HEADS];
                 mask[i] = true;
-                let out = model.bert.forward(Kernel::Simd, &ids, &mask);
-                values.push(1.0 - cosine(&full.0.embedding, &out.embedding));
+                match model.run(&ids, &mask).await {
+                    Ok(out) => values.push(1.0 - cosine(&full.0.embedding, &out.embedding)),
+                    Err(e) => return fall_back(e),
+                }
             }
             importance.set(Some((ids, values)));
         });
@@ -232,39 +288,48 @@ pub fn TrainedModel(
     let importance_now = move || {
         importance.with(|i| i.as_ref().filter(|(for_ids, _)| *for_ids == ids()).map(|(_, v)| v.clone()))
     };
+    let least_first = |values: &[f64]| {
+        let mut order: Vec<usize> = (0..values.len()).collect();
+        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
+        order
+    };
 
     // "Prune the k least important heads", by the importance ranking of the current sentence.
     let k = RwSignal::new(0usize);
     let prune_least = move |count: usize| {
         k.set(count);
         if let Some(values) = importance_now() {
-            let mut order: Vec<usize> = (0..values.len()).collect();
-            order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
-            pruned.set(order.into_iter().take(count).collect());
+            pruned.set(least_first(&values).into_iter().take(count).collect());
         }
     };
     // The contrast with the synthetic presets: a few heads matter, most can go.
+    let half_pruned = LocalResource::new(move || {
+        let (values, full, ids, m) = (importance_now(), full.get().flatten(), ids(), model());
+        async move {
+            let (values, full) = (values?, full?);
+            let mut mask = [false; LAYERS * HEADS];
+            least_first(&values).iter().take(36).for_each(|&i| mask[i] = true);
+            let half = m?.run(&ids, &mask).await.map_err(fall_back).ok()?;
+            let mut sorted = values;
+            sorted.sort_by(f64::total_cmp);
+            Some((
+                sorted[sorted.len() - 1],
+                sorted[sorted.len() / 2],
+                cosine(&full.0.embedding, &half.embedding),
+            ))
+        }
+    });
     let contrast = move || {
-        let values = importance_now()?;
-        let LoadState::Ready(model) = state.get_untracked() else { return None };
-        let full = full.get()?;
-        let mut sorted = values.clone();
-        sorted.sort_by(f64::total_cmp);
-        let mut order: Vec<usize> = (0..values.len()).collect();
-        order.sort_by(|&a, &b| values[a].total_cmp(&values[b]).then(a.cmp(&b)));
-        let mut mask = [false; LAYERS * HEADS];
-        order.iter().take(36).for_each(|&i| mask[i] = true);
-        let half = model.bert.forward(Kernel::Simd, &ids(), &mask);
+        let (most, median, half) = half_pruned.get().flatten()?;
         Some(format!(
-            "For this sentence, removing the single most important head moves the embedding by {:.4} \
-             (1 - cosine), the median head by {:.5}. Pruning the 36 least important heads, half the model, \
-             still leaves the embedding at cosine {:.4} to the full one. In the random-weight presets every \
-             head matters about equally: removing any one moves the output by roughly 1/sqrt(H) of its size.",
-            sorted[sorted.len() - 1],
-            sorted[sorted.len() / 2],
-            cosine(&full.0.embedding, &half.embedding)
+            "For this sentence, removing the single most important head moves the embedding by {most:.4} \
+             (1 - cosine), the median head by {median:.5}. Pruning the 36 least important heads, half the \
+             model, still leaves the embedding at cosine {half:.4} to the full one. In the random-weight \
+             presets every head matters about equally: removing any one moves the output by roughly \
+             1/sqrt(H) of its size."
         ))
     };
+    let running_on = move || model().map(|m| format!("Running on {}.", m.where_label()));
 
     let progress = move || match state.get() {
         LoadState::Loading(got, total) => Some((got, total)),
@@ -300,11 +365,13 @@ pub fn TrainedModel(
                         view! {
                             <p class="error" role="alert" data-testid="model-error">
                                 {e} " "
-                                <button on:click=move |_| spawn_local(load(state))>"Try again"</button>
+                                <button on:click=move |_| spawn_local(load(state, backend, note))>"Try again"</button>
                             </p>
                         }
                     })
             }}
+            <p class="muted" data-testid="trained-backend">{running_on}</p>
+            {move || note.get().map(|n| view! { <p class="backend-note" data-testid="trained-note">{n}</p> })}
             <Show when=ready>
                 <label class="text-input">
                     "Sentence "
@@ -327,12 +394,14 @@ pub fn TrainedModel(
                 </p>
                 <div class="drift-numbers trained-numbers">
                     <span>"Cosine of the pruned sentence embedding to the full one: "</span>
-                    <strong data-testid="trained-cosine">{move || drift().map(|c| format!("{c:.6}")).unwrap_or_default()}</strong>
+                    <strong data-testid="trained-cosine">{move || drift().map(|c| format!("{c:.6}")).unwrap_or_else(|| "computing…".into())}</strong>
                     <span>{move || format!(" ({} of 72 heads pruned)", pruned.read().len())}</span>
                 </div>
                 <p data-testid="trained-check">
                     {move || {
-                        let (Some(f), Some(n)) = (check_full.get(), check_now.get()) else { return String::new() };
+                        let (Some(f), Some(n)) = (check_full.get().flatten(), check_now.get().flatten()) else {
+                            return String::new();
+                        };
                         let name = |i: usize| format!("\"{}\"", CANDIDATES[i]);
                         format!(
                             "Check: which is closer in meaning to \"{ANCHOR}\"? Full model: {} ({:.3} vs {:.3}). Pruned: {} ({:.3} vs {:.3}){}",
@@ -427,10 +496,10 @@ pub fn TrainedModel(
 
 /// Head `h` of the selected layer, as the (possibly pruned) model attends.
 #[component]
-fn LayerHead(h: usize, layer: RwSignal<usize>, current: Memo<Option<Shared<BertOutput>>>) -> impl IntoView {
+fn LayerHead(h: usize, layer: RwSignal<usize>, current: ModelRun) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     Effect::new(move |_| {
-        let (Some(canvas), Some(out)) = (canvas.get(), current.get()) else { return };
+        let (Some(canvas), Some(out)) = (canvas.get(), current.get().flatten()) else { return };
         let n = out.0.seq_len;
         let l = layer.get().min(LAYERS - 1);
         let _ = draw_heatmap(&canvas, &out.0.attention[l][h * n * n..(h + 1) * n * n], n);

@@ -358,14 +358,15 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   assert.equal(await text(page, 'trained-cosine'), '1.000000');
   await page.getByTestId('grid-1-5').click();
   await page.getByTestId('grid-4-6').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').textContent !== '1.000000');
+  await page.waitForFunction(() => /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
   const cosine = Number(await text(page, 'trained-cosine'));
   assert.ok(cosine > 0.9 && cosine < 1, `cosine after pruning 2 heads: ${cosine}`);
   assert.match(await text(page, 'trained-check'), /Full model: "We walked along the river shore\."/);
   // Half the heads, least important first: the embedding barely moves, as the contrast says.
   await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]').disabled);
   await page.getByTestId('trained-prune-k').fill('36');
-  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('36 of 72'));
+  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('36 of 72')
+    && /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
   const half = Number(await text(page, 'trained-cosine'));
   const claimed = Number((await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1]);
   console.log(`trained model, 36 least important heads pruned: cosine ${half}; ${await text(page, 'trained-contrast')}`);
@@ -396,4 +397,22 @@ test('a failed model download says so and can be retried', async () => {
   const unexpected = problems.filter((p) => !/ERR_FAILED|Failed to load resource/.test(p));
   assert.deepEqual(unexpected, []);
   await page.close();
+});
+
+test('the trained model runs on WebGPU where the page has it, with the CPU kernel\'s numbers', async () => {
+  const results = {};
+  for (const backend of ['gpu', 'cpu']) {
+    const { page, problems } = await open(`?preset=minilm&backend=${backend}`);
+    await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+    assert.match(await text(page, 'trained-backend'), backend === 'gpu' ? /Running on the GPU \(WebGPU\)/ : /Running on the CPU kernel/);
+    for (const id of ['grid-0-3', 'grid-2-7', 'grid-5-0']) await page.getByTestId(id).click();
+    await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('3 of 72')
+      && /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
+    results[backend] = Number(await text(page, 'trained-cosine'));
+    await page.waitForFunction(() => /Pruned:/.test(document.querySelector('[data-testid=trained-check]').textContent));
+    assert.deepEqual(problems, [], backend);
+    await page.close();
+  }
+  console.log('trained model, 3 heads pruned: cosine on WebGPU', results.gpu, 'on the CPU', results.cpu);
+  assert.ok(Math.abs(results.gpu - results.cpu) < 2e-5, JSON.stringify(results));
 });
