@@ -361,7 +361,7 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   await page.waitForFunction(() => /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
   const cosine = Number(await text(page, 'trained-cosine'));
   assert.ok(cosine > 0.9 && cosine < 1, `cosine after pruning 2 heads: ${cosine}`);
-  assert.match(await text(page, 'trained-check'), /Full model: "We walked along the river shore\."/);
+  assert.match(await text(page, 'trained-check'), /Full model: "The financial institution approved my loan\."/);
   // Half the heads, least important first: the embedding barely moves, as the contrast says.
   await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]').disabled);
   await page.getByTestId('trained-prune-k').fill('36');
@@ -371,6 +371,11 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   const claimed = Number((await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1]);
   console.log(`trained model, 36 least important heads pruned: cosine ${half}; ${await text(page, 'trained-contrast')}`);
   assert.ok(Math.abs(half - claimed) < 1e-4, `${half} vs ${claimed}`);
+  // Without layer 1's heads the model loses the context and picks the sentence sharing "bank".
+  await page.getByTestId('trained-restore').click();
+  for (let h = 0; h < 12; h++) await page.getByTestId(`grid-0-${h}`).click();
+  await page.waitForFunction(() => /Pruned: "We sat on the grassy bank by the river\."/.test(document.querySelector('[data-testid=trained-check]').textContent));
+  assert.match(await text(page, 'trained-check'), /the answer flipped/);
   await page.getByTestId('text').fill('The cat sat on the mat.');
   await page.getByTestId('text').blur();
   await page.waitForFunction(() => document.querySelector('[data-testid=tokens]').textContent.includes('mat'));
