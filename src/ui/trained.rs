@@ -42,7 +42,8 @@ pub const EXAMPLES: [&str; 4] = [
 /// in context and picks the financial sentence (0.403 against 0.380 for the word match);
 /// prune the 12 heads of layer 1, and it falls back to the shared word.
 const ANCHOR: &str = "I deposited my paycheck at the bank.";
-const CANDIDATES: [&str; 2] = ["We sat on the grassy bank by the river.", "The financial institution approved my loan."];
+const CANDIDATES: [&str; 2] =
+    ["We sat on the grassy bank by the river.", "The financial institution approved my loan."];
 
 /// The model and its tokenizer, once loaded; its weights also on the GPU when the page has one.
 #[derive(Clone)]
