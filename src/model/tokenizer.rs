@@ -74,7 +74,8 @@ impl Tokenizer {
                 if out.len() > room {
                     break;
                 }
-                out.push(self.token(self.ids[segment]));
+                // A special the vocabulary lacks is unknown, not a panic.
+                out.push(self.token(self.ids.get(segment).copied().unwrap_or(self.unk)));
                 continue;
             }
             for word in pre_tokenize(&normalize(segment)) {
@@ -225,6 +226,13 @@ mod tests {
         let ids = t.encode(&"hello ".repeat(2000));
         assert_eq!(ids.len(), MAX_TOKENS);
         assert_eq!((ids[0].id, ids[511].id, ids[510].id), (2, 3, 11));
+    }
+
+    #[test]
+    fn a_literal_special_the_vocabulary_lacks_is_unknown() {
+        let t = Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]\nhi").unwrap();
+        let ids: Vec<u32> = t.encode("hi [MASK]").iter().map(|t| t.id).collect();
+        assert_eq!(ids, vec![1, 3, 0, 2]);
     }
 
     #[test]
