@@ -4,6 +4,8 @@
 //! and leaves a note for the page. Numbers that parse but make no sense (`heads=7` with
 //! `d_model=768`, `seq=100000`) are kept: [`ModelConfig::validate`] explains those.
 
+use std::collections::BTreeSet;
+
 use crate::attention::config::{preset_by_id, PRESETS};
 use crate::attention::ModelConfig;
 use crate::backend::Preference;
@@ -188,6 +190,35 @@ impl Settings {
     }
 }
 
+/// Most heads a `pruned=` list may name (the largest model here has 256 heads a layer).
+const MAX_LISTED_HEADS: usize = 1024;
+
+/// Reads a `pruned=` list ("3,7,11"): the head indices below `limit`, and a note for anything
+/// that is not one (the rest of the list is still used).
+pub fn parse_head_list(raw: &str, limit: usize) -> (BTreeSet<usize>, Option<String>) {
+    let mut heads = BTreeSet::new();
+    let mut bad = Vec::new();
+    for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.parse::<usize>() {
+            Ok(h) if h < limit && heads.len() < MAX_LISTED_HEADS => {
+                heads.insert(h);
+            }
+            _ => bad.push(shorten(item)),
+        }
+    }
+    let note = (!bad.is_empty()).then(|| {
+        let shown = bad.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        let more = if bad.len() > 5 { format!(" and {} more", bad.len() - 5) } else { String::new() };
+        format!("pruned= names heads that do not exist here ({shown}{more}); they are ignored.")
+    });
+    (heads, note)
+}
+
+/// The `pruned=` value for a set of heads ("3,7,11").
+pub fn format_head_list(heads: &BTreeSet<usize>) -> String {
+    heads.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+}
+
 /// Values too large for `usize` become `usize::MAX`, which validation then refuses with a reason.
 fn saturate(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
@@ -281,6 +312,20 @@ mod tests {
         assert_eq!(s.model, ModelChoice::Custom { d_model: 768, num_heads: 7 });
         let (s, _) = Settings::from_query("preset=gpt2-large&seq=8");
         assert_eq!(s.config(), ModelConfig { d_model: 1280, num_heads: 20, seq_len: 8 });
+    }
+
+    #[test]
+    fn head_lists_round_trip_and_ignore_what_is_not_a_head() {
+        let (heads, note) = parse_head_list("3,7, 11,7", 12);
+        assert_eq!(heads, BTreeSet::from([3, 7, 11]));
+        assert_eq!((note, format_head_list(&heads)), (None, "3,7,11".to_string()));
+        let (heads, note) = parse_head_list("1,x,99,-2,,5", 12);
+        assert_eq!(heads, BTreeSet::from([1, 5]));
+        assert!(note.unwrap().contains("x, 99, -2"));
+        assert_eq!(parse_head_list("", 12), (BTreeSet::new(), None));
+        // A list of a million heads is cut, not allocated.
+        let huge = (0..1_000_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        assert_eq!(parse_head_list(&huge, usize::MAX).0.len(), MAX_LISTED_HEADS);
     }
 
     #[test]

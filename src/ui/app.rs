@@ -12,12 +12,14 @@ use super::charts::ConfigChart;
 use super::claims::Claims;
 use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
+use crate::attention::config::MAX_HEADS;
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
 use crate::backend::Backend;
 use crate::cpu::{Forward, Kernel};
 use crate::gpu::GpuError;
-use crate::settings::{ModelChoice, Settings, Theme};
+use crate::model::bert::{HEADS, LAYERS};
+use crate::settings::{format_head_list, parse_head_list, ModelChoice, Settings, Theme};
 
 /// One completed forward pass and what the page shows about it.
 #[derive(Debug)]
@@ -168,7 +170,7 @@ fn measure_drift(run: &Run, pruned: &BTreeSet<usize>) -> DriftView {
 #[component]
 pub fn App() -> impl IntoView {
     let search = window().location().search().unwrap_or_default();
-    let (initial, url_notes) = Settings::from_query(&search);
+    let (initial, mut url_notes) = Settings::from_query(&search);
     let settings = RwSignal::new(initial);
     // Heads the reader switched off. Indices past the current model's head count are kept and
     // ignored, so moving between presets does not lose a selection.
@@ -187,7 +189,15 @@ pub fn App() -> impl IntoView {
     let param = |key: &str| params.as_ref().and_then(|p| p.get(key));
     let text = RwSignal::new(param("text").unwrap_or_else(|| super::trained::EXAMPLES[0].to_string()));
     let layer = RwSignal::new(param("layer").and_then(|l| l.parse::<usize>().ok()).map_or(0, |l| l.min(5)));
-    let trained_pruned = RwSignal::new(BTreeSet::<usize>::new());
+    // Pruned heads from the link: the trained model's 72, or the synthetic model's heads.
+    let starts_trained = matches!(initial.model, ModelChoice::Trained);
+    let limit = if starts_trained { LAYERS * HEADS } else { initial.config().num_heads.min(MAX_HEADS) };
+    let (linked, note) = parse_head_list(&param("pruned").unwrap_or_default(), limit);
+    url_notes.extend(note);
+    let trained_pruned = RwSignal::new(if starts_trained { linked.clone() } else { BTreeSet::new() });
+    if !starts_trained {
+        pruned.set(linked);
+    }
     let trained = Memo::new(move |_| matches!(settings.read().model, ModelChoice::Trained));
 
     // Only the shape and the seed decide the forward pass (not the theme or the backend choice);
@@ -232,9 +242,15 @@ pub fn App() -> impl IntoView {
     // Push the settings into the address bar so that every view is a link.
     Effect::new(move |_| {
         let mut query = format!("?{}", settings.get().to_query());
-        if trained.get() {
+        let heads = if trained.get() {
             let encoded: String = js_sys::encode_uri_component(&text.read()).into();
             query.push_str(&format!("&text={encoded}&layer={}", layer.get()));
+            format_head_list(&trained_pruned.read())
+        } else {
+            format_head_list(&pruned.read())
+        };
+        if !heads.is_empty() {
+            query.push_str(&format!("&pruned={heads}"));
         }
         if let Ok(history) = window().history() {
             let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&query));

@@ -421,3 +421,28 @@ test('the trained model runs on WebGPU where the page has it, with the CPU kerne
   console.log('trained model, 3 heads pruned: cosine on WebGPU', results.gpu, 'on the CPU', results.cpu);
   assert.ok(Math.abs(results.gpu - results.cpu) < 2e-5, JSON.stringify(results));
 });
+
+test('pruned heads travel in the link, and a reload restores the same numbers', async () => {
+  const { page, problems } = await open('?preset=bert-base&seq=8&backend=cpu&pruned=1,4,99,x');
+  await page.getByTestId('heatmap-11').waitFor();
+  assert.match(await text(page, 'url-notes'), /pruned= names heads that do not exist here \(99, x\)/);
+  assert.deepEqual(await prunedHeads(page), [1, 4]);
+  assert.equal(await text(page, 'drift-active'), '10 of 12');
+  await page.getByTestId('head-toggle-5').click();
+  await page.waitForFunction(() => /pruned=1,4,5/.test(location.search));
+  const numbers = `${await text(page, 'drift-cosine')} ${await text(page, 'drift-rel-l2')}`;
+  await page.reload();
+  await page.getByTestId('heatmap-11').waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid=drift-active]').textContent === '9 of 12');
+  assert.deepEqual(await prunedHeads(page), [1, 4, 5]);
+  assert.equal(`${await text(page, 'drift-cosine')} ${await text(page, 'drift-rel-l2')}`, numbers);
+  await assertMatchesCpuCore(page, 'restored from the link');
+
+  await page.goto(`${base}/?preset=minilm&backend=cpu&pruned=0,13&layer=2`);
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  assert.match(await page.getByTestId('trained-cosine').locator('..').textContent(), /2 of 72 heads pruned/);
+  assert.equal(await page.getByTestId('grid-1-1').getAttribute('aria-pressed'), 'false');
+  assert.equal(await page.getByTestId('layer').inputValue(), '2');
+  assert.deepEqual(problems.filter((p) => !p.includes('favicon')), []);
+  await page.close();
+});
