@@ -40,10 +40,6 @@ pub struct GpuBert {
     mask_heads: wgpu::ComputePipeline,
 }
 
-fn whole(b: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
-    b.as_entire_binding()
-}
-
 impl GpuBert {
     /// Uploads `bert`'s layer weights (about 85 MiB as f32) and builds the pipelines.
     pub async fn new(ctx: Rc<GpuContext>, bert: &Bert) -> Result<GpuBert, GpuError> {
@@ -163,19 +159,24 @@ impl GpuBert {
             ctx.queue.write_buffer(&b, 0, bytes);
             b
         };
-        let group = |pipeline: &wgpu::ComputePipeline, entries: &[(u32, wgpu::BindingResource)]| {
-            let entries: Vec<wgpu::BindGroupEntry> = entries
+        // One dispatch: `buffers` bound whole, at bindings 0, 1, 2... in the order given.
+        let dispatch = |pass: &mut wgpu::ComputePass,
+                        pipeline: &wgpu::ComputePipeline,
+                        buffers: &[&wgpu::Buffer],
+                        (x, y): (u32, u32)| {
+            let entries: Vec<wgpu::BindGroupEntry> = buffers
                 .iter()
-                .map(|(binding, resource)| wgpu::BindGroupEntry {
-                    binding: *binding,
-                    resource: resource.clone(),
-                })
+                .enumerate()
+                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
                 .collect();
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
+            let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: None,
                 layout: &pipeline.get_bind_group_layout(0),
                 entries: &entries,
-            })
+            });
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
         };
         let (n32, d32) = (n as u32, d as u32);
         // y (m x out) = a (m x in) @ W^T, W stored out x in.
@@ -210,95 +211,22 @@ impl GpuBert {
                 label: Some("bert"),
                 timestamp_writes: None,
             });
+            let (h32, mm) = (HEADS as u32, &ctx.matmul);
             for (l, w) in self.layers.iter().enumerate() {
-                let matmul = |pass: &mut wgpu::ComputePass,
-                              u: &wgpu::Buffer,
-                              a: &wgpu::Buffer,
-                              b: &wgpu::Buffer,
-                              c: &wgpu::Buffer,
-                              rows: usize,
-                              cols: usize| {
-                    pass.set_pipeline(&ctx.matmul);
-                    pass.set_bind_group(
-                        0,
-                        &group(&ctx.matmul, &[(0, whole(u)), (1, whole(a)), (2, whole(b)), (3, whole(c))]),
-                        &[],
-                    );
-                    pass.dispatch_workgroups(tiles(cols), tiles(rows), 1);
-                };
-                matmul(&mut pass, &u_qkv, &x, &w.w_qkv, &qkv, n, 3 * d);
-                pass.set_pipeline(&self.bias_act);
-                pass.set_bind_group(
-                    0,
-                    &group(
-                        &self.bias_act,
-                        &[(0, whole(&u_bias_qkv)), (1, whole(&qkv)), (2, whole(&w.b_qkv))],
-                    ),
-                    &[],
-                );
-                pass.dispatch_workgroups(elems(n * 3 * d), 1, 1);
-                pass.set_pipeline(&ctx.attention);
-                pass.set_bind_group(
-                    0,
-                    &group(
-                        &ctx.attention,
-                        &[(0, whole(&u_att)), (1, whole(&qkv)), (2, whole(&attn[l])), (3, whole(&heads))],
-                    ),
-                    &[],
-                );
-                pass.dispatch_workgroups(n32, HEADS as u32, 1);
-                pass.set_pipeline(&self.mask_heads);
-                pass.set_bind_group(
-                    0,
-                    &group(
-                        &self.mask_heads,
-                        &[(0, whole(&u_mask)), (1, whole(&heads)), (2, whole(&masks[l]))],
-                    ),
-                    &[],
-                );
-                pass.dispatch_workgroups(elems(n * d), 1, 1);
-                matmul(&mut pass, &u_out, &heads, &w.w_out, &branch, n, d);
-                pass.set_pipeline(&self.residual_norm);
-                pass.set_bind_group(
-                    0,
-                    &group(
-                        &self.residual_norm,
-                        &[
-                            (0, whole(&u_norm)),
-                            (1, whole(&branch)),
-                            (2, whole(&w.b_out)),
-                            (3, whole(&x)),
-                            (4, whole(&w.ln1)),
-                        ],
-                    ),
-                    &[],
-                );
-                pass.dispatch_workgroups(n32, 1, 1);
-                matmul(&mut pass, &u_in, &x, &w.w_in, &hidden, n, FFN);
-                pass.set_pipeline(&self.bias_act);
-                pass.set_bind_group(
-                    0,
-                    &group(&self.bias_act, &[(0, whole(&u_gelu)), (1, whole(&hidden)), (2, whole(&w.b_in))]),
-                    &[],
-                );
-                pass.dispatch_workgroups(elems(n * FFN), 1, 1);
-                matmul(&mut pass, &u_ffn_out, &hidden, &w.w_ffn_out, &branch, n, d);
-                pass.set_pipeline(&self.residual_norm);
-                pass.set_bind_group(
-                    0,
-                    &group(
-                        &self.residual_norm,
-                        &[
-                            (0, whole(&u_norm)),
-                            (1, whole(&branch)),
-                            (2, whole(&w.b_ffn_out)),
-                            (3, whole(&x)),
-                            (4, whole(&w.ln2)),
-                        ],
-                    ),
-                    &[],
-                );
-                pass.dispatch_workgroups(n32, 1, 1);
+                // Attention: QKV projection + bias, heads, pruned heads zeroed, output projection,
+                // then x = LayerNorm(x + attention + b).
+                dispatch(&mut pass, mm, &[&u_qkv, &x, &w.w_qkv, &qkv], (tiles(3 * d), tiles(n)));
+                dispatch(&mut pass, &self.bias_act, &[&u_bias_qkv, &qkv, &w.b_qkv], (elems(n * 3 * d), 1));
+                dispatch(&mut pass, &ctx.attention, &[&u_att, &qkv, &attn[l], &heads], (n32, h32));
+                dispatch(&mut pass, &self.mask_heads, &[&u_mask, &heads, &masks[l]], (elems(n * d), 1));
+                dispatch(&mut pass, mm, &[&u_out, &heads, &w.w_out, &branch], (tiles(d), tiles(n)));
+                dispatch(&mut pass, &self.residual_norm, &[&u_norm, &branch, &w.b_out, &x, &w.ln1], (n32, 1));
+                // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
+                dispatch(&mut pass, mm, &[&u_in, &x, &w.w_in, &hidden], (tiles(FFN), tiles(n)));
+                dispatch(&mut pass, &self.bias_act, &[&u_gelu, &hidden, &w.b_in], (elems(n * FFN), 1));
+                dispatch(&mut pass, mm, &[&u_ffn_out, &hidden, &w.w_ffn_out, &branch], (tiles(d), tiles(n)));
+                let norm2: [&wgpu::Buffer; 5] = [&u_norm, &branch, &w.b_ffn_out, &x, &w.ln2];
+                dispatch(&mut pass, &self.residual_norm, &norm2, (n32, 1));
             }
         }
         enc.copy_buffer_to_buffer(&x, 0, &readback, 0, (n * d * 4) as u64);
