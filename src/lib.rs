@@ -8,6 +8,8 @@ pub mod attention;
 pub mod backend;
 pub mod bench;
 pub mod cpu;
+pub mod embed;
+pub mod export;
 pub mod gpu;
 pub mod model;
 pub mod settings;

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use crate::attention::config::{preset_by_id, PRESETS};
 use crate::attention::ModelConfig;
 use crate::backend::Preference;
+use crate::embed::{Embed, HostOrigin, View};
 
 /// Which model shape is selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,9 +107,7 @@ impl Settings {
         let mut notes = Vec::new();
         let mut preset: Option<String> = None;
         let (mut d_model, mut heads) = (None, None);
-        for pair in query.trim_start_matches('?').split('&').filter(|p| !p.is_empty()) {
-            let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
-            let value = percent_decode(raw);
+        for (key, value) in pairs(query) {
             let mut number = |what: &str| -> Option<u64> {
                 match value.trim().parse::<u64>() {
                     Ok(v) => Some(v),
@@ -190,6 +189,144 @@ impl Settings {
     }
 }
 
+/// Longest sentence a link carries for the trained model, in characters.
+pub const MAX_TEXT_CHARS: usize = 2000;
+
+/// Everything a link carries: the settings, the trained model's sentence and layer, the pruned
+/// heads, and how the page is embedded. [`Link::from_query`] never fails: each part that cannot
+/// be read falls back to its default with a note, and [`Link::to_query`] reproduces the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Shape, sequence, seed, backend and theme.
+    pub settings: Settings,
+    /// The trained model's sentence, when the link names one.
+    pub text: Option<String>,
+    /// The trained model's layer shown, `0..LAYERS`.
+    pub layer: usize,
+    /// Pruned heads: of the synthetic model, or `layer * HEADS + head` of the trained one.
+    pub pruned: BTreeSet<usize>,
+    /// Set when the page is embedded (`embed=1`).
+    pub embed: Option<Embed>,
+}
+
+impl Link {
+    /// The state a URL query describes, with a note for every part that could not be used.
+    pub fn from_query(query: &str) -> (Link, Vec<String>) {
+        use crate::model::bert::{HEADS, LAYERS};
+        let (settings, mut notes) = Settings::from_query(query);
+        let mut link = Link { settings, text: None, layer: 0, pruned: BTreeSet::new(), embed: None };
+        let (mut pruned, mut embed, mut view, mut host) = (None, None, None, None);
+        for (key, value) in pairs(query) {
+            match key {
+                "text" => {
+                    let cut: String = value.chars().take(MAX_TEXT_CHARS).collect();
+                    if cut.len() < value.len() {
+                        notes.push(format!("text= is over {MAX_TEXT_CHARS} characters; the rest is cut."));
+                    }
+                    link.text = Some(cut);
+                }
+                "layer" => match value.trim().parse::<usize>() {
+                    Ok(l) if l < LAYERS => link.layer = l,
+                    _ => notes.push(format!(
+                        "layer={} is not a layer from 0 to {}; showing 0.",
+                        shorten(&value),
+                        LAYERS - 1
+                    )),
+                },
+                "pruned" => pruned = Some(value),
+                "embed" => embed = Some(value),
+                "view" => view = Some(value),
+                "host" => host = Some(value),
+                _ => {}
+            }
+        }
+        let limit = match link.settings.model {
+            ModelChoice::Trained => LAYERS * HEADS,
+            _ => link.settings.config().num_heads.min(crate::attention::config::MAX_HEADS),
+        };
+        let (heads, note) = parse_head_list(pruned.as_deref().unwrap_or(""), limit);
+        link.pruned = heads;
+        notes.extend(note);
+        match embed.as_deref().map(str::trim) {
+            None | Some("0" | "false") => {}
+            Some("1" | "true" | "") => {
+                let mut e = Embed::default();
+                if let Some(v) = view {
+                    match View::parse(v.trim()) {
+                        Some(v) => e.view = v,
+                        None => notes.push(format!(
+                            "view={} is not all, chart, heads or prune; showing all.",
+                            shorten(&v)
+                        )),
+                    }
+                }
+                if let Some(h) = host {
+                    let (origin, note) = HostOrigin::parse(&h);
+                    e.host = origin;
+                    notes.extend(note);
+                }
+                link.embed = Some(e);
+            }
+            Some(other) => {
+                notes.push(format!("embed={} is not 1 or 0; showing the full page.", shorten(other)))
+            }
+        }
+        (link, notes)
+    }
+
+    /// The query (without `?`) that [`Link::from_query`] turns back into this state. The
+    /// sentence and layer are carried only for the trained model.
+    pub fn to_query(&self) -> String {
+        let mut query = self.full_view_query();
+        if let Some(embed) = &self.embed {
+            query.push_str("&embed=1");
+            if embed.view != View::All {
+                query.push_str(&format!("&view={}", embed.view.as_str()));
+            }
+            if let Some(origin) = embed.host.as_param() {
+                query.push_str(&format!("&host={}", percent_encode(origin)));
+            }
+        }
+        query
+    }
+
+    /// The same state as a full page (no embedding): the "open full explorer" link.
+    pub fn full_view_query(&self) -> String {
+        let mut query = self.settings.to_query();
+        if self.settings.model == ModelChoice::Trained {
+            if let Some(text) = &self.text {
+                query.push_str(&format!("&text={}", percent_encode(text)));
+            }
+            query.push_str(&format!("&layer={}", self.layer));
+        }
+        if !self.pruned.is_empty() {
+            query.push_str(&format!("&pruned={}", format_head_list(&self.pruned)));
+        }
+        query
+    }
+}
+
+/// The key and decoded value of each `key=value` pair of a query, in order.
+fn pairs(query: &str) -> impl Iterator<Item = (&str, String)> {
+    query.trim_start_matches('?').split('&').filter(|p| !p.is_empty()).map(|pair| {
+        let (key, raw) = pair.split_once('=').unwrap_or((pair, ""));
+        (key, percent_decode(raw))
+    })
+}
+
+/// Escapes everything but unreserved characters, so any text survives a round trip.
+fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// Most heads a `pruned=` list may name (the largest model here has 256 heads a layer).
 const MAX_LISTED_HEADS: usize = 1024;
 
@@ -225,7 +362,7 @@ fn saturate(v: u64) -> usize {
 }
 
 /// At most 40 characters of untrusted text, for a note.
-fn shorten(s: &str) -> String {
+pub(crate) fn shorten(s: &str) -> String {
     if s.chars().count() > 40 {
         format!("{}…", s.chars().take(40).collect::<String>())
     } else {
@@ -326,6 +463,40 @@ mod tests {
         // A list of a million heads is cut, not allocated.
         let huge = (0..1_000_000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
         assert_eq!(parse_head_list(&huge, usize::MAX).0.len(), MAX_LISTED_HEADS);
+    }
+
+    #[test]
+    fn links_carry_the_whole_state_and_round_trip() {
+        let mut link = Link::from_query("").0;
+        link.settings.model = ModelChoice::Trained;
+        link.text = Some("Tom & Jerry: 50% \"off\"? é 😀 +=".into());
+        link.layer = 3;
+        link.pruned = BTreeSet::from([0, 13, 71]);
+        link.embed =
+            Some(Embed { view: View::Prune, host: HostOrigin::Only("https://handbook.example".into()) });
+        assert_eq!(Link::from_query(&link.to_query()), (link.clone(), vec![]));
+        // The full view drops only the embedding.
+        let full = Link::from_query(&link.full_view_query()).0;
+        assert_eq!(full, Link { embed: None, ..link });
+        // The synthetic model carries no sentence or layer, and its heads are bounded by its own.
+        let (synthetic, notes) = Link::from_query("preset=transformer&pruned=1,7,8&text=hi&layer=2");
+        assert_eq!(synthetic.pruned, BTreeSet::from([1, 7]));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!synthetic.to_query().contains("text="));
+    }
+
+    #[test]
+    fn bad_link_parts_fall_back_one_by_one() {
+        let (link, notes) = Link::from_query("preset=minilm&layer=9&embed=yes&view=x&host=evil");
+        assert_eq!((link.layer, link.embed, link.settings.model), (0, None, ModelChoice::Trained));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let (link, notes) = Link::from_query("embed=1&view=x&host=javascript:alert(1)&layer=-1");
+        let embed = link.embed.unwrap();
+        assert_eq!((embed.view, embed.host), (View::All, HostOrigin::Nobody));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        let long = "é".repeat(MAX_TEXT_CHARS + 5);
+        let (link, notes) = Link::from_query(&format!("preset=minilm&text={long}"));
+        assert_eq!((link.text.unwrap().chars().count(), notes.len()), (MAX_TEXT_CHARS, 1));
     }
 
     #[test]

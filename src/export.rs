@@ -1,0 +1,191 @@
+//! What a reader can take away: CSV tables of attention weights, head importance and drift.
+//!
+//! Pure text building, tested natively; the page turns the text into a download. Token text
+//! comes from the reader, so every text cell is quoted, and a cell that a spreadsheet would run as
+//! a formula (leading `=`, `+`, `-`, `@`, tab or carriage return) is prefixed with `'`.
+
+use std::collections::BTreeSet;
+use std::fmt::{self, Write};
+
+use crate::attention::Drift;
+
+/// Most attention weights one CSV holds (about 40 MB of text); larger runs are refused.
+pub const MAX_CSV_WEIGHTS: usize = 1 << 20;
+
+/// Why a table cannot be exported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExportError {
+    /// More weights than [`MAX_CSV_WEIGHTS`].
+    TooLarge {
+        /// Weights in the run.
+        weights: usize,
+    },
+    /// The weights do not have the shape the tokens imply.
+    Shape {
+        /// Values given.
+        len: usize,
+        /// Heads times tokens squared.
+        expected: usize,
+    },
+}
+
+impl fmt::Display for ExportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExportError::TooLarge { weights } => write!(
+                f,
+                "{weights} attention weights are too many for one CSV (at most {MAX_CSV_WEIGHTS}); \
+                 use fewer tokens or heads"
+            ),
+            ExportError::Shape { len, expected } => {
+                write!(f, "{len} attention weights given where the tokens imply {expected}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ExportError {}
+
+/// One quoted text cell, safe to open in a spreadsheet.
+fn text_cell(s: &str) -> String {
+    let guard = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) { "'" } else { "" };
+    format!("\"{guard}{}\"", s.replace('"', "\"\""))
+}
+
+/// `head,query,query_token,key,key_token,weight`: one row per weight of `num_heads` matrices of
+/// `tokens.len()` squared, stored head-major then row-major (as [`crate::cpu::Forward`] keeps them).
+pub fn attention_csv<S: AsRef<str>>(
+    tokens: &[S],
+    num_heads: usize,
+    attention: &[f32],
+) -> Result<String, ExportError> {
+    let n = tokens.len();
+    let expected = num_heads.saturating_mul(n).saturating_mul(n);
+    if expected > MAX_CSV_WEIGHTS {
+        return Err(ExportError::TooLarge { weights: expected });
+    }
+    if attention.len() != expected {
+        return Err(ExportError::Shape { len: attention.len(), expected });
+    }
+    let cells: Vec<String> = tokens.iter().map(|t| text_cell(t.as_ref())).collect();
+    let mut out = String::from("head,query,query_token,key,key_token,weight\n");
+    for (i, w) in attention.iter().enumerate() {
+        let (h, q, k) = (i / (n * n), i / n % n, i % n);
+        // `{}` prints the shortest text that reads back as the same f32.
+        let _ = writeln!(out, "{h},{q},{},{k},{},{w}", cells[q], cells[k]);
+    }
+    Ok(out)
+}
+
+/// `head,importance_rel_l2,rank,pruned`: how much removing each head alone moves the output,
+/// its rank (1 = most important) and whether it is pruned now.
+pub fn importance_csv(per_head: &[f64], ranked_least_first: &[usize], pruned: &BTreeSet<usize>) -> String {
+    let mut out = String::from("head,importance_rel_l2,rank,pruned\n");
+    for (h, value) in per_head.iter().enumerate() {
+        let rank = ranked_least_first.iter().position(|&x| x == h).map_or(0, |p| per_head.len() - p);
+        let _ = writeln!(out, "{h},{value},{rank},{}", pruned.contains(&h));
+    }
+    out
+}
+
+/// `heads_pruned,least_important_first_rel_l2,random_mean_rel_l2`: the drift curve, k = 0..=heads.
+pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
+    let mut out = String::from("heads_pruned,least_important_first_rel_l2,random_mean_rel_l2\n");
+    for k in 0..ranked.len().max(random.len()) {
+        let cell = |v: Option<&f64>| v.map(ToString::to_string).unwrap_or_default();
+        let _ = writeln!(out, "{k},{},{}", cell(ranked.get(k)), cell(random.get(k)));
+    }
+    out
+}
+
+/// `token,position,cosine,rel_l2`: the drift of each token under the current pruning, then the
+/// whole sequence as the row `all`.
+pub fn token_drift_csv<S: AsRef<str>>(tokens: &[S], drift: &Drift) -> String {
+    let mut out = String::from("token,position,cosine,rel_l2\n");
+    for (i, d) in drift.per_token.iter().enumerate() {
+        let word = tokens.get(i).map_or("", |t| t.as_ref());
+        let _ = writeln!(out, "{},{i},{},{}", text_cell(word), d.cosine, d.rel_l2);
+    }
+    let _ = writeln!(out, "\"all\",,{},{}", drift.overall.cosine, drift.overall.rel_l2);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::prune::TokenDrift;
+
+    /// Splits CSV text into rows of cells, honouring quotes.
+    fn parse(csv: &str) -> Vec<Vec<String>> {
+        let mut rows = vec![];
+        let (mut row, mut cell, mut quoted) = (vec![], String::new(), false);
+        let mut chars = csv.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, quoted) {
+                ('"', true) if chars.peek() == Some(&'"') => {
+                    cell.push('"');
+                    chars.next();
+                }
+                ('"', _) => quoted = !quoted,
+                (',', false) => row.push(std::mem::take(&mut cell)),
+                ('\n', false) => {
+                    row.push(std::mem::take(&mut cell));
+                    rows.push(std::mem::take(&mut row));
+                }
+                (c, _) => cell.push(c),
+            }
+        }
+        rows
+    }
+
+    #[test]
+    fn attention_rows_read_back_with_their_tokens_and_exact_weights() {
+        let tokens = ["the", "a,b", "say \"hi\"", "=SUM(A1)"];
+        let attention: Vec<f32> = (0..2 * 16).map(|i| i as f32 / 7.0).collect();
+        let rows = parse(&attention_csv(&tokens, 2, &attention).unwrap());
+        assert_eq!(rows.len(), 1 + 32);
+        assert_eq!(rows[0], ["head", "query", "query_token", "key", "key_token", "weight"]);
+        for (i, row) in rows[1..].iter().enumerate() {
+            let (h, q, k) = (i / 16, i / 4 % 4, i % 4);
+            assert_eq!(row[..2], [h.to_string(), q.to_string()]);
+            assert_eq!(row[3], k.to_string());
+            assert_eq!(row[5].parse::<f32>().unwrap(), attention[i], "row {i}");
+        }
+        assert_eq!(rows[1 + 6][2], "a,b");
+        assert_eq!(rows[1 + 6][4], "say \"hi\"");
+        assert_eq!(rows[1 + 15][4], "'=SUM(A1)", "formula-like text is defused");
+    }
+
+    #[test]
+    fn attention_export_refuses_wrong_shapes_and_huge_runs() {
+        assert_eq!(
+            attention_csv(&["x"; 3], 2, &[0.0; 17]),
+            Err(ExportError::Shape { len: 17, expected: 18 })
+        );
+        let big = attention_csv(&["x"; 1024], 256, &[]).unwrap_err();
+        assert!(big.to_string().contains("too many"), "{big}");
+        assert_eq!(
+            attention_csv::<&str>(&[], 12, &[]).unwrap(),
+            "head,query,query_token,key,key_token,weight\n"
+        );
+    }
+
+    #[test]
+    fn importance_drift_and_token_tables_hold_every_value() {
+        let per_head = [0.3, 0.1, 0.2];
+        let rows = parse(&importance_csv(&per_head, &[1, 2, 0], &BTreeSet::from([1])));
+        assert_eq!(
+            rows[1..],
+            [["0", "0.3", "1", "false"], ["1", "0.1", "3", "true"], ["2", "0.2", "2", "false"]]
+        );
+        let rows = parse(&drift_curve_csv(&[0.0, 0.5], &[0.0, 0.6, 1.0]));
+        assert_eq!(rows[1..], [["0", "0", "0"], ["1", "0.5", "0.6"], ["2", "", "1"]]);
+        let d = TokenDrift { cosine: 0.9, rel_l2: 0.25 };
+        let drift = Drift { per_token: vec![d, d], overall: d };
+        let rows = parse(&token_drift_csv(&["-x", "y"], &drift));
+        assert_eq!(
+            rows[1..],
+            [["'-x", "0", "0.9", "0.25"], ["y", "1", "0.9", "0.25"], ["all", "", "0.9", "0.25"]]
+        );
+    }
+}
