@@ -76,12 +76,20 @@ if [ "$mode" = test ]; then
 fi
 install_apt
 
-# --- Node-side tools: wasm-opt (never Debian's binaryen 108: it breaks the page) and playwright-core
+# --- Node-side tools: wasm-opt (never Debian's binaryen 108: it breaks the page), playwright-core, axe-core
 mkdir -p "$TOOLS_DIR"
 node_pkgs=()
 has_version wasm-opt "version ${BINARYEN_VERSION%%.*}" || node_pkgs+=("binaryen@$BINARYEN_VERSION")
-if [ "$mode" = test ] && [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ]; then
-  node_pkgs+=("playwright-core@1.65.1")
+# A package is reinstalled unless node_modules holds exactly the pinned version.
+node_pkg() {
+  local have
+  have=$(node -p "require('$TOOLS_DIR/node_modules/$1/package.json').version" 2>/dev/null || true)
+  [ "$have" = "$2" ] || node_pkgs+=("$1@$2")
+}
+if [ "$mode" = test ]; then
+  node_pkg playwright-core 1.65.1
+  # The accessibility audit of the end-to-end tests.
+  node_pkg axe-core 4.14.1
 fi
 if [ ${#node_pkgs[@]} -gt 0 ]; then
   log "npm: installing ${node_pkgs[*]} into $TOOLS_DIR"

@@ -12,14 +12,13 @@ use super::charts::ConfigChart;
 use super::claims::Claims;
 use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
-use crate::attention::config::MAX_HEADS;
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
 use crate::backend::Backend;
 use crate::cpu::{Forward, Kernel};
+use crate::embed::View;
 use crate::gpu::GpuError;
-use crate::model::bert::{HEADS, LAYERS};
-use crate::settings::{format_head_list, parse_head_list, ModelChoice, Settings, Theme};
+use crate::settings::{Link, ModelChoice, Settings, Theme};
 
 /// One completed forward pass and what the page shows about it.
 #[derive(Debug)]
@@ -170,8 +169,18 @@ fn measure_drift(run: &Run, pruned: &BTreeSet<usize>) -> DriftView {
 #[component]
 pub fn App() -> impl IntoView {
     let search = window().location().search().unwrap_or_default();
-    let (initial, mut url_notes) = Settings::from_query(&search);
+    let (link, url_notes) = Link::from_query(&search);
+    let initial = link.settings;
     let settings = RwSignal::new(initial);
+    // How the page is embedded is fixed for its life: it comes from the iframe's src.
+    let embed = link.embed.clone();
+    let view_kind = embed.as_ref().map_or(View::All, |e| e.view);
+    if let Some(embed) = &embed {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-embed", view_kind.as_str());
+        }
+        super::embedding::connect_host(embed, settings);
+    }
     // Heads the reader switched off. Indices past the current model's head count are kept and
     // ignored, so moving between presets does not lose a selection.
     let pruned = RwSignal::new(BTreeSet::<usize>::new());
@@ -185,32 +194,33 @@ pub fn App() -> impl IntoView {
     });
 
     // The trained model's own state: its sentence, the layer shown, its pruned heads (0..72).
-    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
-    let param = |key: &str| params.as_ref().and_then(|p| p.get(key));
-    let text = RwSignal::new(param("text").unwrap_or_else(|| super::trained::EXAMPLES[0].to_string()));
-    let layer = RwSignal::new(param("layer").and_then(|l| l.parse::<usize>().ok()).map_or(0, |l| l.min(5)));
+    let text = RwSignal::new(link.text.clone().unwrap_or_else(|| super::trained::EXAMPLES[0].to_string()));
+    let layer = RwSignal::new(link.layer);
     // Pruned heads from the link: the trained model's 72, or the synthetic model's heads.
     let starts_trained = matches!(initial.model, ModelChoice::Trained);
-    let limit = if starts_trained { LAYERS * HEADS } else { initial.config().num_heads.min(MAX_HEADS) };
-    let (linked, note) = parse_head_list(&param("pruned").unwrap_or_default(), limit);
-    url_notes.extend(note);
-    let trained_pruned = RwSignal::new(if starts_trained { linked.clone() } else { BTreeSet::new() });
+    let trained_pruned = RwSignal::new(if starts_trained { link.pruned.clone() } else { BTreeSet::new() });
     if !starts_trained {
-        pruned.set(linked);
+        pruned.set(link.pruned.clone());
     }
     let trained = Memo::new(move |_| matches!(settings.read().model, ModelChoice::Trained));
 
     // Only the shape and the seed decide the forward pass (not the theme or the backend choice);
     // the trained model runs its own.
     let work = Memo::new(move |_| settings.with(|s| (!trained.get()).then(|| (s.config(), s.seed))));
+    // Whether a pass is under way: the resource keeps showing the previous run meanwhile.
+    let computing = RwSignal::new(false);
     let run: RunResource = LocalResource::new(move || {
         let work = work.get();
         let active = backend.with(|b| b.as_ref().map(|b| b.backend.clone()));
+        let starts = active.is_some() && work.is_some();
+        computing.set(starts);
         async move {
-            match (active, work) {
-                (Some(backend), Some((config, seed))) => Some(compute(backend, config, seed).await),
-                _ => None,
-            }
+            let (Some(backend), Some((config, seed))) = (active, work) else { return None };
+            // The CPU kernel holds the main thread: let the "Computing" status paint first.
+            super::after_next_paint().await;
+            let result = compute(backend, config, seed).await;
+            computing.set(false);
+            Some(result)
         }
     });
     let drift = Memo::new(move |_| run.with(|r| finished(r).map(|run| measure_drift(run, &pruned.read()))));
@@ -239,19 +249,23 @@ pub fn App() -> impl IntoView {
         }
     });
 
-    // Push the settings into the address bar so that every view is a link.
-    Effect::new(move |_| {
-        let mut query = format!("?{}", settings.get().to_query());
-        let heads = if trained.get() {
-            let encoded: String = js_sys::encode_uri_component(&text.read()).into();
-            query.push_str(&format!("&text={encoded}&layer={}", layer.get()));
-            format_head_list(&trained_pruned.read())
-        } else {
-            format_head_list(&pruned.read())
-        };
-        if !heads.is_empty() {
-            query.push_str(&format!("&pruned={heads}"));
+    // The whole state as a link; pushed into the address bar so that every view is one.
+    let current_link = {
+        let embed = embed.clone();
+        move || Link {
+            settings: settings.get(),
+            text: Some(text.get()),
+            layer: layer.get(),
+            pruned: if trained.get() { trained_pruned.get() } else { pruned.get() },
+            embed: embed.clone(),
         }
+    };
+    let full_view = {
+        let current_link = current_link.clone();
+        move || format!("?{}", current_link().full_view_query())
+    };
+    Effect::new(move |_| {
+        let query = format!("?{}", current_link().to_query());
         if let Ok(history) = window().history() {
             let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&query));
         }
@@ -263,10 +277,23 @@ pub fn App() -> impl IntoView {
             _ => None,
         })
     };
+    let busy = move || !trained.get() && (computing.get() || run.with(|r| !matches!(r, Some(Some(_)))));
     let timing = move || {
         if trained.get() {
-            return "all-MiniLM-L6-v2 runs on the CPU kernel (wasm simd128); its GPU path is not built yet."
-                .to_string();
+            return "all-MiniLM-L6-v2: its passes are timed in its panel below.".to_string();
+        }
+        if computing.get() {
+            let c = settings.read().config();
+            if c.validate().is_err() {
+                return "Checking the configuration…".to_string();
+            }
+            return format!(
+                "Computing d_model {}, {} heads, {} tokens ({:.2} GFLOP)…",
+                c.d_model,
+                c.num_heads,
+                c.seq_len,
+                c.forward_flops() as f64 / 1e9
+            );
         }
         run.with(|r| match r {
             Some(Some(Err(_))) => String::new(),
@@ -289,7 +316,7 @@ pub fn App() -> impl IntoView {
     let badge = move || {
         backend.with(|b| match b {
             Some(b) => b.backend.label(),
-            None => "looking for a GPU…".to_string(),
+            None => "preparing the GPU…".to_string(),
         })
     };
     let backend_note = move || backend.with(|b| b.as_ref().and_then(|b| b.note.clone()));
@@ -297,9 +324,24 @@ pub fn App() -> impl IntoView {
     view! {
         <div class="toolbar">
             <Controls settings=settings />
-            <span class="badge" data-testid="backend-badge" title=move || backend_note().unwrap_or_default()>
+            <span
+                class="badge"
+                class:busy=move || backend.with(Option::is_none)
+                data-testid="backend-badge"
+                role="status"
+                title=move || backend_note().unwrap_or_default()
+            >
                 {badge}
             </span>
+            {embed
+                .is_some()
+                .then(|| {
+                    view! {
+                        <a class="full-view" data-testid="full-view" href=full_view target="_blank" rel="noopener">
+                            "Open the full explorer ↗"
+                        </a>
+                    }
+                })}
         </div>
         {move || {
             backend_note()
@@ -324,7 +366,7 @@ pub fn App() -> impl IntoView {
                 {error}
             </p>
         </Show>
-        <p class="timing" data-testid="timing">
+        <p class="timing" class:busy=busy data-testid="timing" role="status">
             {timing}
         </p>
         <Show
@@ -332,20 +374,46 @@ pub fn App() -> impl IntoView {
             fallback=move || {
                 view! {
                     <div class="panels">
-                        <div class="column-chart">
-                            <ConfigChart settings=settings />
-                            <Claims run=run importance=importance drift=drift backend=backend />
-                        </div>
-                        <HeadGrid run=run pruned=pruned importance=importance />
-                        <DriftPanel run=run drift=drift pruned=pruned importance=importance settings=settings />
+                        {view_kind
+                            .shows_chart()
+                            .then(|| {
+                                view! {
+                                    <div class="column-chart">
+                                        <ConfigChart settings=settings />
+                                        <Claims run=run importance=importance drift=drift backend=backend />
+                                    </div>
+                                }
+                            })}
+                        {view_kind
+                            .shows_heads()
+                            .then(|| view! { <HeadGrid run=run pruned=pruned importance=importance settings=settings /> })}
+                        {view_kind
+                            .shows_drift()
+                            .then(|| {
+                                view! {
+                                    <DriftPanel
+                                        run=run
+                                        drift=drift
+                                        pruned=pruned
+                                        importance=importance
+                                        settings=settings
+                                    />
+                                }
+                            })}
                     </div>
                 }
             }
         >
             <div class="panels trained-panels">
-                <div class="column-chart">
-                    <ConfigChart settings=settings />
-                </div>
+                {view_kind
+                    .shows_chart()
+                    .then(|| {
+                        view! {
+                            <div class="column-chart">
+                                <ConfigChart settings=settings />
+                            </div>
+                        }
+                    })}
                 <TrainedModel text=text layer=layer pruned=trained_pruned backend=backend />
             </div>
         </Show>

@@ -79,6 +79,10 @@ pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
         let verdict = if (64..=128).contains(&d_k) { "inside" } else { "outside" };
         format!("{what}: d_k = {} / {} = {d_k}, {verdict} the 64..128 band.", c.d_model, c.num_heads)
     };
+    let export_png = move |_| {
+        let Some(canvas) = canvas.get_untracked() else { return };
+        draw_error.set(super::download::png(&canvas, "headlab-config-chart.png", 1).err());
+    };
     view! {
         <section class="panel chart-panel" aria-labelledby="chart-title">
             <h2 id="chart-title">"Claim 1: per-head size stays 64..128 as models grow"</h2>
@@ -110,6 +114,11 @@ pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
                 </p>
             </div>
             <p data-testid="chart-summary">{summary}</p>
+            <div class="buttons">
+                <button data-testid="export-chart-png" on:click=export_png>
+                    "Chart (PNG)"
+                </button>
+            </div>
             <p class="muted">
                 "Every model from the 2017 Transformer to GPT-3 sits on the d_k = 64 or d_k = 128 line: as d_model grows, the head count grows with it. Too few dimensions per head limit what one head can express; too many heads with too few dimensions fragment the representation."
             </p>

@@ -7,7 +7,9 @@ use leptos::prelude::*;
 
 use super::app::{finished, DriftView, Importance, RunResource};
 use super::charts::DriftChart;
+use super::download;
 use crate::attention::importance::random_order;
+use crate::export::{drift_curve_csv, importance_csv, token_drift_csv};
 use crate::settings::Settings;
 
 /// Drift numbers, pruning controls and curves.
@@ -67,6 +69,26 @@ pub fn DriftPanel(
                 .collect::<Vec<_>>()
         })
     };
+    // Three tables: each head's importance, the drift curve, and the drift of each token now.
+    let export_error = RwSignal::new(None::<String>);
+    let export = move |table: &'static str| {
+        let name = format!("{}-{table}.csv", download::stem(&settings.read_untracked()));
+        let text = match table {
+            "importance" => importance.with_untracked(|i| {
+                i.as_ref().map(|i| importance_csv(&i.per_head, &i.ranked, &pruned.read_untracked()))
+            }),
+            "drift-curve" => importance
+                .with_untracked(|i| i.as_ref().map(|i| drift_curve_csv(&i.ranked_curve, &i.random_curve))),
+            _ => run.with_untracked(|r| {
+                let words = finished(r)?.words.clone();
+                drift.with_untracked(|d| d.as_ref().map(|d| token_drift_csv(&words, &d.drift)))
+            }),
+        };
+        export_error.set(match text {
+            Some(text) => download::csv(&name, &text).err(),
+            None => Some("nothing computed yet".into()),
+        });
+    };
     let ranked = Signal::derive(move || {
         importance.with(|i| i.as_ref().map(|i| i.ranked_curve.clone()).unwrap_or_default())
     });
@@ -123,6 +145,19 @@ pub fn DriftPanel(
             </div>
             <h3>"Drift as heads are pruned"</h3>
             <DriftChart ranked=ranked random=random current=current settings=settings />
+            <div class="buttons">
+                <span class="muted">"Download:"</span>
+                <button data-testid="export-importance-csv" on:click=move |_| export("importance")>
+                    "Head importance (CSV)"
+                </button>
+                <button data-testid="export-drift-csv" on:click=move |_| export("drift-curve")>
+                    "Drift curve (CSV)"
+                </button>
+                <button data-testid="export-token-drift-csv" on:click=move |_| export("token-drift")>
+                    "Token drift (CSV)"
+                </button>
+            </div>
+            {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <h3>"Relative L2 change per token"</h3>
             <ol class="token-drift" data-testid="token-drift">
                 {tokens}

@@ -9,7 +9,10 @@ use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
 
 use super::app::{finished, Importance, Run, RunResource};
+use super::{arrow_focus, download};
 use crate::attention::summary::summarize;
+use crate::export::attention_csv;
+use crate::settings::Settings;
 use crate::viz::colormap::viridis_css_gradient;
 use crate::viz::heatmap::{rasterize, Scale};
 
@@ -19,24 +22,41 @@ pub fn HeadGrid(
     run: RunResource,
     pruned: RwSignal<BTreeSet<usize>>,
     importance: Memo<Option<Importance>>,
+    settings: RwSignal<Settings>,
 ) -> impl IntoView {
     let num_heads = move || run.with(|r| finished(r).map_or(0, |r| r.config.num_heads));
     let selected = RwSignal::new(None::<usize>);
+    let export_error = RwSignal::new(None::<String>);
+    let export_csv = move |_| {
+        let result = run.with(|r| {
+            let r = finished(r).ok_or("nothing computed yet")?;
+            let csv = attention_csv(&r.words, r.config.num_heads, &r.forward.attention)
+                .map_err(|e| e.to_string())?;
+            download::csv(&format!("{}-attention.csv", download::stem(&settings.read_untracked())), &csv)
+        });
+        export_error.set(result.err());
+    };
     view! {
         <section class="panel heads-panel" aria-labelledby="heads-title">
             <h2 id="heads-title">"Attention weights, one heatmap per head"</h2>
             <p class="legend">
                 "Row = query token, column = key token. Colour runs from 0 "
                 <span class="legend-bar" style=format!("background: {}", viridis_css_gradient())></span>
-                " to each head's largest weight. Select a heatmap to enlarge it; switch a head off to prune it."
+                " to each head's largest weight. Select a heatmap to enlarge it; switch a head off to prune it. Arrow keys move between heads."
             </p>
+            <div class="buttons">
+                <button data-testid="export-attention-csv" on:click=export_csv>
+                    "Attention weights (CSV)"
+                </button>
+            </div>
+            {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             {move || {
                 selected
                     .get()
                     .filter(|&h| h < num_heads())
-                    .map(|h| view! { <HeadDetail h=h run=run on_close=move || selected.set(None) /> })
+                    .map(|h| view! { <HeadDetail h=h run=run settings=settings on_close=move || selected.set(None) /> })
             }}
-            <div class="heads" data-testid="heads">
+            <div class="heads" data-testid="heads" on:keydown=move |ev| arrow_focus(&ev)>
                 <For each=move || 0..num_heads() key=|h| *h let:h>
                     <HeadCard h=h run=run pruned=pruned importance=importance selected=selected />
                 </For>
@@ -78,19 +98,27 @@ fn draw_head_on_change(
     });
 }
 
-/// "entropy 3.2 of 4.0 bits · most weight on 'cat' (t7, 21 %)".
-fn summary_line(r: &Run, h: usize) -> String {
-    let n = r.config.seq_len;
-    let s = summarize(r.forward.attention_of(h), n);
+/// A head's pattern in words ("entropy 3.2 of 4.0 bits · most weight on 'cat' (t7, 21 %) ·
+/// self 9 %"): the heatmap's text alternative. `words` has one entry per token.
+pub(super) fn describe_head<S: AsRef<str>>(weights: &[f32], words: &[S]) -> String {
+    let n = words.len();
+    if n == 0 || weights.len() != n * n {
+        return "no pattern to describe".to_string();
+    }
+    let s = summarize(weights, n);
     format!(
         "entropy {:.1} of {:.1} bits · most weight on \"{}\" (t{}, {:.0} %) · self {:.0} %",
         s.entropy_bits,
         s.max_entropy_bits,
-        r.words[s.top_key],
+        words[s.top_key].as_ref(),
         s.top_key,
         100.0 * s.top_key_weight,
         100.0 * s.self_weight
     )
+}
+
+fn summary_line(r: &Run, h: usize) -> String {
+    describe_head(r.forward.attention_of(h), &r.words)
 }
 
 #[component]
@@ -128,6 +156,7 @@ fn HeadCard(
         <figure class="head" class:pruned=move || !active() data-testid=format!("head-{h}")>
             <button
                 class="heatmap-button"
+                data-nav="enlarge"
                 aria-label=format!("Enlarge head {h}")
                 on:click=move |_| selected.set(Some(h))
             >
@@ -143,6 +172,7 @@ fn HeadCard(
                 <span>{format!("head {h}")}</span>
                 <button
                     class="toggle"
+                    data-nav="toggle"
                     data-testid=format!("head-toggle-{h}")
                     aria-pressed=move || active().to_string()
                     title=move || if active() { "Prune this head" } else { "Restore this head" }
@@ -176,9 +206,19 @@ fn HeadCard(
 
 /// Head `h` enlarged, with token labels on both axes, a legend and a hover readout.
 #[component]
-fn HeadDetail(h: usize, run: RunResource, on_close: impl Fn() + 'static) -> impl IntoView {
+fn HeadDetail(
+    h: usize,
+    run: RunResource,
+    settings: RwSignal<Settings>,
+    on_close: impl Fn() + 'static,
+) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
+    let export_png = move |_| {
+        let Some(canvas) = canvas.get_untracked() else { return };
+        let name = format!("{}-head-{h}.png", download::stem(&settings.read_untracked()));
+        draw_error.set(download::png(&canvas, &name, 512).err());
+    };
     draw_head_on_change(canvas, run, h, draw_error);
     let hover = RwSignal::new(None::<String>);
     let words = move || run.with(|r| finished(r).map(|r| r.words.clone()).unwrap_or_default());
@@ -214,6 +254,9 @@ fn HeadDetail(h: usize, run: RunResource, on_close: impl Fn() + 'static) -> impl
         <div class="head-detail" data-testid="head-detail" role="group" aria-label=format!("Head {h}, enlarged")>
             <div class="detail-header">
                 <h3>{format!("Head {h}")}</h3>
+                <button data-testid="export-head-png" on:click=export_png>
+                    "PNG"
+                </button>
                 <button class="reset" data-testid="close-detail" on:click=move |_| on_close()>
                     "Close"
                 </button>

@@ -17,10 +17,12 @@ use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
 use super::app::ActiveBackend;
-use super::heads::draw_heatmap;
+use super::heads::{describe_head, draw_heatmap};
 use super::yield_to_browser;
+use super::{arrow_focus, download};
 use crate::backend::Backend;
 use crate::cpu::Kernel;
+use crate::export::{attention_csv, importance_csv};
 use crate::gpu::{GpuBert, GpuError};
 use crate::model::asset;
 use crate::model::bert::{Bert, BertOutput, HEADS, LAYERS};
@@ -344,6 +346,36 @@ pub fn TrainedModel(
     };
     let ready = move || matches!(state.get(), LoadState::Ready(_));
 
+    let export_error = RwSignal::new(None::<String>);
+    let export_layer = move |_| {
+        let l = layer.get_untracked().min(LAYERS - 1);
+        let result = match current.get_untracked().flatten() {
+            Some(out) => {
+                let pieces: Vec<String> =
+                    tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());
+                attention_csv(&pieces, HEADS, &out.0.attention[l]).map_err(|e| e.to_string()).and_then(
+                    |csv| download::csv(&format!("headlab-minilm-layer{}-attention.csv", l + 1), &csv),
+                )
+            }
+            None => Err("the model has not run yet".to_string()),
+        };
+        export_error.set(result.err());
+    };
+    let export_importance = move |_| {
+        let result = match importance_now() {
+            Some(values) => {
+                let order = least_first(&values);
+                // Heads are numbered layer * 12 + head, as in the link's pruned= list.
+                download::csv(
+                    "headlab-minilm-importance.csv",
+                    &importance_csv(&values, &order, &pruned.get_untracked()),
+                )
+            }
+            None => Err("importance is still being measured".to_string()),
+        };
+        export_error.set(result.err());
+    };
+
     view! {
         <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
             <h2 id="trained-title">"A trained model: all-MiniLM-L6-v2 (6 layers × 12 heads)"</h2>
@@ -381,7 +413,7 @@ pub fn TrainedModel(
                     <textarea
                         data-testid="text"
                         rows="2"
-                        maxlength="5000"
+                        maxlength=crate::settings::MAX_TEXT_CHARS.to_string()
                         prop:value=move || text.get()
                         on:change=move |ev| text.set(event_target_value(&ev))
                     ></textarea>
@@ -429,14 +461,34 @@ pub fn TrainedModel(
                     " each head's largest weight. Pruned heads leave later layers' patterns changed."
                 </p>
                 <div class="heads trained-heads" data-testid="trained-heads">
-                    {(0..HEADS).map(|h| view! { <LayerHead h=h layer=layer current=current /> }).collect_view()}
+                    {(0..HEADS).map(|h| view! { <LayerHead h=h layer=layer current=current tokens=tokens /> }).collect_view()}
                 </div>
+                <div class="buttons">
+                    <span class="muted">"Download:"</span>
+                    <button data-testid="export-trained-attention-csv" on:click=export_layer>
+                        "This layer's attention (CSV)"
+                    </button>
+                    <button
+                        data-testid="export-trained-importance-csv"
+                        disabled=move || importance_now().is_none()
+                        on:click=export_importance
+                    >
+                        "Importance of all 72 heads (CSV)"
+                    </button>
+                </div>
+                {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
                 <h3>"All 72 heads: darker = removing it alone moves the embedding more"</h3>
-                <div class="head-grid" data-testid="head-grid" role="grid" aria-label="Heads by layer">
+                <div
+                    class="head-grid"
+                    data-testid="head-grid"
+                    role="group"
+                    aria-label="Heads by layer; arrow keys move between them"
+                    on:keydown=move |ev| arrow_focus(&ev)
+                >
                     {(0..LAYERS)
                         .map(|l| {
                             view! {
-                                <div role="row" class="head-grid-row">
+                                <div class="head-grid-row">
                                     <span class="muted">{format!("layer {}", l + 1)}</span>
                                     {(0..HEADS)
                                         .map(|h| {
@@ -446,8 +498,9 @@ pub fn TrainedModel(
                                             let max = move || importance_now().map(|v| v.iter().copied().fold(1e-9, f64::max)).unwrap_or(1.0);
                                             view! {
                                                 <button
-                                                    role="gridcell"
                                                     class="grid-head"
+                                                    aria-label=format!("layer {}, head {h}", l + 1)
+                                                    data-nav="grid"
                                                     data-testid=format!("grid-{l}-{h}")
                                                     aria-pressed=move || (!off()).to_string()
                                                     title=move || format!("layer {}, head {h}: {}", l + 1, value().map(|v| format!("drift {v:.5} if removed alone")).unwrap_or_else(|| "measuring…".into()))
@@ -499,18 +552,45 @@ pub fn TrainedModel(
 
 /// Head `h` of the selected layer, as the (possibly pruned) model attends.
 #[component]
-fn LayerHead(h: usize, layer: RwSignal<usize>, current: ModelRun) -> impl IntoView {
+fn LayerHead(h: usize, layer: RwSignal<usize>, current: ModelRun, tokens: Memo<Vec<Token>>) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         let (Some(canvas), Some(out)) = (canvas.get(), current.get().flatten()) else { return };
         let n = out.0.seq_len;
         let l = layer.get().min(LAYERS - 1);
-        let _ = draw_heatmap(&canvas, &out.0.attention[l][h * n * n..(h + 1) * n * n], n);
+        let result = draw_heatmap(&canvas, &out.0.attention[l][h * n * n..(h + 1) * n * n], n);
+        draw_error.set(result.err().map(|e| format!("could not draw: {e:?}")));
     });
+    // The same pattern in words, for screen readers.
+    let described = move || {
+        let out = current.get().flatten()?;
+        let n = out.0.seq_len;
+        let l = layer.get().min(LAYERS - 1);
+        let pieces: Vec<String> = tokens.with(|t| t.iter().map(|t| t.piece.clone()).collect());
+        (pieces.len() == n).then(|| describe_head(&out.0.attention[l][h * n * n..(h + 1) * n * n], &pieces))
+    };
+    let export_png = move |_| {
+        let Some(canvas) = canvas.get_untracked() else { return };
+        let name = format!("headlab-minilm-layer{}-head{h}.png", layer.get_untracked().min(LAYERS - 1) + 1);
+        draw_error.set(download::png(&canvas, &name, 512).err());
+    };
     view! {
         <figure class="head">
-            <canvas node_ref=canvas class="heatmap" data-testid=format!("trained-heatmap-{h}") role="img" aria-label=format!("Head {h} of the selected layer")></canvas>
-            <figcaption>{format!("head {h}")}</figcaption>
+            <canvas
+                node_ref=canvas
+                class="heatmap"
+                data-testid=format!("trained-heatmap-{h}")
+                role="img"
+                aria-label=move || format!("Attention weights of head {h} in layer {}: {}", layer.get() + 1, described().unwrap_or_default())
+            ></canvas>
+            <figcaption>
+                <span>{format!("head {h}")}</span>
+                <button class="mini" data-testid=format!("trained-png-{h}") aria-label=format!("Download head {h} as PNG") on:click=export_png>
+                    "PNG"
+                </button>
+            </figcaption>
+            {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
         </figure>
     }
 }

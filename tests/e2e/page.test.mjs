@@ -3,45 +3,15 @@
 // Screenshots land in target/e2e/ as test artifacts.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
-import { readFile, mkdir } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import { extname, join, resolve } from 'node:path';
-import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { artifacts, drawnHeatmaps, launch, openPage, serveDist, text } from './harness.mjs';
 
-const root = resolve(import.meta.dirname, '../..');
-const dist = join(root, 'dist');
-const artifacts = join(root, 'target/e2e');
-const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
-const { chromium } = createRequire(join(toolsDir, 'package.json'))('playwright-core');
-
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 let server, base, browser, noGpuBrowser;
 
-const chromiumArgs = ['--headless=new', '--no-sandbox', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'];
-
 before(async () => {
-  // A static server for dist/ on a free loopback port.
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, 'http://x').pathname;
-    const file = join(dist, path === '/' ? 'index.html' : path);
-    try {
-      const body = await readFile(file);
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' });
-      res.end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  base = `http://127.0.0.1:${server.address().port}`;
-  const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-  // Headless Chromium offers WebGPU (a SwiftShader adapter) only with this flag; the second
-  // browser, without it, is a browser with no WebGPU at all.
-  browser = await chromium.launch({ executablePath, args: [...chromiumArgs, '--enable-unsafe-webgpu'] });
-  noGpuBrowser = await chromium.launch({ executablePath, args: chromiumArgs });
-  await mkdir(artifacts, { recursive: true });
+  ({ server, base } = await serveDist());
+  browser = await launch({ webgpu: true });
+  noGpuBrowser = await launch({ webgpu: false });
 });
 
 after(async () => {
@@ -51,25 +21,8 @@ after(async () => {
 });
 
 /** Opens the page at `query`, failing the test on any uncaught error or off-origin request. */
-async function open(query = '', viewport = { width: 1400, height: 1000 }, via = browser) {
-  const page = await via.newPage({ viewport });
-  const problems = [];
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
-  page.on('request', (r) => !r.url().startsWith(base) && problems.push(`off-origin request: ${r.url()}`));
-  await page.goto(`${base}/${query}`);
-  return { page, problems };
-}
-
-const text = (page, id) => page.getByTestId(id).textContent();
-
-/** Number of canvases that hold a drawn heatmap (right size, not all one colour). */
-const drawnHeatmaps = (page, n) => page.evaluate((n) => [...document.querySelectorAll('canvas.heatmap')].filter((c) => {
-  if (c.width !== n || c.height !== n) return false;
-  const px = c.getContext('2d').getImageData(0, 0, n, n).data;
-  for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0] || px[i + 1] !== px[1]) return true;
-  return n === 1; // a 1x1 heatmap is one colour by definition
-}).length, n);
+const open = (query = '', viewport = { width: 1400, height: 1000 }, via = browser) =>
+  openPage(via, `${base}/${query}`, { viewport });
 
 test('the CPU page draws every head, names the backend, and drift follows toggles', async () => {
   const { page, problems } = await open('?backend=cpu');
