@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# The CPU benchmark, natively and as wasm (simd128) in Node, at BERT-base, n = 128.
-#   bench/run.sh [ROUNDS]      (default 15; results go in BENCHMARKS.md by hand, with the date)
+# The CPU benchmarks: the forward pass and head toggle natively and as wasm (simd128) in Node at
+# BERT-base, n = 128; then the wasm forward against onnxruntime-web in the same Node process.
+#   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
+#                                        with the date; smoke: BERT-base n = 128 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 rounds=${1:-15}
+shapes=${2:-all}
 
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
 cargo bench --quiet --locked --bench mha -- "$rounds"
@@ -15,3 +18,7 @@ echo "## wasm32 + simd128 in Node $(node --version)"
 cargo rustc --quiet --locked --release --target wasm32-unknown-unknown --lib --crate-type cdylib
 wasm-bindgen --target nodejs --out-dir target/bench-node target/wasm32-unknown-unknown/release/headlab.wasm
 node bench/node.mjs "$rounds"
+
+echo
+echo "## wasm32 + simd128 against onnxruntime-web (wasm backend), same process"
+node bench/ort.mjs "$rounds" "$shapes"

@@ -90,6 +90,8 @@ if [ "$mode" = test ]; then
   node_pkg playwright-core 1.65.1
   # The accessibility audit of the end-to-end tests.
   node_pkg axe-core 4.14.1
+  # The runtime the CPU benchmark is compared with (bench/ort.mjs).
+  node_pkg onnxruntime-web 1.30.0
 fi
 if [ ${#node_pkgs[@]} -gt 0 ]; then
   log "npm: installing ${node_pkgs[*]} into $TOOLS_DIR"

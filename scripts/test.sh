@@ -28,6 +28,6 @@ step "trained-model asset" scripts/build-model-asset.sh
 step "release build (trunk)" trunk build --release --offline
 step "end-to-end tests of the built page" node --test tests/e2e/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
-step "benchmark smoke run (native and wasm in Node)" bench/run.sh 2
+step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
 
 printf '\nchecks: %d passed, 0 failed\n' "$passed"

@@ -185,3 +185,65 @@ fn gpu_forward_matches_the_reference_on_lavapipe() {
     }
     println!("GPU: worst relative error vs the float64 reference {worst:.2e}");
 }
+
+/// Masks that prune heads from a given layer on (and none before), with the first layer each
+/// should recompute.
+fn staged_masks() -> Vec<([bool; LAYERS * HEADS], usize)> {
+    let mut cases = vec![([false; LAYERS * HEADS], LAYERS)];
+    for (first, heads) in [(0, vec![3]), (2, vec![2 * HEADS + 7, 4 * HEADS]), (5, vec![5 * HEADS + 11])] {
+        let mut mask = [false; LAYERS * HEADS];
+        heads.into_iter().for_each(|h| mask[h] = true);
+        cases.push((mask, first));
+    }
+    cases
+}
+
+#[test]
+fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
+    let bert = checkpoint();
+    let tok =
+        Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
+    let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
+    let full = bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]);
+    assert_eq!((full.first_computed, full.layer_inputs.len()), (0, LAYERS));
+    for (mask, first) in staged_masks() {
+        let scratch = bert.forward(Kernel::Simd, &ids, &mask);
+        let reused = bert.forward_from(Kernel::Simd, &ids, &mask, Some(&full));
+        assert_eq!(reused.first_computed, first, "{mask:?}");
+        // The same operations in the same order: bit-identical, not merely close.
+        assert_eq!(reused.embedding, scratch.embedding, "first layer {first}");
+        assert_eq!(reused.attention, scratch.attention, "first layer {first}");
+        assert_eq!(reused.layer_inputs, scratch.layer_inputs, "first layer {first}");
+    }
+    // Another sentence cannot reuse the trace: everything is computed.
+    let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();
+    let (mask, _) = staged_masks()[2];
+    assert_eq!(bert.forward_from(Kernel::Simd, &other, &mask, Some(&full)).first_computed, 0);
+}
+
+#[test]
+fn the_gpu_reuses_layers_the_same_way() {
+    let ctx = std::rc::Rc::new(
+        pollster::block_on(headlab::gpu::GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"),
+    );
+    let bert = checkpoint();
+    let gpu = pollster::block_on(headlab::gpu::GpuBert::new(ctx, &bert)).unwrap();
+    let tok =
+        Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
+    let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
+    let full = pollster::block_on(gpu.forward(&bert, &ids, &[false; LAYERS * HEADS])).unwrap();
+    assert_eq!(full.layer_inputs.len(), LAYERS);
+    let cpu_full = bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]);
+    for (l, (g, c)) in full.layer_inputs.iter().zip(&cpu_full.layer_inputs).enumerate() {
+        assert!(rel_error(g, &c.iter().map(|&v| v as f64).collect::<Vec<_>>()) < 1e-4, "layer {l} input");
+    }
+    for (mask, first) in staged_masks() {
+        let scratch = pollster::block_on(gpu.forward(&bert, &ids, &mask)).unwrap();
+        let reused = pollster::block_on(gpu.forward_from(&bert, &ids, &mask, Some(&full))).unwrap();
+        assert_eq!(reused.first_computed, first);
+        let e =
+            rel_error(&reused.embedding, &scratch.embedding.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        assert!(e < 1e-6, "first layer {first}: embedding differs by {e:e}");
+        assert_eq!(reused.attention.len(), LAYERS);
+    }
+}

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::forward::{AttentionParams, MatmulParams};
 use super::{shaders, GpuContext, GpuError};
-use crate::model::bert::{Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS};
+use crate::model::bert::{first_changed_layer, Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS};
 
 /// Uniforms of `bert.wgsl`.
 #[repr(C)]
@@ -107,12 +107,29 @@ impl GpuBert {
         ids: &[u32],
         pruned: &[bool; LAYERS * HEADS],
     ) -> Result<BertOutput, GpuError> {
+        self.forward_from(bert, ids, pruned, None).await
+    }
+
+    /// [`GpuBert::forward`], reusing from `base` every layer before the first one whose pruned
+    /// heads differ (as [`Bert::forward_from`] does).
+    pub async fn forward_from(
+        &self,
+        bert: &Bert,
+        ids: &[u32],
+        pruned: &[bool; LAYERS * HEADS],
+        base: Option<&BertOutput>,
+    ) -> Result<BertOutput, GpuError> {
         let ctx = &self.ctx;
         ctx.check()?;
         let dev = &ctx.device;
         let n = ids.len();
         let d = D_MODEL;
-        let x0 = bert.embed(ids);
+        let start = first_changed_layer(base, n, pruned);
+        let x0 = match base {
+            Some(b) if start == LAYERS => return Ok(BertOutput { first_computed: LAYERS, ..b.clone() }),
+            Some(b) if start > 0 => b.layer_inputs[start].clone(),
+            _ => bert.embed(ids),
+        };
 
         let storage = |label: &str, floats: usize, extra: wgpu::BufferUsages| {
             dev.create_buffer(&wgpu::BufferDescriptor {
@@ -142,7 +159,9 @@ impl GpuBert {
                 b
             })
             .collect();
-        let readback_floats = n * d + LAYERS * HEADS * n * n;
+        // Final hidden states, then each computed layer's attention, then each one's input.
+        let computed = LAYERS - start;
+        let readback_floats = n * d + computed * (HEADS * n * n + n * d);
         let readback = dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: (readback_floats * 4) as u64,
@@ -206,13 +225,18 @@ impl GpuBert {
         let elems = |count: usize| count.div_ceil(256) as u32;
 
         let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bert") });
-        {
+        let attn_bytes = (HEADS * n * n * 4) as u64;
+        let x_bytes = (n * d * 4) as u64;
+        let inputs_at = x_bytes + computed as u64 * attn_bytes;
+        let (h32, mm) = (HEADS as u32, &ctx.matmul);
+        for (l, w) in self.layers.iter().enumerate().skip(start) {
+            // Each layer's input is kept, so that a later pass can start there.
+            enc.copy_buffer_to_buffer(&x, 0, &readback, inputs_at + (l - start) as u64 * x_bytes, x_bytes);
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("bert"),
+                label: Some("bert layer"),
                 timestamp_writes: None,
             });
-            let (h32, mm) = (HEADS as u32, &ctx.matmul);
-            for (l, w) in self.layers.iter().enumerate() {
+            {
                 // Attention: QKV projection + bias, heads, pruned heads zeroed, output projection,
                 // then x = LayerNorm(x + attention + b).
                 dispatch(&mut pass, mm, &[&u_qkv, &x, &w.w_qkv, &qkv], (tiles(3 * d), tiles(n)));
@@ -229,10 +253,9 @@ impl GpuBert {
                 dispatch(&mut pass, &self.residual_norm, &norm2, (n32, 1));
             }
         }
-        enc.copy_buffer_to_buffer(&x, 0, &readback, 0, (n * d * 4) as u64);
-        for (l, a) in attn.iter().enumerate() {
-            let bytes = (HEADS * n * n * 4) as u64;
-            enc.copy_buffer_to_buffer(a, 0, &readback, (n * d * 4) as u64 + l as u64 * bytes, bytes);
+        enc.copy_buffer_to_buffer(&x, 0, &readback, 0, x_bytes);
+        for (i, a) in attn.iter().skip(start).enumerate() {
+            enc.copy_buffer_to_buffer(a, 0, &readback, x_bytes + i as u64 * attn_bytes, attn_bytes);
         }
         let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
         ctx.queue.submit([enc.finish()]);
@@ -241,8 +264,21 @@ impl GpuBert {
         }
         let data = ctx.read(&readback).await?;
         ctx.check()?;
-        let (hidden_states, attention) = data.split_at(n * d);
-        let attention = attention.chunks_exact(HEADS * n * n).map(<[f32]>::to_vec).collect();
-        Ok(BertOutput { embedding: crate::model::bert::pool(hidden_states), attention, seq_len: n })
+        let (hidden_states, rest) = data.split_at(n * d);
+        let (new_attention, new_inputs) = rest.split_at(computed * HEADS * n * n);
+        let reused =
+            |v: fn(&BertOutput) -> &Vec<Vec<f32>>| base.map_or(Vec::new(), |b| v(b)[..start].to_vec());
+        let mut attention = reused(|b| &b.attention);
+        attention.extend(new_attention.chunks_exact(HEADS * n * n).map(<[f32]>::to_vec));
+        let mut layer_inputs = reused(|b| &b.layer_inputs);
+        layer_inputs.extend(new_inputs.chunks_exact(n * d).map(<[f32]>::to_vec));
+        Ok(BertOutput {
+            embedding: crate::model::bert::pool(hidden_states),
+            attention,
+            seq_len: n,
+            layer_inputs,
+            pruned: *pruned,
+            first_computed: start,
+        })
     }
 }

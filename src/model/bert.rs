@@ -166,14 +166,38 @@ impl Bert {
     /// Runs the model on `ids` (at most 512, each below the vocabulary size) with the heads in
     /// `pruned` (`layer * 12 + head`) switched off.
     pub fn forward(&self, kernel: Kernel, ids: &[u32], pruned: &[bool; LAYERS * HEADS]) -> BertOutput {
+        self.forward_from(kernel, ids, pruned, None)
+    }
+
+    /// [`Bert::forward`], reusing from `base` (a pass on the same `ids`) every layer before the
+    /// first one whose pruned heads differ: the result is the same, bit for bit.
+    pub fn forward_from(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        pruned: &[bool; LAYERS * HEADS],
+        base: Option<&BertOutput>,
+    ) -> BertOutput {
         let n = ids.len();
         let d = D_MODEL;
-        let mut x = self.embed(ids);
-
-        let mut attention = Vec::with_capacity(LAYERS);
+        let start = first_changed_layer(base, n, pruned);
+        let (mut attention, mut layer_inputs, mut x) = match base {
+            Some(b) if start > 0 => {
+                if start == LAYERS {
+                    return BertOutput { first_computed: LAYERS, ..b.clone() };
+                }
+                (
+                    b.attention[..start].to_vec(),
+                    b.layer_inputs[..start].to_vec(),
+                    b.layer_inputs[start].clone(),
+                )
+            }
+            _ => (Vec::with_capacity(LAYERS), Vec::with_capacity(LAYERS), self.embed(ids)),
+        };
         let (mut qkv, mut heads) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
         let (mut tmp, mut hidden) = (vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
-        for (l, layer) in self.layers.iter().enumerate() {
+        for (l, layer) in self.layers.iter().enumerate().skip(start) {
+            layer_inputs.push(x.clone());
             for (i, lin) in layer.qkv.iter().enumerate() {
                 linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
             }
@@ -197,7 +221,14 @@ impl Bert {
             layer_norm(&mut x, &layer.ln2);
         }
 
-        BertOutput { embedding: pool(&x), attention, seq_len: n }
+        BertOutput {
+            embedding: pool(&x),
+            attention,
+            seq_len: n,
+            layer_inputs,
+            pruned: *pruned,
+            first_computed: start,
+        }
     }
 
     /// The input of the first layer: `LayerNorm(word[id] + position[t] + token_type[0])`.
@@ -237,6 +268,28 @@ pub struct BertOutput {
     pub attention: Vec<Vec<f32>>,
     /// Number of tokens.
     pub seq_len: usize,
+    /// Per layer, its input hidden states (`n x 384`): a later pass that prunes only heads of
+    /// layer `l` or later starts from `layer_inputs[l]`.
+    pub layer_inputs: Vec<Vec<f32>>,
+    /// The heads that were switched off.
+    pub pruned: [bool; LAYERS * HEADS],
+    /// The first layer this pass computed (0 for a full pass, `LAYERS` if nothing changed).
+    pub first_computed: usize,
+}
+
+/// The first layer whose computation changes when `base`'s pruned heads become `pruned`:
+/// layers before it can be reused. `0` if `base` cannot be reused (other tokens, no trace).
+pub fn first_changed_layer(
+    base: Option<&BertOutput>,
+    ids_len: usize,
+    pruned: &[bool; LAYERS * HEADS],
+) -> usize {
+    let Some(base) = base.filter(|b| b.seq_len == ids_len && b.layer_inputs.len() == LAYERS) else {
+        return 0;
+    };
+    (0..LAYERS)
+        .find(|&l| base.pruned[l * HEADS..(l + 1) * HEADS] != pruned[l * HEADS..(l + 1) * HEADS])
+        .unwrap_or(LAYERS)
 }
 
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.

@@ -56,17 +56,23 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// One forward pass on the GPU if the model is there, else on the CPU kernel.
-    async fn run(&self, ids: &[u32], mask: &[bool; LAYERS * HEADS]) -> Result<BertOutput, GpuError> {
+    /// One forward pass on the GPU if the model is there, else on the CPU kernel; layers before
+    /// the first one whose pruned heads differ from `base`'s are taken from `base`.
+    async fn run(
+        &self,
+        ids: &[u32],
+        mask: &[bool; LAYERS * HEADS],
+        base: Option<&BertOutput>,
+    ) -> Result<BertOutput, GpuError> {
         match &self.gpu {
-            Some(gpu) => gpu.forward(&self.bert, ids, mask).await,
-            None => Ok(self.bert.forward(Kernel::Simd, ids, mask)),
+            Some(gpu) => gpu.forward_from(&self.bert, ids, mask, base).await,
+            None => Ok(self.bert.forward_from(Kernel::Simd, ids, mask, base)),
         }
     }
 
     async fn embed(&self, text: &str, mask: &[bool; LAYERS * HEADS]) -> Result<Vec<f32>, GpuError> {
         let ids: Vec<u32> = self.tokenizer.encode(text).iter().map(|t| t.id).collect();
-        Ok(self.run(&ids, mask).await?.embedding)
+        Ok(self.run(&ids, mask, None).await?.embedding)
     }
 
     /// Where forward passes run, for the page.
@@ -237,10 +243,12 @@ pub fn TrainedModel(
     let full: ModelRun = LocalResource::new(move || {
         let (ids, m) = (ids(), model());
         async move {
-            let out = m?.run(&ids, &[false; LAYERS * HEADS]).await.map_err(fall_back).ok()?;
+            let out = m?.run(&ids, &[false; LAYERS * HEADS], None).await.map_err(fall_back).ok()?;
             Some(Shared(Arc::new(out)))
         }
     });
+    // The layer the last pruned pass started from, and its time in milliseconds.
+    let last_pass = RwSignal::new(None::<(usize, f64)>);
     let current: ModelRun = LocalResource::new(move || {
         let (full, mask, ids, m) = (full.get().flatten(), mask_of(&pruned.read()), ids(), model());
         async move {
@@ -248,7 +256,10 @@ pub fn TrainedModel(
             if !mask.iter().any(|&m| m) {
                 return Some(full);
             }
-            let out = m?.run(&ids, &mask).await.map_err(fall_back).ok()?;
+            // Only the layers from the first pruned one on are computed again.
+            let t0 = super::now_ms();
+            let out = m?.run(&ids, &mask, Some(&full.0)).await.map_err(fall_back).ok()?;
+            last_pass.set(Some((out.first_computed, super::now_ms() - t0)));
             Some(Shared(Arc::new(out)))
         }
     });
@@ -282,7 +293,7 @@ pub fn TrainedModel(
                 }
                 let mut mask = [false; LAYERS * HEADS];
                 mask[i] = true;
-                match model.run(&ids, &mask).await {
+                match model.run(&ids, &mask, Some(&full.0)).await {
                     Ok(out) => values.push(1.0 - cosine(&full.0.embedding, &out.embedding)),
                     Err(e) => return fall_back(e),
                 }
@@ -314,7 +325,7 @@ pub fn TrainedModel(
             let (values, full) = (values?, full?);
             let mut mask = [false; LAYERS * HEADS];
             least_first(&values).iter().take(36).for_each(|&i| mask[i] = true);
-            let half = m?.run(&ids, &mask).await.map_err(fall_back).ok()?;
+            let half = m?.run(&ids, &mask, Some(&full.0)).await.map_err(fall_back).ok()?;
             let mut sorted = values;
             sorted.sort_by(f64::total_cmp);
             Some((
@@ -432,6 +443,19 @@ pub fn TrainedModel(
                     <strong data-testid="trained-cosine">{move || drift().map(|c| format!("{c:.6}")).unwrap_or_else(|| "computing…".into())}</strong>
                     <span>{move || format!(" ({} of 72 heads pruned)", pruned.read().len())}</span>
                 </div>
+                <p class="muted" data-testid="trained-pass">
+                    {move || {
+                        last_pass
+                            .get()
+                            .filter(|_| !pruned.read().is_empty())
+                            .map(|(first, ms)| {
+                                format!(
+                                    "Last change recomputed layers {}-{LAYERS} only (those after the first pruned head), in {ms:.1} ms.",
+                                    first + 1,
+                                )
+                            })
+                    }}
+                </p>
                 <p data-testid="trained-check">
                     {move || {
                         let (Some(f), Some(n)) = (check_full.get().flatten(), check_now.get().flatten()) else {

@@ -1,0 +1,66 @@
+// First paint: a cold load of the built page (fresh browser context, so nothing cached) to the
+// first heatmap drawn, and the size of what the page downloads before it. Prints the numbers;
+// the targets are 1.5 s and 1.5 MB of gzip-compressed wasm (the trained model's asset, loaded
+// only when chosen, excluded).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
+import { join } from 'node:path';
+import { launch, openPage, root, serveDist } from './harness.mjs';
+
+let app, withGpu, withoutGpu;
+
+before(async () => {
+  app = await serveDist();
+  withGpu = await launch({ webgpu: true });
+  withoutGpu = await launch({ webgpu: false });
+});
+
+after(async () => {
+  await withGpu?.close();
+  await withoutGpu?.close();
+  app?.server.close();
+});
+
+test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', async () => {
+  const dist = join(root, 'dist');
+  const files = await readdir(dist);
+  const sizes = {};
+  for (const f of files.filter((f) => /\.(wasm|js|css|html)$/.test(f) && !f.startsWith('handbook') && f !== 'embed.js')) {
+    const bytes = await readFile(join(dist, f));
+    sizes[f] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+  }
+  const wasm = Object.entries(sizes).find(([f]) => f.endsWith('.wasm'))[1];
+  const total = Object.values(sizes).reduce((s, v) => s + v.gzip, 0);
+  console.log(`wasm: ${(wasm.raw / 1e6).toFixed(2)} MB raw, ${(wasm.gzip / 1e6).toFixed(2)} MB gzip; `
+    + `everything the page loads at start: ${(total / 1e6).toFixed(2)} MB gzip`);
+  assert.ok(wasm.gzip <= 1.5e6, `wasm is ${wasm.gzip} bytes gzipped`);
+});
+
+test('a cold load draws the first heatmap within 1.5 s', async () => {
+  const results = [];
+  for (const [what, browser] of [['WebGPU browser', withGpu], ['browser without WebGPU', withoutGpu]]) {
+    const times = [];
+    for (let i = 0; i < 3; i++) {
+      // A new page in a new context: no HTTP cache, no compiled-wasm cache.
+      const { page, problems } = await openPage(browser, `${app.base}/`);
+      const drawn = await page.waitForFunction(() => {
+        const c = document.querySelector('canvas.heatmap');
+        if (!c || c.width === 0) return false;
+        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0]) return performance.now();
+        return false;
+      }, null, { polling: 'raf', timeout: 30000 });
+      const ms = await drawn.jsonValue();
+      const badge = await page.getByTestId('backend-badge').textContent();
+      times.push(ms);
+      assert.deepEqual(problems, []);
+      await page.close();
+      if (i === 2) results.push(`${what} (${badge}): ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
+    }
+    const best = Math.min(...times);
+    assert.ok(best <= 1500, `${what}: first heatmap after ${best.toFixed(0)} ms`);
+  }
+  console.log(`navigation start to first heatmap drawn, three cold loads each:\n  ${results.join('\n  ')}`);
+});
