@@ -79,3 +79,9 @@ for (const [name, d, h, lengths] of shapes) {
     c.free();
   }
 }
+
+// Where the time goes at the shape the target is set for.
+const c = new MhaCase(768, 12, 128);
+console.log();
+console.log(c.profile(rounds));
+c.free();

@@ -215,8 +215,77 @@ impl MhaCase {
         normwise_error(y, reference)
     }
 
+    /// [`profile`] of this shape over `rounds`, as a Markdown table.
+    pub fn profile(&self, rounds: usize) -> String {
+        #[wasm_bindgen::prelude::wasm_bindgen]
+        extern "C" {
+            #[wasm_bindgen(js_namespace = performance)]
+            fn now() -> f64;
+        }
+        profile(&now, self.config, rounds)
+    }
+
     /// Floating-point operations of one forward pass.
     pub fn flops(&self) -> f64 {
         self.config.forward_flops() as f64
     }
+}
+
+/// Where one forward pass spends its time: each stage of [`cpu::forward_into`] timed alone on
+/// the simd128 kernel (median of `rounds`), with its share of the FLOPs.
+pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> String {
+    use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+    let (n, d, h_count, d_k) = (config.seq_len, config.d_model, config.num_heads, config.d_k());
+    let weights = Weights::generate(d, 42);
+    let inputs = Inputs::generate(&config, 42);
+    let mut out = Forward::filled(&config, 0.0);
+    let mut qkv = vec![0.0f32; n * 3 * d];
+    let kernel = Kernel::Simd;
+    let mut stages: Vec<(&str, f64, Vec<f64>)> = vec![
+        ("QKV projection (one GEMM n x d x 3d)", (6 * n * d * d) as f64, vec![]),
+        ("attention (QK^T, softmax, PV per head)", (4 * n * n * d) as f64, vec![]),
+        ("output projection (H GEMMs n x d_k x d)", (2 * n * d * d) as f64, vec![]),
+        ("sum of per-head contributions", (h_count * n * d) as f64, vec![]),
+    ];
+    for _ in 0..rounds.max(1) {
+        let mut time = |stage: usize, f: &mut dyn FnMut()| {
+            let t0 = now();
+            f();
+            stages[stage].2.push(now() - t0);
+        };
+        time(0, &mut || {
+            sgemm(
+                kernel,
+                1.0,
+                MatRef::row_major(&inputs.x, n, d),
+                MatRef::row_major(&weights.w_qkv, d, 3 * d),
+                0.0,
+                MatMut::row_major(&mut qkv, n, 3 * d),
+            )
+        });
+        time(1, &mut || cpu::attend(kernel, &qkv, n, h_count, d_k, &mut out.attention, &mut out.heads));
+        time(2, &mut || {
+            for h in 0..h_count {
+                sgemm(
+                    kernel,
+                    1.0,
+                    MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
+                    MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
+                    0.0,
+                    MatMut::row_major(&mut out.contributions.data[h * n * d..(h + 1) * n * d], n, d),
+                );
+            }
+        });
+        time(3, &mut || out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output));
+    }
+    let total: f64 = stages.iter().map(|s| median(s.2.clone())).sum();
+    let mut text = format!(
+        "Profile of one forward pass, d_model {d} / {h_count} heads / n = {n}, {} kernel:\n| stage | median ms | share | GFLOP/s |\n|---|---:|---:|---:|\n",
+        kernel.describe()
+    );
+    for (name, flops, times) in stages {
+        let ms = median(times);
+        text += &format!("| {name} | {ms:.3} | {:.0} % | {:.1} |\n", 100.0 * ms / total, flops / 1e6 / ms);
+    }
+    text + &format!("| total | {total:.3} | 100 % | {:.1} |", config.forward_flops() as f64 / 1e6 / total)
 }

@@ -165,6 +165,10 @@ fn measure_drift(run: &Run, pruned: &BTreeSet<usize>) -> DriftView {
     DriftView { drift, active: mask.active_count(), total: mask.len(), elapsed_ms: now_ms() - t0 }
 }
 
+/// Largest forward pass (FLOPs) drawn on the CPU kernel while the GPU is still starting: about
+/// 10 ms in wasm, so the first heatmaps do not wait for the GPU.
+const QUICK_CPU_FLOPS: u64 = 300_000_000;
+
 /// The whole page below its static header.
 #[component]
 pub fn App() -> impl IntoView {
@@ -211,7 +215,14 @@ pub fn App() -> impl IntoView {
     let computing = RwSignal::new(false);
     let run: RunResource = LocalResource::new(move || {
         let work = work.get();
-        let active = backend.with(|b| b.as_ref().map(|b| b.backend.clone()));
+        // While the GPU starts (adapter, device, pipelines: about a second on a software
+        // adapter), a configuration the CPU kernel finishes in milliseconds is drawn from it at
+        // once; the GPU's pass replaces it when the GPU is ready.
+        let quick =
+            |(c, _): &(ModelConfig, u32)| c.validate().is_ok() && c.forward_flops() <= QUICK_CPU_FLOPS;
+        let active = backend
+            .with(|b| b.as_ref().map(|b| b.backend.clone()))
+            .or_else(|| work.as_ref().filter(|w| quick(w)).map(|_| Backend::Cpu(Kernel::Simd)));
         let starts = active.is_some() && work.is_some();
         computing.set(starts);
         async move {
@@ -299,8 +310,9 @@ pub fn App() -> impl IntoView {
             Some(Some(Err(_))) => String::new(),
             Some(Some(Ok(r))) => {
                 let gflops = r.config.forward_flops() as f64 / 1e6 / r.forward_ms.max(1e-3);
+                let interim = if backend.with(Option::is_none) { " (while the GPU starts)" } else { "" };
                 format!(
-                    "Forward pass on {}: {:.1} ms ({:.1} GFLOP/s) for d_model {}, {} heads of d_k = {}, {} tokens.",
+                    "Forward pass on {}{interim}: {:.1} ms ({:.1} GFLOP/s) for d_model {}, {} heads of d_k = {}, {} tokens.",
                     r.backend,
                     r.forward_ms,
                     gflops,

@@ -59,8 +59,8 @@ test('a cold load draws the first heatmap within 1.5 s', async () => {
       await page.close();
       if (i === 2) results.push(`${what} (${badge}): ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
     }
-    const best = Math.min(...times);
-    assert.ok(best <= 1500, `${what}: first heatmap after ${best.toFixed(0)} ms`);
+    const median = [...times].sort((a, b) => a - b)[1];
+    assert.ok(median <= 1500, `${what}: first heatmap after ${median.toFixed(0)} ms (median of three)`);
   }
   console.log(`navigation start to first heatmap drawn, three cold loads each:\n  ${results.join('\n  ')}`);
 });
