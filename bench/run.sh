@@ -17,7 +17,7 @@ echo "## wasm32 + simd128 in Node $(node --version)"
 # The library as a cdylib for wasm-bindgen's Node target; the app's bin is built by trunk.
 cargo rustc --quiet --locked --release --target wasm32-unknown-unknown --lib --crate-type cdylib
 wasm-bindgen --target nodejs --out-dir target/bench-node target/wasm32-unknown-unknown/release/headlab.wasm
-node bench/node.mjs "$rounds"
+node bench/node.mjs "$rounds" "$shapes"
 
 echo
 echo "## wasm32 + simd128 against onnxruntime-web (wasm backend), same process"

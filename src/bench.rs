@@ -289,3 +289,39 @@ pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Str
     }
     text + &format!("| total | {total:.3} | 100 % | {:.1} |", config.forward_flops() as f64 / 1e6 / total)
 }
+
+/// GPT-3's layer (12288 wide, 96 heads) at `seq_len` with its weights generated inside the
+/// packed GEMM instead of stored: median time of `rounds` passes, as a table row.
+pub fn generated_report(now: &dyn Fn() -> f64, seq_len: usize, rounds: usize) -> String {
+    let config = ModelConfig { d_model: 12288, num_heads: 96, seq_len };
+    config.validate().expect("GPT-3 at this length fits the budget");
+    let inputs = Inputs::generate(&config, 42);
+    let weights = crate::attention::GeneratedWeights { d_model: 12288, seed: 42 };
+    let times: Vec<f64> = (0..rounds.max(1))
+        .map(|_| {
+            let t0 = now();
+            std::hint::black_box(crate::cpu::generated::GeneratedPass::new(&config, &inputs.x, weights).finish());
+            now() - t0
+        })
+        .collect();
+    let ms = median(times);
+    let weights_made = 4.0 * 12288.0 * 12288.0;
+    format!(
+        "| GPT-3 12288/96, weights generated | {seq_len} | {ms:.0} | {:.1} | {:.0} M weights/s | {} |",
+        config.forward_flops() as f64 / 1e6 / ms,
+        weights_made / 1e3 / ms,
+        rounds.max(1)
+    )
+}
+
+/// [`generated_report`] from JavaScript, with `performance.now()` as the clock.
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn bench_generated(seq_len: usize, rounds: usize) -> String {
+    #[wasm_bindgen::prelude::wasm_bindgen]
+    extern "C" {
+        #[wasm_bindgen(js_namespace = performance)]
+        fn now() -> f64;
+    }
+    generated_report(&now, seq_len, rounds)
+}

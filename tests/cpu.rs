@@ -188,3 +188,27 @@ fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zero
         }
     }
 }
+
+#[test]
+fn generated_weights_give_the_stored_weights_forward_on_the_shape_table() {
+    use common::check_forward;
+    use headlab::attention::GeneratedWeights;
+    use headlab::cpu::generated::GeneratedPass;
+    let mut worst = 0.0f64;
+    for config in shape_table() {
+        let (weights, inputs) = common::case(&config, 11);
+        let generated = GeneratedWeights { d_model: config.d_model, seed: 11 };
+        let mut pass = GeneratedPass::new(&config, &inputs.x, generated);
+        let steps = pass.steps();
+        let mut taken = 1;
+        while pass.step() {
+            taken += 1;
+            assert!(pass.progress() < 1.0);
+        }
+        assert_eq!((taken, pass.progress()), (steps, 1.0), "{config:?}");
+        let got = pass.finish();
+        // Weight for weight the same numbers as the stored matrices, so the same oracle holds.
+        worst = worst.max(check_forward("generated", &config, &inputs, &weights, &got, TOLERANCE));
+    }
+    say!("generated weights: worst relative error vs f64 oracle {worst:.2e}");
+}

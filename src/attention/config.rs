@@ -66,6 +66,10 @@ pub const MAX_HEADS: usize = 256;
 /// before anything is allocated.
 pub const MEMORY_BUDGET_BYTES: u64 = 1 << 30;
 
+/// Largest `W_qkv` + `W_o` stored in memory (GPT-2 Large's are 25 MiB); above it the weights
+/// are generated from the seed where the kernels use them.
+pub const STORED_WEIGHTS_MAX_BYTES: u64 = 256 << 20;
+
 /// Why a configuration cannot run. Every variant's `Display` is a sentence for the page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigError {
@@ -146,6 +150,14 @@ impl fmt::Display for ConfigError {
                 "A sequence of {seq_len} tokens is over this page's limit of {MAX_SEQ_LEN} \
                  (each head's attention matrix grows with its square)."
             ),
+            ConfigError::OverMemoryBudget { needed, weights: 0 } => write!(
+                f,
+                "This configuration needs {} (its weights are generated, not stored: this is \
+                 activations, mostly each head's contribution to the output), over the {} this \
+                 page allows itself in the browser; use fewer tokens.",
+                mib(needed),
+                mib(MEMORY_BUDGET_BYTES)
+            ),
             ConfigError::OverMemoryBudget { needed, weights } => write!(
                 f,
                 "This configuration needs {} ({} of it weights), over the {} this page allows \
@@ -215,12 +227,25 @@ impl ModelConfig {
         2 * n * d * 3 * d + 2 * (2 * n * n * d) + 2 * n * d * d
     }
 
-    /// Bytes the CPU path holds for this configuration, computed without allocating.
+    /// Bytes of `W_qkv` and `W_o` if they were stored.
+    pub fn weight_bytes(&self) -> u64 {
+        let d = self.d_model as u64;
+        4u64.saturating_mul(4).saturating_mul(d).saturating_mul(d)
+    }
+
+    /// Whether this configuration's weights are too large to store ([`STORED_WEIGHTS_MAX_BYTES`])
+    /// and are generated from the seed inside the kernels instead (GPT-3's 2.25 GiB).
+    pub fn generates_weights(&self) -> bool {
+        self.weight_bytes() > STORED_WEIGHTS_MAX_BYTES
+    }
+
+    /// Bytes the CPU path holds for this configuration, computed without allocating. Generated
+    /// weights hold nothing.
     pub fn footprint(&self) -> Footprint {
         let (n, d, h) = (self.seq_len as u64, self.d_model as u64, self.num_heads as u64);
         let f32s = 4;
         Footprint {
-            weights: f32s * (3 * d * d + d * d),
+            weights: if self.generates_weights() { 0 } else { self.weight_bytes() },
             activations: f32s
                 * (n * d // input
                     + 3 * n * d // qkv

@@ -10,4 +10,4 @@ pub mod synthetic;
 
 pub use config::{ConfigError, ModelConfig, Preset, PRESETS};
 pub use prune::{drift, Contributions, Drift, HeadMask, TokenDrift};
-pub use synthetic::{Inputs, Weights};
+pub use synthetic::{GeneratedWeights, Inputs, LayerWeights, Weights};

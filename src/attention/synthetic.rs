@@ -111,6 +111,80 @@ impl Weights {
     }
 }
 
+/// One of the layer's weight matrices as a pure function of its flat index: what a kernel
+/// computes in place of reading a stored matrix. Element `(i, j)` of a view with flat `offset`
+/// and row stride `rs` is `bound * stream.symmetric(offset + i * rs + j)`, which is exactly the
+/// stored matrix's element at that flat index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GeneratedMatrix {
+    /// The generator stream of the whole matrix.
+    pub stream: Stream,
+    /// Half-width of the uniform distribution.
+    pub bound: f32,
+    /// Flat index of the view's element `(0, 0)`.
+    pub offset: usize,
+    /// Flat distance between rows.
+    pub rs: usize,
+}
+
+impl GeneratedMatrix {
+    /// Element `(i, j)` of the view.
+    #[inline]
+    pub fn at(&self, i: usize, j: usize) -> f32 {
+        self.bound * self.stream.symmetric((self.offset + i * self.rs + j) as u32)
+    }
+
+    /// The view starting at element `(i, j)`.
+    pub fn shifted(self, i: usize, j: usize) -> Self {
+        GeneratedMatrix { offset: self.offset + i * self.rs + j, ..self }
+    }
+}
+
+/// The weights of a layer too large to store (GPT-3's 2.25 GiB): the seed, from which kernels
+/// generate each weight where they use it. Equal, weight for weight, to [`Weights::generate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GeneratedWeights {
+    /// Width of the residual stream.
+    pub d_model: usize,
+    /// The generator seed.
+    pub seed: u32,
+}
+
+impl GeneratedWeights {
+    /// `W_qkv` (`d_model x 3 d_model`).
+    pub fn w_qkv(&self) -> GeneratedMatrix {
+        let stream = Stream::new(self.seed, StreamId::Wqkv);
+        GeneratedMatrix { stream, bound: w_qkv_bound(self.d_model), offset: 0, rs: 3 * self.d_model }
+    }
+
+    /// `W_o` (`d_model x d_model`).
+    pub fn w_o(&self) -> GeneratedMatrix {
+        let stream = Stream::new(self.seed, StreamId::Wo);
+        GeneratedMatrix { stream, bound: w_o_bound(self.d_model), offset: 0, rs: self.d_model }
+    }
+}
+
+/// A layer's weights: stored, or generated where used when storing them would not fit
+/// ([`ModelConfig::generates_weights`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum LayerWeights {
+    /// Materialised matrices.
+    Stored(Weights),
+    /// Only the seed.
+    Generated(GeneratedWeights),
+}
+
+impl LayerWeights {
+    /// The weights `config` runs with, from `seed`: stored unless they are too large.
+    pub fn for_config(config: &ModelConfig, seed: u32) -> Self {
+        if config.generates_weights() {
+            LayerWeights::Generated(GeneratedWeights { d_model: config.d_model, seed })
+        } else {
+            LayerWeights::Stored(Weights::generate(config.d_model, seed))
+        }
+    }
+}
+
 /// The words synthetic sentences are made of. Few enough that words repeat in a sequence of
 /// modest length, which gives the heatmaps visible structure (equal tokens attend alike).
 pub const VOCAB: [&str; 32] = [

@@ -110,6 +110,16 @@ impl<'a> MatMut<'a> {
         self.data[i * self.rs + j * self.cs] = v;
     }
 
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
     /// Elements `(i, j..j + len)` as a mutable slice, when the row is contiguous (`cs == 1`).
     #[inline]
     pub fn row_run_mut(&mut self, i: usize, j: usize, len: usize) -> Option<&mut [f32]> {

@@ -15,6 +15,7 @@
 //! every `C_h` is what makes pruning cheap (see [`crate::attention::prune`]).
 
 pub mod gemm;
+pub mod generated;
 pub mod packed;
 pub mod softmax;
 

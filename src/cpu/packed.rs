@@ -12,6 +12,30 @@
 use std::cell::RefCell;
 
 use super::gemm::{MatMut, MatRef};
+use crate::attention::synthetic::GeneratedMatrix;
+
+/// Where `B`'s elements come from: a stored matrix, or one generated from its seed as it is
+/// packed (so GPT-3's weights never exist in memory, and each is generated once per product).
+pub trait PanelSource {
+    /// Writes `B[p, j0..j0 + out.len()]` into `out`.
+    fn fill_row(&self, p: usize, j0: usize, out: &mut [f32]);
+}
+
+impl PanelSource for MatRef<'_> {
+    fn fill_row(&self, p: usize, j0: usize, out: &mut [f32]) {
+        match self.row_run(p, j0, out.len()) {
+            // Row-major B (the projections): one contiguous copy.
+            Some(run) => out.copy_from_slice(run),
+            None => out.iter_mut().enumerate().for_each(|(j, o)| *o = self.at(p, j0 + j)),
+        }
+    }
+}
+
+impl PanelSource for GeneratedMatrix {
+    fn fill_row(&self, p: usize, j0: usize, out: &mut [f32]) {
+        out.iter_mut().enumerate().for_each(|(j, o)| *o = self.at(p, j0 + j));
+    }
+}
 
 /// Rows of `C` a micro-kernel call produces.
 pub const MR: usize = 4;
@@ -30,8 +54,15 @@ thread_local! {
 }
 
 /// `C <- alpha * A @ B + beta * C` for views whose shapes agree (checked by the caller).
-pub fn sgemm(alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32, mut c: MatMut<'_>) {
-    let (m, k, n) = (a.rows(), a.cols(), b.cols());
+pub fn sgemm(alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32, c: MatMut<'_>) {
+    let n = b.cols();
+    sgemm_from(alpha, a, &b, n, beta, c)
+}
+
+/// [`sgemm`] with `B` (`A.cols() x n`) read from any [`PanelSource`].
+pub fn sgemm_from(alpha: f32, a: MatRef<'_>, b: &impl PanelSource, n: usize, beta: f32, mut c: MatMut<'_>) {
+    let (m, k) = (a.rows(), a.cols());
+    assert_eq!((c.rows(), c.cols()), (m, n), "C must be {m}x{n}");
     if m == 0 || n == 0 {
         return;
     }
@@ -53,7 +84,7 @@ pub fn sgemm(alpha: f32, a: MatRef<'_>, b: MatRef<'_>, beta: f32, mut c: MatMut<
             for pc in (0..k).step_by(KC) {
                 let kc = KC.min(k - pc);
                 grow(pb, strips_b * kc * NR);
-                pack_b(&b, pc, kc, jc, nc, pb);
+                pack_b(b, pc, kc, jc, nc, pb);
                 // The first slab applies beta; later ones accumulate onto it.
                 let beta = if pc == 0 { beta } else { 1.0 };
                 for ic in (0..m).step_by(MC) {
@@ -83,20 +114,13 @@ fn grow(buf: &mut Vec<f32>, len: usize) {
 }
 
 /// `B[pc..pc+kc, jc..jc+nc]` as `NR`-wide strips, each `kc` rows of `NR` (zero past `nc`).
-fn pack_b(b: &MatRef<'_>, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
+fn pack_b(b: &impl PanelSource, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
     for (s, strip) in out.chunks_exact_mut(kc * NR).take(nc.div_ceil(NR)).enumerate() {
         let j0 = jc + s * NR;
         let width = NR.min(jc + nc - j0);
         for (p, row) in strip.chunks_exact_mut(NR).enumerate() {
-            match b.row_run(pc + p, j0, width) {
-                // Row-major B (the projections): one contiguous copy per panel row.
-                Some(run) if width == NR => row.copy_from_slice(run),
-                _ => {
-                    for (j, slot) in row.iter_mut().enumerate() {
-                        *slot = if j < width { b.at(pc + p, j0 + j) } else { 0.0 };
-                    }
-                }
-            }
+            b.fill_row(pc + p, j0, &mut row[..width]);
+            row[width..].fill(0.0);
         }
     }
 }

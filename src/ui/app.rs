@@ -13,8 +13,9 @@ use super::claims::Claims;
 use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
-use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, ModelConfig, Weights};
+use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, LayerWeights, ModelConfig};
 use crate::backend::Backend;
+use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{Forward, Kernel};
 use crate::embed::View;
 use crate::gpu::GpuError;
@@ -97,29 +98,45 @@ pub fn cpu_core_drift(query: &str, pruned: Vec<u32>) -> String {
     if let Err(e) = config.validate() {
         return e.to_string();
     }
-    let weights = Weights::generate(config.d_model, settings.seed);
     let inputs = Inputs::generate(&config, settings.seed);
-    let fwd = crate::cpu::forward(Kernel::Simd, &config, &inputs.x, &weights);
+    let fwd = match LayerWeights::for_config(&config, settings.seed) {
+        LayerWeights::Stored(weights) => crate::cpu::forward(Kernel::Simd, &config, &inputs.x, &weights),
+        LayerWeights::Generated(weights) => GeneratedPass::new(&config, &inputs.x, weights).finish(),
+    };
     let mask = HeadMask::with_pruned(config.num_heads, pruned.into_iter().map(|h| h as usize));
     let d = drift(&fwd.output, &fwd.contributions.recompose(&mask), config.d_model).overall;
     format!("{:.6} {:.4}", d.cosine, d.rel_l2)
 }
 
-async fn compute(backend: Backend, config: ModelConfig, seed: u32) -> RunResult {
+async fn compute(
+    backend: Backend,
+    config: ModelConfig,
+    seed: u32,
+    progress: RwSignal<Option<f64>>,
+) -> RunResult {
     config.validate().map_err(RunError::Config)?;
-    let weights = Weights::generate(config.d_model, seed);
     let inputs = Inputs::generate(&config, seed);
     let t0 = now_ms();
-    let forward = backend.forward(&config, &inputs.x, &weights).await.map_err(RunError::Gpu)?;
+    let (forward, backend) = match LayerWeights::for_config(&config, seed) {
+        LayerWeights::Stored(weights) => {
+            let forward = backend.forward(&config, &inputs.x, &weights).await.map_err(RunError::Gpu)?;
+            (forward, backend.label())
+        }
+        // Weights too large to store are generated inside the CPU kernel's packing, in steps,
+        // with the browser's turn (and a progress bar) between them.
+        LayerWeights::Generated(weights) => {
+            let mut pass = GeneratedPass::new(&config, &inputs.x, weights);
+            while pass.step() {
+                progress.set(Some(pass.progress()));
+                super::after_next_paint().await;
+            }
+            progress.set(None);
+            let label = format!("{} (weights generated on the fly)", Backend::Cpu(Kernel::Simd).label());
+            (pass.finish(), label)
+        }
+    };
     let forward_ms = now_ms() - t0;
-    Ok(Arc::new(Run {
-        seed,
-        config,
-        forward,
-        words: inputs.words().collect(),
-        forward_ms,
-        backend: backend.label(),
-    }))
+    Ok(Arc::new(Run { seed, config, forward, words: inputs.words().collect(), forward_ms, backend }))
 }
 
 /// Drift of the pruned output, and what producing it cost.
@@ -213,6 +230,8 @@ pub fn App() -> impl IntoView {
     let work = Memo::new(move |_| settings.with(|s| (!trained.get()).then(|| (s.config(), s.seed))));
     // Whether a pass is under way: the resource keeps showing the previous run meanwhile.
     let computing = RwSignal::new(false);
+    // How far a long pass (generated weights) has got, 0 to 1.
+    let progress = RwSignal::new(None::<f64>);
     let run: RunResource = LocalResource::new(move || {
         let work = work.get();
         // While the GPU starts (adapter, device, pipelines: about a second on a software
@@ -229,7 +248,7 @@ pub fn App() -> impl IntoView {
             let (Some(backend), Some((config, seed))) = (active, work) else { return None };
             // The CPU kernel holds the main thread: let the "Computing" status paint first.
             super::after_next_paint().await;
-            let result = compute(backend, config, seed).await;
+            let result = compute(backend, config, seed, progress).await;
             computing.set(false);
             Some(result)
         }
@@ -298,8 +317,17 @@ pub fn App() -> impl IntoView {
             if c.validate().is_err() {
                 return "Checking the configuration…".to_string();
             }
+            let generating = if c.generates_weights() {
+                format!(
+                    ", generating its {:.2} GiB of weights on the fly",
+                    c.weight_bytes() as f64 / (1u64 << 30) as f64
+                )
+            } else {
+                String::new()
+            };
+            let done = progress.get().map(|p| format!(": {:.0} %", 100.0 * p)).unwrap_or_default();
             return format!(
-                "Computing d_model {}, {} heads, {} tokens ({:.2} GFLOP)…",
+                "Computing d_model {}, {} heads, {} tokens ({:.2} GFLOP{generating}){done}…",
                 c.d_model,
                 c.num_heads,
                 c.seq_len,
@@ -381,6 +409,15 @@ pub fn App() -> impl IntoView {
         <p class="timing" class:busy=busy data-testid="timing" role="status">
             {timing}
         </p>
+        {move || {
+            progress
+                .get()
+                .map(|p| {
+                    view! {
+                        <progress class="pass-progress" data-testid="pass-progress" max="1" value=p aria-label="Forward pass progress"></progress>
+                    }
+                })
+        }}
         <Show
             when=move || trained.get()
             fallback=move || {

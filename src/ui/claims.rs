@@ -34,6 +34,12 @@ pub fn Claims(
     let measure = move |_| {
         let Some(config) = run.with(|r| finished(r).map(|r| r.config)) else { return };
         let Some(active) = backend.with(|b| b.as_ref().map(|b| b.backend.clone())) else { return };
+        if config.generates_weights() {
+            batched.set(Some(Err("this model's weights are generated on the fly, so each pass takes \
+                seconds; compare batched and single-head passes on one of the other presets"
+                .to_string())));
+            return;
+        }
         measuring.set(true);
         spawn_local(async move {
             // Let the page show "measuring" before the first (possibly long) forward pass.

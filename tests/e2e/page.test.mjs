@@ -75,7 +75,7 @@ test('bad configurations explain themselves and the page keeps working', async (
     ['?preset=custom&d_model=768&heads=7', /768 is not divisible by 7 heads.*try 6 or 8 heads/],
     ['?seq=0', /at least one token/],
     ['?seq=100000', /100000 tokens is over this page's limit of 1024/],
-    ['?preset=gpt3', /needs 2.33 GiB \(2.25 GiB of it weights\), over the 1.00 GiB/],
+    ['?preset=gpt3&seq=512', /weights are generated, not stored.*over the 1.00 GiB.*use fewer tokens/],
   ];
   for (const [query, message] of cases) {
     const { page, problems } = await open(query);
@@ -99,6 +99,21 @@ test('bad configurations explain themselves and the page keeps working', async (
   await page.getByTestId('custom-heads').press('Enter');
   await page.getByTestId('heatmap-7').waitFor();
   assert.equal(await drawnHeatmaps(page, 16), 8);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('GPT-3 runs with its weights generated on the fly, with progress, and pruning works', async () => {
+  const { page, problems } = await open('?preset=gpt3&seq=16', { width: 1400, height: 1000 }, noGpuBrowser);
+  await page.getByTestId('pass-progress').waitFor();
+  assert.match(await text(page, 'timing'), /generating its 2.25 GiB of weights on the fly/);
+  await page.getByTestId('heatmap-95').waitFor({ timeout: 60000 });
+  assert.equal(await drawnHeatmaps(page, 16), 96);
+  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128 \(weights generated on the fly\): [\d.]+ ms .* d_model 12288, 96 heads of d_k = 128, 16 tokens/);
+  assert.equal(await page.getByTestId('pass-progress').count(), 0, 'the progress bar goes when the pass is done');
+  await page.getByTestId('head-toggle-7').click();
+  assert.equal(await text(page, 'drift-active'), '95 of 96');
+  await assertMatchesCpuCore(page, 'GPT-3, head 7 off');
   assert.deepEqual(problems, []);
   await page.close();
 });
