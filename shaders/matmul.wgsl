@@ -9,6 +9,9 @@
 // Tiling: a 16 x 16 workgroup computes a 64 x 64 block of C, each invocation a 4 x 4 sub-block
 // held in registers. A and B are staged through workgroup memory 16 columns of k at a time
 // (8 KiB); loads outside the matrices read 0 and stores outside are skipped, so any m, n, k work.
+//
+// `load_b` (and B's binding) come from one of two prefixes: matmul_stored_b.wgsl reads B from a
+// buffer; matmul_generated_b.wgsl computes each element from the weight generator's seed.
 
 struct Params {
     m: u32, n: u32, k: u32, batch: u32,
@@ -19,7 +22,6 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 const TM: u32 = 64u;
@@ -34,13 +36,6 @@ var<workgroup> b_tile: array<vec4<f32>, 256>; // TK x TN / 4
 fn load_a(base: u32, row: u32, col: u32) -> f32 {
     if (row < p.m && col < p.k) {
         return a[base + row * p.a_rs + col * p.a_cs];
-    }
-    return 0.0;
-}
-
-fn load_b(base: u32, row: u32, col: u32) -> f32 {
-    if (row < p.k && col < p.n) {
-        return b[base + row * p.b_rs + col * p.b_cs];
     }
     return 0.0;
 }

@@ -300,7 +300,9 @@ pub fn generated_report(now: &dyn Fn() -> f64, seq_len: usize, rounds: usize) ->
     let times: Vec<f64> = (0..rounds.max(1))
         .map(|_| {
             let t0 = now();
-            std::hint::black_box(crate::cpu::generated::GeneratedPass::new(&config, &inputs.x, weights).finish());
+            std::hint::black_box(
+                crate::cpu::generated::GeneratedPass::new(&config, &inputs.x, weights).finish(),
+            );
             now() - t0
         })
         .collect();

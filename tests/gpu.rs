@@ -50,11 +50,30 @@ fn forward_matches_oracle_on_the_shape_table() {
     for config in shape_table() {
         let (weights, inputs) = case(&config, 7);
         // Poison the output buffers so an element the kernels skip shows up as NaN.
-        pollster::block_on(ctx.fill_outputs(&config, f32::NAN)).unwrap();
+        pollster::block_on(ctx.fill_outputs(&config, None, f32::NAN)).unwrap();
         let got = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
         worst = worst.max(check_forward("gpu", &config, &inputs, &weights, &got, GPU_TOLERANCE));
     }
     println!("GPU ({}): worst relative error vs f64 oracle {worst:.2e}", ctx.adapter_label());
+}
+
+#[test]
+fn generated_weights_on_the_gpu_match_the_oracle_of_the_stored_ones() {
+    use headlab::attention::GeneratedWeights;
+    let ctx = context();
+    let mut worst = 0.0f64;
+    for config in shape_table() {
+        let (weights, inputs) = case(&config, 7);
+        let generated = GeneratedWeights { d_model: config.d_model, seed: 7 };
+        pollster::block_on(ctx.fill_outputs(&config, Some(generated), f32::NAN)).unwrap();
+        let got = pollster::block_on(ctx.forward_generated(&config, &inputs.x, generated)).unwrap();
+        worst = worst.max(check_forward("gpu, generated", &config, &inputs, &weights, &got, GPU_TOLERANCE));
+        // The kernel generates each weight bit for bit as the CPU does, so the stored path on
+        // the same device gives the same numbers.
+        let stored = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
+        assert_eq!(got.output, stored.output, "{config:?}");
+    }
+    println!("GPU, generated weights: worst relative error vs f64 oracle {worst:.2e}");
 }
 
 #[test]

@@ -25,7 +25,7 @@ async fn webgpu_forward_matches_the_oracle() {
     for (heads, d_k, seq_len) in shapes {
         let config = ModelConfig { d_model: heads * d_k, num_heads: heads, seq_len };
         let (weights, inputs) = case(&config, 5);
-        ctx.fill_outputs(&config, f32::NAN).await.unwrap();
+        ctx.fill_outputs(&config, None, f32::NAN).await.unwrap();
         let got = ctx.forward(&config, &inputs.x, &weights).await.unwrap();
         worst = worst.max(check_forward("webgpu", &config, &inputs, &weights, &got, 1e-4));
     }

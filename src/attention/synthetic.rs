@@ -47,6 +47,11 @@ impl Stream {
         Stream { k1, k2: hash32(k1 ^ 0x9e37_79b9) }
     }
 
+    /// The two round keys, for a kernel that computes [`Stream::bits`] itself.
+    pub const fn keys(&self) -> (u32, u32) {
+        (self.k1, self.k2)
+    }
+
     /// 32 random bits for counter `i`. Two keyed rounds, so that streams are not
     /// re-indexings of one another.
     #[inline]

@@ -14,6 +14,7 @@ pub struct GpuContext {
     pub(super) info: wgpu::AdapterInfo,
     pub(super) limits: wgpu::Limits,
     pub(super) matmul: wgpu::ComputePipeline,
+    pub(super) matmul_generated: wgpu::ComputePipeline,
     pub(super) attention: wgpu::ComputePipeline,
     /// Set by the device-lost callback or the uncaptured-error handler; checked by every call.
     pub(super) failure: Arc<Mutex<Option<GpuError>>>,
@@ -97,6 +98,7 @@ impl GpuContext {
             })
         };
         let matmul = pipeline("matmul", shaders::MATMUL);
+        let matmul_generated = pipeline("matmul (generated B)", shaders::MATMUL_GENERATED);
         let attention = pipeline("attention", shaders::ATTENTION);
         if let Some(e) = scope.pop().await {
             return Err(GpuError::Internal(format!("pipeline creation failed: {e}")));
@@ -108,6 +110,7 @@ impl GpuContext {
             info: adapter.get_info(),
             limits,
             matmul,
+            matmul_generated,
             attention,
             failure,
             plan: RefCell::new(None),
@@ -129,6 +132,11 @@ impl GpuContext {
             None if software => format!("software adapter ({backend})"),
             None => format!("unnamed adapter ({backend})"),
         }
+    }
+
+    /// Whether the adapter is a software rasteriser on the CPU (SwiftShader, lavapipe).
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
     }
 
     /// The device's limits as granted.

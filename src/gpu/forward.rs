@@ -5,7 +5,7 @@ use std::rc::Rc;
 use bytemuck::{Pod, Zeroable};
 
 use super::{GpuContext, GpuError};
-use crate::attention::{Contributions, HeadMask, ModelConfig, Weights};
+use crate::attention::{Contributions, GeneratedWeights, HeadMask, ModelConfig, Weights};
 use crate::cpu::Forward;
 
 const F32: u64 = 4;
@@ -45,6 +45,16 @@ impl AttentionParams {
     }
 }
 
+/// Uniforms of `matmul_generated_b.wgsl`: the generator stream's keys and the bound.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct GeneratorParams {
+    k1: u32,
+    k2: u32,
+    bound: f32,
+    _pad: u32,
+}
+
 /// Bytes of every storage buffer a configuration needs, named as in [`GpuError::TooLarge`].
 pub fn buffer_sizes(config: &ModelConfig) -> [(&'static str, u64); 7] {
     let (n, d, h) = (config.seq_len as u64, config.d_model as u64, config.num_heads as u64);
@@ -59,10 +69,12 @@ pub fn buffer_sizes(config: &ModelConfig) -> [(&'static str, u64); 7] {
     ]
 }
 
-/// Refuses configurations whose buffers the device cannot hold, before allocating any.
+/// Refuses configurations whose buffers the device cannot hold, before allocating any. Generated
+/// weights have no buffers.
 fn check_fits(config: &ModelConfig, limits: &wgpu::Limits) -> Result<(), GpuError> {
     let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-    for (what, bytes) in buffer_sizes(config) {
+    let stored = !config.generates_weights();
+    for (what, bytes) in buffer_sizes(config).into_iter().filter(|(w, _)| stored || !w.starts_with("W_")) {
         if bytes > binding {
             return Err(GpuError::TooLarge { what, bytes, limit: binding });
         }
@@ -85,12 +97,13 @@ fn readback_bytes(config: &ModelConfig) -> u64 {
     sizes[4].1 + sizes[5].1 + sizes[6].1
 }
 
-/// Buffers and bind groups for one configuration.
+/// Buffers and bind groups for one configuration (and, for generated weights, one seed).
 pub(super) struct Plan {
     config: ModelConfig,
+    generated: Option<GeneratedWeights>,
     x: wgpu::Buffer,
-    w_qkv: wgpu::Buffer,
-    w_o: wgpu::Buffer,
+    /// `W_qkv` and `W_o`, when they are stored.
+    weights: Option<(wgpu::Buffer, wgpu::Buffer)>,
     attn: wgpu::Buffer,
     heads: wgpu::Buffer,
     contrib: wgpu::Buffer,
@@ -98,7 +111,7 @@ pub(super) struct Plan {
 }
 
 impl GpuContext {
-    fn plan(&self, config: &ModelConfig) -> Result<Plan, GpuError> {
+    fn plan(&self, config: &ModelConfig, generated: Option<GeneratedWeights>) -> Result<Plan, GpuError> {
         check_fits(config, &self.limits)?;
         let dev = &self.device;
         let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
@@ -113,8 +126,8 @@ impl GpuContext {
         let upload = wgpu::BufferUsages::COPY_DST;
         let download = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let x = storage(x.0, x.1, upload);
-        let w_qkv = storage(w_qkv.0, w_qkv.1, upload);
-        let w_o = storage(w_o.0, w_o.1, upload);
+        let weights =
+            generated.is_none().then(|| (storage(w_qkv.0, w_qkv.1, upload), storage(w_o.0, w_o.1, upload)));
         let qkv = storage(qkv.0, qkv.1, wgpu::BufferUsages::empty());
         let attn = storage(attn.0, attn.1, download);
         let heads = storage(heads.0, heads.1, download);
@@ -163,11 +176,10 @@ impl GpuContext {
         let u_out = uniform("output params", bytemuck::bytes_of(&p_out));
         let u_att = uniform("attention params", bytemuck::bytes_of(&p_att));
 
-        let group = |pipeline: &wgpu::ComputePipeline, buffers: [&wgpu::Buffer; 4]| {
+        let group = |pipeline: &wgpu::ComputePipeline, buffers: &[(u32, &wgpu::Buffer)]| {
             let entries: Vec<wgpu::BindGroupEntry> = buffers
                 .iter()
-                .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                .map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() })
                 .collect();
             dev.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: None,
@@ -175,12 +187,31 @@ impl GpuContext {
                 entries: &entries,
             })
         };
-        let groups = [
-            group(&self.matmul, [&u_qkv, &x, &w_qkv, &qkv]),
-            group(&self.attention, [&u_att, &qkv, &attn, &heads]),
-            group(&self.matmul, [&u_out, &heads, &w_o, &contrib]),
-        ];
-        Ok(Plan { config: *config, x, w_qkv, w_o, attn, heads, contrib, groups })
+        let attention = group(&self.attention, &[(0, &u_att), (1, &qkv), (2, &attn), (3, &heads)]);
+        let groups = match (&weights, generated) {
+            (Some((w_qkv, w_o)), _) => [
+                group(&self.matmul, &[(0, &u_qkv), (1, &x), (2, w_qkv), (3, &qkv)]),
+                attention,
+                group(&self.matmul, &[(0, &u_out), (1, &heads), (2, w_o), (3, &contrib)]),
+            ],
+            // Generated weights: binding 4 holds the generator's keys instead of a B buffer.
+            (None, Some(g)) => {
+                let keys = |m: crate::attention::synthetic::GeneratedMatrix| {
+                    let (k1, k2) = m.stream.keys();
+                    GeneratorParams { k1, k2, bound: m.bound, _pad: 0 }
+                };
+                let g_qkv = uniform("W_qkv generator", bytemuck::bytes_of(&keys(g.w_qkv())));
+                let g_o = uniform("W_o generator", bytemuck::bytes_of(&keys(g.w_o())));
+                let mm = &self.matmul_generated;
+                [
+                    group(mm, &[(0, &u_qkv), (1, &x), (3, &qkv), (4, &g_qkv)]),
+                    attention,
+                    group(mm, &[(0, &u_out), (1, &heads), (3, &contrib), (4, &g_o)]),
+                ]
+            }
+            (None, None) => unreachable!("weights are stored unless generated"),
+        };
+        Ok(Plan { config: *config, generated, x, weights, attn, heads, contrib, groups })
     }
 
     /// One forward pass of `config` on `x` with `weights`, with the same contract and result
@@ -191,12 +222,34 @@ impl GpuContext {
         x: &[f32],
         weights: &Weights,
     ) -> Result<Forward, GpuError> {
+        assert_eq!(weights.d_model, config.d_model, "weights are for another d_model");
+        self.run(config, x, Some(weights), None).await
+    }
+
+    /// [`GpuContext::forward`] with every weight generated inside the matrix-product kernel
+    /// from the seed (`matmul_generated_b.wgsl`): no weight buffer exists.
+    pub async fn forward_generated(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: GeneratedWeights,
+    ) -> Result<Forward, GpuError> {
+        assert_eq!(weights.d_model, config.d_model, "weights are for another d_model");
+        self.run(config, x, None, Some(weights)).await
+    }
+
+    async fn run(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        stored: Option<&Weights>,
+        generated: Option<GeneratedWeights>,
+    ) -> Result<Forward, GpuError> {
         let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
         assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
-        assert_eq!(weights.d_model, d, "weights are for another d_model");
         self.check()?;
 
-        let plan = self.ensure_plan(config).await?;
+        let plan = self.ensure_plan(config, generated).await?;
         // A readback buffer per call: a second forward started while this one awaits its
         // readback (the reader moved a slider) must not find the buffer already mapped. The
         // queue runs submissions in order, so sharing the other buffers is safe.
@@ -209,8 +262,10 @@ impl GpuContext {
 
         let q = &self.queue;
         q.write_buffer(&plan.x, 0, bytemuck::cast_slice(x));
-        q.write_buffer(&plan.w_qkv, 0, bytemuck::cast_slice(&weights.w_qkv));
-        q.write_buffer(&plan.w_o, 0, bytemuck::cast_slice(&weights.w_o));
+        if let (Some((w_qkv, w_o)), Some(weights)) = (&plan.weights, stored) {
+            q.write_buffer(w_qkv, 0, bytemuck::cast_slice(&weights.w_qkv));
+            q.write_buffer(w_o, 0, bytemuck::cast_slice(&weights.w_o));
+        }
 
         let tiles = |extent: usize| extent.div_ceil(64) as u32;
         let mut enc =
@@ -220,13 +275,14 @@ impl GpuContext {
                 label: Some("forward"),
                 timestamp_writes: None,
             });
-            pass.set_pipeline(&self.matmul);
+            let matmul = if plan.generated.is_some() { &self.matmul_generated } else { &self.matmul };
+            pass.set_pipeline(matmul);
             pass.set_bind_group(0, &plan.groups[0], &[]);
             pass.dispatch_workgroups(tiles(3 * d), tiles(n), 1);
             pass.set_pipeline(&self.attention);
             pass.set_bind_group(0, &plan.groups[1], &[]);
             pass.dispatch_workgroups(n as u32, h as u32, 1);
-            pass.set_pipeline(&self.matmul);
+            pass.set_pipeline(matmul);
             pass.set_bind_group(0, &plan.groups[2], &[]);
             pass.dispatch_workgroups(tiles(d), tiles(n), h as u32);
         }
@@ -253,14 +309,20 @@ impl GpuContext {
     }
 
     /// Builds (or keeps) the buffers and bind groups for `config`.
-    async fn ensure_plan(&self, config: &ModelConfig) -> Result<Rc<Plan>, GpuError> {
-        if let Some(plan) = self.plan.borrow().as_ref().filter(|p| p.config == *config) {
+    async fn ensure_plan(
+        &self,
+        config: &ModelConfig,
+        generated: Option<GeneratedWeights>,
+    ) -> Result<Rc<Plan>, GpuError> {
+        if let Some(plan) =
+            self.plan.borrow().as_ref().filter(|p| p.config == *config && p.generated == generated)
+        {
             return Ok(plan.clone());
         }
         // Drop the old buffers first, then build the new ones under an out-of-memory scope.
         self.plan.replace(None);
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let plan = self.plan(config);
+        let plan = self.plan(config, generated);
         if let Some(e) = scope.pop().await {
             return Err(GpuError::OutOfMemory(e.to_string()));
         }
@@ -272,8 +334,13 @@ impl GpuContext {
     /// Overwrites the output buffers of `config`'s plan with `value`, so a test can prove the
     /// next forward pass writes every element (WebGPU zero-fills new buffers, which would hide
     /// an unwritten element).
-    pub async fn fill_outputs(&self, config: &ModelConfig, value: f32) -> Result<(), GpuError> {
-        let plan = self.ensure_plan(config).await?;
+    pub async fn fill_outputs(
+        &self,
+        config: &ModelConfig,
+        generated: Option<GeneratedWeights>,
+        value: f32,
+    ) -> Result<(), GpuError> {
+        let plan = self.ensure_plan(config, generated).await?;
         for buffer in [&plan.attn, &plan.heads, &plan.contrib] {
             let fill = vec![value; (buffer.size() / F32) as usize];
             self.queue.write_buffer(buffer, 0, bytemuck::cast_slice(&fill));

@@ -75,13 +75,25 @@ impl std::error::Error for GpuError {}
 
 /// The WGSL sources, as shipped in the binary.
 pub mod shaders {
-    /// Batched strided matrix product.
-    pub const MATMUL: &str = include_str!("../../shaders/matmul.wgsl");
+    /// Batched strided matrix product, B from a buffer.
+    pub const MATMUL: &str = concat!(
+        include_str!("../../shaders/matmul_stored_b.wgsl"),
+        include_str!("../../shaders/matmul.wgsl")
+    );
+    /// The same product with B generated from the weight generator's seed.
+    pub const MATMUL_GENERATED: &str = concat!(
+        include_str!("../../shaders/matmul_generated_b.wgsl"),
+        include_str!("../../shaders/matmul.wgsl")
+    );
     /// Fused per-head scores, softmax and weighted sum of V.
     pub const ATTENTION: &str = include_str!("../../shaders/attention.wgsl");
     /// The trained model's bias/GELU, residual LayerNorm and head-mask kernels.
     pub const BERT: &str = include_str!("../../shaders/bert.wgsl");
     /// Every shader with its file name, for validation tests.
-    pub const ALL: [(&str, &str); 3] =
-        [("matmul.wgsl", MATMUL), ("attention.wgsl", ATTENTION), ("bert.wgsl", BERT)];
+    pub const ALL: [(&str, &str); 4] = [
+        ("matmul_stored_b.wgsl + matmul.wgsl", MATMUL),
+        ("matmul_generated_b.wgsl + matmul.wgsl", MATMUL_GENERATED),
+        ("attention.wgsl", ATTENTION),
+        ("bert.wgsl", BERT),
+    ];
 }
