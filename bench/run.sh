@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The CPU benchmarks: the forward pass and head toggle natively and as wasm (simd128) in Node at
-# BERT-base, n = 128; then the wasm forward against onnxruntime-web in the same Node process.
+# The benchmarks: the CPU forward pass and head toggle natively and as wasm (simd128) in Node at
+# BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward against onnxruntime-web
+# in the same Node process; the GPU path per dispatch (timestamp queries) on the native adapter.
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
 #                                        with the date; smoke: BERT-base n = 128 only)
 set -euo pipefail
@@ -22,3 +23,7 @@ node bench/node.mjs "$rounds" "$shapes"
 echo
 echo "## wasm32 + simd128 against onnxruntime-web (wasm backend), same process"
 node bench/ort.mjs "$rounds" "$shapes"
+
+echo
+echo "## GPU (native adapter: lavapipe here, a real GPU elsewhere)"
+cargo bench --quiet --locked --bench gpu -- "$rounds" "$shapes"

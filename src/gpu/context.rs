@@ -53,10 +53,13 @@ impl GpuContext {
         // Ask for what the adapter offers: the default limits (128 MiB bindings) would refuse
         // GPT-2 Large's per-head contributions at long sequences on adapters that have more.
         let limits = adapter.limits();
+        // Timestamp queries, where the adapter has them, let the benchmark time each dispatch.
+        let features = adapter.features() & wgpu::Features::TIMESTAMP_QUERY;
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("headlab"),
                 required_limits: limits.clone(),
+                required_features: features,
                 ..Default::default()
             })
             .await

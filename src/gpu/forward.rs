@@ -13,7 +13,7 @@ const F32: u64 = 4;
 /// Uniforms of `matmul.wgsl` (same field order).
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-pub(super) struct MatmulParams {
+pub(crate) struct MatmulParams {
     pub(super) m: u32,
     pub(super) n: u32,
     pub(super) k: u32,
@@ -108,6 +108,13 @@ pub(super) struct Plan {
     heads: wgpu::Buffer,
     contrib: wgpu::Buffer,
     groups: [wgpu::BindGroup; 3],
+}
+
+impl Plan {
+    /// The bind group of dispatch `i` (0: QKV, 1: attention, 2: output projection).
+    pub(super) fn group(&self, i: usize) -> &wgpu::BindGroup {
+        &self.groups[i]
+    }
 }
 
 impl GpuContext {
@@ -349,13 +356,23 @@ impl GpuContext {
         Ok(())
     }
 
+    /// The plan of the last configuration run, if any.
+    pub(super) fn current_plan(&self) -> Option<Rc<Plan>> {
+        self.plan.borrow().clone()
+    }
+
     /// Fails with the recorded device loss or error, if any.
     pub(super) fn check(&self) -> Result<(), GpuError> {
         self.failure().map_or(Ok(()), Err)
     }
 
-    /// Maps `buffer` and copies it out: the one readback path, on the web and natively.
+    /// Maps `buffer` and copies it out as f32s: the one readback path, on the web and natively.
     pub(super) async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
+        Ok(bytemuck::cast_slice::<u8, f32>(&self.read_bytes(buffer).await?).to_vec())
+    }
+
+    /// Maps `buffer` and copies its bytes out.
+    pub(super) async fn read_bytes(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
         let (tx, rx) = futures_channel::oneshot::channel();
         buffer.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = tx.send(result);
@@ -369,7 +386,7 @@ impl GpuContext {
         mapped.map_err(|e| self.lost_or(GpuError::Readback(e.to_string())))?;
         let data = {
             let view = buffer.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
-            bytemuck::cast_slice::<u8, f32>(&view).to_vec()
+            view.to_vec()
         };
         buffer.unmap();
         Ok(data)

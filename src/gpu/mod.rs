@@ -14,10 +14,12 @@
 mod bert;
 mod context;
 mod forward;
+mod profile;
 
 pub use bert::GpuBert;
 pub use context::GpuContext;
 pub use forward::buffer_sizes;
+pub use profile::DispatchTimes;
 
 use std::fmt;
 
