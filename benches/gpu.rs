@@ -2,11 +2,14 @@
 //! On lavapipe or SwiftShader only ratios mean anything; built once (`cargo bench --bench gpu
 //! --no-run`), the same binary runs unchanged on a machine with a real GPU. Results: BENCHMARKS.md.
 
-use std::time::Instant;
+#[cfg(target_arch = "wasm32")]
+fn main() {}
 
-use headlab::attention::config::preset_by_id;
-
+#[cfg(not(target_arch = "wasm32"))]
 fn main() {
+    use headlab::attention::config::preset_by_id;
+    use std::time::Instant;
+
     let args: Vec<String> = std::env::args().skip(1).collect();
     let rounds = args.iter().find_map(|a| a.parse().ok()).unwrap_or(5);
     let all = !args.iter().any(|a| a == "smoke");

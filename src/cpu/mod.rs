@@ -103,18 +103,27 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
     assert_eq!(weights.d_model, d, "weights are for another d_model");
     assert_eq!(out.config, *config, "output buffers are for another configuration");
 
-    let mut qkv = vec![0.0f32; n * 3 * d];
-    sgemm(
-        kernel,
-        1.0,
-        MatRef::row_major(x, n, d),
-        MatRef::row_major(&weights.w_qkv, d, 3 * d),
-        0.0,
-        MatMut::row_major(&mut qkv, n, 3 * d),
-    );
+    // QKV is scratch, kept between passes (the product never reads it: beta is 0).
+    QKV.with(|qkv| {
+        let mut qkv = qkv.borrow_mut();
+        if qkv.len() < n * 3 * d {
+            qkv.resize(n * 3 * d, 0.0);
+        }
+        let qkv = &mut qkv[..n * 3 * d];
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(x, n, d),
+            MatRef::row_major(&weights.w_qkv, d, 3 * d),
+            0.0,
+            MatMut::row_major(qkv, n, 3 * d),
+        );
+        attend(kernel, qkv, n, h_count, d_k, &mut out.attention, &mut out.heads);
+    });
 
-    attend(kernel, &qkv, n, h_count, d_k, &mut out.attention, &mut out.heads);
-
+    // Each head's contribution is added to the output while it is still in cache: the same sums
+    // in the same order as `Contributions::recompose_into` with every head on (0 + C_0 + C_1 ...).
+    out.output.fill(0.0);
     for h in 0..h_count {
         let block = &mut out.contributions.data[h * n * d..(h + 1) * n * d];
         sgemm(
@@ -125,8 +134,12 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
             0.0,
             MatMut::row_major(block, n, d),
         );
+        out.output.iter_mut().zip(block.iter()).for_each(|(o, c)| *o += c);
     }
-    out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output);
+}
+
+thread_local! {
+    static QKV: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Every head's attention, from the packed `qkv` (`n x 3d`, columns `[Q | K | V]`, heads of
