@@ -221,6 +221,11 @@ pub fn App() -> impl IntoView {
     // if the GPU fails later. wgpu objects are not Send on the web, hence local storage.
     let backend = RwSignal::new_local(None::<ActiveBackend>);
     spawn_local(async move {
+        // Let the first heatmaps come from the CPU kernel before touching WebGPU: while the
+        // browser's GPU process is busy (starting, or tearing down another page's device), asking
+        // it for an adapter can hold this page for a second.
+        super::yield_to_browser().await;
+        super::yield_to_browser().await;
         let (chosen, note) = Backend::select(initial.backend).await;
         ACTIVE_GPU.with(|g| *g.borrow_mut() = chosen.is_gpu().then(|| chosen.clone()));
         backend.set(Some(ActiveBackend { backend: chosen, note }));
@@ -258,8 +263,12 @@ pub fn App() -> impl IntoView {
         computing.set(starts);
         async move {
             let (Some(backend), Some((config, seed))) = (active, work) else { return None };
-            // The CPU kernel holds the main thread: let the "Computing" status paint first.
-            super::after_next_paint().await;
+            // The CPU kernel holds the main thread: before a long pass, let the "Computing"
+            // status paint first. A quick one just runs (waiting for a frame would delay the
+            // first heatmaps while the browser is busy starting the GPU).
+            if config.forward_flops() > QUICK_CPU_FLOPS {
+                super::after_next_paint().await;
+            }
             let result = compute(backend, config, seed, progress).await;
             computing.set(false);
             Some(result)

@@ -220,6 +220,12 @@ for (const backend of ['cpu', 'gpu']) {
       ['gpt2-large', 20]];
     for (const [preset, numHeads] of presets) {
       const { page, problems } = await open(`?preset=${preset}&seq=12&backend=${backend}`);
+      // The first heatmaps may come from the CPU while the GPU starts: wait for the chosen
+      // backend's own pass before comparing numbers.
+      await page.waitForFunction((b) => {
+        const timing = document.querySelector('[data-testid=timing]').textContent;
+        return timing.startsWith(`Forward pass on ${b}`) && !timing.includes('while the GPU starts');
+      }, backend === 'gpu' ? 'WebGPU' : 'CPU');
       await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
       await page.getByTestId(`importance-${numHeads - 1}`).locator('.num').waitFor();
       assert.match(await text(page, 'backend-badge'), backend === 'gpu' ? /^WebGPU/ : /^CPU/);

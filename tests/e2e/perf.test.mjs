@@ -1,4 +1,4 @@
-// First paint: a cold load of the built page (fresh browser context, so nothing cached) to the
+// First paint: a cold load of the built page (a fresh browser, so nothing cached) to the
 // first heatmap drawn, and the size of what the page downloads before it. Prints the numbers;
 // the targets are 1.5 s and 1.5 MB of gzip-compressed wasm (the trained model's asset, loaded
 // only when chosen, excluded).
@@ -9,17 +9,13 @@ import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
 import { launch, openPage, root, serveDist } from './harness.mjs';
 
-let app, withGpu, withoutGpu;
+let app;
 
 before(async () => {
   app = await serveDist();
-  withGpu = await launch({ webgpu: true });
-  withoutGpu = await launch({ webgpu: false });
 });
 
 after(async () => {
-  await withGpu?.close();
-  await withoutGpu?.close();
   app?.server.close();
 });
 
@@ -40,10 +36,12 @@ test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', a
 
 test('a cold load draws the first heatmap within 1.5 s', async () => {
   const results = [];
-  for (const [what, browser] of [['WebGPU browser', withGpu], ['browser without WebGPU', withoutGpu]]) {
+  for (const [what, webgpu] of [['WebGPU browser', true], ['browser without WebGPU', false]]) {
     const times = [];
     for (let i = 0; i < 3; i++) {
-      // A new page in a new context: no HTTP cache, no compiled-wasm cache.
+      // A fresh browser each time: no HTTP or compiled-wasm cache, and no GPU process still busy
+      // tearing down the previous page's device (that alone held the next page for a second).
+      const browser = await launch({ webgpu });
       const { page, problems } = await openPage(browser, `${app.base}/`);
       const drawn = await page.waitForFunction(() => {
         const c = document.querySelector('canvas.heatmap');
@@ -51,12 +49,14 @@ test('a cold load draws the first heatmap within 1.5 s', async () => {
         const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0]) return performance.now();
         return false;
-      }, null, { polling: 'raf', timeout: 30000 });
+      // Polled by timer, not by animation frame: frames are scarce while the browser starts
+      // the GPU, and the time wanted is when the pixels are in the canvas.
+      }, null, { polling: 16, timeout: 30000 });
       const ms = await drawn.jsonValue();
       const badge = await page.getByTestId('backend-badge').textContent();
       times.push(ms);
       assert.deepEqual(problems, []);
-      await page.close();
+      await browser.close();
       if (i === 2) results.push(`${what} (${badge}): ${times.map((t) => t.toFixed(0)).join(', ')} ms`);
     }
     const median = [...times].sort((a, b) => a - b)[1];
