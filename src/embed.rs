@@ -92,8 +92,12 @@ pub enum HostOrigin {
 }
 
 impl HostOrigin {
-    /// Reads a `host=` value; a malformed one trusts nobody rather than everybody.
+    /// Reads a `host=` value; a malformed one trusts nobody rather than everybody (and is written
+    /// back as `host=none`, so the page's own URL keeps that).
     pub fn parse(value: &str) -> (HostOrigin, Option<String>) {
+        if value.trim() == "none" {
+            return (HostOrigin::Nobody, None);
+        }
         match normalize_origin(value) {
             Some(origin) => (HostOrigin::Only(origin), None),
             None => (
@@ -118,8 +122,9 @@ impl HostOrigin {
     /// The `host=` value that reproduces this, if any.
     pub fn as_param(&self) -> Option<&str> {
         match self {
+            HostOrigin::Any => None,
             HostOrigin::Only(origin) => Some(origin),
-            _ => None,
+            HostOrigin::Nobody => Some("none"),
         }
     }
 }
@@ -251,8 +256,10 @@ impl HostMessage {
             }
             other => return Err(MessageError::UnknownType(other.to_string())),
         };
-        if let Some(extra) = fields.keys().find(|k| !["to", "version", "type", payload].contains(&k.as_str()))
-        {
+        // Only the schema's fields: the common three and the type's payload field, if it has one
+        // (`request-size` has none, so even an empty key is one too many).
+        let known = |k: &str| matches!(k, "to" | "version" | "type") || (!payload.is_empty() && k == payload);
+        if let Some(extra) = fields.keys().find(|k| !known(k)) {
             return Err(MessageError::Unexpected(extra.clone()));
         }
         Ok(message)
@@ -296,6 +303,11 @@ mod tests {
         );
         let err = |s: &str| HostMessage::parse(s).unwrap_err();
         assert_eq!(ok(r#"{"to":"headlab","version":1,"type":"request-size"}"#), HostMessage::RequestSize);
+        // Found by tests/fuzz.rs: an empty key once passed as request-size's (absent) payload.
+        assert_eq!(
+            err(r#"{"":"dark","to":"headlab","version":1,"type":"request-size"}"#),
+            MessageError::Unexpected(String::new())
+        );
         assert_eq!(
             err(r#"{"to":"headlab","version":1,"type":"request-size","height":3}"#),
             MessageError::Unexpected("height".into())
@@ -368,6 +380,7 @@ mod tests {
             assert!(note.is_some() && !host.allows("https://a.example"), "{bad}");
         }
         assert!(HostOrigin::Any.allows("https://anyone.example"));
+        assert_eq!(HostOrigin::parse(HostOrigin::Nobody.as_param().unwrap()), (HostOrigin::Nobody, None));
         assert!(HostOrigin::parse("http://[::1]:8080").0.allows("http://[::1]:8080"));
     }
 

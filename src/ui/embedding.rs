@@ -21,7 +21,10 @@ pub fn connect_host(embed: &Embed, settings: RwSignal<Settings>) {
     let Some(host) = parent() else { return };
     // The height goes only to the configured origin when there is one ("*" otherwise: a height
     // is no secret, and the host snippet checks where it came from).
-    let target = embed.host.as_param().unwrap_or("*").to_string();
+    let target = match &embed.host {
+        HostOrigin::Only(origin) => origin.clone(),
+        _ => "*".to_string(),
+    };
     let last = std::rc::Rc::new(std::cell::Cell::new(0u32));
     // Posts the height when it changed, or always when `force`d (the host asked for it).
     let post = move |force: bool| {

@@ -3,10 +3,15 @@
 
 use leptos::prelude::document;
 
-/// Logs panics to the console with their message and location, and shows the banner.
+/// Logs panics to the console with their message and location and the state that caused them
+/// (the page's link holds all of it), and shows the banner.
 pub fn install() {
     std::panic::set_hook(Box::new(|info| {
         console_error_panic_hook::hook(info);
+        let state = leptos::prelude::window().location().href().unwrap_or_default();
+        web_sys::console::error_1(
+            &format!("headlab state at the panic (reload it to reproduce): {state}").into(),
+        );
         show_panic(&info.to_string());
     }));
 }
