@@ -69,6 +69,12 @@ impl Backend {
         }
     }
 
+    /// Whether trying the GPU again could help after `error`: not when the browser has no
+    /// WebGPU at all.
+    pub fn worth_retrying(note: &str) -> bool {
+        !note.contains(&crate::gpu::GpuError::NoWebGpu.to_string())
+    }
+
     /// Short name for the badge, e.g. "WebGPU · Apple M2 (BrowserWebGpu)" or "CPU · wasm simd128".
     pub fn label(&self) -> String {
         match self {

@@ -38,6 +38,9 @@ impl GpuContext {
             desc.backends = wgpu::Backends::PRIMARY;
         }
         let instance = wgpu::Instance::new(desc);
+        if super::take_fault(super::Fault::Adapter) {
+            return Err(GpuError::NoAdapter("the adapter request was rejected (forced)".into()));
+        }
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
@@ -100,7 +103,8 @@ impl GpuContext {
                 cache: None,
             })
         };
-        let matmul = pipeline("matmul", shaders::MATMUL);
+        let broken = super::take_fault(super::Fault::Pipeline);
+        let matmul = pipeline("matmul", if broken { "this is not WGSL (forced)" } else { shaders::MATMUL });
         let matmul_generated = pipeline("matmul (generated B)", shaders::MATMUL_GENERATED);
         let attention = pipeline("attention", shaders::ATTENTION);
         if let Some(e) = scope.pop().await {

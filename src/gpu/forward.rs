@@ -373,6 +373,11 @@ impl GpuContext {
 
     /// Maps `buffer` and copies its bytes out.
     pub(super) async fn read_bytes(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
+        if super::take_fault(super::Fault::Map) {
+            // A destroyed buffer cannot be mapped: the map request itself fails, as it would
+            // after an out-of-memory or a lost context.
+            buffer.destroy();
+        }
         let (tx, rx) = futures_channel::oneshot::channel();
         buffer.map_async(wgpu::MapMode::Read, .., move |result| {
             let _ = tx.send(result);

@@ -21,6 +21,48 @@ pub use context::GpuContext;
 pub use forward::buffer_sizes;
 pub use profile::DispatchTimes;
 
+use std::cell::Cell;
+
+/// A GPU failure the page can force, to show (and test) that the app survives each: the next
+/// operation of that kind fails for real (a rejected adapter request, a shader that does not
+/// compile, a readback buffer destroyed before it is mapped). Device loss has its own switch,
+/// `GpuContext::destroy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The next adapter request is rejected.
+    Adapter,
+    /// The next pipeline creation gets invalid WGSL.
+    Pipeline,
+    /// The next readback's buffer is destroyed before it is mapped.
+    Map,
+}
+
+impl Fault {
+    /// `adapter`, `pipeline` or `map`.
+    pub fn parse(name: &str) -> Option<Fault> {
+        match name {
+            "adapter" => Some(Fault::Adapter),
+            "pipeline" => Some(Fault::Pipeline),
+            "map" => Some(Fault::Map),
+            _ => None,
+        }
+    }
+}
+
+thread_local! {
+    static FAULT: Cell<Option<Fault>> = const { Cell::new(None) };
+}
+
+/// Arms `fault` for the next operation of its kind (once).
+pub fn inject_fault(fault: Fault) {
+    FAULT.with(|f| f.set(Some(fault)));
+}
+
+/// Whether `fault` is armed; disarms it.
+pub(crate) fn take_fault(fault: Fault) -> bool {
+    FAULT.with(|f| f.get() == Some(fault) && f.take().is_some())
+}
+
 use std::fmt;
 
 /// Why the GPU could not be used, or stopped working.

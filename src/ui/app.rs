@@ -14,7 +14,7 @@ use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, LayerWeights, ModelConfig};
-use crate::backend::Backend;
+use crate::backend::{Backend, Preference};
 use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{Forward, Kernel};
 use crate::embed::View;
@@ -86,6 +86,13 @@ pub fn simulate_gpu_loss() -> bool {
         }
         _ => false,
     })
+}
+
+/// Arms a GPU fault (`adapter`, `pipeline` or `map`) for the next operation of its kind, to
+/// demonstrate (and test) the fallback. Returns whether the name was known.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn inject_gpu_fault(kind: &str) -> bool {
+    crate::gpu::Fault::parse(kind).map(crate::gpu::inject_fault).is_some()
 }
 
 /// The drift the CPU core computes for the settings in `query` with heads `pruned` switched off,
@@ -381,6 +388,28 @@ pub fn App() -> impl IntoView {
         })
     };
     let backend_note = move || backend.with(|b| b.as_ref().and_then(|b| b.note.clone()));
+    // After a GPU failure (or none found at start), the reader can ask for the GPU again; the
+    // settings and pruned heads stay, and the run repeats on whichever backend comes back.
+    let retrying = RwSignal::new(false);
+    let can_retry = move || {
+        settings.read().backend != Preference::Cpu
+            && backend.with(|b| {
+                b.as_ref().is_some_and(|b| {
+                    !b.backend.is_gpu() && b.note.as_deref().is_some_and(Backend::worth_retrying)
+                })
+            })
+    };
+    let retry_gpu = move |_| {
+        retrying.set(true);
+        spawn_local(async move {
+            let (chosen, note) = Backend::select(Preference::Gpu).await;
+            ACTIVE_GPU.with(|g| *g.borrow_mut() = chosen.is_gpu().then(|| chosen.clone()));
+            let note =
+                note.map(|n| format!("tried the GPU again; {n}; still on the CPU, your settings are kept"));
+            backend.set(Some(ActiveBackend { backend: chosen, note }));
+            retrying.set(false);
+        });
+    };
 
     view! {
         <div class="toolbar">
@@ -410,6 +439,17 @@ pub fn App() -> impl IntoView {
                     view! {
                         <p class="backend-note" data-testid="backend-note">
                             {note}
+                            " "
+                            <Show when=can_retry>
+                                <button
+                                    class="reset"
+                                    data-testid="retry-gpu"
+                                    disabled=move || retrying.get()
+                                    on:click=retry_gpu
+                                >
+                                    {move || if retrying.get() { "Trying the GPU…" } else { "Try the GPU again" }}
+                                </button>
+                            </Show>
                         </p>
                     }
                 })
