@@ -131,13 +131,15 @@ impl GpuBert {
             _ => bert.embed(ids),
         };
 
+        // Every buffer of this pass, destroyed when it returns (see `Owned`).
+        let owned = super::Owned::default();
         let storage = |label: &str, floats: usize, extra: wgpu::BufferUsages| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
+            owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: (floats * 4) as u64,
                 usage: wgpu::BufferUsages::STORAGE | extra,
                 mapped_at_creation: false,
-            })
+            }))
         };
         let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let x = storage("x", n * d, copy);
@@ -162,19 +164,19 @@ impl GpuBert {
         // Final hidden states, then each computed layer's attention, then each one's input.
         let computed = LAYERS - start;
         let readback_floats = n * d + computed * (HEADS * n * n + n * d);
-        let readback = dev.create_buffer(&wgpu::BufferDescriptor {
+        let readback = owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: (readback_floats * 4) as u64,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        });
+        }));
         let uniform = |bytes: &[u8]| {
-            let b = dev.create_buffer(&wgpu::BufferDescriptor {
+            let b = owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
                 size: bytes.len() as u64,
                 usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
                 mapped_at_creation: false,
-            });
+            }));
             ctx.queue.write_buffer(&b, 0, bytes);
             b
         };

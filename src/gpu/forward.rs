@@ -108,6 +108,8 @@ pub(super) struct Plan {
     heads: wgpu::Buffer,
     contrib: wgpu::Buffer,
     groups: [wgpu::BindGroup; 3],
+    /// Every buffer above and the uniforms, destroyed with the plan.
+    _owned: super::Owned,
 }
 
 impl Plan {
@@ -121,13 +123,14 @@ impl GpuContext {
     fn plan(&self, config: &ModelConfig, generated: Option<GeneratedWeights>) -> Result<Plan, GpuError> {
         check_fits(config, &self.limits)?;
         let dev = &self.device;
+        let owned = super::Owned::default();
         let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
+            owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
                 label: Some(label),
                 size: bytes,
                 usage: wgpu::BufferUsages::STORAGE | extra,
                 mapped_at_creation: false,
-            })
+            }))
         };
         let [x, w_qkv, w_o, qkv, attn, heads, contrib] = buffer_sizes(config);
         let upload = wgpu::BufferUsages::COPY_DST;
@@ -150,7 +153,7 @@ impl GpuContext {
                 mapped_at_creation: false,
             });
             self.queue.write_buffer(&buffer, 0, bytes);
-            buffer
+            owned.keep(buffer)
         };
         // QKV (n x 3d) = x (n x d) @ W_qkv (d x 3d)
         let p_qkv = MatmulParams {
@@ -218,7 +221,7 @@ impl GpuContext {
             }
             (None, None) => unreachable!("weights are stored unless generated"),
         };
-        Ok(Plan { config: *config, generated, x, weights, attn, heads, contrib, groups })
+        Ok(Plan { config: *config, generated, x, weights, attn, heads, contrib, groups, _owned: owned })
     }
 
     /// One forward pass of `config` on `x` with `weights`, with the same contract and result
@@ -260,12 +263,13 @@ impl GpuContext {
         // A readback buffer per call: a second forward started while this one awaits its
         // readback (the reader moved a slider) must not find the buffer already mapped. The
         // queue runs submissions in order, so sharing the other buffers is safe.
-        let readback = self.device.create_buffer(&wgpu::BufferDescriptor {
+        let pass_buffers = super::Owned::default();
+        let readback = pass_buffers.keep(self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: readback_bytes(config),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
-        });
+        }));
 
         let q = &self.queue;
         q.write_buffer(&plan.x, 0, bytemuck::cast_slice(x));

@@ -21,7 +21,30 @@ pub use context::GpuContext;
 pub use forward::buffer_sizes;
 pub use profile::DispatchTimes;
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+
+/// Buffers made for one job (a configuration's plan, one pass), destroyed when it is dropped.
+/// wgpu's web backend does not destroy a buffer on drop: the browser would free its GPU memory
+/// only when JavaScript's garbage collector found the handle, so memory would climb with every
+/// pass and preset switch until then.
+#[derive(Default)]
+pub(crate) struct Owned(RefCell<Vec<wgpu::Buffer>>);
+
+impl Owned {
+    /// Keeps `buffer` to destroy with the job, and returns it.
+    pub(crate) fn keep(&self, buffer: wgpu::Buffer) -> wgpu::Buffer {
+        self.0.borrow_mut().push(buffer.clone());
+        buffer
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        for buffer in self.0.get_mut().drain(..) {
+            buffer.destroy();
+        }
+    }
+}
 
 /// A GPU failure the page can force, to show (and test) that the app survives each: the next
 /// operation of that kind fails for real (a rejected adapter request, a shader that does not

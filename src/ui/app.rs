@@ -88,6 +88,12 @@ pub fn simulate_gpu_loss() -> bool {
     })
 }
 
+/// Bytes of wasm linear memory: it only grows, so a leak shows as growth (tests watch it).
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn wasm_memory_bytes() -> f64 {
+    (core::arch::wasm32::memory_size::<0>() * 65536) as f64
+}
+
 /// Arms a GPU fault (`adapter`, `pipeline` or `map`) for the next operation of its kind, to
 /// demonstrate (and test) the fallback. Returns whether the name was known.
 #[wasm_bindgen::prelude::wasm_bindgen]

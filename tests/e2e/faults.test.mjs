@@ -20,7 +20,7 @@ after(async () => {
 
 const timing = (page) => text(page, 'timing');
 const onBackend = (page, label) => page.waitForFunction((l) => {
-  const t = document.querySelector('[data-testid=timing]').textContent;
+  const t = document.querySelector('[data-testid=timing]')?.textContent ?? '';
   return t.startsWith(`Forward pass on ${l}`) && !t.includes('while the GPU starts');
 }, label, { timeout: 30000 });
 
@@ -74,4 +74,61 @@ test('forced GPU faults each fall back to the CPU with the settings kept, and th
   // WebGPU reports the forced faults to the console; nothing else may appear.
   assert.deepEqual(problems.filter((p) => !/WGSL|pipeline|destroyed|mapAsync|map|Invalid|lost/i.test(p)), []);
   await page.close();
+});
+
+test('no leaks: 1 000 head toggles and 50 preset switches leave wasm memory and live GPU buffers flat', async () => {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  // Count the page's live GPU buffers: created and not yet destroyed.
+  await context.addInitScript(() => {
+    const live = new Set();
+    const create = GPUDevice.prototype.createBuffer;
+    GPUDevice.prototype.createBuffer = function (descriptor) {
+      const buffer = create.call(this, descriptor);
+      live.add(buffer);
+      return buffer;
+    };
+    const destroy = GPUBuffer.prototype.destroy;
+    GPUBuffer.prototype.destroy = function () {
+      live.delete(this);
+      return destroy.call(this);
+    };
+    window.liveGpuBuffers = () => live.size;
+  });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(`${app.base}/?preset=bert-base&seq=16`);
+  await onBackend(page, 'WebGPU');
+  const presets = ['transformer', 'bert-base', 'gpt2-small', 'bert-large', 'gpt2-medium', 'gpt2-large'];
+  const heads = { transformer: 8, 'bert-base': 12, 'gpt2-small': 12, 'bert-large': 16, 'gpt2-medium': 16, 'gpt2-large': 20 };
+  // Switch presets through the select, each time waiting for its GPU pass and heatmaps.
+  const switchTo = async (preset) => {
+    await page.getByTestId('preset').selectOption(String(presets.indexOf(preset)));
+    await page.waitForFunction((n) => document.querySelectorAll('canvas.heatmap').length === n
+      && /^Forward pass on WebGPU/.test(document.querySelector('[data-testid=timing]').textContent), heads[preset]);
+  };
+  const toggles = (count) => page.evaluate(async (count) => {
+    for (let i = 0; i < count; i++) {
+      const buttons = document.querySelectorAll('[data-testid^=head-toggle-]');
+      buttons[i % buttons.length].click();
+      if (i % 20 === 19) await new Promise((r) => setTimeout(r, 0));
+    }
+  }, count);
+  const measure = () => page.evaluate(() => ({ wasm: window.wasmBindings.wasm_memory_bytes(), gpu: window.liveGpuBuffers() }));
+
+  // Warm up: every preset once (the largest sets wasm memory's high-water mark), some toggles.
+  for (const p of presets) await switchTo(p);
+  await toggles(100);
+  await switchTo('bert-base');
+  const before = await measure();
+  for (let i = 0; i < 50; i++) await switchTo(presets[i % presets.length]);
+  await switchTo('bert-base');
+  await toggles(1000);
+  await page.waitForTimeout(200);
+  const after = await measure();
+  console.log(`after 50 preset switches and 1 000 toggles: wasm memory ${before.wasm} -> ${after.wasm} bytes, live GPU buffers ${before.gpu} -> ${after.gpu}`);
+  assert.ok(after.wasm <= before.wasm, `wasm memory grew by ${after.wasm - before.wasm} bytes`);
+  assert.ok(after.gpu <= before.gpu, `live GPU buffers grew from ${before.gpu} to ${after.gpu}`);
+  assert.deepEqual(problems, []);
+  await context.close();
 });
