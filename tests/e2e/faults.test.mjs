@@ -132,3 +132,36 @@ test('no leaks: 1 000 head toggles and 50 preset switches leave wasm memory and 
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('security: a strict CSP holds with no violation, user text never becomes markup, nothing leaves the origin', async () => {
+  const html = await (await fetch(`${app.base}/`)).text();
+  const policy = html.match(/http-equiv="Content-Security-Policy" content="([^"]+)"/)?.[1];
+  assert.ok(policy, 'the built page carries a Content-Security-Policy');
+  for (const part of ["default-src 'none'", "script-src 'self' 'wasm-unsafe-eval' 'sha256-", "connect-src 'self'"]) {
+    assert.ok(policy.includes(part), `policy lacks ${part}: ${policy}`);
+  }
+  const scriptSrc = policy.split(';').find((d) => d.trim().startsWith('script-src'));
+  assert.ok(!policy.includes("'unsafe-eval'") && !scriptSrc.includes("'unsafe-inline'") && !policy.includes('*'), policy);
+  const hostile = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>';
+  const context = await browser.newContext();
+  await context.addInitScript(() => {
+    window.violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+  const page = await context.newPage();
+  const requests = [];
+  page.on('request', (r) => requests.push(r.url()));
+  // Hostile text in the sentence, in a bad preset name (echoed in a note) and in the view.
+  await page.goto(`${app.base}/?preset=minilm&backend=cpu&text=${encodeURIComponent(hostile)}&view=${encodeURIComponent(hostile)}`);
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  await page.goto(`${app.base}/?preset=${encodeURIComponent(hostile)}&backend=gpu`);
+  await page.getByTestId('heatmap-11').waitFor();
+  assert.match(await page.getByTestId('url-notes').textContent(), /<img src=x/, 'the note shows the text as text');
+  await page.getByTestId('heatmap-3').click();
+  await page.getByTestId('export-head-png').click();
+  assert.deepEqual(await page.evaluate(() => ({ pwned: window.pwned ?? null, imgs: document.querySelectorAll('img').length, violations: window.violations })),
+    { pwned: null, imgs: 0, violations: [] });
+  const foreign = requests.filter((u) => !u.startsWith(app.base) && !u.startsWith('data:') && !u.startsWith('blob:'));
+  assert.deepEqual(foreign, []);
+  await context.close();
+});

@@ -136,6 +136,11 @@ const heatmapPixels = () => [...document.querySelectorAll('canvas.heatmap')]
 async function driftAfterPruning(query, backend, numHeads, heads) {
   const { page, problems } = await open(query);
   await page.waitForFunction((b) => document.querySelector('[data-testid=backend-badge]').textContent.startsWith(b), backend);
+  // The first heatmaps may come from the CPU while the GPU starts: wait for the backend's own pass.
+  await page.waitForFunction((b) => {
+    const timing = document.querySelector('[data-testid=timing]').textContent;
+    return timing.startsWith(`Forward pass on ${b}`) && !timing.includes('while the GPU starts');
+  }, backend);
   await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
   assert.equal(await drawnHeatmaps(page, 24), numHeads);
   for (const h of heads) await page.getByTestId(`head-toggle-${h}`).click();
