@@ -127,6 +127,11 @@ fn f16_asset_stays_within_its_documented_bounds() {
         .collect();
     let vocab = std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap();
     let encoded = headlab::model::asset::encode(&tensors, &vocab);
+    // The page accepts exactly this file: the converter is deterministic, so its hash is fixed.
+    assert_eq!(headlab::model::asset::sha256_hex(&encoded), headlab::model::asset::ASSET_SHA256);
+    let mut damaged = encoded.clone();
+    damaged[encoded.len() / 2] ^= 1;
+    assert!(headlab::model::asset::verify(&damaged).unwrap_err().to_string().contains("damaged"));
     let mut asset = headlab::model::asset::decode(&encoded).unwrap();
     let bert = Bert::from_tensors(|name| asset.tensors.remove(name)).unwrap();
     let tok = Tokenizer::from_vocab(&asset.vocab).unwrap();

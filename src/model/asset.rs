@@ -31,6 +31,44 @@ pub enum AssetError {
     },
     /// The header cannot be parsed.
     BadHeader(String),
+    /// The bytes are not the asset this page was built with (damaged, or another build).
+    Checksum {
+        /// SHA-256 of what arrived, hex.
+        got: String,
+    },
+}
+
+/// SHA-256 of the asset `scripts/build-model-asset.sh` makes from the pinned checkpoint (the
+/// converter is deterministic). The page refuses any other bytes; the script and
+/// `tests/minilm.rs` check the built asset against this.
+pub const ASSET_SHA256: &str = "cf7b0fca32cd8120a738e5da2f38248a9d64344d2baefbd1e68a5043afa825b0";
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks `bytes` against [`ASSET_SHA256`] before anything is decoded. When they differ, the
+/// error names the damage where the first bytes can tell (not an asset, cut short in its
+/// header), and is a checksum mismatch otherwise.
+pub fn verify(bytes: &[u8]) -> Result<(), AssetError> {
+    let got = sha256_hex(bytes);
+    if got == ASSET_SHA256 {
+        return Ok(());
+    }
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(AssetError::NotAnAsset);
+    }
+    let len = bytes.len() as u64;
+    if len < 20 {
+        return Err(AssetError::Truncated { expected: 20, got: len });
+    }
+    let header_len = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes")) as u64;
+    if len < 20 + header_len {
+        return Err(AssetError::Truncated { expected: 20 + header_len, got: len });
+    }
+    Err(AssetError::Checksum { got })
 }
 
 impl std::fmt::Display for AssetError {
@@ -43,6 +81,12 @@ impl std::fmt::Display for AssetError {
                 write!(f, "the model file is incomplete: {got} of at least {expected} bytes arrived")
             }
             AssetError::BadHeader(e) => write!(f, "the model file's header is damaged ({e})"),
+            AssetError::Checksum { got } => write!(
+                f,
+                "the model file is damaged or from another build: its SHA-256 is {}…, not the {}… this page expects",
+                &got[..12.min(got.len())],
+                &ASSET_SHA256[..12]
+            ),
         }
     }
 }
@@ -156,5 +200,17 @@ mod tests {
         let mut bad = bytes.clone();
         bad[20] = b'\t'; // the header's first line loses a field
         assert!(matches!(decode(&bad), Err(AssetError::BadHeader(_))));
+    }
+
+    #[test]
+    fn verification_names_the_damage_it_can_see() {
+        assert_eq!(verify(b"<html>404</html>"), Err(AssetError::NotAnAsset));
+        let mut cut = MAGIC.to_vec();
+        cut.extend_from_slice(&16u32.to_le_bytes());
+        cut.extend_from_slice(b"short");
+        assert_eq!(verify(&cut), Err(AssetError::Truncated { expected: 36, got: 25 }));
+        cut.extend_from_slice(&[b'x'; 40]);
+        let err = verify(&cut).unwrap_err();
+        assert!(matches!(err, AssetError::Checksum { .. }) && err.to_string().contains("damaged"), "{err}");
     }
 }

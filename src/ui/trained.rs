@@ -115,15 +115,36 @@ impl<T> PartialEq for Shared<T> {
     }
 }
 
-/// Downloads `url` as bytes, reporting progress.
+/// A download that receives no data for this long is abandoned, with a message and a retry.
+const STALL_MS: f64 = 15_000.0;
+
+/// Downloads `url` as bytes, reporting progress; gives up if the data stops coming.
 async fn download(url: &str, progress: impl Fn(f64, Option<f64>) + 'static) -> Result<Vec<u8>, String> {
     let js = |e: wasm_bindgen::JsValue| format!("{e:?}");
     let xhr = XmlHttpRequest::new().map_err(js)?;
     xhr.open("GET", url).map_err(js)?;
     xhr.set_response_type(XmlHttpRequestResponseType::Arraybuffer);
-    let on_progress = Closure::<dyn Fn(ProgressEvent)>::new(move |e: ProgressEvent| {
-        progress(e.loaded(), e.length_computable().then(|| e.total()));
+    let last_data = Rc::new(std::cell::Cell::new(super::now_ms()));
+    let on_progress = Closure::<dyn Fn(ProgressEvent)>::new({
+        let last_data = last_data.clone();
+        move |e: ProgressEvent| {
+            last_data.set(super::now_ms());
+            progress(e.loaded(), e.length_computable().then(|| e.total()));
+        }
     });
+    // The watchdog: once a second, abort if nothing arrived for STALL_MS.
+    let stalled = Rc::new(std::cell::Cell::new(false));
+    let watchdog = Closure::<dyn Fn()>::new({
+        let (xhr, stalled) = (xhr.clone(), stalled.clone());
+        move || {
+            if super::now_ms() - last_data.get() > STALL_MS && !stalled.replace(true) {
+                let _ = xhr.abort();
+            }
+        }
+    });
+    let timer = window()
+        .set_interval_with_callback_and_timeout_and_arguments_0(watchdog.as_ref().unchecked_ref(), 1000)
+        .map_err(js)?;
     xhr.set_onprogress(Some(on_progress.as_ref().unchecked_ref()));
     let (tx, rx) = futures_channel::oneshot::channel::<()>();
     let tx = RefCell::new(Some(tx));
@@ -135,7 +156,11 @@ async fn download(url: &str, progress: impl Fn(f64, Option<f64>) + 'static) -> R
     xhr.set_onloadend(Some(on_end.as_ref().unchecked_ref()));
     xhr.send().map_err(js)?;
     let _ = rx.await;
-    drop((on_progress, on_end));
+    window().clear_interval_with_handle(timer);
+    drop((on_progress, on_end, watchdog));
+    if stalled.get() {
+        return Err(format!("the download stalled (no data for {:.0} s)", STALL_MS / 1000.0));
+    }
     match xhr.status().unwrap_or(0) {
         200 => Ok(js_sys::Uint8Array::new(&xhr.response().map_err(js)?).to_vec()),
         0 => Err("the download failed".into()),
@@ -154,6 +179,11 @@ async fn load(
         Err(e) => return state.set(LoadState::Failed(format!("Could not load the model: {e}."))),
     };
     yield_to_browser().await;
+    // Checked against the hash built into the page before a byte is decoded: a damaged file is
+    // refused whole, never half-loaded.
+    if let Err(e) = asset::verify(&bytes) {
+        return state.set(LoadState::Failed(format!("Could not load the model: {e}.")));
+    }
     let result = asset::decode(&bytes).map_err(|e| e.to_string()).and_then(|mut a| {
         let bert = Bert::from_tensors(|name| a.tensors.remove(name)).map_err(|e| e.to_string())?;
         let tokenizer = Tokenizer::from_vocab(&a.vocab).map_err(|e| e.to_string())?;

@@ -165,3 +165,41 @@ test('security: a strict CSP holds with no violation, user text never becomes ma
   assert.deepEqual(foreign, []);
   await context.close();
 });
+
+test('asset faults: a damaged model is refused by its hash, a stalled download gives up, and both retry', async () => {
+  const { readFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const { root } = await import('./harness.mjs');
+  const real = await readFile(join(root, 'dist/minilm-f16.bin'));
+  const damaged = Buffer.from(real);
+  damaged[damaged.length >> 1] ^= 0x40; // one bit, same length: only the hash can tell
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+
+  await page.route('**/minilm-f16.bin', (route) => route.fulfill({ body: damaged }));
+  await page.goto(`${app.base}/?preset=minilm&backend=cpu`);
+  await page.getByTestId('model-error').waitFor({ timeout: 60000 });
+  assert.match(await text(page, 'model-error'), /damaged or from another build: its SHA-256 is/);
+  assert.equal(await page.getByTestId('trained-heatmap-0').count(), 0, 'nothing half-loaded');
+
+  // A server that sends nothing: the watchdog gives up after 15 s.
+  await page.unroute('**/minilm-f16.bin');
+  const held = [];
+  await page.route('**/minilm-f16.bin', (route) => { held.push(route); });
+  const t0 = Date.now();
+  await page.getByTestId('model-error').getByRole('button').click();
+  await page.waitForFunction(() => /stalled/.test(document.querySelector('[data-testid=model-error]')?.textContent ?? ''), null, { timeout: 40000 });
+  const waited = (Date.now() - t0) / 1000;
+  assert.match(await text(page, 'model-error'), /the download stalled \(no data for 15 s\)/);
+  assert.ok(waited >= 14 && waited < 30, `gave up after ${waited} s`);
+
+  // With the real file, "Try again" loads the model.
+  await page.unroute('**/minilm-f16.bin');
+  await page.getByTestId('model-error').getByRole('button').click();
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  console.log(`damaged asset refused by hash; stalled download abandoned after ${waited.toFixed(1)} s; retry loaded the model`);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
