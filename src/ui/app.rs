@@ -88,6 +88,13 @@ pub fn simulate_gpu_loss() -> bool {
     })
 }
 
+/// Panics on purpose, to demonstrate (and test) what a panic that escapes every check does: the
+/// banner with "reload with defaults", and the state logged to the console.
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn simulate_panic() {
+    panic!("a simulated panic (simulate_panic)");
+}
+
 /// Bytes of wasm linear memory: it only grows, so a leak shows as growth (tests watch it).
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn wasm_memory_bytes() -> f64 {

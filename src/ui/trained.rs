@@ -468,6 +468,19 @@ pub fn TrainedModel(
                 <p class="tokens" data-testid="tokens">
                     {move || tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
                 </p>
+                {move || {
+                    (tokens.read().len() >= crate::model::tokenizer::MAX_TOKENS)
+                        .then(|| {
+                            view! {
+                                <p class="backend-note" data-testid="tokens-cut">
+                                    {format!(
+                                        "The sentence is cut at {} tokens, the most this model reads (its position table ends there).",
+                                        crate::model::tokenizer::MAX_TOKENS,
+                                    )}
+                                </p>
+                            }
+                        })
+                }}
                 <div class="drift-numbers trained-numbers">
                     <span>"Cosine of the pruned sentence embedding to the full one: "</span>
                     <strong data-testid="trained-cosine">{move || drift().map(|c| format!("{c:.6}")).unwrap_or_else(|| "computing…".into())}</strong>

@@ -200,6 +200,28 @@ test('asset faults: a damaged model is refused by its hash, a stalled download g
   await page.getByTestId('model-error').getByRole('button').click();
   await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
   console.log(`damaged asset refused by hash; stalled download abandoned after ${waited.toFixed(1)} s; retry loaded the model`);
+  // A sentence longer than the model reads is cut at 512 tokens, and the page says so.
+  await page.getByTestId('text').fill('a, '.repeat(600)); // 1 800 characters, 1 200 tokens
+  await page.getByTestId('text').blur();
+  await page.getByTestId('tokens-cut').waitFor();
+  assert.equal(await page.locator('[data-testid=tokens] .token').count(), 512);
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+test('a panic shows the banner, logs the state that caused it, and "reload with defaults" works', async () => {
+  const { page } = await openPage(browser, `${app.base}/?preset=gpt2-small&seq=9&backend=cpu&pruned=2`);
+  await page.getByTestId('heatmap-11').waitFor();
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  await page.evaluate(() => { try { window.wasmBindings.simulate_panic(); } catch { /* a wasm trap */ } });
+  await page.getByTestId('panic-banner').waitFor();
+  assert.match(await text(page, 'panic-banner'), /Something broke inside headlab\..*simulated panic.*reload with defaults/s);
+  assert.ok(errors.some((e) => /headlab state at the panic .*preset=gpt2-small&seq=9.*pruned=2/.test(e)), errors.join('\n'));
+  await page.getByRole('link', { name: 'reload with defaults' }).click();
+  await page.waitForURL((u) => !u.search.includes('gpt2-small'));
+  await page.getByTestId('heatmap-11').waitFor();
+  assert.equal(await page.getByTestId('panic-banner').isHidden(), true);
+  assert.match(await text(page, 'timing'), /d_model 768, 12 heads of d_k = 64, 16 tokens/);
+  await page.close();
 });
