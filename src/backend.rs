@@ -65,7 +65,7 @@ impl Backend {
         }
         match GpuContext::acquire().await {
             Ok(ctx) => (Backend::Gpu(Rc::new(ctx)), None),
-            Err(e) => (cpu, Some(format!("not using the GPU: {e}"))),
+            Err(e) => (cpu, Some(format!("not using the GPU: {}", one_line(&e.to_string())))),
         }
     }
 
@@ -103,5 +103,32 @@ impl Backend {
             Backend::Gpu(ctx) => ctx.forward(config, x, weights).await,
             Backend::Cpu(kernel) => Ok(cpu::forward(*kernel, config, x, weights)),
         }
+    }
+}
+
+/// The first line of a GPU error, at most 240 characters: browsers append multi-line
+/// diagnostics (a WGSL parse error quotes the source) that belong in the console, not the page.
+pub fn one_line(message: &str) -> String {
+    let first = message.lines().next().unwrap_or("").trim_end_matches([':', ' ']);
+    let cut: String = first.chars().take(240).collect();
+    if cut.len() < message.trim_end().len() {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn gpu_errors_are_shown_on_one_line() {
+        assert_eq!(one_line("device lost"), "device lost");
+        assert_eq!(
+            one_line("pipeline creation failed: Error while parsing WGSL: :1:1 error: unexpected token\nthis is not WGSL\n^^^^"),
+            "pipeline creation failed: Error while parsing WGSL: :1:1 error: unexpected token…"
+        );
+        assert_eq!(one_line(&"x".repeat(500)).chars().count(), 241);
     }
 }

@@ -315,7 +315,10 @@ pub fn App() -> impl IntoView {
             ACTIVE_GPU.with(|g| g.borrow_mut().take());
             backend.set(Some(ActiveBackend {
                 backend: Backend::Cpu(Kernel::Simd),
-                note: Some(format!("switched to the CPU because {e}; your settings are kept")),
+                note: Some(format!(
+                    "switched to the CPU because {}; your settings are kept",
+                    crate::backend::one_line(&e.to_string())
+                )),
             }));
         }
     });
