@@ -58,21 +58,15 @@ impl std::fmt::Debug for Backend {
 impl Backend {
     /// Chooses once: the GPU unless the reader asked for the CPU or no GPU can be had. The
     /// second value says why the GPU is not used, when it is not.
-    pub async fn select(preference: Preference) -> (Backend, Option<String>) {
+    pub async fn select(preference: Preference) -> (Backend, Option<GpuUnused>) {
         let cpu = Backend::Cpu(Kernel::Simd);
         if preference == Preference::Cpu {
-            return (cpu, Some("CPU chosen with ?backend=cpu".into()));
+            return (cpu, Some(GpuUnused::Declined));
         }
         match GpuContext::acquire().await {
             Ok(ctx) => (Backend::Gpu(Rc::new(ctx)), None),
-            Err(e) => (cpu, Some(format!("not using the GPU: {}", one_line(&e.to_string())))),
+            Err(e) => (cpu, Some(GpuUnused::Failed(e))),
         }
-    }
-
-    /// Whether trying the GPU again could help after `error`: not when the browser has no
-    /// WebGPU at all.
-    pub fn worth_retrying(note: &str) -> bool {
-        !note.contains(&crate::gpu::GpuError::NoWebGpu.to_string())
     }
 
     /// Short name for the badge, e.g. "WebGPU · Apple M2 (BrowserWebGpu)" or "CPU · wasm simd128".
@@ -102,6 +96,32 @@ impl Backend {
         match self {
             Backend::Gpu(ctx) => ctx.forward(config, x, weights).await,
             Backend::Cpu(kernel) => Ok(cpu::forward(*kernel, config, x, weights)),
+        }
+    }
+}
+
+/// Why the GPU is not in use.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GpuUnused {
+    /// The reader asked for the CPU (`?backend=cpu`).
+    Declined,
+    /// Getting a GPU failed.
+    Failed(GpuError),
+}
+
+impl GpuUnused {
+    /// Whether trying the GPU again could help: not when asked for the CPU, nor when the browser
+    /// has no WebGPU at all.
+    pub fn retryable(&self) -> bool {
+        matches!(self, GpuUnused::Failed(e) if *e != GpuError::NoWebGpu)
+    }
+}
+
+impl std::fmt::Display for GpuUnused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuUnused::Declined => f.write_str("CPU chosen with ?backend=cpu"),
+            GpuUnused::Failed(e) => write!(f, "not using the GPU: {}", one_line(&e.to_string())),
         }
     }
 }

@@ -45,7 +45,11 @@ async fn a_browser_without_webgpu_falls_back_to_the_cpu_with_a_reason() {
     console_log!("fallback path ran: {} ({note:?})", backend.label());
     assert!(!backend.is_gpu());
     assert_eq!(backend.label(), "CPU · wasm simd128");
-    assert_eq!(note.as_deref(), Some("not using the GPU: this browser does not offer WebGPU"));
+    assert_eq!(
+        note.as_ref().map(ToString::to_string).as_deref(),
+        Some("not using the GPU: this browser does not offer WebGPU")
+    );
+    assert!(!note.unwrap().retryable(), "without WebGPU, trying again cannot help");
     // And the CPU backend it chose computes.
     let config = ModelConfig { d_model: 15, num_heads: 3, seq_len: 7 };
     let (weights, inputs) = case(&config, 2);

@@ -14,7 +14,7 @@ use super::trained::TrainedModel;
 use super::{controls::Controls, drift::DriftPanel, heads::HeadGrid, now_ms};
 use crate::attention::importance::{drift_curve, head_importance, least_important_first, mean_random_curve};
 use crate::attention::{drift, ConfigError, Drift, HeadMask, Inputs, LayerWeights, ModelConfig};
-use crate::backend::{Backend, Preference};
+use crate::backend::{Backend, GpuUnused, Preference};
 use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{Forward, Kernel};
 use crate::embed::View;
@@ -68,6 +68,26 @@ pub struct ActiveBackend {
     pub backend: Backend,
     /// Why the GPU is not used (missing, failed, or not asked for).
     pub note: Option<String>,
+    /// Whether asking for the GPU again could help (it failed, and the browser has WebGPU).
+    pub retryable: bool,
+}
+
+impl ActiveBackend {
+    /// What a backend selection gives the page; `retried` when the reader asked again.
+    fn selected(backend: Backend, unused: Option<GpuUnused>, retried: bool) -> Self {
+        let retryable = unused.as_ref().is_some_and(GpuUnused::retryable);
+        let note = unused.map(|u| match retried {
+            true => format!("tried the GPU again; {u}; still on the CPU, your settings are kept"),
+            false => u.to_string(),
+        });
+        ActiveBackend { backend, note, retryable }
+    }
+
+    /// Makes this the page's backend (and the one `simulate_gpu_loss` reaches).
+    fn install(self, signal: RwSignal<Option<ActiveBackend>, LocalStorage>) {
+        ACTIVE_GPU.with(|g| *g.borrow_mut() = self.backend.is_gpu().then(|| self.backend.clone()));
+        signal.set(Some(self));
+    }
 }
 
 thread_local! {
@@ -246,9 +266,8 @@ pub fn App() -> impl IntoView {
         // it for an adapter can hold this page for a second.
         super::yield_to_browser().await;
         super::yield_to_browser().await;
-        let (chosen, note) = Backend::select(initial.backend).await;
-        ACTIVE_GPU.with(|g| *g.borrow_mut() = chosen.is_gpu().then(|| chosen.clone()));
-        backend.set(Some(ActiveBackend { backend: chosen, note }));
+        let (chosen, unused) = Backend::select(initial.backend).await;
+        ActiveBackend::selected(chosen, unused, false).install(backend);
     });
 
     // The trained model's own state: its sentence, the layer shown, its pruned heads (0..72).
@@ -312,14 +331,15 @@ pub fn App() -> impl IntoView {
     // and the run starts again on the CPU.
     Effect::new(move |_| {
         if let Some(Some(Err(RunError::Gpu(e)))) = run.get() {
-            ACTIVE_GPU.with(|g| g.borrow_mut().take());
-            backend.set(Some(ActiveBackend {
+            ActiveBackend {
                 backend: Backend::Cpu(Kernel::Simd),
                 note: Some(format!(
                     "switched to the CPU because {}; your settings are kept",
                     crate::backend::one_line(&e.to_string())
                 )),
-            }));
+                retryable: true,
+            }
+            .install(backend);
         }
     });
 
@@ -407,22 +427,12 @@ pub fn App() -> impl IntoView {
     // After a GPU failure (or none found at start), the reader can ask for the GPU again; the
     // settings and pruned heads stay, and the run repeats on whichever backend comes back.
     let retrying = RwSignal::new(false);
-    let can_retry = move || {
-        settings.read().backend != Preference::Cpu
-            && backend.with(|b| {
-                b.as_ref().is_some_and(|b| {
-                    !b.backend.is_gpu() && b.note.as_deref().is_some_and(Backend::worth_retrying)
-                })
-            })
-    };
+    let can_retry = move || backend.with(|b| b.as_ref().is_some_and(|b| b.retryable));
     let retry_gpu = move |_| {
         retrying.set(true);
         spawn_local(async move {
-            let (chosen, note) = Backend::select(Preference::Gpu).await;
-            ACTIVE_GPU.with(|g| *g.borrow_mut() = chosen.is_gpu().then(|| chosen.clone()));
-            let note =
-                note.map(|n| format!("tried the GPU again; {n}; still on the CPU, your settings are kept"));
-            backend.set(Some(ActiveBackend { backend: chosen, note }));
+            let (chosen, unused) = Backend::select(Preference::Gpu).await;
+            ActiveBackend::selected(chosen, unused, true).install(backend);
             retrying.set(false);
         });
     };
