@@ -234,7 +234,6 @@ impl MhaCase {
 /// Where one forward pass spends its time: each stage of [`cpu::forward_into`] timed alone on
 /// the simd128 kernel (median of `rounds`), with its share of the FLOPs.
 pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> String {
-    use crate::cpu::gemm::{sgemm, MatMut, MatRef};
     let (n, d, h_count, d_k) = (config.seq_len, config.d_model, config.num_heads, config.d_k());
     let weights = Weights::generate(d, 42);
     let inputs = Inputs::generate(&config, 42);
@@ -253,27 +252,11 @@ pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Str
             f();
             stages[stage].2.push(now() - t0);
         };
-        time(0, &mut || {
-            sgemm(
-                kernel,
-                1.0,
-                MatRef::row_major(&inputs.x, n, d),
-                MatRef::row_major(&weights.w_qkv, d, 3 * d),
-                0.0,
-                MatMut::row_major(&mut qkv, n, 3 * d),
-            )
-        });
+        time(0, &mut || cpu::project_qkv(kernel, &config, &inputs.x, &weights.w_qkv, &mut qkv));
         time(1, &mut || cpu::attend(kernel, &qkv, n, h_count, d_k, &mut out.attention, &mut out.heads));
         time(2, &mut || {
-            for h in 0..h_count {
-                sgemm(
-                    kernel,
-                    1.0,
-                    MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
-                    MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
-                    0.0,
-                    MatMut::row_major(&mut out.contributions.data[h * n * d..(h + 1) * n * d], n, d),
-                );
+            for (h, block) in out.contributions.data.chunks_exact_mut(n * d).enumerate() {
+                cpu::project_head(kernel, &config, &out.heads, &weights.w_o, h, block);
             }
         });
         time(3, &mut || out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output));

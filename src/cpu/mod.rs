@@ -110,14 +110,7 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
             qkv.resize(n * 3 * d, 0.0);
         }
         let qkv = &mut qkv[..n * 3 * d];
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::row_major(x, n, d),
-            MatRef::row_major(&weights.w_qkv, d, 3 * d),
-            0.0,
-            MatMut::row_major(qkv, n, 3 * d),
-        );
+        project_qkv(kernel, config, x, &weights.w_qkv, qkv);
         attend(kernel, qkv, n, h_count, d_k, &mut out.attention, &mut out.heads);
     });
 
@@ -126,16 +119,43 @@ pub fn forward_into(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &W
     out.output.fill(0.0);
     for h in 0..h_count {
         let block = &mut out.contributions.data[h * n * d..(h + 1) * n * d];
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::new(&out.heads[h * d_k..], n, d_k, d, 1),
-            MatRef::new(&weights.w_o[h * d_k * d..], d_k, d, d, 1),
-            0.0,
-            MatMut::row_major(block, n, d),
-        );
+        project_head(kernel, config, &out.heads, &weights.w_o, h, block);
         out.output.iter_mut().zip(block.iter()).for_each(|(o, c)| *o += c);
     }
+}
+
+/// `QKV = x @ W_qkv`: `x` is `seq_len x d_model`, `qkv` is `seq_len x 3 d_model` (overwritten).
+pub fn project_qkv(kernel: Kernel, config: &ModelConfig, x: &[f32], w_qkv: &[f32], qkv: &mut [f32]) {
+    let (n, d) = (config.seq_len, config.d_model);
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(x, n, d),
+        MatRef::row_major(w_qkv, d, 3 * d),
+        0.0,
+        MatMut::row_major(qkv, n, 3 * d),
+    );
+}
+
+/// Head `h`'s contribution to the output, `C_h = O_h @ W_o[h d_k .. (h+1) d_k, :]`, into
+/// `block` (`seq_len x d_model`, overwritten); `O_h` is head `h`'s columns of `heads`.
+pub fn project_head(
+    kernel: Kernel,
+    config: &ModelConfig,
+    heads: &[f32],
+    w_o: &[f32],
+    h: usize,
+    block: &mut [f32],
+) {
+    let (n, d, d_k) = (config.seq_len, config.d_model, config.d_k());
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::new(&heads[h * d_k..], n, d_k, d, 1),
+        MatRef::new(&w_o[h * d_k * d..], d_k, d, d, 1),
+        0.0,
+        MatMut::row_major(block, n, d),
+    );
 }
 
 thread_local! {
