@@ -25,7 +25,12 @@ step "clippy, native" cargo clippy --locked --all-targets -- -D warnings
 step "clippy, wasm32" cargo clippy --locked --all-targets --target wasm32-unknown-unknown -- -D warnings
 step "native tests (core, CPU kernels vs the f64 oracle)" cargo test --locked -- --show-output
 # The same kernel tests as wasm with simd128 inside headless Chromium, plus mounted components.
-step "browser tests (wasm-pack, headless Chromium)" wasm-pack test --headless --chrome -- --locked -- --nocapture
+# Chromium, started by chromedriver for each test binary, leaves a ~25-90 MB profile in $TMPDIR
+# when the runner ends it: give it a directory that goes when this script ends.
+browser_tmp=$(mktemp -d)
+trap 'rm -rf "$browser_tmp"' EXIT
+step "browser tests (wasm-pack, headless Chromium)" \
+  env TMPDIR="$browser_tmp" wasm-pack test --headless --chrome -- --locked -- --nocapture
 step "trained-model asset" scripts/build-model-asset.sh
 step "release build (trunk)" trunk build --release --offline
 step "end-to-end tests of the built page" node --test tests/e2e/
