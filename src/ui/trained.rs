@@ -228,6 +228,8 @@ fn mask_of(pruned: &BTreeSet<usize>) -> [bool; LAYERS * HEADS] {
 struct CheckAnswer {
     closer: usize,
     cosines: [f64; 2],
+    /// The heads pruned when it was asked.
+    pruned: [bool; LAYERS * HEADS],
 }
 
 async fn check(m: &Loaded, mask: &[bool; LAYERS * HEADS]) -> Result<CheckAnswer, GpuError> {
@@ -236,7 +238,7 @@ async fn check(m: &Loaded, mask: &[bool; LAYERS * HEADS]) -> Result<CheckAnswer,
     for (c, text) in cosines.iter_mut().zip(CANDIDATES) {
         *c = cosine(&anchor, &m.embed(text, mask).await?);
     }
-    Ok(CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines })
+    Ok(CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines, pruned: *mask })
 }
 
 /// The trained-model panel: text, tokens, a layer's heatmaps, the 6 x 12 head grid, drift.
@@ -293,9 +295,11 @@ pub fn TrainedModel(
             Some(Shared(Arc::new(out)))
         }
     });
+    // While a pass for a new set of pruned heads runs, its resource still holds the last
+    // pass: numbers show only once they belong to the heads the page says are pruned.
     let drift = move || {
         let (full, now) = (full.get().flatten()?, current.get().flatten()?);
-        Some(cosine(&full.0.embedding, &now.0.embedding))
+        (now.0.pruned == mask_of(&pruned.read())).then(|| cosine(&full.0.embedding, &now.0.embedding))
     };
     let check_full = LocalResource::new(move || {
         let m = model();
@@ -504,6 +508,9 @@ pub fn TrainedModel(
                         let (Some(f), Some(n)) = (check_full.get().flatten(), check_now.get().flatten()) else {
                             return String::new();
                         };
+                        if n.pruned != mask_of(&pruned.read()) {
+                            return "Check: asking the pruned model…".into();
+                        }
                         let name = |i: usize| format!("\"{}\"", CANDIDATES[i]);
                         format!(
                             "Check: which is closer in meaning to \"{ANCHOR}\"? Full model: {} ({:.3} vs {:.3}). Pruned: {} ({:.3} vs {:.3}){}",

@@ -147,11 +147,11 @@ test('every view is a link: a full state round-trips, and a bad link falls back 
     cosine: await text(p, 'drift-cosine'), rel: await text(p, 'drift-rel-l2'), active: await text(p, 'drift-active'),
     theme: await p.evaluate(() => document.documentElement.dataset.theme), dk: await text(p, 'custom-d-k'),
   });
-  await page.waitForFunction(() => document.querySelector('[data-testid=drift-active]').textContent === '5 of 8');
+  await page.waitForFunction(() => (document.querySelector('[data-testid=drift-active]')?.textContent ?? '') === '5 of 8');
   const first = await numbers(page);
   const { page: again, problems: againProblems } = await openPage(browser, page.url());
   await again.getByTestId('heatmap-7').waitFor();
-  await again.waitForFunction(() => document.querySelector('[data-testid=drift-active]').textContent === '5 of 8');
+  await again.waitForFunction(() => (document.querySelector('[data-testid=drift-active]')?.textContent ?? '') === '5 of 8');
   assert.deepEqual(await numbers(again), first);
   assert.equal(again.url(), page.url());
 
@@ -191,7 +191,7 @@ const pngSize = (bytes) => {
 test('exports: PNG of the chart and of any heatmap, CSV of weights, importance and drift', async () => {
   const { page, problems } = await openPage(browser, `${app.base}/?preset=bert-base&seq=16&backend=cpu&pruned=3`);
   await page.getByTestId('heatmap-11').waitFor();
-  await page.waitForFunction(() => /#/.test(document.querySelector('[data-testid=importance-11]').textContent));
+  await page.waitForFunction(() => /#/.test((document.querySelector('[data-testid=importance-11]')?.textContent ?? '')));
 
   const chart = await download(page, 'export-chart-png');
   assert.equal(chart.name, 'headlab-config-chart.png');

@@ -48,7 +48,7 @@ test('forced GPU faults each fall back to the CPU with the settings kept, and th
   for (const [kind, why] of [['adapter', /adapter request was rejected/], ['pipeline', /pipeline creation failed/]]) {
     await inject(kind);
     await page.getByTestId('retry-gpu').click();
-    await page.waitForFunction((w) => new RegExp(w).test(document.querySelector('[data-testid=backend-note]').textContent), why.source);
+    await page.waitForFunction((w) => new RegExp(w).test((document.querySelector('[data-testid=backend-note]')?.textContent ?? '')), why.source);
     seen.push(await text(page, 'backend-note'));
     assert.match(await text(page, 'backend-badge'), /^CPU/);
     await settingsKept(21);
@@ -56,7 +56,7 @@ test('forced GPU faults each fall back to the CPU with the settings kept, and th
 
   // Then the GPU comes back, with the same numbers as the CPU core.
   await page.getByTestId('retry-gpu').click();
-  await page.waitForFunction(() => /^WebGPU/.test(document.querySelector('[data-testid=backend-badge]').textContent));
+  await page.waitForFunction(() => /^WebGPU/.test((document.querySelector('[data-testid=backend-badge]')?.textContent ?? '')));
   await onBackend(page, 'WebGPU');
   assert.equal(await page.getByTestId('backend-note').count(), 0);
   await settingsKept(21);
@@ -105,7 +105,7 @@ test('no leaks: 1 000 head toggles and 50 preset switches leave wasm memory and 
   const switchTo = async (preset) => {
     await page.getByTestId('preset').selectOption(String(presets.indexOf(preset)));
     await page.waitForFunction((n) => document.querySelectorAll('canvas.heatmap').length === n
-      && /^Forward pass on WebGPU/.test(document.querySelector('[data-testid=timing]').textContent), heads[preset]);
+      && /^Forward pass on WebGPU/.test((document.querySelector('[data-testid=timing]')?.textContent ?? '')), heads[preset]);
   };
   const toggles = (count) => page.evaluate(async (count) => {
     for (let i = 0; i < count; i++) {

@@ -36,7 +36,7 @@ test('the CPU page draws every head, names the backend, and drift follows toggle
   await page.screenshot({ path: join(artifacts, 'page.png'), fullPage: true });
 
   await page.getByTestId('head-toggle-3').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=drift-cosine]').textContent !== '1.000000');
+  await page.waitForFunction(() => /^0\.\d{6}$/.test(document.querySelector('[data-testid=drift-cosine]')?.textContent ?? ''));
   const cosine = Number(await text(page, 'drift-cosine'));
   const rel = Number(await text(page, 'drift-rel-l2'));
   assert.ok(cosine > 0 && cosine < 1, `cosine ${cosine}`);
@@ -63,7 +63,7 @@ test('presets and the sequence slider recompute and redraw', async () => {
   await page.getByTestId('preset').selectOption({ label: 'Transformer (orig.) — 512/8, d_k 64' });
   await page.waitForFunction(() => document.querySelectorAll('canvas.heatmap').length === 8);
   await page.getByTestId('seq-slider').fill('40');
-  await page.waitForFunction(() => document.querySelector('canvas.heatmap').width === 40);
+  await page.waitForFunction(() => document.querySelector('canvas.heatmap')?.width === 40);
   assert.equal(await drawnHeatmaps(page, 40), 8);
   assert.match(page.url(), /preset=transformer&seq=40/);
   assert.deepEqual(problems, []);
@@ -135,10 +135,10 @@ const heatmapPixels = () => [...document.querySelectorAll('canvas.heatmap')]
 /** Drift numbers after pruning `heads` on the page at `query`, once the badge names `backend`. */
 async function driftAfterPruning(query, backend, numHeads, heads) {
   const { page, problems } = await open(query);
-  await page.waitForFunction((b) => document.querySelector('[data-testid=backend-badge]').textContent.startsWith(b), backend);
+  await page.waitForFunction((b) => (document.querySelector('[data-testid=backend-badge]')?.textContent ?? '').startsWith(b), backend);
   // The first heatmaps may come from the CPU while the GPU starts: wait for the backend's own pass.
   await page.waitForFunction((b) => {
-    const timing = document.querySelector('[data-testid=timing]').textContent;
+    const timing = document.querySelector('[data-testid=timing]')?.textContent ?? '';
     return timing.startsWith(`Forward pass on ${b}`) && !timing.includes('while the GPU starts');
   }, backend);
   await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
@@ -185,7 +185,7 @@ test('without WebGPU the page runs on the CPU and says why', async () => {
 
 test('a lost GPU device switches to the CPU and keeps the reader\'s settings', async () => {
   const { page, problems } = await open('?preset=gpt2-small&seq=20');
-  await page.waitForFunction(() => document.querySelector('[data-testid=backend-badge]').textContent.startsWith('WebGPU'));
+  await page.waitForFunction(() => (document.querySelector('[data-testid=backend-badge]')?.textContent ?? '').startsWith('WebGPU'));
   await page.getByTestId('heatmap-11').waitFor();
   await page.getByTestId('head-toggle-6').click();
   const before = await text(page, 'drift-cosine');
@@ -193,8 +193,8 @@ test('a lost GPU device switches to the CPU and keeps the reader\'s settings', a
   // The next forward pass (a new sequence length) meets the lost device.
   await page.getByTestId('seq-number').fill('21');
   await page.getByTestId('seq-number').press('Enter');
-  await page.waitForFunction(() => document.querySelector('[data-testid=backend-badge]').textContent.startsWith('CPU'));
-  await page.waitForFunction(() => document.querySelector('canvas.heatmap').width === 21);
+  await page.waitForFunction(() => (document.querySelector('[data-testid=backend-badge]')?.textContent ?? '').startsWith('CPU'));
+  await page.waitForFunction(() => document.querySelector('canvas.heatmap')?.width === 21);
   assert.match(await text(page, 'backend-note'), /switched to the CPU because the GPU device was lost/);
   assert.equal(await page.getByTestId('head-toggle-6').getAttribute('aria-pressed'), 'false', 'pruned head kept');
   assert.match(page.url(), /preset=gpt2-small&seq=21/);
@@ -228,7 +228,7 @@ for (const backend of ['cpu', 'gpu']) {
       // The first heatmaps may come from the CPU while the GPU starts: wait for the chosen
       // backend's own pass before comparing numbers.
       await page.waitForFunction((b) => {
-        const timing = document.querySelector('[data-testid=timing]').textContent;
+        const timing = document.querySelector('[data-testid=timing]')?.textContent ?? '';
         return timing.startsWith(`Forward pass on ${b}`) && !timing.includes('while the GPU starts');
       }, backend === 'gpu' ? 'WebGPU' : 'CPU');
       await page.getByTestId(`heatmap-${numHeads - 1}`).waitFor();
@@ -240,7 +240,7 @@ for (const backend of ['cpu', 'gpu']) {
       // "Prune the k least important": the pruned heads are those ranked last.
       const k = Math.round(numHeads * 0.4);
       await page.getByTestId('prune-k').fill(String(k));
-      await page.waitForFunction((k) => document.querySelector('[data-testid=drift-active]').textContent.startsWith(`${k.n - k.k} of`), { k, n: numHeads });
+      await page.waitForFunction((k) => (document.querySelector('[data-testid=drift-active]')?.textContent ?? '').startsWith(`${k.n - k.k} of`), { k, n: numHeads });
       const pruned = await prunedHeads(page);
       assert.equal(pruned.length, k);
       for (const h of pruned) {
@@ -284,7 +284,7 @@ test('the chart names a point on hover, heads enlarge with labels, and the batch
   assert.equal(await page.getByTestId('head-detail').count(), 0);
 
   await page.getByTestId('measure-batched').click();
-  await page.waitForFunction(() => /Ratio/.test(document.querySelector('[data-testid=batched-result]').textContent), null, { timeout: 60000 });
+  await page.waitForFunction(() => /Ratio/.test((document.querySelector('[data-testid=batched-result]')?.textContent ?? '')), null, { timeout: 60000 });
   const ratio = Number((await text(page, 'batched-result')).match(/Ratio (\d+\.\d+)/)[1]);
   console.log(`batched vs one head on the CPU, BERT-base n = 10: ${await text(page, 'batched-result')}`);
   assert.ok(ratio > 0.2 && ratio < 5, `ratio ${ratio}`);
@@ -337,15 +337,15 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   assert.equal(await text(page, 'trained-cosine'), '1.000000');
   await page.getByTestId('grid-1-5').click();
   await page.getByTestId('grid-4-6').click();
-  await page.waitForFunction(() => /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
+  await page.waitForFunction(() => /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
   const cosine = Number(await text(page, 'trained-cosine'));
   assert.ok(cosine > 0.9 && cosine < 1, `cosine after pruning 2 heads: ${cosine}`);
   assert.match(await text(page, 'trained-check'), /Full model: "The financial institution approved my loan\."/);
   // Half the heads, least important first: the embedding barely moves, as the contrast says.
   await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]').disabled);
   await page.getByTestId('trained-prune-k').fill('36');
-  await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('36 of 72')
-    && /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
+  await page.waitForFunction(() => (document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('36 of 72')
+    && /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
   const half = Number(await text(page, 'trained-cosine'));
   const claimed = Number((await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1]);
   console.log(`trained model, 36 least important heads pruned: cosine ${half}; ${await text(page, 'trained-contrast')}`);
@@ -353,11 +353,11 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   // Without layer 1's heads the model loses the context and picks the sentence sharing "bank".
   await page.getByTestId('trained-restore').click();
   for (let h = 0; h < 12; h++) await page.getByTestId(`grid-0-${h}`).click();
-  await page.waitForFunction(() => /Pruned: "We sat on the grassy bank by the river\."/.test(document.querySelector('[data-testid=trained-check]').textContent));
+  await page.waitForFunction(() => /Pruned: "We sat on the grassy bank by the river\."/.test((document.querySelector('[data-testid=trained-check]')?.textContent ?? '')));
   assert.match(await text(page, 'trained-check'), /the answer flipped/);
   await page.getByTestId('text').fill('The cat sat on the mat.');
   await page.getByTestId('text').blur();
-  await page.waitForFunction(() => document.querySelector('[data-testid=tokens]').textContent.includes('mat'));
+  await page.waitForFunction(() => (document.querySelector('[data-testid=tokens]')?.textContent ?? '').includes('mat'));
   await page.screenshot({ path: join(artifacts, 'trained.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();
@@ -390,10 +390,10 @@ test('the trained model runs on WebGPU where the page has it, with the CPU kerne
     await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
     assert.match(await text(page, 'trained-backend'), backend === 'gpu' ? /Running on the GPU \(WebGPU\)/ : /Running on the CPU kernel/);
     for (const id of ['grid-0-3', 'grid-2-7', 'grid-5-0']) await page.getByTestId(id).click();
-    await page.waitForFunction(() => document.querySelector('[data-testid=trained-cosine]').parentElement.textContent.includes('3 of 72')
-      && /^0\.\d{6}$/.test(document.querySelector('[data-testid=trained-cosine]').textContent));
+    await page.waitForFunction(() => (document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('3 of 72')
+      && /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
     results[backend] = Number(await text(page, 'trained-cosine'));
-    await page.waitForFunction(() => /Pruned:/.test(document.querySelector('[data-testid=trained-check]').textContent));
+    await page.waitForFunction(() => /Pruned:/.test((document.querySelector('[data-testid=trained-check]')?.textContent ?? '')));
     assert.deepEqual(problems, [], backend);
     await page.close();
   }
@@ -412,7 +412,7 @@ test('pruned heads travel in the link, and a reload restores the same numbers', 
   const numbers = `${await text(page, 'drift-cosine')} ${await text(page, 'drift-rel-l2')}`;
   await page.reload();
   await page.getByTestId('heatmap-11').waitFor();
-  await page.waitForFunction(() => document.querySelector('[data-testid=drift-active]').textContent === '9 of 12');
+  await page.waitForFunction(() => (document.querySelector('[data-testid=drift-active]')?.textContent ?? '') === '9 of 12');
   assert.deepEqual(await prunedHeads(page), [1, 4, 5]);
   assert.equal(`${await text(page, 'drift-cosine')} ${await text(page, 'drift-rel-l2')}`, numbers);
   await assertMatchesCpuCore(page, 'restored from the link');
