@@ -65,6 +65,18 @@ impl<'a> MatRef<'a> {
     pub fn row_run(&self, i: usize, j: usize, len: usize) -> Option<&[f32]> {
         (self.cs == 1).then(|| &self.data[i * self.rs + j..i * self.rs + j + len])
     }
+
+    /// Elements `(i..i + len, j)` as a slice, when the column is contiguous (`rs == 1`, as in
+    /// the transpose of a row-major view).
+    #[inline]
+    pub fn col_run(&self, i: usize, j: usize, len: usize) -> Option<&[f32]> {
+        (self.rs == 1).then(|| &self.data[i + j * self.cs..i + j * self.cs + len])
+    }
+
+    /// Whether columns are contiguous and rows are not: the transpose of a row-major view.
+    pub fn is_column_major(&self) -> bool {
+        self.rs == 1 && self.cs != 1
+    }
 }
 
 /// A mutable strided view whose elements are distinct memory locations.

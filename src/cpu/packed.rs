@@ -26,9 +26,51 @@ pub trait PanelSource {
     fn fill_panel_row(&self, p: usize, j0: usize, out: &mut [f32; NR]) {
         self.fill_row(p, j0, out);
     }
+
+    /// Writes `B[pc..pc + kc, j0..j0 + width]` into `strip` (`kc` rows of `NR`), zero past `width`.
+    fn fill_strip(&self, pc: usize, kc: usize, j0: usize, width: usize, strip: &mut [f32]) {
+        debug_assert_eq!(strip.len(), kc * NR);
+        fill_strip_by_rows(self, pc, j0, width, strip);
+    }
+}
+
+/// [`PanelSource::fill_strip`] row by row.
+fn fill_strip_by_rows(
+    b: &(impl PanelSource + ?Sized),
+    pc: usize,
+    j0: usize,
+    width: usize,
+    strip: &mut [f32],
+) {
+    for (p, row) in strip.chunks_exact_mut(NR).enumerate() {
+        match <&mut [f32; NR]>::try_from(row) {
+            Ok(full) if width == NR => b.fill_panel_row(pc + p, j0, full),
+            Ok(row) => {
+                b.fill_row(pc + p, j0, &mut row[..width]);
+                row[width..].fill(0.0);
+            }
+            Err(_) => unreachable!("chunks_exact_mut(NR) yields NR-long rows"),
+        }
+    }
 }
 
 impl PanelSource for MatRef<'_> {
+    fn fill_strip(&self, pc: usize, kc: usize, j0: usize, width: usize, strip: &mut [f32]) {
+        if self.is_column_major() {
+            // A transposed row-major matrix (K^T in the attention scores): each of the strip's
+            // columns is a contiguous run of the source, scattered NR apart.
+            for j in 0..width {
+                let Some(column) = self.col_run(pc, j0 + j, kc) else { unreachable!("rs == 1") };
+                for (row, &v) in strip.chunks_exact_mut(NR).zip(column) {
+                    row[j] = v;
+                }
+            }
+            strip.chunks_exact_mut(NR).for_each(|row| row[width..].fill(0.0));
+            return;
+        }
+        fill_strip_by_rows(self, pc, j0, width, strip);
+    }
+
     fn fill_row(&self, p: usize, j0: usize, out: &mut [f32]) {
         match self.row_run(p, j0, out.len()) {
             // Row-major B (the projections): one contiguous copy.
@@ -132,17 +174,7 @@ fn grow(buf: &mut Vec<f32>, len: usize) {
 fn pack_b(b: &impl PanelSource, pc: usize, kc: usize, jc: usize, nc: usize, out: &mut [f32]) {
     for (s, strip) in out.chunks_exact_mut(kc * NR).take(nc.div_ceil(NR)).enumerate() {
         let j0 = jc + s * NR;
-        let width = NR.min(jc + nc - j0);
-        for (p, row) in strip.chunks_exact_mut(NR).enumerate() {
-            match <&mut [f32; NR]>::try_from(row) {
-                Ok(full) if width == NR => b.fill_panel_row(pc + p, j0, full),
-                Ok(row) => {
-                    b.fill_row(pc + p, j0, &mut row[..width]);
-                    row[width..].fill(0.0);
-                }
-                Err(_) => unreachable!("chunks_exact_mut(NR) yields NR-long rows"),
-            }
-        }
+        b.fill_strip(pc, kc, j0, NR.min(jc + nc - j0), strip);
     }
 }
 
@@ -151,6 +183,19 @@ fn pack_a(a: &MatRef<'_>, alpha: f32, ic: usize, mc: usize, pc: usize, kc: usize
     for (s, strip) in out.chunks_exact_mut(kc * MR).take(mc.div_ceil(MR)).enumerate() {
         let i0 = ic + s * MR;
         let height = MR.min(ic + mc - i0);
+        const _: () = assert!(MR == 4, "the contiguous path below interleaves four rows");
+        let rows = (height == MR).then(|| [0, 1, 2, 3].map(|i| a.row_run(i0 + i, pc, kc))).and_then(|r| {
+            let [Some(r0), Some(r1), Some(r2), Some(r3)] = r else { return None };
+            Some((r0, r1, r2, r3))
+        });
+        if let Some((r0, r1, r2, r3)) = rows {
+            // Four contiguous rows (row-major A): interleave them, without an index check per element.
+            let columns = r0.iter().zip(r1).zip(r2).zip(r3);
+            for (col, (((&v0, &v1), &v2), &v3)) in strip.chunks_exact_mut(MR).zip(columns) {
+                col.copy_from_slice(&[alpha * v0, alpha * v1, alpha * v2, alpha * v3]);
+            }
+            continue;
+        }
         for (p, col) in strip.chunks_exact_mut(MR).enumerate() {
             for (i, slot) in col.iter_mut().enumerate() {
                 *slot = if i < height { alpha * a.at(i0 + i, pc + p) } else { 0.0 };
@@ -265,13 +310,20 @@ unsafe fn micro_kernel_simd128(kc: usize, a: *const f32, b: *const f32) -> [f32;
 #[cfg(test)]
 mod tests {
     use super::*;
+    // In `wasm-pack test` these run in the browser, on the simd128 micro-kernel (the crate's
+    // tests are configured to run in the browser in `softmax`).
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    fn value(seed: usize, i: usize) -> f32 {
+        (((seed * 7919 + i * 104729) % 1009) as f32 / 1009.0) - 0.5
+    }
 
     /// The packed product against plain triple loops in f64, over shapes that cut every block
     /// and micro-tile boundary, with NaN in C when beta is 0.
     #[test]
     fn packed_product_matches_plain_loops_across_block_edges() {
         let dims = [0, 1, 3, MR, MR + 1, NR - 1, NR + 1, 63, 65, KC + 3, NC + 5];
-        let value = |seed: usize, i: usize| (((seed * 7919 + i * 104729) % 1009) as f32 / 1009.0) - 0.5;
         let mut checked = 0;
         for (t, &m) in dims.iter().enumerate() {
             for &k in &dims[..dims.len() - 1] {
@@ -308,5 +360,42 @@ mod tests {
             }
         }
         assert!(checked > 60, "only {checked} cases ran");
+    }
+
+    /// Column-major views (the transposes the attention scores multiply by, `K^T`) take their own
+    /// packing paths for `A` and `B`: the same products as row-major copies of them, to the bit.
+    #[test]
+    fn transposed_views_pack_like_row_major_copies() {
+        let mut checked = 0;
+        for (m, k, n) in
+            [(1, 1, 1), (5, 3, 7), (MR, NR, NR), (9, 64, 130), (64, KC + 5, 17), (33, 70, NC + 3)]
+        {
+            // a_t is A^T stored row-major (k x m), b_t is B^T (n x k).
+            let a_t: Vec<f32> = (0..k * m).map(|i| value(4, i)).collect();
+            let b_t: Vec<f32> = (0..n * k).map(|i| value(5, i)).collect();
+            let a: Vec<f32> = (0..m * k).map(|x| a_t[(x % k) * m + x / k]).collect();
+            let b: Vec<f32> = (0..k * n).map(|x| b_t[(x % n) * k + x / n]).collect();
+            let mut want = vec![f32::NAN; m * n];
+            sgemm(
+                0.75,
+                MatRef::row_major(&a, m, k),
+                MatRef::row_major(&b, k, n),
+                0.0,
+                MatMut::row_major(&mut want, m, n),
+            );
+            let views = [
+                (MatRef::row_major(&a_t, k, m).t(), MatRef::row_major(&b, k, n)),
+                (MatRef::row_major(&a, m, k), MatRef::row_major(&b_t, n, k).t()),
+                (MatRef::row_major(&a_t, k, m).t(), MatRef::row_major(&b_t, n, k).t()),
+            ];
+            for (va, vb) in views {
+                let mut got = vec![f32::NAN; m * n];
+                sgemm(0.75, va, vb, 0.0, MatMut::row_major(&mut got, m, n));
+                let same = want.iter().zip(&got).all(|(w, g)| w.to_bits() == g.to_bits());
+                assert!(same, "m={m} k={k} n={n}: transposed views give another product");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 18);
     }
 }
