@@ -315,8 +315,9 @@ mod tests {
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
 
+    /// A deterministic value in [-0.5, 0.5) (u64: wasm32's usize would overflow).
     fn value(seed: usize, i: usize) -> f32 {
-        (((seed * 7919 + i * 104729) % 1009) as f32 / 1009.0) - 0.5
+        (((seed as u64 * 7919 + i as u64 * 104729) % 1009) as f32 / 1009.0) - 0.5
     }
 
     /// The packed product against plain triple loops in f64, over shapes that cut every block
