@@ -437,6 +437,17 @@ pub fn App() -> impl IntoView {
         });
     };
 
+    // The chart column of either layout; the synthetic presets add the claims beneath the chart.
+    let chart_column = move |with_claims: bool| {
+        view_kind.shows_chart().then(|| {
+            view! {
+                <div class="column-chart">
+                    <ConfigChart settings=settings />
+                    {with_claims.then(|| view! { <Claims run=run importance=importance drift=drift backend=backend /> })}
+                </div>
+            }
+        })
+    };
     view! {
         <div class="toolbar">
             <Controls settings=settings />
@@ -510,16 +521,7 @@ pub fn App() -> impl IntoView {
             fallback=move || {
                 view! {
                     <div class="panels">
-                        {view_kind
-                            .shows_chart()
-                            .then(|| {
-                                view! {
-                                    <div class="column-chart">
-                                        <ConfigChart settings=settings />
-                                        <Claims run=run importance=importance drift=drift backend=backend />
-                                    </div>
-                                }
-                            })}
+                        {chart_column(true)}
                         {view_kind
                             .shows_heads()
                             .then(|| view! { <HeadGrid run=run pruned=pruned importance=importance settings=settings /> })}
@@ -541,15 +543,7 @@ pub fn App() -> impl IntoView {
             }
         >
             <div class="panels trained-panels">
-                {view_kind
-                    .shows_chart()
-                    .then(|| {
-                        view! {
-                            <div class="column-chart">
-                                <ConfigChart settings=settings />
-                            </div>
-                        }
-                    })}
+                {chart_column(false)}
                 <TrainedModel text=text layer=layer pruned=trained_pruned backend=backend />
             </div>
         </Show>
