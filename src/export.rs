@@ -4,10 +4,10 @@
 //! comes from the reader, so every text cell is quoted, and a cell that a spreadsheet would run as
 //! a formula (leading `=`, `+`, `-`, `@`, tab or carriage return) is prefixed with `'`.
 
-use std::collections::BTreeSet;
 use std::fmt::{self, Write};
 
-use crate::attention::Drift;
+use crate::attention::importance::Ranking;
+use crate::attention::{Drift, HeadSet};
 
 /// Most attention weights one CSV holds (about 40 MB of text); larger runs are refused.
 pub const MAX_CSV_WEIGHTS: usize = 1 << 20;
@@ -78,12 +78,13 @@ pub fn attention_csv<S: AsRef<str>>(
 }
 
 /// `head,importance_rel_l2,rank,pruned`: how much removing each head alone moves the output,
-/// its rank (1 = most important) and whether it is pruned now.
-pub fn importance_csv(per_head: &[f64], ranked_least_first: &[usize], pruned: &BTreeSet<usize>) -> String {
+/// its rank (1 = most important) and whether it is pruned now in `heads` (heads it does not
+/// have are not pruned).
+pub fn importance_csv(ranking: &Ranking, heads: &HeadSet) -> String {
     let mut out = String::from("head,importance_rel_l2,rank,pruned\n");
-    for (h, value) in per_head.iter().enumerate() {
-        let rank = ranked_least_first.iter().position(|&x| x == h).map_or(0, |p| per_head.len() - p);
-        let _ = writeln!(out, "{h},{value},{rank},{}", pruned.contains(&h));
+    for (h, value) in ranking.per_head.iter().enumerate() {
+        let rank = ranking.rank(h).unwrap_or(0);
+        let _ = writeln!(out, "{h},{value},{rank},{}", h < heads.len() && heads.is_pruned(h));
     }
     out
 }
@@ -172,8 +173,8 @@ mod tests {
 
     #[test]
     fn importance_drift_and_token_tables_hold_every_value() {
-        let per_head = [0.3, 0.1, 0.2];
-        let rows = parse(&importance_csv(&per_head, &[1, 2, 0], &BTreeSet::from([1])));
+        let ranking = Ranking::new(vec![0.3, 0.1, 0.2]);
+        let rows = parse(&importance_csv(&ranking, &HeadSet::with_pruned(3, [1])));
         assert_eq!(
             rows[1..],
             [["0", "0.3", "1", "false"], ["1", "0.1", "3", "true"], ["2", "0.2", "2", "false"]]

@@ -8,7 +8,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use headlab::attention::config::{preset_by_id, ConfigError, MAX_SEQ_LEN};
 use headlab::attention::synthetic::{hash32, w_o_at, w_qkv_at, Stream, StreamId};
-use headlab::attention::{drift, oracle, HeadMask, Inputs, ModelConfig, Weights, PRESETS};
+use headlab::attention::{drift, oracle, HeadSet, Inputs, ModelConfig, Weights, PRESETS};
 
 #[test]
 fn presets_are_the_seeds_seven_models_with_d_k_between_64_and_128() {
@@ -157,13 +157,13 @@ fn oracle_gives_a_known_answer_and_rows_that_sum_to_one() {
     let x = [1.0, 2.0, 3.0, 4.0, 5.0, 9.0];
     let w_qkv = [0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
     let w_o = [1.0, 0.0, 0.0, 1.0];
-    let out = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadMask::all(1));
+    let out = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadSet::all(1));
     assert!(out.attention.iter().all(|&p| (p - 1.0 / 3.0).abs() < 1e-15));
     for row in out.output.chunks(2) {
         assert!((row[0] - 3.0).abs() < 1e-12 && (row[1] - 5.0).abs() < 1e-12, "{row:?}");
     }
     // With the head pruned, nothing reaches the output.
-    let pruned = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadMask::with_pruned(1, [0]));
+    let pruned = oracle::multihead_attention(&config, &x, &w_qkv, &w_o, &HeadSet::with_pruned(1, [0]));
     assert!(pruned.output.iter().all(|&v| v == 0.0));
 
     let config = ModelConfig { d_model: 12, num_heads: 3, seq_len: 5 };
@@ -173,7 +173,7 @@ fn oracle_gives_a_known_answer_and_rows_that_sum_to_one() {
         &Inputs::generate(&config, 1).x,
         &w.w_qkv,
         &w.w_o,
-        &HeadMask::all(3),
+        &HeadSet::all(3),
     );
     for row in out.attention.chunks(5) {
         assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-12);
@@ -182,13 +182,13 @@ fn oracle_gives_a_known_answer_and_rows_that_sum_to_one() {
 
 #[test]
 fn head_masks_count_toggle_and_ignore_out_of_range_indices() {
-    let mut m = HeadMask::with_pruned(4, [1, 3, 9]);
+    let mut m = HeadSet::with_pruned(4, [1, 3, 9]);
     assert_eq!((m.len(), m.active_count()), (4, 2));
     assert!(m.is_active(0) && !m.is_active(1));
     m.toggle(1);
     m.set(0, false);
-    assert_eq!(m, HeadMask::with_pruned(4, [0, 3]));
-    assert!(HeadMask::all(0).is_empty());
+    assert_eq!(m, HeadSet::with_pruned(4, [0, 3]));
+    assert!(HeadSet::all(0).is_empty());
 }
 
 #[test]
@@ -234,4 +234,29 @@ fn gpt3_runs_with_generated_weights() {
     let norm: f64 = out.output.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
     // x has unit-variance entries and both projections roughly preserve scale.
     assert!(norm > 1.0 && norm < 1e4, "output norm {norm}");
+}
+
+/// The drift curve of a real forward pass: from none to all, equal to pruning directly.
+#[test]
+fn curve_starts_at_zero_ends_at_one_and_matches_direct_pruning() {
+    use headlab::attention::importance::{drift_curve, head_importance, least_important_first, random_order};
+    let config = ModelConfig { d_model: 48, num_heads: 12, seq_len: 9 };
+    let w = Weights::generate(48, 4);
+    let fwd =
+        headlab::cpu::forward(headlab::cpu::Kernel::Scalar, &config, &Inputs::generate(&config, 4).x, &w);
+    let order = least_important_first(&head_importance(&fwd.contributions, &fwd.output));
+    let curve = drift_curve(&fwd.contributions, &fwd.output, &order);
+    assert_eq!(curve.len(), 13);
+    assert_eq!((curve[0].rel_l2, curve[0].cosine), (0.0, 1.0));
+    assert!((curve[12].rel_l2 - 1.0).abs() < 1e-6);
+    for k in [1, 5, 11] {
+        let pruned = fwd.contributions.recompose(&HeadSet::with_pruned(12, order[..k].iter().copied()));
+        let direct = drift(&fwd.output, &pruned, 48).overall;
+        assert!((curve[k].rel_l2 - direct.rel_l2).abs() < 1e-5, "k = {k}");
+    }
+    // Heads' contributions are not orthogonal, so later steps of either order can beat the
+    // other (with untrained weights heads are nearly interchangeable); the first step of the
+    // least-important order is by construction the smallest single-head drift.
+    let random = drift_curve(&fwd.contributions, &fwd.output, &random_order(12, 4));
+    assert!(curve[1].rel_l2 <= random[1].rel_l2 + 1e-12);
 }

@@ -9,7 +9,7 @@ use wasm_bindgen_test::wasm_bindgen_test as test;
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 
 use common::{assert_close, shape_table, trial, TOLERANCE};
-use headlab::attention::{oracle, HeadMask, Inputs, ModelConfig, Weights};
+use headlab::attention::{oracle, HeadSet, Inputs, ModelConfig, Weights};
 use headlab::cpu::gemm::{sgemm, MatMut, MatRef};
 use headlab::cpu::softmax::softmax_rows;
 use headlab::cpu::{self, Kernel};
@@ -44,7 +44,7 @@ fn forward_survives_scores_that_would_overflow_exp() {
     let mut inputs = Inputs::generate(&config, 3);
     inputs.x.iter_mut().for_each(|v| *v *= 300.0);
     let want =
-        oracle::multihead_attention(&config, &inputs.x, &weights.w_qkv, &weights.w_o, &HeadMask::all(3));
+        oracle::multihead_attention(&config, &inputs.x, &weights.w_qkv, &weights.w_o, &HeadSet::all(3));
     for kernel in Kernel::ALL {
         let got = cpu::forward(kernel, &config, &inputs.x, &weights);
         assert_close(&format!("{kernel:?} attention"), &got.attention, &want.attention, TOLERANCE);
@@ -169,7 +169,7 @@ fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zero
     let inputs = Inputs::generate(&config, 11);
     for kernel in Kernel::ALL {
         let fwd = cpu::forward(kernel, &config, &inputs.x, &weights);
-        let mut mask = HeadMask::all(config.num_heads);
+        let mut mask = HeadSet::all(config.num_heads);
         // A walk of toggles, including re-enabling heads and pruning all of them.
         let walk = [3, 0, 11, 3, 5, 6, 7, 0, 1, 2, 4, 8, 9, 10, 11, 5, 6, 7, 3];
         for (step, &h) in walk.iter().enumerate() {

@@ -4,7 +4,9 @@
 //! the whole output). With the output kept as a sum of per-head contributions, removing head `h`
 //! leaves `full - C_h`, so its importance is `|C_h| / |full|`: no forward pass needed.
 
+use super::heads::HeadSet;
 use super::prune::{Contributions, TokenDrift};
+use super::stats::median;
 use super::synthetic::hash32;
 
 /// Relative L2 drift of the output when each head alone is removed, in head order.
@@ -21,6 +23,59 @@ pub fn least_important_first(importance: &[f64]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..importance.len()).collect();
     order.sort_by(|&a, &b| importance[a].total_cmp(&importance[b]).then(a.cmp(&b)));
     order
+}
+
+/// Every head's importance (the change removing it alone causes, by some measure) and the heads
+/// in order of it: the synthetic layer's and the trained model's rankings alike.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ranking {
+    /// Importance of each head, in head order.
+    pub per_head: Vec<f64>,
+    /// Heads, least important first.
+    pub ranked: Vec<usize>,
+}
+
+impl Ranking {
+    /// Ranks heads by `per_head`.
+    pub fn new(per_head: Vec<f64>) -> Self {
+        let ranked = least_important_first(&per_head);
+        Ranking { per_head, ranked }
+    }
+
+    /// Number of heads ranked.
+    pub fn len(&self) -> usize {
+        self.per_head.len()
+    }
+
+    /// True when no head is ranked.
+    pub fn is_empty(&self) -> bool {
+        self.per_head.is_empty()
+    }
+
+    /// Head `h`'s rank, 1 for the most important; `None` for a head not ranked.
+    pub fn rank(&self, h: usize) -> Option<usize> {
+        Some(self.len() - self.ranked.iter().position(|&x| x == h)?)
+    }
+
+    /// The largest importance (0 without heads).
+    pub fn max(&self) -> f64 {
+        self.per_head.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The median importance.
+    pub fn median(&self) -> Option<f64> {
+        median(&self.per_head)
+    }
+
+    /// Head `h`'s importance as a share of the largest, 0 to 1.
+    pub fn share(&self, h: usize) -> f64 {
+        self.per_head.get(h).map_or(0.0, |v| v / self.max().max(f64::MIN_POSITIVE))
+    }
+
+    /// The `k` least important heads pruned, of all the heads ranked.
+    pub fn least(&self, k: usize) -> HeadSet {
+        HeadSet::with_pruned(self.len(), self.ranked.iter().take(k).copied())
+    }
 }
 
 /// A random order of `num_heads` heads, determined by `seed` (Fisher-Yates on the counter-based
@@ -70,13 +125,13 @@ fn overall(full: &[f32], pruned: &[f32]) -> TokenDrift {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::{HeadMask, Inputs, ModelConfig, Weights};
+    use crate::attention::HeadSet;
 
     fn fixture() -> (Contributions, Vec<f32>) {
         // Three heads of very different size: importance must rank them 1, 2, 0.
         let c =
             Contributions { num_heads: 3, seq_len: 1, d_model: 2, data: vec![3.0, 0.0, 0.0, 0.1, 1.0, 0.0] };
-        let full = c.recompose(&HeadMask::all(3));
+        let full = c.recompose(&HeadSet::all(3));
         (c, full)
     }
 
@@ -85,7 +140,7 @@ mod tests {
         let (c, full) = fixture();
         let imp = head_importance(&c, &full);
         for (h, importance) in imp.iter().enumerate() {
-            let pruned = c.recompose(&HeadMask::with_pruned(3, [h]));
+            let pruned = c.recompose(&HeadSet::with_pruned(3, [h]));
             let direct = crate::attention::drift(&full, &pruned, 2).overall.rel_l2;
             assert!((importance - direct).abs() < 1e-12, "head {h}: {importance} vs {direct}");
         }
@@ -103,7 +158,7 @@ mod tests {
             data[head * d + head] = *size;
         }
         let c = Contributions { num_heads: h, seq_len: 1, d_model: d, data };
-        let full = c.recompose(&HeadMask::all(h));
+        let full = c.recompose(&HeadSet::all(h));
         let order = least_important_first(&head_importance(&c, &full));
         assert_eq!(order, vec![2, 5, 0, 4, 3, 1]);
         let curve = drift_curve(&c, &full, &order);
@@ -129,25 +184,14 @@ mod tests {
     }
 
     #[test]
-    fn curve_starts_at_zero_ends_at_one_and_matches_direct_pruning() {
-        let config = ModelConfig { d_model: 48, num_heads: 12, seq_len: 9 };
-        let w = Weights::generate(48, 4);
-        let fwd =
-            crate::cpu::forward(crate::cpu::Kernel::Scalar, &config, &Inputs::generate(&config, 4).x, &w);
-        let order = least_important_first(&head_importance(&fwd.contributions, &fwd.output));
-        let curve = drift_curve(&fwd.contributions, &fwd.output, &order);
-        assert_eq!(curve.len(), 13);
-        assert_eq!((curve[0].rel_l2, curve[0].cosine), (0.0, 1.0));
-        assert!((curve[12].rel_l2 - 1.0).abs() < 1e-6);
-        for k in [1, 5, 11] {
-            let pruned = fwd.contributions.recompose(&HeadMask::with_pruned(12, order[..k].iter().copied()));
-            let direct = crate::attention::drift(&fwd.output, &pruned, 48).overall;
-            assert!((curve[k].rel_l2 - direct.rel_l2).abs() < 1e-5, "k = {k}");
-        }
-        // Heads' contributions are not orthogonal, so later steps of either order can beat the
-        // other (with untrained weights heads are nearly interchangeable); the first step of the
-        // least-important order is by construction the smallest single-head drift.
-        let random = drift_curve(&fwd.contributions, &fwd.output, &random_order(12, 4));
-        assert!(curve[1].rel_l2 <= random[1].rel_l2 + 1e-12);
+    fn a_ranking_orders_ranks_and_prunes_the_least_important() {
+        let r = Ranking::new(vec![0.3, 0.1, 0.9, 0.2]);
+        assert_eq!(r.ranked, vec![1, 3, 0, 2]);
+        assert_eq!((r.rank(2), r.rank(1), r.rank(7)), (Some(1), Some(4), None));
+        assert_eq!((r.max(), r.median()), (0.9, Some(0.25)));
+        assert!((r.share(0) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(r.least(2), HeadSet::with_pruned(4, [1, 3]));
+        assert_eq!(r.least(9).active_count(), 0);
+        assert!(Ranking::new(vec![]).is_empty());
     }
 }

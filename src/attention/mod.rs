@@ -1,13 +1,18 @@
 //! The pure core: configurations and presets, seeded synthetic weights and inputs, the naive f64
-//! oracle, head masks and output drift. No web or GPU dependency; compiled and tested natively.
+//! oracle, sets of heads, output drift, importance and what the page shows of them. No web or
+//! GPU dependency; compiled and tested natively.
 
+pub mod analysis;
 pub mod config;
+pub mod heads;
 pub mod importance;
 pub mod oracle;
 pub mod prune;
+pub mod stats;
 pub mod summary;
 pub mod synthetic;
 
 pub use config::{ConfigError, ModelConfig, Preset, PRESETS};
-pub use prune::{drift, Contributions, Drift, HeadMask, TokenDrift};
+pub use heads::HeadSet;
+pub use prune::{cosine, drift, Contributions, Drift, TokenDrift};
 pub use synthetic::{GeneratedWeights, Inputs, LayerWeights, Weights};

@@ -5,31 +5,31 @@
 //! deliberately never optimised: its only job is to be obviously right.
 
 use super::config::ModelConfig;
-use super::prune::HeadMask;
+use super::heads::HeadSet;
 
 /// What the oracle computes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OracleOutput {
-    /// `seq_len x d_model`, row-major: `concat(heads) @ W_o` with masked heads zeroed.
+    /// `seq_len x d_model`, row-major: `concat(heads) @ W_o` with pruned heads zeroed.
     pub output: Vec<f64>,
     /// `num_heads x seq_len x seq_len`: each head's softmax weights (rows are queries).
     pub attention: Vec<f64>,
 }
 
 /// Multi-head attention of `x` (`seq_len x d_model`) with the seed's weight layout.
-/// Heads switched off in `mask` contribute zeros to the concatenation, as if pruned.
+/// Heads switched off in `heads` contribute zeros to the concatenation, as if pruned.
 pub fn multihead_attention(
     config: &ModelConfig,
     x: &[f32],
     w_qkv: &[f32],
     w_o: &[f32],
-    mask: &HeadMask,
+    heads: &HeadSet,
 ) -> OracleOutput {
     let (n, d, h_count, d_k) = (config.seq_len, config.d_model, config.num_heads, config.d_k());
     assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
     assert_eq!(w_qkv.len(), d * 3 * d, "W_qkv must be d_model x 3*d_model");
     assert_eq!(w_o.len(), d * d, "W_o must be d_model x d_model");
-    assert_eq!(mask.len(), h_count, "one mask entry per head");
+    assert_eq!(heads.len(), h_count, "one entry per head");
 
     // qkv = x @ W_qkv: (seq, 3*d_model)
     let mut qkv = vec![0.0f64; n * 3 * d];
@@ -68,7 +68,7 @@ pub fn multihead_attention(
                 attention[(head * n + i) * n + j] = exps[j] / sum;
             }
             // attn_output = weights @ V
-            if mask.is_active(head) {
+            if heads.is_active(head) {
                 for c in 0..d_k {
                     let mut s = 0.0;
                     for j in 0..n {

@@ -10,58 +10,7 @@
 //! Once each contribution `C_h` (`seq_len x d_model`) is known, removing or restoring heads is a
 //! sum over the active ones: no projection or attention is recomputed.
 
-/// Which heads take part in the output. `true` is active, `false` pruned.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct HeadMask(Vec<bool>);
-
-impl HeadMask {
-    /// Every one of `num_heads` heads active.
-    pub fn all(num_heads: usize) -> Self {
-        HeadMask(vec![true; num_heads])
-    }
-
-    /// `num_heads` heads with those listed in `pruned` switched off (indices out of range are
-    /// ignored, so a set chosen for a larger model stays usable).
-    pub fn with_pruned(num_heads: usize, pruned: impl IntoIterator<Item = usize>) -> Self {
-        let mut mask = HeadMask::all(num_heads);
-        for h in pruned {
-            if h < num_heads {
-                mask.0[h] = false;
-            }
-        }
-        mask
-    }
-
-    /// Number of heads, active or not.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True when there are no heads at all.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Whether head `h` is active.
-    pub fn is_active(&self, h: usize) -> bool {
-        self.0[h]
-    }
-
-    /// Number of active heads.
-    pub fn active_count(&self) -> usize {
-        self.0.iter().filter(|&&a| a).count()
-    }
-
-    /// Switches head `h` on or off.
-    pub fn set(&mut self, h: usize, active: bool) {
-        self.0[h] = active;
-    }
-
-    /// Flips head `h`.
-    pub fn toggle(&mut self, h: usize) {
-        self.0[h] = !self.0[h];
-    }
-}
+use super::heads::HeadSet;
 
 /// Per-head contributions to the output: `num_heads` blocks of `seq_len x d_model`, row-major.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,12 +33,12 @@ impl Contributions {
     }
 
     /// Writes `sum_h C_h` over the active heads into `out` (`seq_len x d_model`), summing in
-    /// head order so the result depends only on the mask, never on the order of toggles.
-    pub fn recompose_into(&self, mask: &HeadMask, out: &mut [f32]) {
-        assert_eq!(mask.len(), self.num_heads, "one mask entry per head");
+    /// head order so the result depends only on the set, never on the order of toggles.
+    pub fn recompose_into(&self, heads: &HeadSet, out: &mut [f32]) {
+        assert_eq!(heads.len(), self.num_heads, "one entry per head");
         assert_eq!(out.len(), self.seq_len * self.d_model, "out must be seq_len x d_model");
         out.fill(0.0);
-        for h in (0..self.num_heads).filter(|&h| mask.is_active(h)) {
+        for h in heads.active() {
             for (o, c) in out.iter_mut().zip(self.head(h)) {
                 *o += c;
             }
@@ -97,9 +46,9 @@ impl Contributions {
     }
 
     /// [`Self::recompose_into`] into a new buffer.
-    pub fn recompose(&self, mask: &HeadMask) -> Vec<f32> {
+    pub fn recompose(&self, heads: &HeadSet) -> Vec<f32> {
         let mut out = vec![0.0; self.seq_len * self.d_model];
-        self.recompose_into(mask, &mut out);
+        self.recompose_into(heads, &mut out);
         out
     }
 }
@@ -120,6 +69,13 @@ pub struct Drift {
     pub per_token: Vec<TokenDrift>,
     /// The same measures over the whole `seq_len x d_model` matrix, flattened.
     pub overall: TokenDrift,
+}
+
+/// Cosine similarity of two vectors of the same length, accumulated in f64 (1 when both are
+/// zero, 0 when only one is): how close a pruned sentence embedding stays to the full one.
+pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "vectors must have the same length");
+    Sums::of(a, b).drift().cosine
 }
 
 /// Compares `pruned` with `full`, both `seq_len x d_model`, accumulating in f64.

@@ -44,6 +44,25 @@ pub fn summarize(weights: &[f32], n: usize) -> HeadSummary {
     }
 }
 
+/// A head's pattern in words ("entropy 3.2 of 4.0 bits · most weight on "cat" (t7, 21 %) ·
+/// self 9 %"): the text alternative of its heatmap. `words` has one entry per token.
+pub fn describe<S: AsRef<str>>(weights: &[f32], words: &[S]) -> String {
+    let n = words.len();
+    if n == 0 || weights.len() != n * n {
+        return "no pattern to describe".to_string();
+    }
+    let s = summarize(weights, n);
+    format!(
+        "entropy {:.1} of {:.1} bits · most weight on \"{}\" (t{}, {:.0} %) · self {:.0} %",
+        s.entropy_bits,
+        s.max_entropy_bits,
+        words[s.top_key].as_ref(),
+        s.top_key,
+        100.0 * s.top_key_weight,
+        100.0 * s.self_weight
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +81,15 @@ mod tests {
         assert_eq!((s.top_key, s.top_key_weight, s.entropy_bits), (2, 1.0, 0.0));
         let one = summarize(&[1.0], 1);
         assert_eq!((one.entropy_bits, one.max_entropy_bits, one.top_key), (0.0, 0.0, 0));
+    }
+
+    #[test]
+    fn a_pattern_is_described_in_words() {
+        let first: Vec<f32> = (0..9).map(|i| if i % 3 == 0 { 1.0 } else { 0.0 }).collect();
+        assert_eq!(
+            describe(&first, &["the", "cat", "sat"]),
+            "entropy 0.0 of 1.6 bits · most weight on \"the\" (t0, 100 %) · self 33 %"
+        );
+        assert_eq!(describe(&first, &["one"]), "no pattern to describe");
     }
 }

@@ -4,9 +4,9 @@
 //! attention, one head's output projection at a time) so that the page can show progress and
 //! stay responsive between them.
 
-use super::gemm::{MatMut, MatRef};
-use super::{attend, packed, Forward, Kernel};
-use crate::attention::{GeneratedWeights, HeadMask, ModelConfig};
+use super::gemm::{sgemm_generated, MatMut, MatRef};
+use super::{attend, Forward, Kernel};
+use crate::attention::{GeneratedWeights, HeadSet, ModelConfig};
 
 /// Columns of `QKV` computed per step: about 0.1 s of GPT-3 at 16 tokens in wasm.
 const QKV_COLUMNS_PER_STEP: usize = 3072;
@@ -66,7 +66,7 @@ impl<'x> GeneratedPass<'x> {
             let width = QKV_COLUMNS_PER_STEP.min(3 * d - c0);
             let b = self.weights.w_qkv().shifted(0, c0);
             let c = MatMut::new(&mut self.qkv[c0..], n, width, 3 * d, 1);
-            packed::sgemm_from(1.0, MatRef::row_major(self.x, n, d), &b, width, 0.0, c);
+            sgemm_generated(Kernel::Simd, 1.0, MatRef::row_major(self.x, n, d), b, width, 0.0, c);
         } else if step == self.qkv_steps() {
             attend(Kernel::Simd, &self.qkv, n, h_count, d_k, &mut self.out.attention, &mut self.out.heads);
         } else {
@@ -74,7 +74,8 @@ impl<'x> GeneratedPass<'x> {
             let h = step - self.qkv_steps() - 1;
             let b = self.weights.w_o().shifted(h * d_k, 0);
             let c = MatMut::row_major(&mut self.out.contributions.data[h * n * d..(h + 1) * n * d], n, d);
-            packed::sgemm_from(1.0, MatRef::new(&self.out.heads[h * d_k..], n, d_k, d, 1), &b, d, 0.0, c);
+            let a = MatRef::new(&self.out.heads[h * d_k..], n, d_k, d, 1);
+            sgemm_generated(Kernel::Simd, 1.0, a, b, d, 0.0, c);
         }
         self.done += 1;
         self.done < self.steps()
@@ -83,7 +84,7 @@ impl<'x> GeneratedPass<'x> {
     /// The finished pass (runs any steps left).
     pub fn finish(mut self) -> Forward {
         while self.step() {}
-        let heads = HeadMask::all(self.config.num_heads);
+        let heads = HeadSet::all(self.config.num_heads);
         self.out.contributions.recompose_into(&heads, &mut self.out.output);
         self.out
     }

