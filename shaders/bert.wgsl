@@ -2,15 +2,16 @@
 //
 //   bias_act:       y[r][c] = act(y[r][c] + bias[c])        act = identity or exact-style GELU
 //   residual_norm:  x[r] = LayerNorm(x[r] + y[r] + bias) * w + b      (one workgroup per row)
-//   mask_heads:     heads[r][h*d_k + c] = 0 for every pruned head h
+//   mask_heads:     heads[r][h*d_k + c] = 0 for every head h whose flag is 0 (pruned)
 //
-// Each entry point binds its own buffers; `p` is shared in shape: rows, cols, a flag, eps.
+// Each entry point binds its own buffers and reads the fields of `p` it needs.
 
 struct Params {
     rows: u32,
     cols: u32,
-    flag: u32, // bias_act: 1 = GELU; mask_heads: d_k
-    eps: f32,
+    gelu: u32,       // bias_act: 1 applies GELU after the bias
+    head_width: u32, // mask_heads: columns per head (d_k)
+    eps: f32,        // residual_norm: LayerNorm's epsilon
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -33,7 +34,7 @@ fn bias_act(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     var v = y[i] + bias[i % p.cols];
-    if (p.flag == 1u) {
+    if (p.gelu == 1u) {
         v = 0.5 * v * (1.0 + erf(v * 0.70710678118654752));
     }
     y[i] = v;
@@ -83,15 +84,15 @@ fn residual_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
     }
 }
 
-// mask_heads: bias holds one flag per head (1.0 = pruned).
+// mask_heads: bias holds one flag per head (1.0 = active, 0.0 = pruned).
 @compute @workgroup_size(256, 1, 1)
 fn mask_heads(@builtin(global_invocation_id) gid: vec3<u32>) {
     let i = gid.x;
     if (i >= p.rows * p.cols) {
         return;
     }
-    let head = (i % p.cols) / p.flag;
-    if (bias[head] > 0.5) {
+    let head = (i % p.cols) / p.head_width;
+    if (bias[head] < 0.5) {
         y[i] = 0.0;
     }
 }

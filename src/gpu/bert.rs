@@ -1,21 +1,39 @@
 //! The trained model on the GPU: the same computation as [`crate::model::bert`], ten dispatches
 //! a layer in one submission. The embeddings (a table look-up and one LayerNorm) and the final
 //! mean pooling stay on the CPU; everything between runs on the device.
+//!
+//! Everything a pass uses is made once per sequence length (a [`Plan`]: activations, per-layer
+//! attention and head flags, uniforms, the 60 bind groups, readback buffers) and reused by every
+//! later pass of that length; a pass only writes its input and head flags and submits.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::forward::{AttentionParams, MatmulParams};
+use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{shaders, GpuContext, GpuError};
+use crate::attention::HeadSet;
 use crate::model::bert::{first_changed_layer, Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS};
 
-/// Uniforms of `bert.wgsl`.
+/// Uniforms of `bert.wgsl` (same field order), padded to 32 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 struct RowParams {
     rows: u32,
     cols: u32,
-    flag: u32,
+    /// `bias_act`: 1 applies GELU after the bias, 0 adds the bias only.
+    gelu: u32,
+    /// `mask_heads`: columns per head.
+    head_width: u32,
+    /// `residual_norm`: LayerNorm's epsilon.
     eps: f32,
+    _pad: [u32; 3],
+}
+
+impl RowParams {
+    fn new(rows: usize, cols: usize) -> Self {
+        RowParams { rows: rows as u32, cols: cols as u32, gelu: 0, head_width: 0, eps: 1e-12, _pad: [0; 3] }
+    }
 }
 
 struct LayerBuffers {
@@ -31,6 +49,55 @@ struct LayerBuffers {
     ln2: wgpu::Buffer,
 }
 
+/// The pipelines of one layer's dispatches.
+#[derive(Clone, Copy)]
+enum Step {
+    Matmul,
+    Attention,
+    BiasAct,
+    ResidualNorm,
+    MaskHeads,
+}
+
+/// One dispatch of a layer: its pipeline, bind group and workgroups.
+struct Dispatch {
+    step: Step,
+    group: wgpu::BindGroup,
+    workgroups: (u32, u32),
+}
+
+/// Sequence lengths whose plans are kept: a sentence and the three of the meaning check.
+const PLANS_KEPT: usize = 4;
+
+/// Everything a pass over `n` tokens uses, made once.
+struct Plan {
+    n: usize,
+    x: wgpu::Buffer,
+    /// Per layer: its attention weights (`HEADS x n x n`), and one flag per head (1.0 = active).
+    /// Storage bindings at an offset must be 256-byte aligned, which slices of one buffer would not be.
+    attn: Vec<wgpu::Buffer>,
+    keep: Vec<wgpu::Buffer>,
+    /// Per layer, its ten dispatches in order.
+    layers: Vec<Vec<Dispatch>>,
+    /// Readback buffers not in use: a pass takes one and gives it back once read, so passes that
+    /// overlap (the reader toggles a head while importance is measured) never share a mapping.
+    free_readbacks: RefCell<Vec<wgpu::Buffer>>,
+    /// Every buffer above and the uniforms, destroyed with the plan.
+    owned: Owned,
+}
+
+impl Plan {
+    fn readback_bytes(&self) -> u64 {
+        let n = self.n as u64;
+        4 * (n * D_MODEL as u64 + LAYERS as u64 * (HEADS as u64 * n * n + n * D_MODEL as u64))
+    }
+
+    fn take_readback(&self, device: &wgpu::Device) -> wgpu::Buffer {
+        let free = self.free_readbacks.borrow_mut().pop();
+        free.unwrap_or_else(|| self.owned.keep(resources::readback(device, self.readback_bytes())))
+    }
+}
+
 /// The model's weights on the device and the pipelines that run it.
 pub struct GpuBert {
     ctx: Rc<GpuContext>,
@@ -38,24 +105,20 @@ pub struct GpuBert {
     bias_act: wgpu::ComputePipeline,
     residual_norm: wgpu::ComputePipeline,
     mask_heads: wgpu::ComputePipeline,
+    /// Plans of the lengths run last, most recent last.
+    plans: RefCell<Vec<Rc<Plan>>>,
+    /// The weights, destroyed with the model.
+    _owned: Owned,
 }
 
 impl GpuBert {
     /// Uploads `bert`'s layer weights (about 85 MiB as f32) and builds the pipelines.
     pub async fn new(ctx: Rc<GpuContext>, bert: &Bert) -> Result<GpuBert, GpuError> {
         ctx.check()?;
-        let dev = &ctx.device;
+        let (dev, q) = (&ctx.device, &ctx.queue);
+        let owned = Owned::default();
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let upload = |label: &str, data: &[f32]| {
-            let buffer = dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (data.len() * 4) as u64,
-                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            ctx.queue.write_buffer(&buffer, 0, bytemuck::cast_slice(data));
-            buffer
-        };
+        let upload = |label: &str, data: &[f32]| owned.keep(resources::storage_with(dev, q, label, data));
         let concat = |parts: &[&[f32]]| parts.concat();
         let layers = bert
             .layers
@@ -96,18 +159,144 @@ impl GpuBert {
         if let Some(e) = scope.pop().await {
             return Err(GpuError::Internal(format!("pipeline creation failed: {e}")));
         }
-        Ok(GpuBert { ctx, layers, bias_act, residual_norm, mask_heads })
+        Ok(GpuBert {
+            ctx,
+            layers,
+            bias_act,
+            residual_norm,
+            mask_heads,
+            plans: RefCell::new(Vec::new()),
+            _owned: owned,
+        })
     }
 
-    /// Runs the model on `ids` with the heads in `pruned` (`layer * 12 + head`) switched off;
-    /// the same contract and result as [`Bert::forward`], given the same embeddings.
-    pub async fn forward(
-        &self,
-        bert: &Bert,
-        ids: &[u32],
-        pruned: &[bool; LAYERS * HEADS],
-    ) -> Result<BertOutput, GpuError> {
-        self.forward_from(bert, ids, pruned, None).await
+    fn pipeline(&self, step: Step) -> &wgpu::ComputePipeline {
+        match step {
+            Step::Matmul => &self.ctx.matmul,
+            Step::Attention => &self.ctx.attention,
+            Step::BiasAct => &self.bias_act,
+            Step::ResidualNorm => &self.residual_norm,
+            Step::MaskHeads => &self.mask_heads,
+        }
+    }
+
+    /// The plan for `n` tokens: kept from an earlier pass, or made now (under an out-of-memory
+    /// scope), replacing the least recently used when [`PLANS_KEPT`] are kept.
+    async fn plan(&self, n: usize) -> Result<Rc<Plan>, GpuError> {
+        let found = {
+            let mut plans = self.plans.borrow_mut();
+            let at = plans.iter().position(|p| p.n == n);
+            at.map(|i| {
+                let plan = plans.remove(i);
+                plans.push(plan.clone());
+                plan
+            })
+        };
+        if let Some(plan) = found {
+            return Ok(plan);
+        }
+        let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let plan = Rc::new(self.make_plan(n));
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::OutOfMemory(e.to_string()));
+        }
+        let mut plans = self.plans.borrow_mut();
+        if plans.len() == PLANS_KEPT {
+            plans.remove(0);
+        }
+        plans.push(plan.clone());
+        Ok(plan)
+    }
+
+    fn make_plan(&self, n: usize) -> Plan {
+        let (dev, q) = (&self.ctx.device, &self.ctx.queue);
+        let owned = Owned::default();
+        let d = D_MODEL;
+        let f32s = |count: usize| (count * 4) as u64;
+        let storage = |label, floats, extra| owned.keep(resources::storage(dev, label, f32s(floats), extra));
+        let none = wgpu::BufferUsages::empty();
+        let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let x = storage("x", n * d, copy);
+        let qkv = storage("qkv", n * 3 * d, none);
+        let heads = storage("heads", n * d, none);
+        let branch = storage("branch", n * d, none);
+        let hidden = storage("hidden", n * FFN, none);
+        let attn: Vec<wgpu::Buffer> =
+            (0..LAYERS).map(|_| storage("attention", HEADS * n * n, copy)).collect();
+        let keep: Vec<wgpu::Buffer> =
+            (0..LAYERS).map(|_| storage("head flags", HEADS, wgpu::BufferUsages::COPY_DST)).collect();
+
+        let uniform = |bytes: &[u8]| owned.keep(resources::uniform(dev, q, "bert params", bytes));
+        // y (m x out) = a (m x in) @ W^T, W stored out x in.
+        let linear = |inp: usize, out: usize| {
+            let (inp, out) = (inp as u32, out as u32);
+            let p = MatmulParams {
+                m: n as u32,
+                n: out,
+                k: inp,
+                batch: 1,
+                a: [0, inp, 1, 0],
+                b: [0, 1, inp, 0],
+                c_off: 0,
+                c_rs: out,
+                c_bs: 0,
+                alpha: 1.0,
+            };
+            uniform(bytemuck::bytes_of(&p))
+        };
+        let (u_qkv, u_out, u_in, u_ffn_out) =
+            (linear(d, 3 * d), linear(d, d), linear(d, FFN), linear(FFN, d));
+        let u_att =
+            uniform(bytemuck::bytes_of(&AttentionParams::new(n as u32, d as u32, D_K as u32, HEADS as u32)));
+        let u_bias_qkv = uniform(bytemuck::bytes_of(&RowParams::new(n, 3 * d)));
+        let u_gelu = uniform(bytemuck::bytes_of(&RowParams { gelu: 1, ..RowParams::new(n, FFN) }));
+        let u_norm = uniform(bytemuck::bytes_of(&RowParams::new(n, d)));
+        let u_mask =
+            uniform(bytemuck::bytes_of(&RowParams { head_width: D_K as u32, ..RowParams::new(n, d) }));
+
+        let (n32, h32) = (n as u32, HEADS as u32);
+        let layers = self
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(l, w)| {
+                let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| Dispatch {
+                    step,
+                    group: resources::bind_in_order(dev, self.pipeline(step), buffers),
+                    workgroups,
+                };
+                vec![
+                    // Attention: QKV projection + bias, heads, pruned heads zeroed, output
+                    // projection, then x = LayerNorm(x + attention + b).
+                    dispatch(Step::Matmul, &[&u_qkv, &x, &w.w_qkv, &qkv], (tiles(3 * d), tiles(n))),
+                    dispatch(
+                        Step::BiasAct,
+                        &[&u_bias_qkv, &qkv, &w.b_qkv],
+                        (elementwise_groups(n * 3 * d), 1),
+                    ),
+                    dispatch(Step::Attention, &[&u_att, &qkv, &attn[l], &heads], (n32, h32)),
+                    dispatch(Step::MaskHeads, &[&u_mask, &heads, &keep[l]], (elementwise_groups(n * d), 1)),
+                    dispatch(Step::Matmul, &[&u_out, &heads, &w.w_out, &branch], (tiles(d), tiles(n))),
+                    dispatch(Step::ResidualNorm, &[&u_norm, &branch, &w.b_out, &x, &w.ln1], (n32, 1)),
+                    // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
+                    dispatch(Step::Matmul, &[&u_in, &x, &w.w_in, &hidden], (tiles(FFN), tiles(n))),
+                    dispatch(Step::BiasAct, &[&u_gelu, &hidden, &w.b_in], (elementwise_groups(n * FFN), 1)),
+                    dispatch(
+                        Step::Matmul,
+                        &[&u_ffn_out, &hidden, &w.w_ffn_out, &branch],
+                        (tiles(d), tiles(n)),
+                    ),
+                    dispatch(Step::ResidualNorm, &[&u_norm, &branch, &w.b_ffn_out, &x, &w.ln2], (n32, 1)),
+                ]
+            })
+            .collect();
+        Plan { n, x, attn, keep, layers, free_readbacks: RefCell::new(Vec::new()), owned }
+    }
+
+    /// Runs the model on `ids` with only `heads` active; the same contract and result as
+    /// [`Bert::forward`], given the same embeddings.
+    pub async fn forward(&self, bert: &Bert, ids: &[u32], heads: &HeadSet) -> Result<BertOutput, GpuError> {
+        self.forward_from(bert, ids, heads, None).await
     }
 
     /// [`GpuBert::forward`], reusing from `base` every layer before the first one whose pruned
@@ -116,156 +305,31 @@ impl GpuBert {
         &self,
         bert: &Bert,
         ids: &[u32],
-        pruned: &[bool; LAYERS * HEADS],
+        heads: &HeadSet,
         base: Option<&BertOutput>,
     ) -> Result<BertOutput, GpuError> {
         let ctx = &self.ctx;
         ctx.check()?;
-        let dev = &ctx.device;
         let n = ids.len();
-        let d = D_MODEL;
-        let start = first_changed_layer(base, n, pruned);
+        let start = first_changed_layer(base, n, heads);
         let x0 = match base {
             Some(b) if start == LAYERS => return Ok(BertOutput { first_computed: LAYERS, ..b.clone() }),
             Some(b) if start > 0 => b.layer_inputs[start].clone(),
             _ => bert.embed(ids),
         };
+        let plan = self.plan(n).await?;
+        ctx.queue.write_buffer(&plan.x, 0, bytemuck::cast_slice(&x0));
+        for (l, flags) in plan.keep.iter().enumerate().skip(start) {
+            let keep: Vec<f32> =
+                (0..HEADS).map(|h| if heads.is_active(l * HEADS + h) { 1.0 } else { 0.0 }).collect();
+            ctx.queue.write_buffer(flags, 0, bytemuck::cast_slice(&keep));
+        }
+        let readback = plan.take_readback(&ctx.device);
+        let data = self.submit_and_read(&plan, start, &readback).await?;
+        plan.free_readbacks.borrow_mut().push(readback);
 
-        // Every buffer of this pass, destroyed when it returns (see `Owned`).
-        let owned = super::Owned::default();
-        let storage = |label: &str, floats: usize, extra: wgpu::BufferUsages| {
-            owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (floats * 4) as u64,
-                usage: wgpu::BufferUsages::STORAGE | extra,
-                mapped_at_creation: false,
-            }))
-        };
-        let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let x = storage("x", n * d, copy);
-        ctx.queue.write_buffer(&x, 0, bytemuck::cast_slice(&x0));
-        let qkv = storage("qkv", n * 3 * d, wgpu::BufferUsages::empty());
-        let heads = storage("heads", n * d, wgpu::BufferUsages::empty());
-        let branch = storage("branch", n * d, wgpu::BufferUsages::empty());
-        let hidden = storage("hidden", n * FFN, wgpu::BufferUsages::empty());
-        // One attention buffer and one head mask per layer: storage bindings at an offset must be
-        // 256-byte aligned, which per-layer slices of one buffer would not be.
-        let attn: Vec<wgpu::Buffer> =
-            (0..LAYERS).map(|_| storage("attention", HEADS * n * n, copy)).collect();
-        let masks: Vec<wgpu::Buffer> = pruned
-            .chunks_exact(HEADS)
-            .map(|layer| {
-                let flags: Vec<f32> = layer.iter().map(|&p| if p { 1.0 } else { 0.0 }).collect();
-                let b = storage("mask", HEADS, wgpu::BufferUsages::COPY_DST);
-                ctx.queue.write_buffer(&b, 0, bytemuck::cast_slice(&flags));
-                b
-            })
-            .collect();
         // Final hidden states, then each computed layer's attention, then each one's input.
-        let computed = LAYERS - start;
-        let readback_floats = n * d + computed * (HEADS * n * n + n * d);
-        let readback = owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: (readback_floats * 4) as u64,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        }));
-        let uniform = |bytes: &[u8]| {
-            let b = owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: bytes.len() as u64,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            }));
-            ctx.queue.write_buffer(&b, 0, bytes);
-            b
-        };
-        // One dispatch: `buffers` bound whole, at bindings 0, 1, 2... in the order given.
-        let dispatch = |pass: &mut wgpu::ComputePass,
-                        pipeline: &wgpu::ComputePipeline,
-                        buffers: &[&wgpu::Buffer],
-                        (x, y): (u32, u32)| {
-            let entries: Vec<wgpu::BindGroupEntry> = buffers
-                .iter()
-                .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
-                .collect();
-            let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            });
-            pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(x, y, 1);
-        };
-        let (n32, d32) = (n as u32, d as u32);
-        // y (m x out) = a (m x in) @ W^T, W stored out x in.
-        let linear = |m: u32, inp: u32, out: u32| MatmulParams {
-            m,
-            n: out,
-            k: inp,
-            batch: 1,
-            a: [0, inp, 1, 0],
-            b: [0, 1, inp, 0],
-            c_off: 0,
-            c_rs: out,
-            c_bs: 0,
-            alpha: 1.0,
-        };
-        let u_qkv = uniform(bytemuck::bytes_of(&linear(n32, d32, 3 * d32)));
-        let u_out = uniform(bytemuck::bytes_of(&linear(n32, d32, d32)));
-        let u_in = uniform(bytemuck::bytes_of(&linear(n32, d32, FFN as u32)));
-        let u_ffn_out = uniform(bytemuck::bytes_of(&linear(n32, FFN as u32, d32)));
-        let u_att = uniform(bytemuck::bytes_of(&AttentionParams::new(n32, d32, D_K as u32, HEADS as u32)));
-        let row = |cols: usize, flag: u32| RowParams { rows: n32, cols: cols as u32, flag, eps: 1e-12 };
-        let u_bias_qkv = uniform(bytemuck::bytes_of(&row(3 * d, 0)));
-        let u_gelu = uniform(bytemuck::bytes_of(&row(FFN, 1)));
-        let u_norm = uniform(bytemuck::bytes_of(&row(d, 0)));
-        let u_mask = uniform(bytemuck::bytes_of(&row(d, D_K as u32)));
-        let tiles = |extent: usize| extent.div_ceil(64) as u32;
-        let elems = |count: usize| count.div_ceil(256) as u32;
-
-        let mut enc = dev.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bert") });
-        let attn_bytes = (HEADS * n * n * 4) as u64;
-        let x_bytes = (n * d * 4) as u64;
-        let inputs_at = x_bytes + computed as u64 * attn_bytes;
-        let (h32, mm) = (HEADS as u32, &ctx.matmul);
-        for (l, w) in self.layers.iter().enumerate().skip(start) {
-            // Each layer's input is kept, so that a later pass can start there.
-            enc.copy_buffer_to_buffer(&x, 0, &readback, inputs_at + (l - start) as u64 * x_bytes, x_bytes);
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("bert layer"),
-                timestamp_writes: None,
-            });
-            {
-                // Attention: QKV projection + bias, heads, pruned heads zeroed, output projection,
-                // then x = LayerNorm(x + attention + b).
-                dispatch(&mut pass, mm, &[&u_qkv, &x, &w.w_qkv, &qkv], (tiles(3 * d), tiles(n)));
-                dispatch(&mut pass, &self.bias_act, &[&u_bias_qkv, &qkv, &w.b_qkv], (elems(n * 3 * d), 1));
-                dispatch(&mut pass, &ctx.attention, &[&u_att, &qkv, &attn[l], &heads], (n32, h32));
-                dispatch(&mut pass, &self.mask_heads, &[&u_mask, &heads, &masks[l]], (elems(n * d), 1));
-                dispatch(&mut pass, mm, &[&u_out, &heads, &w.w_out, &branch], (tiles(d), tiles(n)));
-                dispatch(&mut pass, &self.residual_norm, &[&u_norm, &branch, &w.b_out, &x, &w.ln1], (n32, 1));
-                // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
-                dispatch(&mut pass, mm, &[&u_in, &x, &w.w_in, &hidden], (tiles(FFN), tiles(n)));
-                dispatch(&mut pass, &self.bias_act, &[&u_gelu, &hidden, &w.b_in], (elems(n * FFN), 1));
-                dispatch(&mut pass, mm, &[&u_ffn_out, &hidden, &w.w_ffn_out, &branch], (tiles(d), tiles(n)));
-                let norm2: [&wgpu::Buffer; 5] = [&u_norm, &branch, &w.b_ffn_out, &x, &w.ln2];
-                dispatch(&mut pass, &self.residual_norm, &norm2, (n32, 1));
-            }
-        }
-        enc.copy_buffer_to_buffer(&x, 0, &readback, 0, x_bytes);
-        for (i, a) in attn.iter().skip(start).enumerate() {
-            enc.copy_buffer_to_buffer(a, 0, &readback, x_bytes + i as u64 * attn_bytes, attn_bytes);
-        }
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        ctx.queue.submit([enc.finish()]);
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::Internal(e.to_string()));
-        }
-        let data = ctx.read(&readback).await?;
-        ctx.check()?;
+        let (d, computed) = (D_MODEL, LAYERS - start);
         let (hidden_states, rest) = data.split_at(n * d);
         let (new_attention, new_inputs) = rest.split_at(computed * HEADS * n * n);
         let reused =
@@ -279,8 +343,56 @@ impl GpuBert {
             attention,
             seq_len: n,
             layer_inputs,
-            pruned: *pruned,
+            heads: heads.clone(),
             first_computed: start,
         })
+    }
+
+    /// Encodes the layers from `start` on, submits them, and reads back the final hidden states,
+    /// then each computed layer's attention, then each one's input, into `readback`.
+    async fn submit_and_read(
+        &self,
+        plan: &Plan,
+        start: usize,
+        readback: &wgpu::Buffer,
+    ) -> Result<Vec<f32>, GpuError> {
+        let (ctx, n) = (&self.ctx, plan.n as u64);
+        let attn_bytes = 4 * HEADS as u64 * n * n;
+        let x_bytes = 4 * n * D_MODEL as u64;
+        let computed = (LAYERS - start) as u64;
+        let inputs_at = x_bytes + computed * attn_bytes;
+        let mut enc =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bert") });
+        for (l, dispatches) in plan.layers.iter().enumerate().skip(start) {
+            // Each layer's input is kept, so that a later pass can start there.
+            enc.copy_buffer_to_buffer(
+                &plan.x,
+                0,
+                readback,
+                inputs_at + (l - start) as u64 * x_bytes,
+                x_bytes,
+            );
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("bert layer"),
+                timestamp_writes: None,
+            });
+            for Dispatch { step, group, workgroups: (gx, gy) } in dispatches {
+                pass.set_pipeline(self.pipeline(*step));
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(*gx, *gy, 1);
+            }
+        }
+        enc.copy_buffer_to_buffer(&plan.x, 0, readback, 0, x_bytes);
+        for (i, a) in plan.attn.iter().skip(start).enumerate() {
+            enc.copy_buffer_to_buffer(a, 0, readback, x_bytes + i as u64 * attn_bytes, attn_bytes);
+        }
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        ctx.queue.submit([enc.finish()]);
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::Internal(e.to_string()));
+        }
+        let data = ctx.read(readback, inputs_at + computed * x_bytes).await?;
+        ctx.check()?;
+        Ok(data)
     }
 }

@@ -1,6 +1,6 @@
 //! Acquiring a device, and everything built once per device.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +19,8 @@ pub struct GpuContext {
     /// Set by the device-lost callback or the uncaptured-error handler; checked by every call.
     pub(super) failure: Arc<Mutex<Option<GpuError>>>,
     pub(super) plan: RefCell<Option<Rc<Plan>>>,
+    /// Until [`GpuContext::destroy`]: the device counts in [`super::live_devices`].
+    open: Cell<bool>,
 }
 
 impl GpuContext {
@@ -111,6 +113,7 @@ impl GpuContext {
             return Err(GpuError::Internal(format!("pipeline creation failed: {e}")));
         }
 
+        super::count_devices(1);
         Ok(GpuContext {
             device,
             queue,
@@ -121,6 +124,7 @@ impl GpuContext {
             attention,
             failure,
             plan: RefCell::new(None),
+            open: Cell::new(true),
         })
     }
 
@@ -156,11 +160,22 @@ impl GpuContext {
     pub fn destroy(&self) {
         self.device.destroy();
         record(&self.failure, GpuError::DeviceLost("destroyed".into()));
+        if self.open.replace(false) {
+            super::count_devices(-1);
+        }
     }
 
     /// The first failure recorded since the device was opened, if any.
     pub fn failure(&self) -> Option<GpuError> {
         self.failure.lock().ok().and_then(|f| f.clone())
+    }
+}
+
+impl Drop for GpuContext {
+    fn drop(&mut self) {
+        if self.open.replace(false) {
+            super::count_devices(-1);
+        }
     }
 }
 

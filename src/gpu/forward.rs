@@ -4,8 +4,9 @@ use std::rc::Rc;
 
 use bytemuck::{Pod, Zeroable};
 
+use super::resources::{self, tiles, Owned};
 use super::{GpuContext, GpuError};
-use crate::attention::{Contributions, GeneratedWeights, HeadMask, ModelConfig, Weights};
+use crate::attention::{Contributions, GeneratedWeights, HeadSet, LayerWeights, ModelConfig, Weights};
 use crate::cpu::Forward;
 
 const F32: u64 = 4;
@@ -55,31 +56,82 @@ struct GeneratorParams {
     _pad: u32,
 }
 
-/// Bytes of every storage buffer a configuration needs, named as in [`GpuError::TooLarge`].
-pub fn buffer_sizes(config: &ModelConfig) -> [(&'static str, u64); 7] {
+/// Bytes of every storage buffer a configuration needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferSizes {
+    /// `x`, `n x d`.
+    pub input: u64,
+    /// `W_qkv`, `d x 3d` (stored weights only).
+    pub w_qkv: u64,
+    /// `W_o`, `d x d` (stored weights only).
+    pub w_o: u64,
+    /// `QKV`, `n x 3d`.
+    pub qkv: u64,
+    /// Every head's attention weights, `H x n x n`.
+    pub attention: u64,
+    /// The concatenated head outputs, `n x d`.
+    pub heads: u64,
+    /// Every head's contribution to the output, `H x n x d`.
+    pub contributions: u64,
+}
+
+impl BufferSizes {
+    /// The readback holds attention weights, head outputs and contributions back to back.
+    pub fn readback(&self) -> u64 {
+        self.attention + self.heads + self.contributions
+    }
+
+    /// Each buffer with the name [`GpuError::TooLarge`] gives it; the weights' only when stored.
+    pub fn named(&self, stored_weights: bool) -> Vec<(&'static str, u64)> {
+        let mut all = vec![("input", self.input)];
+        if stored_weights {
+            all.extend([("W_qkv", self.w_qkv), ("W_o", self.w_o)]);
+        }
+        all.extend([
+            ("QKV", self.qkv),
+            ("attention weights", self.attention),
+            ("head outputs", self.heads),
+            ("per-head contributions", self.contributions),
+        ]);
+        all
+    }
+}
+
+/// Every buffer with its name, weights included.
+impl IntoIterator for BufferSizes {
+    type Item = (&'static str, u64);
+    type IntoIter = std::vec::IntoIter<(&'static str, u64)>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.named(true).into_iter()
+    }
+}
+
+/// Bytes of every storage buffer `config` needs.
+pub fn buffer_sizes(config: &ModelConfig) -> BufferSizes {
     let (n, d, h) = (config.seq_len as u64, config.d_model as u64, config.num_heads as u64);
-    [
-        ("input", F32 * n * d),
-        ("W_qkv", F32 * d * 3 * d),
-        ("W_o", F32 * d * d),
-        ("QKV", F32 * n * 3 * d),
-        ("attention weights", F32 * h * n * n),
-        ("head outputs", F32 * n * d),
-        ("per-head contributions", F32 * h * n * d),
-    ]
+    BufferSizes {
+        input: F32 * n * d,
+        w_qkv: F32 * d * 3 * d,
+        w_o: F32 * d * d,
+        qkv: F32 * n * 3 * d,
+        attention: F32 * h * n * n,
+        heads: F32 * n * d,
+        contributions: F32 * h * n * d,
+    }
 }
 
 /// Refuses configurations whose buffers the device cannot hold, before allocating any. Generated
 /// weights have no buffers.
 fn check_fits(config: &ModelConfig, limits: &wgpu::Limits) -> Result<(), GpuError> {
     let binding = limits.max_storage_buffer_binding_size.min(limits.max_buffer_size);
-    let stored = !config.generates_weights();
-    for (what, bytes) in buffer_sizes(config).into_iter().filter(|(w, _)| stored || !w.starts_with("W_")) {
+    let sizes = buffer_sizes(config);
+    for (what, bytes) in sizes.named(!config.generates_weights()) {
         if bytes > binding {
             return Err(GpuError::TooLarge { what, bytes, limit: binding });
         }
     }
-    let readback = readback_bytes(config);
+    let readback = sizes.readback();
     if readback > limits.max_buffer_size {
         return Err(GpuError::TooLarge { what: "readback", bytes: readback, limit: limits.max_buffer_size });
     }
@@ -91,10 +143,29 @@ fn check_fits(config: &ModelConfig, limits: &wgpu::Limits) -> Result<(), GpuErro
     Ok(())
 }
 
-/// The readback buffer holds attention weights, head outputs and contributions back to back.
-fn readback_bytes(config: &ModelConfig) -> u64 {
-    let sizes = buffer_sizes(config);
-    sizes[4].1 + sizes[5].1 + sizes[6].1
+/// Where a pass's weights come from.
+#[derive(Clone, Copy)]
+enum WeightSource<'w> {
+    /// Matrices uploaded to the plan's weight buffers.
+    Stored(&'w Weights),
+    /// Generated in the matrix-product kernel from the seed.
+    Generated(GeneratedWeights),
+}
+
+impl WeightSource<'_> {
+    fn d_model(&self) -> usize {
+        match self {
+            WeightSource::Stored(w) => w.d_model,
+            WeightSource::Generated(g) => g.d_model,
+        }
+    }
+
+    fn generated(&self) -> Option<GeneratedWeights> {
+        match self {
+            WeightSource::Stored(_) => None,
+            WeightSource::Generated(g) => Some(*g),
+        }
+    }
 }
 
 /// Buffers and bind groups for one configuration (and, for generated weights, one seed).
@@ -109,103 +180,101 @@ pub(super) struct Plan {
     contrib: wgpu::Buffer,
     groups: [wgpu::BindGroup; 3],
     /// Every buffer above and the uniforms, destroyed with the plan.
-    _owned: super::Owned,
+    _owned: Owned,
 }
 
 impl Plan {
-    /// The bind group of dispatch `i` (0: QKV, 1: attention, 2: output projection).
-    pub(super) fn group(&self, i: usize) -> &wgpu::BindGroup {
-        &self.groups[i]
+    /// The matrix-product pipeline of this plan's weights (stored, or generated in the kernel).
+    pub(super) fn matmul<'c>(&self, ctx: &'c GpuContext) -> &'c wgpu::ComputePipeline {
+        if self.generated.is_some() {
+            &ctx.matmul_generated
+        } else {
+            &ctx.matmul
+        }
+    }
+
+    /// The three dispatches of a pass: pipeline, bind group and workgroup counts.
+    pub(super) fn dispatches<'a>(
+        &'a self,
+        ctx: &'a GpuContext,
+    ) -> [(&'a wgpu::ComputePipeline, &'a wgpu::BindGroup, (u32, u32, u32)); 3] {
+        let (n, d, h) = (self.config.seq_len, self.config.d_model, self.config.num_heads);
+        [
+            (self.matmul(ctx), &self.groups[0], (tiles(3 * d), tiles(n), 1)),
+            (&ctx.attention, &self.groups[1], (n as u32, h as u32, 1)),
+            (self.matmul(ctx), &self.groups[2], (tiles(d), tiles(n), h as u32)),
+        ]
+    }
+}
+
+/// `QKV (n x 3d) = x (n x d) @ W_qkv (d x 3d)`.
+fn qkv_params(n: u32, d: u32) -> MatmulParams {
+    MatmulParams {
+        m: n,
+        n: 3 * d,
+        k: d,
+        batch: 1,
+        a: [0, d, 1, 0],
+        b: [0, 3 * d, 1, 0],
+        c_off: 0,
+        c_rs: 3 * d,
+        c_bs: 0,
+        alpha: 1.0,
+    }
+}
+
+/// For every head z: `C_z (n x d) = O_z (n x d_k, columns z*d_k of heads) @ W_o rows z*d_k..`.
+fn output_params(n: u32, d: u32, h: u32, d_k: u32) -> MatmulParams {
+    MatmulParams {
+        m: n,
+        n: d,
+        k: d_k,
+        batch: h,
+        a: [0, d, 1, d_k],
+        b: [0, d, 1, d_k * d],
+        c_off: 0,
+        c_rs: d,
+        c_bs: n * d,
+        alpha: 1.0,
     }
 }
 
 impl GpuContext {
     fn plan(&self, config: &ModelConfig, generated: Option<GeneratedWeights>) -> Result<Plan, GpuError> {
         check_fits(config, &self.limits)?;
-        let dev = &self.device;
-        let owned = super::Owned::default();
-        let storage = |label: &str, bytes: u64, extra: wgpu::BufferUsages| {
-            owned.keep(dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes,
-                usage: wgpu::BufferUsages::STORAGE | extra,
-                mapped_at_creation: false,
-            }))
-        };
-        let [x, w_qkv, w_o, qkv, attn, heads, contrib] = buffer_sizes(config);
+        let (dev, q) = (&self.device, &self.queue);
+        let owned = Owned::default();
+        let sizes = buffer_sizes(config);
+        let storage = |label, bytes, extra| owned.keep(resources::storage(dev, label, bytes, extra));
         let upload = wgpu::BufferUsages::COPY_DST;
         let download = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let x = storage(x.0, x.1, upload);
-        let weights =
-            generated.is_none().then(|| (storage(w_qkv.0, w_qkv.1, upload), storage(w_o.0, w_o.1, upload)));
-        let qkv = storage(qkv.0, qkv.1, wgpu::BufferUsages::empty());
-        let attn = storage(attn.0, attn.1, download);
-        let heads = storage(heads.0, heads.1, download);
-        let contrib = storage(contrib.0, contrib.1, download);
+        let x = storage("input", sizes.input, upload);
+        let qkv = storage("QKV", sizes.qkv, wgpu::BufferUsages::empty());
+        let attn = storage("attention weights", sizes.attention, download);
+        let heads = storage("head outputs", sizes.heads, download);
+        let contrib = storage("per-head contributions", sizes.contributions, download);
 
         let (n, d, h, d_k) =
             (config.seq_len as u32, config.d_model as u32, config.num_heads as u32, config.d_k() as u32);
-        let uniform = |label: &str, bytes: &[u8]| {
-            let buffer = dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes.len() as u64,
-                usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            self.queue.write_buffer(&buffer, 0, bytes);
-            owned.keep(buffer)
-        };
-        // QKV (n x 3d) = x (n x d) @ W_qkv (d x 3d)
-        let p_qkv = MatmulParams {
-            m: n,
-            n: 3 * d,
-            k: d,
-            batch: 1,
-            a: [0, d, 1, 0],
-            b: [0, 3 * d, 1, 0],
-            c_off: 0,
-            c_rs: 3 * d,
-            c_bs: 0,
-            alpha: 1.0,
-        };
-        // For every head z: C_z (n x d) = O_z (n x d_k, columns z*d_k of heads) @ W_o rows z*d_k..
-        let p_out = MatmulParams {
-            m: n,
-            n: d,
-            k: d_k,
-            batch: h,
-            a: [0, d, 1, d_k],
-            b: [0, d, 1, d_k * d],
-            c_off: 0,
-            c_rs: d,
-            c_bs: n * d,
-            alpha: 1.0,
-        };
-        let p_att = AttentionParams::new(n, d, d_k, h);
-        let u_qkv = uniform("qkv params", bytemuck::bytes_of(&p_qkv));
-        let u_out = uniform("output params", bytemuck::bytes_of(&p_out));
-        let u_att = uniform("attention params", bytemuck::bytes_of(&p_att));
-
-        let group = |pipeline: &wgpu::ComputePipeline, buffers: &[(u32, &wgpu::Buffer)]| {
-            let entries: Vec<wgpu::BindGroupEntry> = buffers
-                .iter()
-                .map(|&(binding, b)| wgpu::BindGroupEntry { binding, resource: b.as_entire_binding() })
-                .collect();
-            dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: None,
-                layout: &pipeline.get_bind_group_layout(0),
-                entries: &entries,
-            })
-        };
+        let uniform = |label, bytes: &[u8]| owned.keep(resources::uniform(dev, q, label, bytes));
+        let u_qkv = uniform("qkv params", bytemuck::bytes_of(&qkv_params(n, d)));
+        let u_out = uniform("output params", bytemuck::bytes_of(&output_params(n, d, h, d_k)));
+        let u_att = uniform("attention params", bytemuck::bytes_of(&AttentionParams::new(n, d, d_k, h)));
+        let group =
+            |pipeline, buffers: &[(u32, &wgpu::Buffer)]| resources::bind_group(dev, pipeline, buffers);
         let attention = group(&self.attention, &[(0, &u_att), (1, &qkv), (2, &attn), (3, &heads)]);
-        let groups = match (&weights, generated) {
-            (Some((w_qkv, w_o)), _) => [
-                group(&self.matmul, &[(0, &u_qkv), (1, &x), (2, w_qkv), (3, &qkv)]),
-                attention,
-                group(&self.matmul, &[(0, &u_out), (1, &heads), (2, w_o), (3, &contrib)]),
-            ],
+        let (weights, groups) = match generated {
+            None => {
+                let (w_qkv, w_o) = (storage("W_qkv", sizes.w_qkv, upload), storage("W_o", sizes.w_o, upload));
+                let groups = [
+                    group(&self.matmul, &[(0, &u_qkv), (1, &x), (2, &w_qkv), (3, &qkv)]),
+                    attention,
+                    group(&self.matmul, &[(0, &u_out), (1, &heads), (2, &w_o), (3, &contrib)]),
+                ];
+                (Some((w_qkv, w_o)), groups)
+            }
             // Generated weights: binding 4 holds the generator's keys instead of a B buffer.
-            (None, Some(g)) => {
+            Some(g) => {
                 let keys = |m: crate::attention::synthetic::GeneratedMatrix| {
                     let (k1, k2) = m.stream.keys();
                     GeneratorParams { k1, k2, bound: m.bound, _pad: 0 }
@@ -213,13 +282,13 @@ impl GpuContext {
                 let g_qkv = uniform("W_qkv generator", bytemuck::bytes_of(&keys(g.w_qkv())));
                 let g_o = uniform("W_o generator", bytemuck::bytes_of(&keys(g.w_o())));
                 let mm = &self.matmul_generated;
-                [
+                let groups = [
                     group(mm, &[(0, &u_qkv), (1, &x), (3, &qkv), (4, &g_qkv)]),
                     attention,
                     group(mm, &[(0, &u_out), (1, &heads), (3, &contrib), (4, &g_o)]),
-                ]
+                ];
+                (None, groups)
             }
-            (None, None) => unreachable!("weights are stored unless generated"),
         };
         Ok(Plan { config: *config, generated, x, weights, attn, heads, contrib, groups, _owned: owned })
     }
@@ -232,8 +301,7 @@ impl GpuContext {
         x: &[f32],
         weights: &Weights,
     ) -> Result<Forward, GpuError> {
-        assert_eq!(weights.d_model, config.d_model, "weights are for another d_model");
-        self.run(config, x, Some(weights), None).await
+        self.run(config, x, WeightSource::Stored(weights)).await
     }
 
     /// [`GpuContext::forward`] with every weight generated inside the matrix-product kernel
@@ -244,41 +312,49 @@ impl GpuContext {
         x: &[f32],
         weights: GeneratedWeights,
     ) -> Result<Forward, GpuError> {
-        assert_eq!(weights.d_model, config.d_model, "weights are for another d_model");
-        self.run(config, x, None, Some(weights)).await
+        self.run(config, x, WeightSource::Generated(weights)).await
+    }
+
+    /// [`GpuContext::forward`] or [`GpuContext::forward_generated`], as `weights` says.
+    pub async fn forward_layer(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: &LayerWeights,
+    ) -> Result<Forward, GpuError> {
+        let source = match weights {
+            LayerWeights::Stored(w) => WeightSource::Stored(w),
+            LayerWeights::Generated(g) => WeightSource::Generated(*g),
+        };
+        self.run(config, x, source).await
     }
 
     async fn run(
         &self,
         config: &ModelConfig,
         x: &[f32],
-        stored: Option<&Weights>,
-        generated: Option<GeneratedWeights>,
+        weights: WeightSource<'_>,
     ) -> Result<Forward, GpuError> {
         let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
         assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
+        assert_eq!(weights.d_model(), d, "weights are for another d_model");
         self.check()?;
 
-        let plan = self.ensure_plan(config, generated).await?;
+        let plan = self.ensure_plan(config, weights.generated()).await?;
         // A readback buffer per call: a second forward started while this one awaits its
         // readback (the reader moved a slider) must not find the buffer already mapped. The
         // queue runs submissions in order, so sharing the other buffers is safe.
-        let pass_buffers = super::Owned::default();
-        let readback = pass_buffers.keep(self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: readback_bytes(config),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        }));
+        let sizes = buffer_sizes(config);
+        let pass_buffers = Owned::default();
+        let readback = pass_buffers.keep(resources::readback(&self.device, sizes.readback()));
 
         let q = &self.queue;
         q.write_buffer(&plan.x, 0, bytemuck::cast_slice(x));
-        if let (Some((w_qkv, w_o)), Some(weights)) = (&plan.weights, stored) {
+        if let (Some((w_qkv, w_o)), WeightSource::Stored(weights)) = (&plan.weights, weights) {
             q.write_buffer(w_qkv, 0, bytemuck::cast_slice(&weights.w_qkv));
             q.write_buffer(w_o, 0, bytemuck::cast_slice(&weights.w_o));
         }
 
-        let tiles = |extent: usize| extent.div_ceil(64) as u32;
         let mut enc =
             self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("forward") });
         {
@@ -286,21 +362,21 @@ impl GpuContext {
                 label: Some("forward"),
                 timestamp_writes: None,
             });
-            let matmul = if plan.generated.is_some() { &self.matmul_generated } else { &self.matmul };
-            pass.set_pipeline(matmul);
-            pass.set_bind_group(0, &plan.groups[0], &[]);
-            pass.dispatch_workgroups(tiles(3 * d), tiles(n), 1);
-            pass.set_pipeline(&self.attention);
-            pass.set_bind_group(0, &plan.groups[1], &[]);
-            pass.dispatch_workgroups(n as u32, h as u32, 1);
-            pass.set_pipeline(matmul);
-            pass.set_bind_group(0, &plan.groups[2], &[]);
-            pass.dispatch_workgroups(tiles(d), tiles(n), h as u32);
+            for (pipeline, group, (gx, gy, gz)) in plan.dispatches(self) {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, group, &[]);
+                pass.dispatch_workgroups(gx, gy, gz);
+            }
         }
-        let [.., (_, attn_bytes), (_, heads_bytes), (_, contrib_bytes)] = buffer_sizes(config);
-        enc.copy_buffer_to_buffer(&plan.attn, 0, &readback, 0, attn_bytes);
-        enc.copy_buffer_to_buffer(&plan.heads, 0, &readback, attn_bytes, heads_bytes);
-        enc.copy_buffer_to_buffer(&plan.contrib, 0, &readback, attn_bytes + heads_bytes, contrib_bytes);
+        enc.copy_buffer_to_buffer(&plan.attn, 0, &readback, 0, sizes.attention);
+        enc.copy_buffer_to_buffer(&plan.heads, 0, &readback, sizes.attention, sizes.heads);
+        enc.copy_buffer_to_buffer(
+            &plan.contrib,
+            0,
+            &readback,
+            sizes.attention + sizes.heads,
+            sizes.contributions,
+        );
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         q.submit([enc.finish()]);
         if let Some(e) = scope.pop().await {
@@ -308,14 +384,14 @@ impl GpuContext {
         }
 
         drop(plan);
-        let data = self.read(&readback).await?;
+        let data = self.read(&readback, sizes.readback()).await?;
         self.check()?;
         let (attn_len, heads_len) = (h * n * n, n * d);
         let mut data = data.into_iter();
         let attention: Vec<f32> = data.by_ref().take(attn_len).collect();
         let heads: Vec<f32> = data.by_ref().take(heads_len).collect();
         let contributions = Contributions { num_heads: h, seq_len: n, d_model: d, data: data.collect() };
-        let output = contributions.recompose(&HeadMask::all(h));
+        let output = contributions.recompose(&HeadSet::all(h));
         Ok(Forward { config: *config, attention, heads, contributions, output })
     }
 
@@ -361,29 +437,35 @@ impl GpuContext {
     }
 
     /// The plan of the last configuration run, if any.
+    #[cfg(feature = "bench")]
     pub(super) fn current_plan(&self) -> Option<Rc<Plan>> {
         self.plan.borrow().clone()
     }
 
-    /// Fails with the recorded device loss or error, if any.
+    /// Fails with the recorded device loss or error, if any (after losing the device first when
+    /// [`super::Fault::DeviceLoss`] is armed).
     pub(super) fn check(&self) -> Result<(), GpuError> {
+        if super::take_fault(super::Fault::DeviceLoss) {
+            self.destroy();
+        }
         self.failure().map_or(Ok(()), Err)
     }
 
-    /// Maps `buffer` and copies it out as f32s: the one readback path, on the web and natively.
-    pub(super) async fn read(&self, buffer: &wgpu::Buffer) -> Result<Vec<f32>, GpuError> {
-        Ok(bytemuck::cast_slice::<u8, f32>(&self.read_bytes(buffer).await?).to_vec())
+    /// Maps the first `bytes` of `buffer` and copies them out as f32s: the one readback path, on
+    /// the web and natively.
+    pub(super) async fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<f32>, GpuError> {
+        Ok(bytemuck::cast_slice::<u8, f32>(&self.read_bytes(buffer, bytes).await?).to_vec())
     }
 
-    /// Maps `buffer` and copies its bytes out.
-    pub(super) async fn read_bytes(&self, buffer: &wgpu::Buffer) -> Result<Vec<u8>, GpuError> {
+    /// Maps the first `bytes` of `buffer` and copies them out.
+    pub(super) async fn read_bytes(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>, GpuError> {
         if super::take_fault(super::Fault::Map) {
             // A destroyed buffer cannot be mapped: the map request itself fails, as it would
             // after an out-of-memory or a lost context.
             buffer.destroy();
         }
         let (tx, rx) = futures_channel::oneshot::channel();
-        buffer.map_async(wgpu::MapMode::Read, .., move |result| {
+        buffer.map_async(wgpu::MapMode::Read, ..bytes, move |result| {
             let _ = tx.send(result);
         });
         // Natively nothing makes progress unless polled; in the browser the event loop does it.
@@ -394,7 +476,7 @@ impl GpuContext {
         let mapped = rx.await.map_err(|_| GpuError::Readback("the map request was dropped".into()))?;
         mapped.map_err(|e| self.lost_or(GpuError::Readback(e.to_string())))?;
         let data = {
-            let view = buffer.get_mapped_range(..).map_err(|e| GpuError::Readback(e.to_string()))?;
+            let view = buffer.get_mapped_range(..bytes).map_err(|e| GpuError::Readback(e.to_string()))?;
             view.to_vec()
         };
         buffer.unmap();

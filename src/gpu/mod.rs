@@ -8,48 +8,31 @@
 //!
 //! Getting a device ([`GpuContext::acquire`]) is separate from using it
 //! ([`GpuContext::forward`]). Pipelines are built once per context; buffers and bind groups once
-//! per configuration and reused. Everything that can go wrong comes back as a [`GpuError`] with a
+//! per configuration (and, for the trained model, once per sequence length) and reused, all made
+//! in [`resources`]. Everything that can go wrong comes back as a [`GpuError`] with a
 //! sentence for the page; the backend then falls back to the CPU kernel.
 
 mod bert;
 mod context;
+mod error;
 mod forward;
+#[cfg(feature = "bench")]
 mod profile;
+pub mod resources;
 
 pub use bert::GpuBert;
 pub use context::GpuContext;
-pub use forward::buffer_sizes;
+pub use error::GpuError;
+pub use forward::{buffer_sizes, BufferSizes};
+#[cfg(feature = "bench")]
 pub use profile::DispatchTimes;
 
-use std::cell::{Cell, RefCell};
-
-/// Buffers made for one job (a configuration's plan, one pass), destroyed when it is dropped.
-/// wgpu's web backend does not destroy a buffer on drop: the browser would free its GPU memory
-/// only when JavaScript's garbage collector found the handle, so memory would climb with every
-/// pass and preset switch until then.
-#[derive(Default)]
-pub(crate) struct Owned(RefCell<Vec<wgpu::Buffer>>);
-
-impl Owned {
-    /// Keeps `buffer` to destroy with the job, and returns it.
-    pub(crate) fn keep(&self, buffer: wgpu::Buffer) -> wgpu::Buffer {
-        self.0.borrow_mut().push(buffer.clone());
-        buffer
-    }
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        for buffer in self.0.get_mut().drain(..) {
-            buffer.destroy();
-        }
-    }
-}
+use std::cell::Cell;
 
 /// A GPU failure the page can force, to show (and test) that the app survives each: the next
 /// operation of that kind fails for real (a rejected adapter request, a shader that does not
-/// compile, a readback buffer destroyed before it is mapped). Device loss has its own switch,
-/// `GpuContext::destroy`.
+/// compile, a readback buffer destroyed before it is mapped, a device destroyed as a driver
+/// reset would).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The next adapter request is rejected.
@@ -58,15 +41,18 @@ pub enum Fault {
     Pipeline,
     /// The next readback's buffer is destroyed before it is mapped.
     Map,
+    /// The device that next checks its health is destroyed first ([`GpuContext::destroy`]).
+    DeviceLoss,
 }
 
 impl Fault {
-    /// `adapter`, `pipeline` or `map`.
+    /// `adapter`, `pipeline`, `map` or `device`.
     pub fn parse(name: &str) -> Option<Fault> {
         match name {
             "adapter" => Some(Fault::Adapter),
             "pipeline" => Some(Fault::Pipeline),
             "map" => Some(Fault::Map),
+            "device" => Some(Fault::DeviceLoss),
             _ => None,
         }
     }
@@ -74,6 +60,17 @@ impl Fault {
 
 thread_local! {
     static FAULT: Cell<Option<Fault>> = const { Cell::new(None) };
+    /// Devices opened and not yet destroyed or dropped.
+    static LIVE_DEVICES: Cell<usize> = const { Cell::new(0) };
+}
+
+/// How many GPU devices this thread has open (a destroyed device no longer counts).
+pub fn live_devices() -> usize {
+    LIVE_DEVICES.with(Cell::get)
+}
+
+fn count_devices(change: isize) {
+    LIVE_DEVICES.with(|n| n.set(n.get().saturating_add_signed(change)));
 }
 
 /// Arms `fault` for the next operation of its kind (once).
@@ -85,60 +82,6 @@ pub fn inject_fault(fault: Fault) {
 pub(crate) fn take_fault(fault: Fault) -> bool {
     FAULT.with(|f| f.get() == Some(fault) && f.take().is_some())
 }
-
-use std::fmt;
-
-/// Why the GPU could not be used, or stopped working.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GpuError {
-    /// The browser has no WebGPU (`navigator.gpu` is missing or offers no adapter).
-    NoWebGpu,
-    /// No adapter was found.
-    NoAdapter(String),
-    /// The adapter refused to create a device.
-    RequestDevice(String),
-    /// A buffer this configuration needs is larger than the device allows.
-    TooLarge {
-        /// Which buffer.
-        what: &'static str,
-        /// Bytes it needs.
-        bytes: u64,
-        /// The device's limit.
-        limit: u64,
-    },
-    /// The device was lost (driver reset, `destroy()`, tab in the background for too long...).
-    DeviceLost(String),
-    /// The GPU ran out of memory.
-    OutOfMemory(String),
-    /// A validation or internal error reported by WebGPU.
-    Internal(String),
-    /// Reading results back failed.
-    Readback(String),
-}
-
-impl fmt::Display for GpuError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            GpuError::NoWebGpu => write!(f, "this browser does not offer WebGPU"),
-            GpuError::NoAdapter(e) => write!(f, "no WebGPU adapter is available ({e})"),
-            GpuError::RequestDevice(e) => {
-                write!(f, "the GPU adapter refused to open a device ({e})")
-            }
-            GpuError::TooLarge { what, bytes, limit } => write!(
-                f,
-                "the {what} buffer needs {:.1} MiB, over this GPU's limit of {:.1} MiB",
-                *bytes as f64 / 1048576.0,
-                *limit as f64 / 1048576.0
-            ),
-            GpuError::DeviceLost(e) => write!(f, "the GPU device was lost ({e})"),
-            GpuError::OutOfMemory(e) => write!(f, "the GPU ran out of memory ({e})"),
-            GpuError::Internal(e) => write!(f, "the GPU reported an error ({e})"),
-            GpuError::Readback(e) => write!(f, "reading results back from the GPU failed ({e})"),
-        }
-    }
-}
-
-impl std::error::Error for GpuError {}
 
 /// The WGSL sources, as shipped in the binary.
 pub mod shaders {

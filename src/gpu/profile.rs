@@ -3,6 +3,7 @@
 //! same kernel on a large square product.
 
 use super::forward::MatmulParams;
+use super::resources::{self, tiles};
 use super::{GpuContext, GpuError};
 use crate::attention::{ModelConfig, Weights};
 
@@ -36,22 +37,20 @@ impl GpuContext {
             ty: wgpu::QueryType::Timestamp,
             count,
         });
-        let buffer = |usage| {
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("timestamps"),
-                size: 8 * count as u64,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let resolve = buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
-        let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
+        let bytes = 8 * count as u64;
+        let resolve = resources::buffer(
+            &self.device,
+            "timestamps",
+            bytes,
+            wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+        );
+        let read = resources::readback(&self.device, bytes);
         (set, resolve, read)
     }
 
     /// Milliseconds between consecutive pairs of resolved timestamps.
     async fn intervals(&self, read: &wgpu::Buffer) -> Result<Vec<f64>, GpuError> {
-        let bytes = self.read_bytes(read).await?;
+        let bytes = self.read_bytes(read, read.size()).await?;
         let ticks: &[u64] = bytemuck::cast_slice(&bytes);
         let period_ns = self.queue.get_timestamp_period() as f64;
         Ok(ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period_ns / 1e6).collect())
@@ -72,17 +71,10 @@ impl GpuContext {
         self.forward(config, x, weights).await?;
         let plan =
             self.current_plan().ok_or_else(|| GpuError::Internal("no plan after a forward pass".into()))?;
-        let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
-        let tiles = |extent: usize| extent.div_ceil(64) as u32;
         let (set, resolve, read) = self.timestamps(6);
         let mut enc =
             self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("timed") });
-        let dispatches: [(&wgpu::ComputePipeline, (u32, u32, u32)); 3] = [
-            (&self.matmul, (tiles(3 * d), tiles(n), 1)),
-            (&self.attention, (n as u32, h as u32, 1)),
-            (&self.matmul, (tiles(d), tiles(n), h as u32)),
-        ];
-        for (i, (pipeline, (gx, gy, gz))) in dispatches.into_iter().enumerate() {
+        for (i, (pipeline, group, (gx, gy, gz))) in plan.dispatches(self).into_iter().enumerate() {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("timed dispatch"),
                 timestamp_writes: Some(wgpu::ComputePassTimestampWrites {
@@ -92,7 +84,7 @@ impl GpuContext {
                 }),
             });
             pass.set_pipeline(pipeline);
-            pass.set_bind_group(0, plan.group(i), &[]);
+            pass.set_bind_group(0, group, &[]);
             pass.dispatch_workgroups(gx, gy, gz);
         }
         enc.resolve_query_set(&set, 0..6, &resolve, 0);
@@ -115,14 +107,7 @@ impl GpuContext {
         if bytes > binding {
             return Err(GpuError::TooLarge { what: "square product", bytes, limit: binding });
         }
-        let storage = |label| {
-            dev.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: bytes,
-                usage: wgpu::BufferUsages::STORAGE,
-                mapped_at_creation: false,
-            })
-        };
+        let storage = |label| resources::storage(dev, label, bytes, wgpu::BufferUsages::empty());
         let (a, b, c) = (storage("a"), storage("b"), storage("c"));
         let params = MatmulParams {
             m: size,
@@ -136,22 +121,8 @@ impl GpuContext {
             c_bs: 0,
             alpha: 1.0,
         };
-        let uniform = dev.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("square params"),
-            size: std::mem::size_of::<MatmulParams>() as u64,
-            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        self.queue.write_buffer(&uniform, 0, bytemuck::bytes_of(&params));
-        let group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &self.matmul.get_bind_group_layout(0),
-            entries: &[&uniform, &a, &b, &c]
-                .iter()
-                .enumerate()
-                .map(|(i, buf)| wgpu::BindGroupEntry { binding: i as u32, resource: buf.as_entire_binding() })
-                .collect::<Vec<_>>(),
-        });
+        let uniform = resources::uniform(dev, &self.queue, "square params", bytemuck::bytes_of(&params));
+        let group = resources::bind_in_order(dev, &self.matmul, &[&uniform, &a, &b, &c]);
         let mut times = Vec::new();
         for round in 0..=rounds.max(1) {
             let (set, resolve, read) = self.timestamps(2);
@@ -168,8 +139,8 @@ impl GpuContext {
                 });
                 pass.set_pipeline(&self.matmul);
                 pass.set_bind_group(0, &group, &[]);
-                let tiles = size.div_ceil(64);
-                pass.dispatch_workgroups(tiles, tiles, 1);
+                let t = tiles(size as usize);
+                pass.dispatch_workgroups(t, t, 1);
             }
             enc.resolve_query_set(&set, 0..2, &resolve, 0);
             enc.copy_buffer_to_buffer(&resolve, 0, &read, 0, 16);
@@ -180,7 +151,6 @@ impl GpuContext {
             }
         }
         self.check()?;
-        times.sort_by(f64::total_cmp);
-        Ok(Some(times[times.len() / 2]))
+        Ok(crate::attention::stats::median(&times))
     }
 }
