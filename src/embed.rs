@@ -1,5 +1,6 @@
-//! The app inside someone else's page: what an embedding asks for in the URL, and the
-//! `postMessage` schema between the app and its host page.
+//! The app inside someone else's page: the `postMessage` schema between the app in its iframe
+//! and the host page around it. (How the frame is configured, `embed=1&view=&host=`, is part of
+//! the link: [`crate::settings::Frame`].)
 //!
 //! Messages, version 1 (every field required, no others allowed):
 //!
@@ -19,8 +20,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::attention::config::preset_by_id;
-use crate::settings::{ModelChoice, Theme, TRAINED_ID};
+use crate::settings::{shorten, ModelChoice, Theme};
 
 /// The protocol name in every message.
 pub const PROTOCOL: &str = "headlab";
@@ -30,148 +30,6 @@ pub const VERSION: u64 = 1;
 
 /// Longest host message read, as JSON text; anything longer is refused unread.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
-
-/// Which part of the explorer an embedding shows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum View {
-    /// Everything, compactly.
-    #[default]
-    All,
-    /// The d_model-vs-heads chart and the three claims.
-    Chart,
-    /// The heatmaps, one per head.
-    Heads,
-    /// Heatmaps with their toggles, and the drift they cause.
-    Prune,
-}
-
-impl View {
-    /// Every view, in the order the documentation lists them.
-    pub const ALL: [View; 4] = [View::All, View::Chart, View::Heads, View::Prune];
-
-    /// The `view=` value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            View::All => "all",
-            View::Chart => "chart",
-            View::Heads => "heads",
-            View::Prune => "prune",
-        }
-    }
-
-    /// Parses a `view=` value.
-    pub fn parse(value: &str) -> Option<View> {
-        View::ALL.into_iter().find(|v| v.as_str() == value)
-    }
-
-    /// Whether the view includes the config chart.
-    pub fn shows_chart(self) -> bool {
-        matches!(self, View::All | View::Chart)
-    }
-
-    /// Whether the view includes the per-head heatmaps.
-    pub fn shows_heads(self) -> bool {
-        matches!(self, View::All | View::Heads | View::Prune)
-    }
-
-    /// Whether the view includes the drift panel.
-    pub fn shows_drift(self) -> bool {
-        matches!(self, View::All | View::Prune)
-    }
-}
-
-/// Whose messages the app accepts.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HostOrigin {
-    /// Any origin (the embedder named none); the message must still come from the parent.
-    Any,
-    /// Only this origin (`https://handbook.example:8443`).
-    Only(String),
-    /// Nobody: the embedder named an origin that is not one, so nothing is trusted.
-    Nobody,
-}
-
-impl HostOrigin {
-    /// Reads a `host=` value; a malformed one trusts nobody rather than everybody (and is written
-    /// back as `host=none`, so the page's own URL keeps that).
-    pub fn parse(value: &str) -> (HostOrigin, Option<String>) {
-        if value.trim() == "none" {
-            return (HostOrigin::Nobody, None);
-        }
-        match normalize_origin(value) {
-            Some(origin) => (HostOrigin::Only(origin), None),
-            None => (
-                HostOrigin::Nobody,
-                Some(format!(
-                    "host={} is not an origin like https://handbook.example; messages from the host page are ignored.",
-                    crate::settings::shorten(value)
-                )),
-            ),
-        }
-    }
-
-    /// Whether a message from `origin` may be read.
-    pub fn allows(&self, origin: &str) -> bool {
-        match self {
-            HostOrigin::Any => true,
-            HostOrigin::Only(allowed) => normalize_origin(origin).as_deref() == Some(allowed.as_str()),
-            HostOrigin::Nobody => false,
-        }
-    }
-
-    /// The `host=` value that reproduces this, if any.
-    pub fn as_param(&self) -> Option<&str> {
-        match self {
-            HostOrigin::Any => None,
-            HostOrigin::Only(origin) => Some(origin),
-            HostOrigin::Nobody => Some("none"),
-        }
-    }
-}
-
-/// `scheme://host[:port]` in lower case, for `http` and `https` only; `None` for anything else
-/// (paths, queries, credentials, spaces, other schemes, `null`).
-fn normalize_origin(value: &str) -> Option<String> {
-    let lower = value.trim().to_ascii_lowercase();
-    let (scheme, rest) = lower.split_once("://")?;
-    let authority = rest.strip_suffix('/').unwrap_or(rest);
-    // An IPv6 literal keeps its colons inside brackets; otherwise the last colon starts the port.
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (addr, after) = v6.split_once(']')?;
-            let port = match after {
-                "" => None,
-                a => Some(a.strip_prefix(':')?),
-            };
-            (addr.chars().all(|c| c.is_ascii_hexdigit() || c == ':').then_some(addr)?, port)
-        }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let host_ok = !host.is_empty()
-        && host.len() <= 253
-        && (authority.starts_with('[')
-            || host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-')));
-    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
-    (matches!(scheme, "http" | "https") && host_ok && port_ok).then(|| format!("{scheme}://{authority}"))
-}
-
-/// How the page was embedded.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Embed {
-    /// The part of the explorer shown.
-    pub view: View,
-    /// Whose messages are read.
-    pub host: HostOrigin,
-}
-
-impl Default for Embed {
-    fn default() -> Self {
-        Embed { view: View::All, host: HostOrigin::Any }
-    }
-}
 
 /// A message from the host page.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,14 +70,10 @@ impl fmt::Display for MessageError {
             MessageError::Version(v) => write!(f, "version {v} is not {VERSION}"),
             MessageError::Field(name) => write!(f, "field \"{name}\" is missing or not a valid value"),
             MessageError::Unexpected(name) => {
-                write!(f, "field \"{}\" is not in the schema", crate::settings::shorten(name))
+                write!(f, "field \"{}\" is not in the schema", shorten(name))
             }
             MessageError::UnknownType(t) => {
-                write!(
-                    f,
-                    "type \"{}\" is not set-theme, set-preset or request-size",
-                    crate::settings::shorten(t)
-                )
+                write!(f, "type \"{}\" is not set-theme, set-preset or request-size", shorten(t))
             }
         }
     }
@@ -240,7 +94,7 @@ impl HostMessage {
         }
         match fields.get("version") {
             Some(v) if v.as_u64() == Some(VERSION) => {}
-            Some(v) => return Err(MessageError::Version(crate::settings::shorten(&v.to_string()))),
+            Some(v) => return Err(MessageError::Version(shorten(&v.to_string()))),
             None => return Err(MessageError::Field("version")),
         }
         let kind = fields.get("type").and_then(Value::as_str).ok_or(MessageError::Field("type"))?;
@@ -252,7 +106,10 @@ impl HostMessage {
             }
             "set-preset" => {
                 let id = fields.get("preset").and_then(Value::as_str).ok_or(MessageError::Field("preset"))?;
-                ("preset", HostMessage::SetPreset(preset_choice(id).ok_or(MessageError::Field("preset"))?))
+                (
+                    "preset",
+                    HostMessage::SetPreset(ModelChoice::from_id(id).ok_or(MessageError::Field("preset"))?),
+                )
             }
             other => return Err(MessageError::UnknownType(other.to_string())),
         };
@@ -264,16 +121,6 @@ impl HostMessage {
         }
         Ok(message)
     }
-}
-
-/// The model a `preset=` id names, if it names one.
-pub fn preset_choice(id: &str) -> Option<ModelChoice> {
-    use crate::attention::config::PRESETS;
-    if id == TRAINED_ID {
-        return Some(ModelChoice::Trained);
-    }
-    let preset = preset_by_id(id)?;
-    PRESETS.iter().position(|p| p == preset).map(ModelChoice::Preset)
 }
 
 /// The `resize` message for a content height in CSS pixels, as JSON text (the page posts the
@@ -293,9 +140,10 @@ mod tests {
             ok(r#"{"to":"headlab","version":1,"type":"set-theme","theme":"dark"}"#),
             HostMessage::SetTheme(Theme::Dark)
         );
-        assert_eq!(
-            ok(r#"{"type":"set-preset","preset":"gpt2-large","version":1,"to":"headlab"}"#),
-            HostMessage::SetPreset(ModelChoice::Preset(5))
+        let gpt2_large = ok(r#"{"type":"set-preset","preset":"gpt2-large","version":1,"to":"headlab"}"#);
+        assert!(
+            matches!(gpt2_large, HostMessage::SetPreset(ModelChoice::Preset(p)) if p.name == "GPT-2 Large"),
+            "{gpt2_large:?}"
         );
         assert_eq!(
             ok(r#"{"to":"headlab","version":1,"type":"set-preset","preset":"minilm"}"#),
@@ -356,42 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn origins_are_compared_normalised_and_a_bad_one_trusts_nobody() {
-        let (host, note) = HostOrigin::parse("HTTPS://Handbook.Example:8443/");
-        assert_eq!((host.clone(), note), (HostOrigin::Only("https://handbook.example:8443".into()), None));
-        assert!(host.allows("https://handbook.example:8443"));
-        assert!(!host.allows("https://handbook.example"));
-        assert!(!host.allows("https://evil.example"));
-        assert!(!host.allows("null"));
-        for bad in [
-            "",
-            "handbook.example",
-            "javascript:alert(1)",
-            "https://a.example/path",
-            "ftp://a.example",
-            "https://u:p@a.example",
-            "null",
-            "https://a b",
-            "http://[::1]x",
-            "http://a.example:80x",
-        ] {
-            let (host, note) = HostOrigin::parse(bad);
-            assert_eq!(host, HostOrigin::Nobody, "{bad}");
-            assert!(note.is_some() && !host.allows("https://a.example"), "{bad}");
-        }
-        assert!(HostOrigin::Any.allows("https://anyone.example"));
-        assert_eq!(HostOrigin::parse(HostOrigin::Nobody.as_param().unwrap()), (HostOrigin::Nobody, None));
-        assert!(HostOrigin::parse("http://[::1]:8080").0.allows("http://[::1]:8080"));
-    }
-
-    #[test]
-    fn views_round_trip_and_say_what_they_show() {
-        for v in View::ALL {
-            assert_eq!(View::parse(v.as_str()), Some(v));
-        }
-        assert_eq!(View::parse("everything"), None);
-        assert!(View::Chart.shows_chart() && !View::Chart.shows_heads() && !View::Chart.shows_drift());
-        assert!(View::Prune.shows_heads() && View::Prune.shows_drift() && !View::Prune.shows_chart());
+    fn the_resize_message_is_the_documented_json() {
         assert_eq!(
             serde_json::from_str::<Value>(&resize_message(812)).unwrap(),
             serde_json::json!({"from": "headlab", "version": 1, "type": "resize", "height": 812})

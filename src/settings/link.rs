@@ -1,0 +1,159 @@
+//! Everything a link carries, and its round trip.
+
+use super::query::{format_head_list, pairs, parse_head_list, percent_encode, shorten};
+use super::{Frame, HostOrigin, ModelChoice, Panels, Settings, MAX_TEXT_CHARS};
+use crate::attention::HeadSet;
+
+/// Everything a link carries: the settings, the trained model's sentence and layer, the pruned
+/// heads, and how the page is framed. [`Link::from_query`] never fails: each part that cannot
+/// be read falls back to its default with a note, and [`Link::to_query`] reproduces the state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// Shape, sequence, seed, backend and theme.
+    pub settings: Settings,
+    /// The trained model's sentence, when the link names one.
+    pub text: Option<String>,
+    /// The trained model's layer shown, `0..LAYERS`.
+    pub layer: usize,
+    /// The heads (`pruned=` lists those switched off): the synthetic model's, or the trained
+    /// one's, numbered `layer * HEADS + head`.
+    pub heads: HeadSet,
+    /// Set when the page is framed in a host page (`embed=1`).
+    pub frame: Option<Frame>,
+}
+
+impl Link {
+    /// The state a URL query describes, with a note for every part that could not be used.
+    pub fn from_query(query: &str) -> (Link, Vec<String>) {
+        use crate::model::bert::{LAYERS, TOTAL_HEADS};
+        let (settings, mut notes) = Settings::from_query(query);
+        let mut link = Link { settings, text: None, layer: 0, heads: HeadSet::default(), frame: None };
+        let (mut pruned, mut embed, mut view, mut host) = (None, None, None, None);
+        for (key, value) in pairs(query) {
+            match key {
+                "text" => {
+                    let cut: String = value.chars().take(MAX_TEXT_CHARS).collect();
+                    if cut.len() < value.len() {
+                        notes.push(format!("text= is over {MAX_TEXT_CHARS} characters; the rest is cut."));
+                    }
+                    link.text = Some(cut);
+                }
+                "layer" => match value.trim().parse::<usize>() {
+                    Ok(l) if l < LAYERS => link.layer = l,
+                    _ => notes.push(format!(
+                        "layer={} is not a layer from 0 to {}; showing 0.",
+                        shorten(&value),
+                        LAYERS - 1
+                    )),
+                },
+                "pruned" => pruned = Some(value),
+                "embed" => embed = Some(value),
+                "view" => view = Some(value),
+                "host" => host = Some(value),
+                _ => {}
+            }
+        }
+        let count = match link.settings.model {
+            ModelChoice::Trained => TOTAL_HEADS,
+            _ => link.settings.config().num_heads.min(crate::attention::config::MAX_HEADS),
+        };
+        let (heads, note) = parse_head_list(pruned.as_deref().unwrap_or(""), count);
+        link.heads = heads;
+        notes.extend(note);
+        match embed.as_deref().map(str::trim) {
+            None | Some("0" | "false") => {}
+            Some("1" | "true" | "") => {
+                let mut frame = Frame::default();
+                if let Some(v) = view {
+                    match Panels::parse(v.trim()) {
+                        Some(v) => frame.panels = v,
+                        None => notes.push(format!(
+                            "view={} is not all, chart, heads or prune; showing all.",
+                            shorten(&v)
+                        )),
+                    }
+                }
+                if let Some(h) = host {
+                    let (origin, note) = HostOrigin::parse(&h);
+                    frame.host = origin;
+                    notes.extend(note);
+                }
+                link.frame = Some(frame);
+            }
+            Some(other) => {
+                notes.push(format!("embed={} is not 1 or 0; showing the full page.", shorten(other)))
+            }
+        }
+        (link, notes)
+    }
+
+    /// The query (without `?`) that [`Link::from_query`] turns back into this state. The
+    /// sentence and layer are carried only for the trained model.
+    pub fn to_query(&self) -> String {
+        let mut query = self.full_view_query();
+        if let Some(frame) = &self.frame {
+            query.push_str("&embed=1");
+            if frame.panels != Panels::All {
+                query.push_str(&format!("&view={}", frame.panels.as_str()));
+            }
+            if let Some(origin) = frame.host.as_param() {
+                query.push_str(&format!("&host={}", percent_encode(origin)));
+            }
+        }
+        query
+    }
+
+    /// The same state as a full page (not framed): the "open full explorer" link.
+    pub fn full_view_query(&self) -> String {
+        let mut query = self.settings.to_query();
+        if self.settings.model == ModelChoice::Trained {
+            if let Some(text) = &self.text {
+                query.push_str(&format!("&text={}", percent_encode(text)));
+            }
+            query.push_str(&format!("&layer={}", self.layer));
+        }
+        if self.heads.any_pruned() {
+            query.push_str(&format!("&pruned={}", format_head_list(&self.heads)));
+        }
+        query
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_carry_the_whole_state_and_round_trip() {
+        let mut link = Link::from_query("").0;
+        link.settings.model = ModelChoice::Trained;
+        link.text = Some("Tom & Jerry: 50% \"off\"? é 😀 +=".into());
+        link.layer = 3;
+        link.heads = HeadSet::with_pruned(crate::model::bert::TOTAL_HEADS, [0, 13, 71]);
+        link.frame =
+            Some(Frame { panels: Panels::Prune, host: HostOrigin::Only("https://handbook.example".into()) });
+        assert_eq!(Link::from_query(&link.to_query()), (link.clone(), vec![]));
+        // The full view drops only the frame.
+        let full = Link::from_query(&link.full_view_query()).0;
+        assert_eq!(full, Link { frame: None, ..link });
+        // The synthetic model carries no sentence or layer, and its heads are bounded by its own.
+        let (synthetic, notes) = Link::from_query("preset=transformer&pruned=1,7,8&text=hi&layer=2");
+        assert_eq!(synthetic.heads, HeadSet::with_pruned(8, [1, 7]));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(!synthetic.to_query().contains("text="));
+    }
+
+    #[test]
+    fn bad_link_parts_fall_back_one_by_one() {
+        let (link, notes) = Link::from_query("preset=minilm&layer=9&embed=yes&view=x&host=evil");
+        assert_eq!((link.layer, link.frame, link.settings.model), (0, None, ModelChoice::Trained));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        let (link, notes) = Link::from_query("embed=1&view=x&host=javascript:alert(1)&layer=-1");
+        let frame = link.frame.unwrap();
+        assert_eq!((frame.panels, frame.host), (Panels::All, HostOrigin::Nobody));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        let long = "é".repeat(MAX_TEXT_CHARS + 5);
+        let (link, notes) = Link::from_query(&format!("preset=minilm&text={long}"));
+        assert_eq!((link.text.unwrap().chars().count(), notes.len()), (MAX_TEXT_CHARS, 1));
+    }
+}

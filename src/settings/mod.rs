@@ -1,0 +1,178 @@
+//! What the reader has chosen, and its round trip through the page's URL: [`Settings`] (what
+//! is computed and how it is shown), [`Link`] (the whole state a link carries: settings, the
+//! trained model's sentence, layer and pruned heads, and how the page is framed), and the query
+//! codec ([`query`]).
+//!
+//! Parsing never fails as a whole: each parameter that cannot be read falls back to its default
+//! and leaves a note for the page. Numbers that parse but make no sense (`heads=7` with
+//! `d_model=768`, `seq=100000`) are kept: [`ModelConfig::validate`] explains those.
+
+mod frame;
+mod link;
+pub mod query;
+
+pub use frame::{Frame, HostOrigin, Panels};
+pub use link::Link;
+pub use query::{format_head_list, parse_head_list, shorten};
+
+use crate::attention::config::{preset_by_id, PRESETS};
+use crate::attention::{ModelConfig, Preset};
+
+/// Which model shape is selected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// One of [`PRESETS`].
+    Preset(&'static Preset),
+    /// The trained all-MiniLM-L6-v2 (384 wide, 12 heads, 6 layers).
+    Trained,
+    /// A shape typed by the reader.
+    Custom {
+        /// Width of the residual stream.
+        d_model: usize,
+        /// Number of heads.
+        num_heads: usize,
+    },
+}
+
+impl ModelChoice {
+    /// The model a `preset=` identifier names (a preset's, or [`TRAINED_ID`]), if it names one.
+    pub fn from_id(id: &str) -> Option<ModelChoice> {
+        if id == TRAINED_ID {
+            return Some(ModelChoice::Trained);
+        }
+        preset_by_id(id).map(ModelChoice::Preset)
+    }
+
+    /// Its `preset=` identifier ("custom" for a typed shape, whose numbers go in their own
+    /// parameters).
+    pub fn id(&self) -> &'static str {
+        match self {
+            ModelChoice::Preset(p) => p.id,
+            ModelChoice::Trained => TRAINED_ID,
+            ModelChoice::Custom { .. } => "custom",
+        }
+    }
+
+    /// What the page calls it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ModelChoice::Preset(p) => p.name,
+            ModelChoice::Trained => "all-MiniLM-L6-v2",
+            ModelChoice::Custom { .. } => "Your configuration",
+        }
+    }
+}
+
+/// Colour theme.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Theme {
+    /// Follow the system (`prefers-color-scheme`).
+    #[default]
+    Auto,
+    /// Dark text on light.
+    Light,
+    /// Light text on dark.
+    Dark,
+}
+
+impl Theme {
+    /// The URL and `data-theme` value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Theme::Auto => "auto",
+            Theme::Light => "light",
+            Theme::Dark => "dark",
+        }
+    }
+
+    /// Parses a URL value.
+    pub fn parse(value: &str) -> Option<Theme> {
+        [Theme::Auto, Theme::Light, Theme::Dark].into_iter().find(|t| t.as_str() == value)
+    }
+}
+
+/// What the reader asked for (`?backend=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Preference {
+    /// WebGPU when an adapter with compute is found, else the CPU kernel.
+    #[default]
+    Auto,
+    /// WebGPU; if it cannot be had, the CPU kernel with the reason shown.
+    Gpu,
+    /// The CPU kernel, without looking for a GPU.
+    Cpu,
+}
+
+impl Preference {
+    /// The URL value, or `None` for the default.
+    pub fn as_param(self) -> Option<&'static str> {
+        match self {
+            Preference::Auto => None,
+            Preference::Gpu => Some("gpu"),
+            Preference::Cpu => Some("cpu"),
+        }
+    }
+
+    /// Parses a URL value.
+    pub fn from_param(value: &str) -> Option<Self> {
+        match value {
+            "auto" => Some(Preference::Auto),
+            "gpu" | "webgpu" => Some(Preference::Gpu),
+            "cpu" => Some(Preference::Cpu),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the reader set: what is computed and how it is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// The model shape.
+    pub model: ModelChoice,
+    /// Tokens in the sequence.
+    pub seq_len: usize,
+    /// Seed of the synthetic weights and inputs.
+    pub seed: u32,
+    /// Which backend the reader asked for.
+    pub backend: Preference,
+    /// Colour theme.
+    pub theme: Theme,
+}
+
+/// URL identifier of the trained model.
+pub const TRAINED_ID: &str = "minilm";
+
+/// The default preset: BERT-base.
+const DEFAULT_PRESET: &Preset = &PRESETS[1];
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model: ModelChoice::Preset(DEFAULT_PRESET),
+            seq_len: 16,
+            seed: 42,
+            backend: Preference::Auto,
+            theme: Theme::Auto,
+        }
+    }
+}
+
+impl Settings {
+    /// The configuration to run (not yet validated).
+    pub fn config(&self) -> ModelConfig {
+        let (d_model, num_heads) = match self.model {
+            ModelChoice::Preset(p) => (p.d_model, p.num_heads),
+            ModelChoice::Trained => (crate::model::bert::D_MODEL, crate::model::bert::HEADS),
+            ModelChoice::Custom { d_model, num_heads } => (d_model, num_heads),
+        };
+        ModelConfig { d_model, num_heads, seq_len: self.seq_len }
+    }
+
+    /// Whether the trained model is chosen.
+    pub fn is_trained(&self) -> bool {
+        self.model == ModelChoice::Trained
+    }
+}
+
+/// Longest sentence a link carries for the trained model, in characters.
+pub const MAX_TEXT_CHARS: usize = 2000;
