@@ -11,12 +11,12 @@ rounds=${1:-15}
 shapes=${2:-all}
 
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
-cargo bench --quiet --locked --bench mha -- "$rounds"
+cargo bench --quiet --locked --features bench --bench mha -- "$rounds"
 
 echo
 echo "## wasm32 + simd128 in Node $(node --version)"
 # The library as a cdylib for wasm-bindgen's Node target; the app's bin is built by trunk.
-cargo rustc --quiet --locked --release --target wasm32-unknown-unknown --lib --crate-type cdylib
+cargo rustc --quiet --locked --release --features bench --target wasm32-unknown-unknown --lib --crate-type cdylib
 wasm-bindgen --target nodejs --out-dir target/bench-node target/wasm32-unknown-unknown/release/headlab.wasm
 node bench/node.mjs "$rounds" "$shapes"
 
@@ -26,4 +26,4 @@ node bench/ort.mjs "$rounds" "$shapes"
 
 echo
 echo "## GPU (native adapter: lavapipe here, a real GPU elsewhere)"
-cargo bench --quiet --locked --bench gpu -- "$rounds" "$shapes"
+cargo bench --quiet --locked --features bench --bench gpu -- "$rounds" "$shapes"

@@ -1,5 +1,5 @@
-//! Native GPU benchmark: `cargo bench --bench gpu [-- ROUNDS] [smoke|all]`.
-//! On lavapipe or SwiftShader only ratios mean anything; built once (`cargo bench --bench gpu
+//! Native GPU benchmark: `cargo bench --features bench --bench gpu [-- ROUNDS] [smoke|all]`.
+//! On lavapipe or SwiftShader only ratios mean anything; built once (`cargo bench --features bench --bench gpu
 //! --no-run`), the same binary runs unchanged on a machine with a real GPU. Results: BENCHMARKS.md.
 
 #[cfg(target_arch = "wasm32")]
@@ -36,7 +36,7 @@ fn main() {
     let peak_size = if software { 512 } else { 4096 };
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
-    match pollster::block_on(headlab::bench::gpu_report(&ctx, &now, &configs, peak_size, rounds)) {
+    match pollster::block_on(headlab::bench::gpu::gpu_report(&ctx, &now, &configs, peak_size, rounds)) {
         Ok(report) => print!("{report}"),
         Err(e) => {
             eprintln!("GPU benchmark failed: {e}");

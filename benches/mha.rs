@@ -1,4 +1,4 @@
-//! Native CPU benchmark: `cargo bench --bench mha [-- ROUNDS]`.
+//! Native CPU benchmark: `cargo bench --features bench --bench mha [-- ROUNDS]`.
 //! The same measurement as wasm in Node: `bench/run.sh`. Results: BENCHMARKS.md.
 
 use headlab::attention::config::preset_by_id;

@@ -1,44 +1,20 @@
-//! The backend that runs the attention: chosen once, named in the page's badge, replaced by the
-//! CPU kernel when the GPU is missing or fails.
+//! Where the page's passes run, and running them: the backend chosen once per session (the GPU
+//! or the CPU kernel), named in the page's badge, and replaced by the CPU kernel for the rest of
+//! the session when the GPU fails; the synthetic layer's pass ([`run`]) and the trained model's
+//! ([`TrainedRunner`]) on it. A GPU failure is a value here, never an error the page must handle:
+//! the pass is done again on the CPU kernel and the session remembers why.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::attention::{ModelConfig, Weights};
+use crate::attention::{ConfigError, HeadSet, Inputs, LayerWeights, ModelConfig, Weights};
+use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{self, Forward, Kernel};
-use crate::gpu::{GpuContext, GpuError};
-
-/// What the reader asked for (`?backend=`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Preference {
-    /// WebGPU when an adapter with compute is found, else the CPU kernel.
-    #[default]
-    Auto,
-    /// WebGPU; if it cannot be had, the CPU kernel with the reason shown.
-    Gpu,
-    /// The CPU kernel, without looking for a GPU.
-    Cpu,
-}
-
-impl Preference {
-    /// The URL value, or `None` for the default.
-    pub fn as_param(self) -> Option<&'static str> {
-        match self {
-            Preference::Auto => None,
-            Preference::Gpu => Some("gpu"),
-            Preference::Cpu => Some("cpu"),
-        }
-    }
-
-    /// Parses a URL value.
-    pub fn from_param(value: &str) -> Option<Self> {
-        match value {
-            "auto" => Some(Preference::Auto),
-            "gpu" | "webgpu" => Some(Preference::Gpu),
-            "cpu" => Some(Preference::Cpu),
-            _ => None,
-        }
-    }
-}
+use crate::gpu::{GpuBert, GpuContext, GpuError};
+use crate::model::analysis::Runner;
+use crate::model::bert::BertOutput;
+use crate::model::MiniLm;
+pub use crate::settings::Preference;
 
 /// Where the forward pass runs.
 #[derive(Clone)]
@@ -138,9 +114,317 @@ pub fn one_line(message: &str) -> String {
     }
 }
 
-#[cfg(test)]
+/// The page's backend over a session: the one selected, and the CPU kernel for good once the GPU
+/// has failed (until the reader asks for the GPU again, which starts a new session).
+#[derive(Debug)]
+pub struct Session {
+    selected: Backend,
+    unused: Option<GpuUnused>,
+    retried: bool,
+    failed: RefCell<Option<GpuError>>,
+}
+
+impl Session {
+    /// Selects a backend for `preference` ([`Backend::select`]); `retried` when the reader asked
+    /// for the GPU again after it failed.
+    pub async fn start(preference: Preference, retried: bool) -> Session {
+        let (selected, unused) = Backend::select(preference).await;
+        Session { selected, unused, retried, failed: RefCell::new(None) }
+    }
+
+    /// A session on the CPU kernel, with nothing to say about the GPU: the quick first passes
+    /// drawn while the page is still asking for a GPU.
+    pub fn cpu_only() -> Session {
+        Session {
+            selected: Backend::Cpu(Kernel::Simd),
+            unused: None,
+            retried: false,
+            failed: RefCell::new(None),
+        }
+    }
+
+    /// Where passes run now.
+    pub fn backend(&self) -> Backend {
+        match (&self.selected, self.failed.borrow().is_some()) {
+            (Backend::Gpu(_), true) => Backend::Cpu(Kernel::Simd),
+            (selected, _) => selected.clone(),
+        }
+    }
+
+    /// The GPU, while the session uses it.
+    pub fn gpu(&self) -> Option<Rc<GpuContext>> {
+        match self.backend() {
+            Backend::Gpu(ctx) => Some(ctx),
+            Backend::Cpu(_) => None,
+        }
+    }
+
+    /// Records a GPU failure: every later pass of the session runs on the CPU kernel.
+    pub fn fail(&self, e: GpuError) {
+        self.failed.borrow_mut().get_or_insert(e);
+    }
+
+    /// The badge's text: where passes run now.
+    pub fn label(&self) -> String {
+        self.backend().label()
+    }
+
+    /// Why the GPU is not used, when it is not (and the session has something to say).
+    pub fn note(&self) -> Option<String> {
+        if let Some(e) = self.failed.borrow().as_ref() {
+            return Some(format!(
+                "switched to the CPU because {}; your settings are kept",
+                one_line(&e.to_string())
+            ));
+        }
+        self.unused.as_ref().map(|u| match self.retried {
+            true => format!("tried the GPU again; {u}; still on the CPU, your settings are kept"),
+            false => u.to_string(),
+        })
+    }
+
+    /// Whether asking for the GPU again could help (it failed, and the browser has WebGPU).
+    pub fn retryable(&self) -> bool {
+        self.failed.borrow().is_some() || self.unused.as_ref().is_some_and(GpuUnused::retryable)
+    }
+}
+
+/// Largest forward pass (FLOPs) drawn on the CPU kernel while the GPU is still starting: about
+/// 10 ms in wasm, so the first heatmaps do not wait for the GPU.
+pub const QUICK_CPU_FLOPS: u64 = 300_000_000;
+
+/// Whether `config` is quick enough on the CPU kernel to draw before the GPU is ready, and to
+/// run without first letting the page paint a "computing" status.
+pub fn is_quick(config: &ModelConfig) -> bool {
+    config.validate().is_ok() && config.forward_flops() <= QUICK_CPU_FLOPS
+}
+
+/// How a pass got its weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightsIn {
+    /// Stored in memory.
+    Memory,
+    /// Generated in the GPU's matrix-product kernel.
+    GpuKernel,
+    /// Generated on the fly by the CPU kernel; `software_gpu` when a (slow) software GPU was
+    /// passed over for it.
+    CpuKernel {
+        /// The session had a GPU, but a software one.
+        software_gpu: bool,
+    },
+}
+
+/// One completed forward pass of the synthetic layer and what the page shows about it.
+#[derive(Debug)]
+pub struct Run {
+    /// The seed of its weights and inputs.
+    pub seed: u32,
+    /// The configuration (validated).
+    pub config: ModelConfig,
+    /// Attention weights, per-head contributions and the full output.
+    pub forward: Forward,
+    /// The word at each position.
+    pub words: Vec<&'static str>,
+    /// Wall time of the forward pass, milliseconds (on the GPU: upload, dispatch and readback).
+    pub forward_ms: f64,
+    /// The backend that computed it.
+    pub backend: Backend,
+    /// Where its weights came from.
+    pub weights: WeightsIn,
+}
+
+impl Run {
+    /// Where it ran, for the page: "CPU · wasm simd128 (weights generated on the fly)".
+    pub fn ran_on(&self) -> String {
+        let label = self.backend.label();
+        match self.weights {
+            WeightsIn::Memory => label,
+            WeightsIn::GpuKernel => format!("{label} (weights generated in the kernel)"),
+            WeightsIn::CpuKernel { software_gpu: false } => format!("{label} (weights generated on the fly)"),
+            WeightsIn::CpuKernel { software_gpu: true } => {
+                format!("{label} (weights generated on the fly, as the GPU is a software adapter)")
+            }
+        }
+    }
+}
+
+/// One forward pass of the synthetic layer `config` with seed `seed`, on `session`'s backend.
+/// A GPU failure ends the session's use of the GPU and the pass is done on the CPU kernel.
+/// Weights too large to store are generated inside the kernels: on a hardware GPU in its
+/// matrix-product shader; otherwise in the CPU kernel's packing, in steps, with
+/// `between_steps(progress)` awaited between them (the page paints its progress bar there).
+/// `now` is a millisecond clock.
+pub async fn run(
+    session: &Session,
+    config: ModelConfig,
+    seed: u32,
+    now: impl Fn() -> f64,
+    mut between_steps: impl AsyncFnMut(f64),
+) -> Result<Run, ConfigError> {
+    config.validate()?;
+    let inputs = Inputs::generate(&config, seed);
+    let weights = LayerWeights::for_config(&config, seed);
+    let t0 = now();
+    let gpu = session.gpu();
+    // A software adapter generates weights about 40x slower than the CPU kernel (GPT-3 at 16
+    // tokens: 40 s on SwiftShader against 1 s), so there the CPU kernel runs them.
+    let usable = gpu.filter(|ctx| !(config.generates_weights() && ctx.is_software()));
+    if let Some(ctx) = usable {
+        match ctx.forward_layer(&config, &inputs.x, &weights).await {
+            Ok(forward) => {
+                let weights =
+                    if config.generates_weights() { WeightsIn::GpuKernel } else { WeightsIn::Memory };
+                let (backend, forward_ms) = (Backend::Gpu(ctx), now() - t0);
+                return Ok(Run {
+                    seed,
+                    config,
+                    forward,
+                    words: inputs.words().collect(),
+                    forward_ms,
+                    backend,
+                    weights,
+                });
+            }
+            Err(e) => session.fail(e),
+        }
+    }
+    let (forward, weights) = match &weights {
+        LayerWeights::Stored(w) => (cpu::forward(Kernel::Simd, &config, &inputs.x, w), WeightsIn::Memory),
+        LayerWeights::Generated(g) => {
+            let mut pass = GeneratedPass::new(&config, &inputs.x, *g);
+            while pass.step() {
+                between_steps(pass.progress()).await;
+            }
+            (pass.finish(), WeightsIn::CpuKernel { software_gpu: session.gpu().is_some() })
+        }
+    };
+    let backend = Backend::Cpu(Kernel::Simd);
+    Ok(Run {
+        seed,
+        config,
+        forward,
+        words: inputs.words().collect(),
+        forward_ms: now() - t0,
+        backend,
+        weights,
+    })
+}
+
+/// The batched-heads experiment: all heads of a configuration in one pass, against one head of
+/// the full width (the handbook's "cost is essentially that of single-head attention").
+#[derive(Clone, Debug)]
+pub struct Batched {
+    /// The configuration with all its heads.
+    pub config: ModelConfig,
+    /// Where both ran.
+    pub backend: Backend,
+    /// Median milliseconds of a pass with all heads.
+    pub all_heads_ms: f64,
+    /// Median milliseconds of a pass with one head of width `d_model`.
+    pub one_head_ms: f64,
+}
+
+impl Batched {
+    /// All heads' time over one head's.
+    pub fn ratio(&self) -> f64 {
+        self.all_heads_ms / self.one_head_ms
+    }
+}
+
+/// Rounds of the batched-heads experiment timed (after one untimed warm-up of each).
+pub const BATCHED_ROUNDS: usize = 3;
+
+/// Times `config` with all its heads against one head of width `d_model` on `backend`, in
+/// interleaved rounds with the same weights and inputs, awaiting `between` after each pass (the
+/// page lets the browser draw). `now` is a millisecond clock.
+pub async fn time_batched(
+    backend: &Backend,
+    config: ModelConfig,
+    now: impl Fn() -> f64,
+    mut between: impl AsyncFnMut(),
+) -> Result<Batched, GpuError> {
+    let one = ModelConfig { num_heads: 1, ..config };
+    let weights = Weights::generate(config.d_model, 1);
+    let inputs = Inputs::generate(&config, 1);
+    let (mut all, mut single) = (Vec::new(), Vec::new());
+    for round in 0..=BATCHED_ROUNDS {
+        for (cfg, times) in [(&config, &mut all), (&one, &mut single)] {
+            let t0 = now();
+            backend.forward(cfg, &inputs.x, &weights).await?;
+            if round > 0 {
+                times.push(now() - t0);
+            }
+            between().await;
+        }
+    }
+    let median = |t: &[f64]| crate::attention::stats::median(t).unwrap_or(f64::NAN);
+    Ok(Batched { config, backend: backend.clone(), all_heads_ms: median(&all), one_head_ms: median(&single) })
+}
+
+/// The trained model where the page runs it: on the GPU while that works (its weights uploaded
+/// once), else on the CPU kernel. A GPU failure moves it to the CPU for good, with a note; the
+/// page's other passes are not affected.
+pub struct TrainedRunner {
+    model: Rc<MiniLm>,
+    gpu: RefCell<Option<Rc<GpuBert>>>,
+    note: RefCell<Option<String>>,
+}
+
+impl TrainedRunner {
+    /// Puts `model` on `session`'s GPU, if it has one; if that fails, the runner uses the CPU
+    /// kernel and says why.
+    pub async fn new(model: Rc<MiniLm>, session: &Session) -> TrainedRunner {
+        let (mut gpu, mut note) = (None, None);
+        if let Some(ctx) = session.gpu() {
+            match GpuBert::new(ctx, &model.bert).await {
+                Ok(g) => gpu = Some(Rc::new(g)),
+                Err(e) => note = Some(format!("The trained model runs on the CPU because {e}.")),
+            }
+        }
+        TrainedRunner { model, gpu: RefCell::new(gpu), note: RefCell::new(note) }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &MiniLm {
+        &self.model
+    }
+
+    /// Where its passes run now, for the page.
+    pub fn ran_on(&self) -> &'static str {
+        if self.gpu.borrow().is_some() {
+            "the GPU (WebGPU)"
+        } else {
+            "the CPU kernel (wasm simd128)"
+        }
+    }
+
+    /// Why it is not on the page's GPU, when it is not.
+    pub fn note(&self) -> Option<String> {
+        self.note.borrow().clone()
+    }
+}
+
+impl Runner for TrainedRunner {
+    async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput {
+        let gpu = self.gpu.borrow().clone();
+        if let Some(gpu) = gpu {
+            match gpu.forward_from(&self.model.bert, ids, heads, base).await {
+                Ok(out) => return out,
+                Err(e) => {
+                    *self.gpu.borrow_mut() = None;
+                    *self.note.borrow_mut() =
+                        Some(format!("The trained model switched to the CPU because {e}."));
+                }
+            }
+        }
+        self.model.bert.run(ids, heads, base).await
+    }
+}
+
+// Natively only: pollster drives the futures.
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
-    use super::one_line;
+    use super::*;
 
     #[test]
     fn gpu_errors_are_shown_on_one_line() {
@@ -150,5 +434,65 @@ mod tests {
             "pipeline creation failed: Error while parsing WGSL: :1:1 error: unexpected token…"
         );
         assert_eq!(one_line(&"x".repeat(500)).chars().count(), 241);
+    }
+
+    #[test]
+    fn a_session_says_why_the_gpu_is_not_used_and_whether_to_try_again() {
+        let declined = pollster::block_on(Session::start(Preference::Cpu, false));
+        assert_eq!(declined.label(), Backend::Cpu(Kernel::Simd).label());
+        assert_eq!(declined.note().as_deref(), Some("CPU chosen with ?backend=cpu"));
+        assert!(!declined.retryable() && declined.gpu().is_none());
+        let quick = Session::cpu_only();
+        assert_eq!((quick.note(), quick.retryable()), (None, false));
+        quick.fail(GpuError::DeviceLost("destroyed".into()));
+        quick.fail(GpuError::Internal("a consequence".into()));
+        assert_eq!(
+            quick.note().as_deref(),
+            Some("switched to the CPU because the GPU device was lost (destroyed); your settings are kept")
+        );
+        assert!(quick.retryable());
+        let retried = Session {
+            selected: Backend::Cpu(Kernel::Simd),
+            unused: Some(GpuUnused::Failed(GpuError::NoAdapter("rejected".into()))),
+            retried: true,
+            failed: RefCell::new(None),
+        };
+        assert!(retried.retryable());
+        assert!(retried
+            .note()
+            .unwrap()
+            .starts_with("tried the GPU again; not using the GPU: no WebGPU adapter"));
+    }
+
+    #[test]
+    fn batched_heads_are_timed_against_one_head_of_the_full_width() {
+        let config = ModelConfig { d_model: 64, num_heads: 8, seq_len: 6 };
+        let clock = std::cell::Cell::new(0.0);
+        // A clock that advances 1 ms per reading: every pass takes 1 ms, so the ratio is 1.
+        let now = || {
+            clock.set(clock.get() + 1.0);
+            clock.get()
+        };
+        let mut passes = 0;
+        let b = pollster::block_on(time_batched(&Backend::Cpu(Kernel::Scalar), config, now, async || {
+            passes += 1
+        }))
+        .unwrap();
+        assert_eq!(passes, 2 * (BATCHED_ROUNDS + 1));
+        assert_eq!((b.all_heads_ms, b.one_head_ms, b.ratio()), (1.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn a_cpu_run_is_the_cpu_kernels_pass_and_a_bad_shape_is_refused() {
+        let session = Session::cpu_only();
+        let config = ModelConfig { d_model: 48, num_heads: 6, seq_len: 5 };
+        let run = pollster::block_on(run(&session, config, 9, || 0.0, async |_| {})).unwrap();
+        let inputs = Inputs::generate(&config, 9);
+        let want = cpu::forward(Kernel::Simd, &config, &inputs.x, &Weights::generate(48, 9));
+        assert_eq!(run.ran_on(), Backend::Cpu(Kernel::Simd).label());
+        assert_eq!((run.forward, run.weights, run.words.len()), (want, WeightsIn::Memory, 5));
+        let bad = ModelConfig { num_heads: 7, ..config };
+        let refused = pollster::block_on(super::run(&session, bad, 9, || 0.0, async |_| {}));
+        assert_eq!(refused.unwrap_err(), bad.validate().unwrap_err());
     }
 }

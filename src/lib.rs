@@ -1,11 +1,15 @@
 //! headlab: multi-head attention a reader can run, see and break.
 //!
-//! Dependency direction: [`attention`] (pure math) <- [`cpu`] <- [`backend`] <- `ui`;
-//! [`viz`] (pure drawing) <- `ui`. Only `ui` touches the browser, and only on wasm32.
+//! Dependencies point one way (`tests/architecture.rs` fails the build otherwise):
+//! [`attention`] (the pure core) <- [`cpu`] <- [`model`] <- [`gpu`] <- [`backend`] <- `ui`;
+//! [`settings`], [`embed`], [`export`] and [`viz`] are pure and used by `ui`. Only `ui` touches
+//! the browser, and only on wasm32. The benchmarks ([`bench`]) exist only with the `bench`
+//! feature: the shipped page carries none of them.
 #![warn(missing_docs)]
 
 pub mod attention;
 pub mod backend;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod cpu;
 pub mod embed;

@@ -1,8 +1,14 @@
-//! The CPU benchmark, shared by the native runner (`benches/mha.rs`) and the wasm build run in
-//! Node (`bench/node.mjs`): one forward pass on each kernel and the head-toggle path, interleaved
-//! round by round so that ratios compare like with like on a noisy machine.
+//! The benchmarks, built only with the `bench` feature (the shipped page carries none of it):
+//! the CPU forward pass on each kernel and the head-toggle path, interleaved round by round so
+//! that ratios compare like with like on a noisy machine, its per-stage profile and GPT-3 with
+//! generated weights ([`run`], [`profile`], [`generated_report`]; natively `benches/mha.rs`, as
+//! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `benches/gpu.rs`).
 
-use crate::attention::{drift, HeadMask, Inputs, ModelConfig, Weights};
+pub mod gpu;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+use crate::attention::{drift, HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
 
 /// Timings of one benchmark run.
@@ -22,13 +28,9 @@ pub struct Report {
     pub rounds: usize,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => 0.5 * (v[n / 2 - 1] + v[n / 2]),
-    }
+/// The median of `times` (NaN for none).
+fn median(times: Vec<f64>) -> f64 {
+    crate::attention::stats::median(&times).unwrap_or(f64::NAN)
 }
 
 /// Runs `rounds` interleaved rounds at `config`; `now` returns milliseconds from any origin.
@@ -61,7 +63,7 @@ pub fn run(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Report 
 
     // Toggle path: flip one head, rebuild the output from cached contributions, recompute drift.
     cpu::forward_into(Kernel::Simd, &config, &inputs.x, &weights, &mut out);
-    let mut mask = HeadMask::all(config.num_heads);
+    let mut mask = HeadSet::all(config.num_heads);
     let mut pruned = vec![0.0f32; out.output.len()];
     const TOGGLES_PER_SAMPLE: usize = 10;
     let toggle_samples: Vec<f64> = (0..rounds.max(20))
@@ -112,26 +114,6 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Runs the benchmark from JavaScript (Node or a browser) with `performance.now()` as the clock
-/// and returns the report as text.
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-pub fn bench_report(
-    d_model: usize,
-    num_heads: usize,
-    seq_len: usize,
-    rounds: usize,
-) -> Result<String, String> {
-    #[wasm_bindgen::prelude::wasm_bindgen]
-    extern "C" {
-        #[wasm_bindgen(js_namespace = performance)]
-        fn now() -> f64;
-    }
-    let config = ModelConfig { d_model, num_heads, seq_len };
-    config.validate().map_err(|e| e.to_string())?;
-    Ok(run(&now, config, rounds).to_string())
-}
-
 /// Largest relative error of `y` against `reference`: `max |y - ref| / max |ref|` (the same
 /// normwise measure for every runtime compared).
 pub fn normwise_error(y: &[f32], reference: &[f64]) -> f64 {
@@ -141,93 +123,6 @@ pub fn normwise_error(y: &[f32], reference: &[f64]) -> f64 {
         worst / scale
     } else {
         f64::INFINITY
-    }
-}
-
-/// One benchmark shape, its seeded weights and inputs, and its forward pass, for JavaScript:
-/// `bench/ort.mjs` hands the same weights to onnxruntime-web and times both in one process.
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-pub struct MhaCase {
-    config: ModelConfig,
-    weights: Weights,
-    inputs: Inputs,
-    out: Forward,
-}
-
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-impl MhaCase {
-    /// The case for a shape, with weights and inputs from seed 42.
-    #[wasm_bindgen(constructor)]
-    pub fn new(d_model: usize, num_heads: usize, seq_len: usize) -> Result<MhaCase, String> {
-        let config = ModelConfig { d_model, num_heads, seq_len };
-        config.validate().map_err(|e| e.to_string())?;
-        Ok(MhaCase {
-            config,
-            weights: Weights::generate(d_model, 42),
-            inputs: Inputs::generate(&config, 42),
-            out: Forward::filled(&config, f32::NAN),
-        })
-    }
-
-    /// The input, `seq_len x d_model`, row-major.
-    pub fn x(&self) -> Vec<f32> {
-        self.inputs.x.clone()
-    }
-
-    /// `W_qkv`, `d_model x 3 d_model`, row-major, columns `[Q | K | V]`.
-    pub fn w_qkv(&self) -> Vec<f32> {
-        self.weights.w_qkv.clone()
-    }
-
-    /// `W_o`, `d_model x d_model`, row-major.
-    pub fn w_o(&self) -> Vec<f32> {
-        self.weights.w_o.clone()
-    }
-
-    /// One forward pass on the simd128 kernel, as the page runs it (attention weights and
-    /// per-head contributions kept for pruning).
-    pub fn forward(&mut self) {
-        cpu::forward_into(Kernel::Simd, &self.config, &self.inputs.x, &self.weights, &mut self.out);
-    }
-
-    /// The last forward pass's output, `seq_len x d_model`.
-    pub fn output(&self) -> Vec<f32> {
-        self.out.output.clone()
-    }
-
-    /// The naive f64 oracle's output (slow: seconds at the largest shapes).
-    pub fn oracle(&self) -> Vec<f64> {
-        let mask = HeadMask::all(self.config.num_heads);
-        crate::attention::oracle::multihead_attention(
-            &self.config,
-            &self.inputs.x,
-            &self.weights.w_qkv,
-            &self.weights.w_o,
-            &mask,
-        )
-        .output
-    }
-
-    /// [`normwise_error`] of `y` against `reference`.
-    pub fn error(y: &[f32], reference: &[f64]) -> f64 {
-        normwise_error(y, reference)
-    }
-
-    /// [`profile`] of this shape over `rounds`, as a Markdown table.
-    pub fn profile(&self, rounds: usize) -> String {
-        #[wasm_bindgen::prelude::wasm_bindgen]
-        extern "C" {
-            #[wasm_bindgen(js_namespace = performance)]
-            fn now() -> f64;
-        }
-        profile(&now, self.config, rounds)
-    }
-
-    /// Floating-point operations of one forward pass.
-    pub fn flops(&self) -> f64 {
-        self.config.forward_flops() as f64
     }
 }
 
@@ -259,7 +154,7 @@ pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Str
                 cpu::project_head(kernel, &config, &out.heads, &weights.w_o, h, block);
             }
         });
-        time(3, &mut || out.contributions.recompose_into(&HeadMask::all(h_count), &mut out.output));
+        time(3, &mut || out.contributions.recompose_into(&HeadSet::all(h_count), &mut out.output));
     }
     let total: f64 = stages.iter().map(|s| median(s.2.clone())).sum();
     let mut text = format!(
@@ -297,86 +192,4 @@ pub fn generated_report(now: &dyn Fn() -> f64, seq_len: usize, rounds: usize) ->
         weights_made / 1e3 / ms,
         rounds.max(1)
     )
-}
-
-/// [`generated_report`] from JavaScript, with `performance.now()` as the clock.
-#[cfg(target_arch = "wasm32")]
-#[wasm_bindgen::prelude::wasm_bindgen]
-pub fn bench_generated(seq_len: usize, rounds: usize) -> String {
-    #[wasm_bindgen::prelude::wasm_bindgen]
-    extern "C" {
-        #[wasm_bindgen(js_namespace = performance)]
-        fn now() -> f64;
-    }
-    generated_report(&now, seq_len, rounds)
-}
-
-/// The GPU benchmark: the adapter's matrix-product peak (a `peak_size` cube on the forward
-/// pass's own kernel), then for each configuration the end-to-end forward time (upload, three
-/// dispatches, readback; wall clock) and each dispatch's GPU time from timestamp queries, with
-/// GFLOP/s against that peak. `now` is a millisecond clock. Natively: `benches/gpu.rs`.
-pub async fn gpu_report(
-    ctx: &crate::gpu::GpuContext,
-    now: &dyn Fn() -> f64,
-    configs: &[ModelConfig],
-    peak_size: u32,
-    rounds: usize,
-) -> Result<String, crate::gpu::GpuError> {
-    let mut text = format!(
-        "GPU: {} (timestamp queries: {}); 3 dispatches per forward pass (QKV projection, fused attention, output projection)\n",
-        ctx.adapter_label(),
-        if ctx.has_timestamps() { "yes" } else { "no: wall-clock times only" }
-    );
-    let peak = match ctx.time_square_matmul(peak_size, rounds).await? {
-        Some(ms) => {
-            let gflops = 2.0 * (peak_size as f64).powi(3) / 1e6 / ms;
-            text += &format!(
-                "matrix-product peak ({peak_size}^3 on matmul.wgsl): {ms:.3} ms, {gflops:.1} GFLOP/s\n"
-            );
-            Some(gflops)
-        }
-        None => None,
-    };
-    text += "| config | n | end-to-end ms | QKV ms | attention ms | output ms | GPU GFLOP/s | of peak |\n";
-    text += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
-    for config in configs {
-        let weights = Weights::generate(config.d_model, 42);
-        let inputs = Inputs::generate(config, 42);
-        ctx.forward(config, &inputs.x, &weights).await?; // warm-up: buffers and pipelines
-        let (mut wall, mut gpu) = (Vec::new(), Vec::new());
-        for _ in 0..rounds.max(1) {
-            let t0 = now();
-            ctx.forward(config, &inputs.x, &weights).await?;
-            wall.push(now() - t0);
-            if let Some(t) = ctx.time_dispatches(config, &inputs.x, &weights).await? {
-                gpu.push(t);
-            }
-        }
-        let flops = config.forward_flops() as f64;
-        let cell = |f: &dyn Fn(&crate::gpu::DispatchTimes) -> f64| {
-            if gpu.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.3}", median(gpu.iter().map(f).collect()))
-            }
-        };
-        let total = (!gpu.is_empty()).then(|| median(gpu.iter().map(|t| t.total_ms()).collect()));
-        let gflops = total.map(|ms| flops / 1e6 / ms);
-        text += &format!(
-            "| {}/{} | {} | {:.2} | {} | {} | {} | {} | {} |\n",
-            config.d_model,
-            config.num_heads,
-            config.seq_len,
-            median(wall),
-            cell(&|t| t.qkv_ms),
-            cell(&|t| t.attention_ms),
-            cell(&|t| t.output_ms),
-            gflops.map_or("-".into(), |g| format!("{g:.1}")),
-            match (gflops, peak) {
-                (Some(g), Some(p)) => format!("{:.0} %", 100.0 * g / p),
-                _ => "-".into(),
-            }
-        );
-    }
-    Ok(text)
 }

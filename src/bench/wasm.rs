@@ -1,0 +1,114 @@
+//! The benchmarks as wasm exports, for `bench/node.mjs` and `bench/ort.mjs` (which run them in
+//! Node with `performance.now()` as the clock).
+
+use wasm_bindgen::prelude::wasm_bindgen;
+
+use super::{generated_report, normwise_error, profile, run};
+use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
+use crate::cpu::{self, Forward, Kernel};
+
+#[wasm_bindgen]
+extern "C" {
+    /// `performance.now()`: milliseconds from the page's or process's time origin.
+    #[wasm_bindgen(js_namespace = performance)]
+    fn now() -> f64;
+}
+
+/// Runs the CPU benchmark and returns the report as text.
+#[wasm_bindgen]
+pub fn bench_report(
+    d_model: usize,
+    num_heads: usize,
+    seq_len: usize,
+    rounds: usize,
+) -> Result<String, String> {
+    let config = ModelConfig { d_model, num_heads, seq_len };
+    config.validate().map_err(|e| e.to_string())?;
+    Ok(run(&now, config, rounds).to_string())
+}
+
+/// [`generated_report`] at `seq_len`.
+#[wasm_bindgen]
+pub fn bench_generated(seq_len: usize, rounds: usize) -> String {
+    generated_report(&now, seq_len, rounds)
+}
+
+/// One benchmark shape, its seeded weights and inputs, and its forward pass, for JavaScript:
+/// `bench/ort.mjs` hands the same weights to onnxruntime-web and times both in one process.
+#[wasm_bindgen]
+pub struct MhaCase {
+    config: ModelConfig,
+    weights: Weights,
+    inputs: Inputs,
+    out: Forward,
+}
+
+#[wasm_bindgen]
+impl MhaCase {
+    /// The case for a shape, with weights and inputs from seed 42.
+    #[wasm_bindgen(constructor)]
+    pub fn new(d_model: usize, num_heads: usize, seq_len: usize) -> Result<MhaCase, String> {
+        let config = ModelConfig { d_model, num_heads, seq_len };
+        config.validate().map_err(|e| e.to_string())?;
+        Ok(MhaCase {
+            config,
+            weights: Weights::generate(d_model, 42),
+            inputs: Inputs::generate(&config, 42),
+            out: Forward::filled(&config, f32::NAN),
+        })
+    }
+
+    /// The input, `seq_len x d_model`, row-major.
+    pub fn x(&self) -> Vec<f32> {
+        self.inputs.x.clone()
+    }
+
+    /// `W_qkv`, `d_model x 3 d_model`, row-major, columns `[Q | K | V]`.
+    pub fn w_qkv(&self) -> Vec<f32> {
+        self.weights.w_qkv.clone()
+    }
+
+    /// `W_o`, `d_model x d_model`, row-major.
+    pub fn w_o(&self) -> Vec<f32> {
+        self.weights.w_o.clone()
+    }
+
+    /// One forward pass on the simd128 kernel, as the page runs it (attention weights and
+    /// per-head contributions kept for pruning).
+    pub fn forward(&mut self) {
+        cpu::forward_into(Kernel::Simd, &self.config, &self.inputs.x, &self.weights, &mut self.out);
+    }
+
+    /// The last forward pass's output, `seq_len x d_model`.
+    pub fn output(&self) -> Vec<f32> {
+        self.out.output.clone()
+    }
+
+    /// The naive f64 oracle's output (slow: seconds at the largest shapes).
+    pub fn oracle(&self) -> Vec<f64> {
+        let heads = HeadSet::all(self.config.num_heads);
+        crate::attention::oracle::multihead_attention(
+            &self.config,
+            &self.inputs.x,
+            &self.weights.w_qkv,
+            &self.weights.w_o,
+            &heads,
+        )
+        .output
+    }
+
+    /// [`normwise_error`] of `y` against `reference`.
+    pub fn error(y: &[f32], reference: &[f64]) -> f64 {
+        normwise_error(y, reference)
+    }
+
+    /// [`profile`] of this shape over `rounds`, as a Markdown table.
+    pub fn profile(&self, rounds: usize) -> String {
+        profile(&now, self.config, rounds)
+    }
+
+    /// Floating-point operations of one forward pass.
+    pub fn flops(&self) -> f64 {
+        self.config.forward_flops() as f64
+    }
+}
