@@ -4,23 +4,18 @@ use leptos::html;
 use leptos::prelude::*;
 use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
-use web_sys::{HtmlCanvasElement, MouseEvent};
+use web_sys::MouseEvent;
 
-use super::palette;
-use crate::settings::{ModelChoice, Settings};
+use crate::settings::Theme;
+use crate::ui::canvas::{canvas_point, palette};
+use crate::ui::files;
+use crate::ui::state::AppState;
 use crate::viz::chart::{draw_config_chart, draw_drift_chart, ConfigChartLayout};
-
-/// Canvas pixels under a mouse event (the canvas is scaled by CSS).
-fn canvas_point(canvas: &HtmlCanvasElement, ev: &MouseEvent) -> (f64, f64) {
-    let rect = canvas.get_bounding_client_rect();
-    let sx = canvas.width() as f64 / rect.width().max(1.0);
-    let sy = canvas.height() as f64 / rect.height().max(1.0);
-    ((ev.client_x() as f64 - rect.left()) * sx, (ev.client_y() as f64 - rect.top()) * sy)
-}
 
 /// The seed's models on log axes with lines of constant d_k; hover names a point.
 #[component]
-pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
+pub fn ConfigChart() -> impl IntoView {
+    let settings = AppState::get().settings;
     let canvas = NodeRef::<html::Canvas>::new();
     let layout = RwSignal::new(ConfigChartLayout::default());
     let hover = RwSignal::new(None::<String>);
@@ -67,11 +62,7 @@ pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
     let summary = move || {
         let s = settings.read();
         let c = s.config();
-        let what = match s.model {
-            ModelChoice::Preset(i) => crate::attention::PRESETS[i].name.to_string(),
-            ModelChoice::Trained => "all-MiniLM-L6-v2".to_string(),
-            ModelChoice::Custom { .. } => "Your configuration".to_string(),
-        };
+        let what = s.model.name();
         if c.num_heads == 0 || !c.d_model.is_multiple_of(c.num_heads) {
             return format!("{what}: heads must divide d_model to have a d_k.");
         }
@@ -81,7 +72,7 @@ pub fn ConfigChart(settings: RwSignal<Settings>) -> impl IntoView {
     };
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
-        draw_error.set(super::download::png(&canvas, "headlab-config-chart.png", 1).err());
+        draw_error.set(files::png(&canvas, "headlab-config-chart.png", 1).err());
     };
     view! {
         <section class="panel chart-panel" aria-labelledby="chart-title">
@@ -133,13 +124,13 @@ pub fn DriftChart(
     ranked: Signal<Vec<f64>>,
     random: Signal<Vec<f64>>,
     current: Signal<Option<(usize, f64)>>,
-    settings: RwSignal<Settings>,
+    theme: Signal<Theme>,
 ) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         let (ranked, random, current) = (ranked.get(), random.get(), current.get());
-        let theme = settings.read().theme;
+        let theme = theme.get();
         let Some(canvas) = canvas.get() else { return };
         let Some(backend) = CanvasBackend::with_canvas_object(canvas) else { return };
         let area = backend.into_drawing_area();

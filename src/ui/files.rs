@@ -1,5 +1,5 @@
-//! Downloads made in the page: CSV text and PNG images of canvases. Nothing leaves the page; the
-//! browser saves what the page built.
+//! Files the reader saves from the page: CSV text and PNG images of canvases. Nothing leaves the
+//! page; the browser saves what the page built.
 
 use leptos::prelude::document;
 use wasm_bindgen::{JsCast, JsValue};
@@ -72,9 +72,9 @@ fn describe(e: &JsValue) -> String {
 pub fn stem(settings: &crate::settings::Settings) -> String {
     use crate::settings::ModelChoice;
     let model = match settings.model {
-        ModelChoice::Preset(i) => crate::attention::PRESETS[i].id.to_string(),
-        ModelChoice::Trained => return format!("headlab-{}", crate::settings::TRAINED_ID),
+        ModelChoice::Trained => return format!("headlab-{}", ModelChoice::Trained.id()),
         ModelChoice::Custom { d_model, num_heads } => format!("custom-{d_model}x{num_heads}"),
+        preset => preset.id().to_string(),
     };
     format!("headlab-{model}-n{}-seed{}", settings.seq_len, settings.seed)
 }

@@ -1,38 +1,32 @@
 //! One heatmap per head with its prune toggle, importance and summary; any head enlarged with
 //! token labels, a colour legend and a hover readout.
 
-use std::collections::BTreeSet;
-
 use leptos::html;
 use leptos::prelude::*;
-use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
+use web_sys::MouseEvent;
 
-use super::app::{finished, Importance, Run, RunResource};
-use super::{arrow_focus, download};
-use crate::attention::summary::summarize;
+use crate::attention::summary::describe;
+use crate::backend::Run;
 use crate::export::attention_csv;
-use crate::settings::Settings;
+use crate::ui::canvas::draw_heatmap;
+use crate::ui::files;
+use crate::ui::keyboard::arrow_focus;
+use crate::ui::state::AppState;
 use crate::viz::colormap::viridis_css_gradient;
-use crate::viz::heatmap::{rasterize, Scale};
+use crate::viz::heatmap::Scale;
 
 /// All heads of the current run, in a grid, and the enlarged head if one is open.
 #[component]
-pub fn HeadGrid(
-    run: RunResource,
-    pruned: RwSignal<BTreeSet<usize>>,
-    importance: Memo<Option<Importance>>,
-    settings: RwSignal<Settings>,
-) -> impl IntoView {
-    let num_heads = move || run.with(|r| finished(r).map_or(0, |r| r.config.num_heads));
+pub fn HeadGrid() -> impl IntoView {
+    let state = AppState::get();
+    let num_heads = move || state.run().map_or(0, |r| r.config.num_heads);
     let selected = RwSignal::new(None::<usize>);
     let export_error = RwSignal::new(None::<String>);
     let export_csv = move |_| {
-        let result = run.with(|r| {
-            let r = finished(r).ok_or("nothing computed yet")?;
+        let result = state.run().ok_or("nothing computed yet".to_string()).and_then(|r| {
             let csv = attention_csv(&r.words, r.config.num_heads, &r.forward.attention)
                 .map_err(|e| e.to_string())?;
-            download::csv(&format!("{}-attention.csv", download::stem(&settings.read_untracked())), &csv)
+            files::csv(&format!("{}-attention.csv", files::stem(&state.settings.read_untracked())), &csv)
         });
         export_error.set(result.err());
     };
@@ -54,104 +48,56 @@ pub fn HeadGrid(
                 selected
                     .get()
                     .filter(|&h| h < num_heads())
-                    .map(|h| view! { <HeadDetail h=h run=run settings=settings on_close=move || selected.set(None) /> })
+                    .map(|h| view! { <HeadDetail h=h on_close=move || selected.set(None) /> })
             }}
             <div class="heads" data-testid="heads" on:keydown=move |ev| arrow_focus(&ev)>
                 <For each=move || 0..num_heads() key=|h| *h let:h>
-                    <HeadCard h=h run=run pruned=pruned importance=importance selected=selected />
+                    <HeadCard h=h selected=selected />
                 </For>
             </div>
         </section>
     }
 }
 
-/// Draws an `n x n` attention matrix into `canvas`, one pixel per weight.
-pub(super) fn draw_heatmap(
-    canvas: &HtmlCanvasElement,
-    weights: &[f32],
-    n: usize,
-) -> Result<(), wasm_bindgen::JsValue> {
-    canvas.set_width(n as u32);
-    canvas.set_height(n as u32);
-    let ctx: CanvasRenderingContext2d =
-        canvas.get_context("2d")?.ok_or("no 2d context")?.dyn_into().map_err(|_| "not a 2d context")?;
-    let pixels = rasterize(weights, n, Scale::fit(weights));
-    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&pixels), n as u32, n as u32)?;
-    ctx.put_image_data(&image, 0.0, 0.0)
+/// The run, when it has head `h`.
+fn run_with_head(state: AppState, h: usize) -> Option<std::rc::Rc<Run>> {
+    state.run().filter(|r| h < r.config.num_heads)
 }
 
 /// Pushes head `h`'s attention matrix into `canvas` whenever the run changes.
-fn draw_head_on_change(
-    canvas: NodeRef<html::Canvas>,
-    run: RunResource,
-    h: usize,
-    error: RwSignal<Option<String>>,
-) {
+fn draw_head_on_change(canvas: NodeRef<html::Canvas>, h: usize, error: RwSignal<Option<String>>) {
+    let state = AppState::get();
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
-        run.with(|r| {
-            if let Some(r) = finished(r).filter(|r| h < r.config.num_heads) {
-                let result = draw_heatmap(&canvas, r.forward.attention_of(h), r.config.seq_len);
-                error.set(result.err().map(|e| format!("could not draw: {e:?}")));
-            }
-        });
+        if let Some(r) = run_with_head(state, h) {
+            let result = draw_heatmap(&canvas, r.forward.attention_of(h), r.config.seq_len);
+            error.set(result.err().map(|e| format!("could not draw: {e:?}")));
+        }
     });
 }
 
-/// A head's pattern in words ("entropy 3.2 of 4.0 bits · most weight on 'cat' (t7, 21 %) ·
-/// self 9 %"): the heatmap's text alternative. `words` has one entry per token.
-pub(super) fn describe_head<S: AsRef<str>>(weights: &[f32], words: &[S]) -> String {
-    let n = words.len();
-    if n == 0 || weights.len() != n * n {
-        return "no pattern to describe".to_string();
-    }
-    let s = summarize(weights, n);
-    format!(
-        "entropy {:.1} of {:.1} bits · most weight on \"{}\" (t{}, {:.0} %) · self {:.0} %",
-        s.entropy_bits,
-        s.max_entropy_bits,
-        words[s.top_key].as_ref(),
-        s.top_key,
-        100.0 * s.top_key_weight,
-        100.0 * s.self_weight
-    )
-}
-
+/// Head `h`'s pattern in words: its heatmap's text alternative.
 fn summary_line(r: &Run, h: usize) -> String {
-    describe_head(r.forward.attention_of(h), &r.words)
+    describe(r.forward.attention_of(h), &r.words)
 }
 
+/// Head `h`: its heatmap (select to enlarge), prune toggle, importance and summary.
 #[component]
-fn HeadCard(
-    h: usize,
-    run: RunResource,
-    pruned: RwSignal<BTreeSet<usize>>,
-    importance: Memo<Option<Importance>>,
-    selected: RwSignal<Option<usize>>,
-) -> impl IntoView {
+fn HeadCard(h: usize, selected: RwSignal<Option<usize>>) -> impl IntoView {
+    let state = AppState::get();
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
-    draw_head_on_change(canvas, run, h, draw_error);
-    let active = move || !pruned.read().contains(&h);
-    let toggle = move |_| {
-        pruned.update(|p| {
-            if !p.remove(&h) {
-                p.insert(h);
-            }
-        })
-    };
+    draw_head_on_change(canvas, h, draw_error);
+    let active = move || state.heads.read().is_active(h);
+    let toggle = move |_| state.heads.update(|s| s.toggle(h));
     // Importance as drift when this head alone is removed, and its rank (1 = most important).
     let importance_of = move || {
-        importance.with(|i| {
-            let i = i.as_ref()?;
-            let value = *i.per_head.get(h)?;
-            let rank = i.per_head.len() - i.ranked.iter().position(|&x| x == h)?;
-            let max = i.per_head.iter().copied().fold(0.0f64, f64::max).max(f64::MIN_POSITIVE);
-            Some((value, rank, value / max))
+        state.importance.with(|i| {
+            let r = &i.as_ref()?.ranking;
+            Some((*r.per_head.get(h)?, r.rank(h)?, r.share(h)))
         })
     };
-    let summary =
-        move || run.with(|r| finished(r).filter(|r| h < r.config.num_heads).map(|r| summary_line(r, h)));
+    let summary = move || run_with_head(state, h).map(|r| summary_line(&r, h));
     view! {
         <figure class="head" class:pruned=move || !active() data-testid=format!("head-{h}")>
             <button
@@ -206,27 +152,23 @@ fn HeadCard(
 
 /// Head `h` enlarged, with token labels on both axes, a legend and a hover readout.
 #[component]
-fn HeadDetail(
-    h: usize,
-    run: RunResource,
-    settings: RwSignal<Settings>,
-    on_close: impl Fn() + 'static,
-) -> impl IntoView {
+fn HeadDetail(h: usize, on_close: impl Fn() + 'static) -> impl IntoView {
+    let state = AppState::get();
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
-        let name = format!("{}-head-{h}.png", download::stem(&settings.read_untracked()));
-        draw_error.set(download::png(&canvas, &name, 512).err());
+        let name = format!("{}-head-{h}.png", files::stem(&state.settings.read_untracked()));
+        draw_error.set(files::png(&canvas, &name, 512).err());
     };
-    draw_head_on_change(canvas, run, h, draw_error);
+    draw_head_on_change(canvas, h, draw_error);
     let hover = RwSignal::new(None::<String>);
-    let words = move || run.with(|r| finished(r).map(|r| r.words.clone()).unwrap_or_default());
+    let words = move || state.run().map(|r| r.words.clone()).unwrap_or_default();
     let on_move = move |ev: MouseEvent| {
         let Some(canvas) = canvas.get() else { return };
         let rect = canvas.get_bounding_client_rect();
-        run.with(|r| {
-            let Some(r) = finished(r).filter(|r| h < r.config.num_heads) else { return };
+        {
+            let Some(r) = run_with_head(state, h) else { return };
             let n = r.config.seq_len;
             let cell = |offset: f64, size: f64| ((offset / size.max(1.0)) * n as f64).floor() as isize;
             let (q, k) = (
@@ -241,11 +183,10 @@ fn HeadDetail(
                     r.words[q], r.words[k]
                 )));
             }
-        });
+        }
     };
-    let max = move || run.with(|r| finished(r).map_or(0.0, |r| Scale::fit(r.forward.attention_of(h)).max));
-    let summary =
-        move || run.with(|r| finished(r).filter(|r| h < r.config.num_heads).map(|r| summary_line(r, h)));
+    let max = move || run_with_head(state, h).map_or(0.0, |r| Scale::fit(r.forward.attention_of(h)).max);
+    let summary = move || run_with_head(state, h).map(|r| summary_line(&r, h));
     let show_labels = move || words().len() <= 48;
     // The same token labels along the top (keys) and down the side (queries).
     let labels =

@@ -6,8 +6,8 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{MessageEvent, ResizeObserver, Window};
 
-use crate::embed::{Embed, HostMessage, HostOrigin, MessageError, PROTOCOL, VERSION};
-use crate::settings::Settings;
+use crate::embed::{resize_message, HostMessage, MessageError};
+use crate::settings::{Frame, HostOrigin, Settings};
 
 /// The parent window when the page is framed, `None` when it is the top page.
 fn parent() -> Option<Window> {
@@ -17,11 +17,11 @@ fn parent() -> Option<Window> {
 
 /// Posts the content height to the parent whenever it changes, and applies valid host messages
 /// to `settings`. Does nothing when the page is not framed.
-pub fn connect_host(embed: &Embed, settings: RwSignal<Settings>) {
+pub fn connect_host(frame: &Frame, settings: RwSignal<Settings>) {
     let Some(host) = parent() else { return };
     // The height goes only to the configured origin when there is one ("*" otherwise: a height
     // is no secret, and the host snippet checks where it came from).
-    let target = match &embed.host {
+    let target = match &frame.host {
         HostOrigin::Only(origin) => origin.clone(),
         _ => "*".to_string(),
     };
@@ -32,7 +32,10 @@ pub fn connect_host(embed: &Embed, settings: RwSignal<Settings>) {
         let height = body.get_bounding_client_rect().height().ceil() as u32;
         if force || height != last.get() {
             last.set(height);
-            let _ = host.post_message(&resize_message(height), &target);
+            // The documented message, posted as the object its JSON describes.
+            if let Ok(message) = js_sys::JSON::parse(&resize_message(height)) {
+                let _ = host.post_message(&message, &target);
+            }
         }
     };
     let post_on_resize = post.clone();
@@ -45,7 +48,7 @@ pub fn connect_host(embed: &Embed, settings: RwSignal<Settings>) {
     // The observer lives as long as the page.
     observer.forget();
 
-    let allowed = embed.host.clone();
+    let allowed = frame.host.clone();
     let handle =
         window_event_listener(leptos::ev::message, move |ev: MessageEvent| {
             match read_host_message(&ev, &allowed) {
@@ -79,18 +82,4 @@ fn read_host_message(ev: &MessageEvent, allowed: &HostOrigin) -> Result<HostMess
         .and_then(|s| s.as_string())
         .ok_or_else(|| Some("message is not JSON data".to_string()))?;
     HostMessage::parse(&json).map_err(|e| (e != MessageError::NotForUs).then(|| e.to_string()))
-}
-
-/// The `resize` message as a plain object, the shape `crate::embed::resize_message` documents.
-fn resize_message(height: u32) -> JsValue {
-    let message = js_sys::Object::new();
-    for (key, value) in [
-        ("from", JsValue::from_str(PROTOCOL)),
-        ("version", JsValue::from_f64(VERSION as f64)),
-        ("type", JsValue::from_str("resize")),
-        ("height", JsValue::from_f64(f64::from(height))),
-    ] {
-        let _ = js_sys::Reflect::set(&message, &key.into(), &value);
-    }
-    message.into()
 }

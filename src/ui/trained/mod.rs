@@ -1,0 +1,245 @@
+//! The trained model in the page: all-MiniLM-L6-v2 on any sentence, its heads prunable.
+//!
+//! The f16 asset loads only when the reader picks the trained model, with a progress bar ([`loader`]).
+//! Drift is the cosine of the pruned sentence embedding to the unpruned one, and a small check
+//! (which of two sentences is closer in meaning to a third) shows behaviour change. What is
+//! computed lives in [`view`] and `crate::model::analysis`; the components here display it.
+
+mod grid;
+mod layer;
+mod loader;
+mod view;
+
+use leptos::prelude::*;
+
+use crate::export::attention_csv;
+use crate::model::analysis::{ANCHOR, CANDIDATES};
+use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
+use crate::model::tokenizer::MAX_TOKENS;
+use crate::settings::MAX_TEXT_CHARS;
+use crate::ui::files;
+use crate::ui::state::EXAMPLES;
+use grid::{HeadGrid, PruneLeast};
+use layer::LayerHeads;
+use loader::LoadState;
+use view::TrainedView;
+
+/// The trained-model panel: loading, then the sentence, its tokens, the numbers, a layer's
+/// heatmaps and the grid of every head.
+#[component]
+pub fn TrainedModel() -> impl IntoView {
+    let load = RwSignal::new_local(LoadState::Loading(0.0, None));
+    loader::start(load);
+    let view = TrainedView::new(load);
+    view.provide();
+    view! {
+        <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
+            <h2 id="trained-title">{format!("A trained model: all-MiniLM-L6-v2 ({LAYERS} layers × {HEADS} heads)")}</h2>
+            <Loading />
+            <p class="muted" data-testid="trained-backend">
+                {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
+            </p>
+            {move || {
+                view.running_on()
+                    .and_then(|(_, note)| note)
+                    .map(|n| view! { <p class="backend-note" data-testid="trained-note">{n}</p> })
+            }}
+            <Show when=move || view.ready()>
+                <Sentence />
+                <Numbers />
+                <LayerHeads />
+                <Exports />
+                <h3>{format!("All {TOTAL_HEADS} heads: darker = removing it alone moves the embedding more")}</h3>
+                <HeadGrid />
+                <PruneLeast />
+                <p data-testid="trained-contrast">{contrast_text}</p>
+                <p class="muted">
+                    "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page."
+                </p>
+            </Show>
+        </section>
+    }
+}
+
+/// The download's progress, or why it failed with a way to try again.
+#[component]
+fn Loading() -> impl IntoView {
+    let view = TrainedView::get();
+    let progress = move || match view.load.get() {
+        LoadState::Loading(got, total) => Some((got, total)),
+        _ => None,
+    };
+    let failed = move || match view.load.get() {
+        LoadState::Failed(e) => Some(e),
+        _ => None,
+    };
+    let mib = |b: f64| b / 1048576.0;
+    view! {
+        {move || {
+            progress()
+                .map(|(got, total)| {
+                    view! {
+                        <label class="loading" data-testid="model-progress">
+                            {match total {
+                                Some(t) => format!("Loading the model: {:.1} of {:.1} MiB", mib(got), mib(t)),
+                                None => format!("Loading the model: {:.1} MiB", mib(got)),
+                            }}
+                            <progress max=total.unwrap_or(45.0 * 1048576.0) value=got></progress>
+                        </label>
+                    }
+                })
+        }}
+        {move || {
+            failed()
+                .map(|e| {
+                    view! {
+                        <p class="error" role="alert" data-testid="model-error">
+                            {e} " " <button on:click=move |_| loader::start(view.load)>"Try again"</button>
+                        </p>
+                    }
+                })
+        }}
+    }
+}
+
+/// The sentence, example sentences, and its tokens.
+#[component]
+fn Sentence() -> impl IntoView {
+    let view = TrainedView::get();
+    let text = view.choices.text;
+    view! {
+        <label class="text-input">
+            "Sentence "
+            <textarea
+                data-testid="text"
+                rows="2"
+                maxlength=MAX_TEXT_CHARS.to_string()
+                prop:value=move || text.get()
+                on:change=move |ev| text.set(event_target_value(&ev))
+            ></textarea>
+        </label>
+        <div class="buttons examples">
+            {EXAMPLES.iter().map(|&e| view! { <button on:click=move |_| text.set(e.to_string())>{e}</button> }).collect_view()}
+        </div>
+        <p class="tokens" data-testid="tokens">
+            {move || view.tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
+        </p>
+        {move || {
+            (view.tokens.read().len() >= MAX_TOKENS)
+                .then(|| {
+                    view! {
+                        <p class="backend-note" data-testid="tokens-cut">
+                            {format!(
+                                "The sentence is cut at {MAX_TOKENS} tokens, the most this model reads (its position table ends there).",
+                            )}
+                        </p>
+                    }
+                })
+        }}
+    }
+}
+
+/// The embedding's cosine, what the last pruned pass recomputed, and the meaning check.
+#[component]
+fn Numbers() -> impl IntoView {
+    let view = TrainedView::get();
+    let heads = view.choices.heads;
+    let last_pass = move || {
+        let pass = view.current_for_heads().filter(|_| heads.read().any_pruned())?;
+        Some(format!(
+            "Last change recomputed layers {}-{LAYERS} only (those after the first pruned head), in {:.1} ms.",
+            pass.out.first_computed + 1,
+            pass.elapsed_ms
+        ))
+    };
+    view! {
+        <div class="drift-numbers trained-numbers">
+            <span>"Cosine of the pruned sentence embedding to the full one: "</span>
+            <strong data-testid="trained-cosine">{move || view.cosine().map(|c| format!("{c:.6}")).unwrap_or_else(|| "computing…".into())}</strong>
+            <span>{move || format!(" ({} of {TOTAL_HEADS} heads pruned)", heads.read().pruned_count())}</span>
+        </div>
+        <p class="muted" data-testid="trained-pass">{last_pass}</p>
+        <p data-testid="trained-check">{move || check_text(view)}</p>
+    }
+}
+
+fn check_text(view: TrainedView) -> String {
+    let (Some(f), Some(n)) = (view.check_full.get().flatten(), view.check_now.get().flatten()) else {
+        return String::new();
+    };
+    if view.choices.heads.with(|h| n.heads != *h) {
+        return "Check: asking the pruned model…".into();
+    }
+    let name = |i: usize| format!("\"{}\"", CANDIDATES[i]);
+    format!(
+        "Check: which is closer in meaning to \"{ANCHOR}\"? Full model: {} ({:.3} vs {:.3}). Pruned: {} ({:.3} vs {:.3}){}",
+        name(f.closer),
+        f.cosines[0],
+        f.cosines[1],
+        name(n.closer),
+        n.cosines[0],
+        n.cosines[1],
+        if n.flipped_from(&f) { " — the answer flipped." } else { "." }
+    )
+}
+
+/// The contrast with the synthetic presets: a few heads matter, most can go.
+fn contrast_text() -> Option<String> {
+    let c = TrainedView::get().contrast.get().flatten()?;
+    Some(format!(
+        "For this sentence, removing the single most important head moves the embedding by {:.4} \
+         (1 - cosine), the median head by {:.5}. Pruning the {} least important heads, half the \
+         model, still leaves the embedding at cosine {:.4} to the full one. In the random-weight \
+         presets every head matters about equally: removing any one moves the output by roughly \
+         1/sqrt(H) of its size.",
+        c.most, c.median, c.pruned, c.cosine
+    ))
+}
+
+/// This layer's attention and every head's importance, as CSV.
+#[component]
+fn Exports() -> impl IntoView {
+    let view = TrainedView::get();
+    let export_error = RwSignal::new(None::<String>);
+    let export_layer = move |_| {
+        let l = view.choices.layer.get_untracked().min(LAYERS - 1);
+        let result = match view.current.get_untracked().flatten() {
+            Some(pass) => {
+                let pieces: Vec<String> =
+                    view.tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());
+                attention_csv(&pieces, HEADS, &pass.out.attention[l])
+                    .map_err(|e| e.to_string())
+                    .and_then(|csv| files::csv(&format!("headlab-minilm-layer{}-attention.csv", l + 1), &csv))
+            }
+            None => Err("the model has not run yet".to_string()),
+        };
+        export_error.set(result.err());
+    };
+    let export_importance = move |_| {
+        let result = match view.importance_now() {
+            // Heads are numbered layer * 12 + head, as in the link's pruned= list.
+            Some(imp) => files::csv(
+                "headlab-minilm-importance.csv",
+                &crate::export::importance_csv(&imp.ranking, &view.choices.heads.get_untracked()),
+            ),
+            None => Err("importance is still being measured".to_string()),
+        };
+        export_error.set(result.err());
+    };
+    view! {
+        <div class="buttons">
+            <span class="muted">"Download:"</span>
+            <button data-testid="export-trained-attention-csv" on:click=export_layer>
+                "This layer's attention (CSV)"
+            </button>
+            <button
+                data-testid="export-trained-importance-csv"
+                disabled=move || view.importance_now().is_none()
+                on:click=export_importance
+            >
+                {format!("Importance of all {TOTAL_HEADS} heads (CSV)")}
+            </button>
+        </div>
+        {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+    }
+}

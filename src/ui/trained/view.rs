@@ -1,0 +1,211 @@
+//! The trained-model panel's state: everything derived from the loaded model, the page's backend
+//! session and the reader's sentence and heads. Each computation is a resource of its inputs that
+//! runs a function of [`crate::model::analysis`] on a [`TrainedRunner`]; none writes a signal.
+
+use std::rc::Rc;
+use std::sync::Arc;
+
+use leptos::prelude::*;
+
+use super::loader::LoadState;
+use crate::attention::importance::Ranking;
+use crate::attention::{cosine, HeadSet};
+use crate::backend::TrainedRunner;
+use crate::model::analysis::{self, CheckAnswer, Contrast, ImportanceSweep, Runner};
+use crate::model::bert::{BertOutput, TOTAL_HEADS};
+use crate::model::tokenizer::Token;
+use crate::ui::browser::{now_ms, yield_to_browser};
+use crate::ui::state::{AppState, TrainedChoices};
+
+/// One pass of the trained model, and where and how it ran.
+pub struct Pass {
+    /// What it computed.
+    pub out: Arc<BertOutput>,
+    /// The token ids it ran on.
+    pub ids: Vec<u32>,
+    /// Where it ran ("the GPU (WebGPU)").
+    pub ran_on: &'static str,
+    /// Why the model is not on the GPU, when it is not (as of this pass).
+    pub note: Option<String>,
+    /// Milliseconds it took.
+    pub elapsed_ms: f64,
+}
+
+impl Pass {
+    async fn run(runner: &TrainedRunner, ids: Vec<u32>, heads: &HeadSet, base: Option<&BertOutput>) -> Pass {
+        let t0 = now_ms();
+        let out = Arc::new(runner.run(&ids, heads, base).await);
+        Pass { out, ids, ran_on: runner.ran_on(), note: runner.note(), elapsed_ms: now_ms() - t0 }
+    }
+}
+
+/// Every head's importance on one sentence.
+pub struct SentenceImportance {
+    /// The token ids of the sentence.
+    pub ids: Vec<u32>,
+    /// The heads ranked by how far removing each alone moves the embedding.
+    pub ranking: Ranking,
+}
+
+/// The panel's derived state, shared by its parts through context.
+#[derive(Clone, Copy)]
+pub struct TrainedView {
+    /// The reader's sentence, layer and heads.
+    pub choices: TrainedChoices,
+    /// Loading the model.
+    pub load: RwSignal<LoadState, LocalStorage>,
+    /// The model on the page's backend, once loaded and the backend chosen.
+    pub runner: LocalResource<Option<Rc<TrainedRunner>>>,
+    /// The sentence's tokens.
+    pub tokens: Memo<Vec<Token>>,
+    /// The unpruned pass over the sentence.
+    pub full: LocalResource<Option<Rc<Pass>>>,
+    /// The pass with the reader's heads pruned (the unpruned one when none is).
+    pub current: LocalResource<Option<Rc<Pass>>>,
+    /// Every head's importance on the sentence (72 passes, with the browser's turn between).
+    pub importance: LocalResource<Option<Rc<SentenceImportance>>>,
+    /// Half the heads pruned, least important first.
+    pub contrast: LocalResource<Option<Contrast>>,
+    /// The meaning check with every head, and with the reader's heads.
+    pub check_full: LocalResource<Option<CheckAnswer>>,
+    /// See `check_full`.
+    pub check_now: LocalResource<Option<CheckAnswer>>,
+}
+
+impl TrainedView {
+    /// The state of a panel opened with `load` under way.
+    pub fn new(load: RwSignal<LoadState, LocalStorage>) -> TrainedView {
+        let app = AppState::get();
+        let choices = app.trained;
+        let runner = LocalResource::new(move || {
+            let (model, session) = (load.with(LoadState::model), app.session.get());
+            async move { Some(Rc::new(TrainedRunner::new(model?, &*session?).await)) }
+        });
+        let tokens = Memo::new(move |_| {
+            load.with(|s| s.model().map(|m| m.tokenizer.encode(&choices.text.read())).unwrap_or_default())
+        });
+        let full = LocalResource::new(move || {
+            let (runner, ids) = (runner.get().flatten(), ids_of(tokens));
+            async move { Some(Rc::new(Pass::run(&*runner?, ids, &HeadSet::all(TOTAL_HEADS), None).await)) }
+        });
+        let current = LocalResource::new(move || {
+            let (full, heads, runner) = (full.get().flatten(), choices.heads.get(), runner.get().flatten());
+            async move {
+                let (full, runner) = (full?, runner?);
+                if !heads.any_pruned() {
+                    return Some(full);
+                }
+                // Only the layers from the first pruned one on are computed again.
+                Some(Rc::new(Pass::run(&runner, full.ids.clone(), &heads, Some(&full.out)).await))
+            }
+        });
+        let importance = LocalResource::new(move || {
+            let (runner, base) = (runner.get().flatten(), full.get().flatten());
+            async move { measure_importance(runner?, base?, full).await }
+        });
+        let contrast = LocalResource::new(move || {
+            let (runner, base, imp) =
+                (runner.get().flatten(), full.get().flatten(), importance.get().flatten());
+            async move {
+                let (runner, base, imp) = (runner?, base?, imp?);
+                (imp.ids == base.ids).then_some(())?;
+                Some(analysis::contrast(&*runner, &base.ids, &base.out, &imp.ranking).await)
+            }
+        });
+        let check = move |heads: HeadSet| {
+            let runner = runner.get().flatten();
+            async move {
+                let runner = runner?;
+                Some(analysis::meaning_check(&*runner, &runner.model().tokenizer, &heads).await)
+            }
+        };
+        let check_full = LocalResource::new(move || check(HeadSet::all(TOTAL_HEADS)));
+        let check_now = LocalResource::new(move || check(choices.heads.get()));
+        TrainedView {
+            choices,
+            load,
+            runner,
+            tokens,
+            full,
+            current,
+            importance,
+            contrast,
+            check_full,
+            check_now,
+        }
+    }
+
+    /// Shares this view with the panel's parts.
+    pub fn provide(self) {
+        provide_context(self);
+    }
+
+    /// The panel's view, from any of its parts.
+    pub fn get() -> TrainedView {
+        expect_context::<TrainedView>()
+    }
+
+    /// Whether the model is ready to run: loaded, and on the page's backend (its weights on the
+    /// GPU, when the page has one).
+    pub fn ready(&self) -> bool {
+        self.runner.with(|r| matches!(r, Some(Some(_))))
+    }
+
+    /// The token ids of the sentence.
+    pub fn ids(&self) -> Vec<u32> {
+        ids_of(self.tokens)
+    }
+
+    /// The pass with the reader's heads, once it is for the heads the page says are pruned: while
+    /// a new pass runs, the resource still holds the last one.
+    pub fn current_for_heads(&self) -> Option<Rc<Pass>> {
+        let pass = self.current.get().flatten()?;
+        self.choices.heads.with(|h| pass.out.heads == *h).then_some(pass)
+    }
+
+    /// Cosine of the pruned sentence embedding to the full one, for the heads pruned now.
+    pub fn cosine(&self) -> Option<f64> {
+        let (full, now) = (self.full.get().flatten()?, self.current_for_heads()?);
+        (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
+    }
+
+    /// The importance ranking, when it is the current sentence's.
+    pub fn importance_now(&self) -> Option<Rc<SentenceImportance>> {
+        let imp = self.importance.get().flatten()?;
+        (imp.ids == self.ids()).then_some(imp)
+    }
+
+    /// Where the model runs, and why not on the GPU when it is not: as of the last pass.
+    pub fn running_on(&self) -> Option<(&'static str, Option<String>)> {
+        match self.current.get().flatten() {
+            Some(pass) => Some((pass.ran_on, pass.note.clone())),
+            None => self.runner.get().flatten().map(|r| (r.ran_on(), r.note())),
+        }
+    }
+}
+
+fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
+    tokens.with(|t| t.iter().map(|t| t.id).collect())
+}
+
+/// The importance sweep over `base`'s sentence, one pass per head with the browser's turn
+/// between; abandoned (`None`) as soon as `full` holds another pass (the sentence or the
+/// backend changed, and a newer sweep is due).
+async fn measure_importance(
+    runner: Rc<TrainedRunner>,
+    base: Rc<Pass>,
+    full: LocalResource<Option<Rc<Pass>>>,
+) -> Option<Rc<SentenceImportance>> {
+    let mut sweep = ImportanceSweep::new(base.ids.clone(), base.out.clone());
+    loop {
+        yield_to_browser().await;
+        let current = full.get_untracked().flatten();
+        if !current.is_some_and(|f| Rc::ptr_eq(&f, &base)) {
+            return None;
+        }
+        if !sweep.step(&*runner).await {
+            break;
+        }
+    }
+    Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: sweep.ranking()? }))
+}
