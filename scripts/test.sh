@@ -23,7 +23,7 @@ step() {
 }
 
 step "rustfmt" cargo fmt --all --check
-step "clippy, native" cargo clippy --locked --all-targets -- -D warnings
+step "clippy, native (benchmarks included)" cargo clippy --locked --all-targets --all-features -- -D warnings
 step "clippy, wasm32" cargo clippy --locked --all-targets --target wasm32-unknown-unknown -- -D warnings
 step "native tests (core, CPU kernels vs the f64 oracle)" cargo test --locked -- --show-output
 # The same kernel tests as wasm with simd128 inside headless Chromium, plus mounted components.

@@ -34,6 +34,31 @@ test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', a
   assert.ok(wasm.gzip <= 1.5e6, `wasm is ${wasm.gzip} bytes gzipped`);
 });
 
+// The test hooks of src/ui/debug.rs: the only functions the page's wasm exports besides the
+// entry point and wasm-bindgen's own glue.
+const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'simulate_gpu_loss', 'simulate_panic', 'wasm_memory_bytes'];
+
+test('the release wasm exports the test hooks and no benchmark', async () => {
+  const dist = join(root, 'dist');
+  const file = (await readdir(dist)).find((f) => f.endsWith('.wasm'));
+  const exports = WebAssembly.Module.exports(new WebAssembly.Module(await readFile(join(dist, file)))).map((e) => e.name);
+  // wasm-bindgen's glue: its helpers, closures, externref table, stream adapters (IntoUnderlying*),
+  // memory and start function.
+  const glue = (name) => /^(__|_WASM_SPLIT_MARKER|wasm_bindgen__|intounderlying|memory$|main$)/.test(name);
+  const own = exports.filter((name) => !glue(name)).sort();
+  console.log(`release wasm: ${exports.length} exports; the page's own: ${own.join(', ')}`);
+  assert.deepEqual(own, HOOKS);
+  assert.deepEqual(exports.filter((name) => /bench|mhacase|profile|oracle/i.test(name)), []);
+  // And what the page's JavaScript sees of them.
+  const browser = await launch({ webgpu: false });
+  const { page, problems } = await openPage(browser, `${app.base}/?backend=cpu`);
+  await page.getByTestId('heatmap-11').waitFor();
+  const bound = await page.evaluate(() => Object.keys(window.wasmBindings).filter((k) => typeof window.wasmBindings[k] === 'function'));
+  assert.deepEqual(bound.filter((k) => !['default', 'initSync'].includes(k) && !k.startsWith('IntoUnderlying')).sort(), HOOKS);
+  assert.deepEqual(problems, []);
+  await browser.close();
+});
+
 test('a cold load draws the first heatmap within 1.5 s', async () => {
   const results = [];
   for (const [what, webgpu] of [['WebGPU browser', true], ['browser without WebGPU', false]]) {
