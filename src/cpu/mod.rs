@@ -14,6 +14,7 @@
 //! `Q_h`, `K_h^T` and `V_h` are strided views of `QKV`: nothing is reshaped or copied. Keeping
 //! every `C_h` is what makes pruning cheap (see [`crate::attention::prune`]).
 
+pub mod gelu;
 pub mod gemm;
 pub mod generated;
 pub mod mat;

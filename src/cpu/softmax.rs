@@ -64,8 +64,8 @@ fn softmax_row_vector(row: &mut [f32]) {
     tail.iter_mut().for_each(|v| *v *= inv);
 }
 
-/// The operations `exp` needs, on one lane (`f32`) or four (`F4`).
-trait Lanes: Copy {
+/// The operations `exp` (and [`super::gelu`]) need, on one lane (`f32`) or four (`F4`).
+pub(super) trait Lanes: Copy {
     fn splat(x: f32) -> Self;
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
@@ -76,13 +76,17 @@ trait Lanes: Copy {
     fn round(self) -> Self;
     /// `2^n` for integral `n` in `[-126, 127]`, built in the exponent field.
     fn pow2(self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn abs(self) -> Self;
+    /// Per lane, `negative` where `self < 0`, else `otherwise`.
+    fn select_negative(self, negative: Self, otherwise: Self) -> Self;
 }
 
 /// `e^x` for `x` in `[-87, 88]` (clamped outside it): `x = n ln2 + r` with `|r| <= ln2 / 2`,
 /// `e^x = 2^n e^r`, `e^r` from Cephes' `expf` polynomial. `ln2` is split in two so `n ln2` is
 /// subtracted without rounding error.
 #[inline(always)]
-fn exp<V: Lanes>(x: V) -> V {
+pub(super) fn exp<V: Lanes>(x: V) -> V {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
@@ -124,6 +128,19 @@ impl Lanes for f32 {
     fn pow2(self) -> Self {
         f32::from_bits(((self as i32 + 127) as u32) << 23)
     }
+    fn div(self, o: Self) -> Self {
+        self / o
+    }
+    fn abs(self) -> Self {
+        f32::abs(self)
+    }
+    fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+        if self < 0.0 {
+            negative
+        } else {
+            otherwise
+        }
+    }
 }
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -132,17 +149,17 @@ mod f4 {
 
     /// Four f32 lanes in one simd128 register.
     #[derive(Clone, Copy)]
-    pub(super) struct F4(v128);
+    pub(in crate::cpu) struct F4(v128);
 
     impl F4 {
         #[inline(always)]
-        pub(super) fn load(c: &[f32]) -> Self {
+        pub(in crate::cpu) fn load(c: &[f32]) -> Self {
             assert!(c.len() >= 4);
             // safety: the slice holds at least 4 floats (asserted); wasm loads need no alignment.
             F4(unsafe { v128_load(c.as_ptr() as *const v128) })
         }
         #[inline(always)]
-        pub(super) fn store(self, c: &mut [f32]) {
+        pub(in crate::cpu) fn store(self, c: &mut [f32]) {
             assert!(c.len() >= 4);
             // safety: as in `load`, 16 writable bytes at an address wasm lets us store to unaligned.
             unsafe { v128_store(c.as_mut_ptr() as *mut v128, self.0) }
@@ -198,6 +215,18 @@ mod f4 {
             let n = i32x4_trunc_sat_f32x4(self.0);
             F4(i32x4_shl(i32x4_add(n, i32x4_splat(127)), 23))
         }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            F4(f32x4_div(self.0, o.0))
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            F4(f32x4_abs(self.0))
+        }
+        #[inline(always)]
+        fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+            F4(v128_bitselect(negative.0, otherwise.0, f32x4_lt(self.0, f32x4_splat(0.0))))
+        }
     }
 }
 
@@ -206,15 +235,15 @@ mod f4 {
     /// Four f32 lanes as an array: the same arithmetic as the simd128 type, so the vector
     /// algorithm is exercised natively; LLVM maps most of it to the host's vector unit.
     #[derive(Clone, Copy)]
-    pub(super) struct F4([f32; 4]);
+    pub(in crate::cpu) struct F4([f32; 4]);
 
     impl F4 {
         #[inline(always)]
-        pub(super) fn load(c: &[f32]) -> Self {
+        pub(in crate::cpu) fn load(c: &[f32]) -> Self {
             F4([c[0], c[1], c[2], c[3]])
         }
         #[inline(always)]
-        pub(super) fn store(self, c: &mut [f32]) {
+        pub(in crate::cpu) fn store(self, c: &mut [f32]) {
             c[..4].copy_from_slice(&self.0);
         }
         #[inline(always)]
@@ -262,10 +291,19 @@ mod f4 {
         fn pow2(self) -> Self {
             self.map(super::Lanes::pow2)
         }
+        fn div(self, o: Self) -> Self {
+            self.zip(o, |a, b| a / b)
+        }
+        fn abs(self) -> Self {
+            self.map(f32::abs)
+        }
+        fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+            F4([0, 1, 2, 3].map(|i| if self.0[i] < 0.0 { negative.0[i] } else { otherwise.0[i] }))
+        }
     }
 }
 
-use f4::F4;
+pub(super) use f4::F4;
 
 #[cfg(test)]
 mod tests {
