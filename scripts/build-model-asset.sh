@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the page's trained-model asset (target/model/minilm-f16.bin) from the checksum-verified
-# checkpoint, unless it is already there. Run by serve.sh and test.sh before trunk.
+# Builds the page's data: the trained-model asset (target/model/minilm-f16.bin) from the
+# checksum-verified checkpoint, unless it is already there, and the sentence pairs
+# (target/model/sts-pairs.tsv). Run by serve.sh and test.sh before the tests and trunk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/model/minilm-f16.bin
@@ -14,3 +15,13 @@ got=$(sha256sum "$out" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "build-model-asset.sh: $out has SHA-256 $got, the page expects $want" >&2; exit 1; }
 # The model card (licence Apache-2.0) ships with the page.
 cp "$model/README.md" target/model/MODEL-CARD.md
+
+# The sentence pairs the page measures pruning on: every sixth pair of the STS Benchmark's test
+# split (230 pairs, all three genres; src/model/task.rs, select). Checked against the SHA-256
+# built into the page, as the model is.
+pairs=target/model/sts-pairs.tsv
+csv=$(scripts/fetch-pairs.sh)
+cargo run --quiet --locked --release --bin convert-model -- --pairs "$csv" "$pairs"
+want=$(sed -n 's/^pub const PAIRS_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/task.rs)
+got=$(sha256sum "$pairs" | cut -d' ' -f1)
+[ "$got" = "$want" ] || { echo "build-model-asset.sh: $pairs has SHA-256 $got, the page expects $want" >&2; exit 1; }

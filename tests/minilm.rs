@@ -341,3 +341,186 @@ fn a_gpu_pass_of_a_known_length_makes_no_buffer_or_bind_group() {
         bert.forward(Kernel::Simd, &ids, &HeadSet::all(TOTAL_HEADS)).embedding
     );
 }
+
+/// Head sets from none to 66 pruned, whole layers included.
+fn pruned_sets() -> Vec<(&'static str, HeadSet)> {
+    let scattered = HeadSet::with_pruned(TOTAL_HEADS, [3, 17, 30, 45, 59, 70]);
+    // Every other head of the model, and all but each layer's head 0 (one head per layer).
+    let half = HeadSet::with_pruned(TOTAL_HEADS, (0..TOTAL_HEADS).step_by(2));
+    let one_per_layer = HeadSet::with_pruned(TOTAL_HEADS, (0..TOTAL_HEADS).filter(|h| h % HEADS != 0));
+    let layers_2_and_5 = HeadSet::with_pruned(TOTAL_HEADS, (HEADS..2 * HEADS).chain(4 * HEADS..5 * HEADS));
+    vec![
+        ("none", HeadSet::all(TOTAL_HEADS)),
+        ("6 scattered", scattered),
+        ("layer 1", analysis::layer_pruned(0)),
+        ("layers 2 and 5", layers_2_and_5),
+        ("36, every other", half),
+        ("66, one per layer", one_per_layer),
+    ]
+}
+
+#[test]
+fn the_really_pruned_model_gives_the_masked_models_embeddings() {
+    use headlab::model::pruned::PrunedBert;
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let sentences: Vec<Vec<u32>> =
+        ["The bank by the river was steep.", "She paid off her loan at the bank.", "Heads."]
+            .iter()
+            .map(|s| tok.encode(s).iter().map(|t| t.id).collect())
+            .collect();
+    for kernel in Kernel::ALL {
+        let mut worst = 0.0f64;
+        for (what, heads) in pruned_sets() {
+            let pruned = PrunedBert::new(&bert, &heads);
+            let batch = pruned.embed_batch(kernel, &sentences);
+            for (ids, together) in sentences.iter().zip(&batch) {
+                let masked = bert.forward(kernel, ids, &heads).embedding;
+                let alone = pruned.embed(kernel, ids);
+                let want: Vec<f64> = masked.iter().map(|&v| v as f64).collect();
+                for (how, got) in [("alone", &alone), ("in a batch", together)] {
+                    let e = rel_error(got, &want);
+                    assert!(e < 1e-6, "{kernel:?}, {what} pruned, {how}: relative error {e:e}");
+                    worst = worst.max(e);
+                }
+            }
+        }
+        println!("{kernel:?}: really pruned vs masked, worst relative error {worst:.1e}");
+    }
+}
+
+#[test]
+fn gate_gradients_match_finite_differences_and_the_loss_matches_the_forward_pass() {
+    use headlab::model::gradient::{gates, pair_gradients};
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let ids = |s: &str| tok.encode(s).iter().map(|t| t.id).collect::<Vec<u32>>();
+    let (u, v, y) = (ids("A man is playing a guitar."), ids("A person plays an instrument."), 0.7);
+    let heads = HeadSet::with_pruned(TOTAL_HEADS, [4, 30, 70]);
+    let g = gates(&heads);
+    let (loss, grads) = pair_gradients(&bert, Kernel::Simd, &u, &v, y, &g);
+    // The loss is the forward pass's: (cos(u, v) - y)^2 with those heads masked.
+    let (eu, ev) =
+        (bert.forward(Kernel::Simd, &u, &heads).embedding, bert.forward(Kernel::Simd, &v, &heads).embedding);
+    let cos = headlab::attention::cosine(&eu, &ev);
+    assert!((loss - (cos - y).powi(2)).abs() < 1e-6, "{loss} vs {}", (cos - y).powi(2));
+    // Central differences on gates of every layer, kept and pruned alike.
+    let eps = 1e-2f32;
+    let mut worst = 0.0f64;
+    for h in [0, 4, 13, 29, 30, 47, 58, 70, 71] {
+        let at = |delta: f32| {
+            let mut shifted = g.clone();
+            shifted[h] += delta;
+            pair_gradients(&bert, Kernel::Simd, &u, &v, y, &shifted).0
+        };
+        let numeric = (at(eps) - at(-eps)) / (2.0 * eps as f64);
+        let err = (numeric - grads[h]).abs() / grads.iter().fold(1e-6f64, |m, g| m.max(g.abs()));
+        println!("head {h}: backward {:+.6e}, finite difference {numeric:+.6e}", grads[h]);
+        assert!(err < 2e-2, "head {h}: {} vs {numeric} (error {err:.1e} of the largest gradient)", grads[h]);
+        worst = worst.max(err);
+    }
+    println!("gate gradients vs central differences: worst error {worst:.1e} of the largest");
+}
+
+/// The page's sentence pairs, made from the benchmark as scripts/build-model-asset.sh makes them
+/// (and checked against the hash the page expects).
+fn sts_pairs() -> headlab::model::task::Pairs {
+    use headlab::model::task::{select, Pairs};
+    Pairs::from_file(select(&std::fs::read_to_string(common::pairs_csv()).unwrap()).as_bytes()).unwrap()
+}
+
+#[test]
+fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
+    use headlab::model::pruned::PrunedBert;
+    let reference = fixture("sts-quality.json");
+    assert_eq!(reference["pairs_sha256"].as_str(), Some(headlab::model::task::PAIRS_SHA256));
+    let (bert, tok, pairs) = (checkpoint(), tokenizer(), sts_pairs());
+    assert_eq!(
+        (pairs.pairs.len(), pairs.sentences.len()),
+        (230, reference["sentences"].as_u64().unwrap() as usize)
+    );
+    let ids = pairs.ids(&tok);
+    let t0 = std::time::Instant::now();
+    let full = PrunedBert::new(&bert, &HeadSet::all(TOTAL_HEADS)).embed_batch(Kernel::Simd, &ids);
+    let seconds = t0.elapsed().as_secs_f64();
+    let (quality, want) = (pairs.quality(&full), reference["quality"].as_f64().unwrap());
+    let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+    let gflop = headlab::model::pruned::cost(&HeadSet::all(TOTAL_HEADS), &lengths).total_flops as f64 / 1e9;
+    println!(
+        "STS-B (230 pairs, {} sentences, {} tokens): quality {quality:.6} (float64 reference {want:.6}); {gflop:.0} GFLOP in {seconds:.2} s",
+        ids.len(),
+        lengths.iter().sum::<usize>()
+    );
+    assert!((quality - want).abs() < 1e-4, "{quality} vs {want}");
+}
+
+#[test]
+fn the_really_pruned_model_on_the_gpu_gives_the_masked_models_embeddings() {
+    use headlab::gpu::{GpuBert, GpuContext};
+    use headlab::model::pruned::PrunedBert;
+    let ctx =
+        std::rc::Rc::new(pollster::block_on(GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"));
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let ids: Vec<u32> = tok.encode("The bank by the river was steep.").iter().map(|t| t.id).collect();
+    let full = pollster::block_on(GpuBert::new(ctx.clone(), &bert)).unwrap();
+    let (mut worst_gpu, mut worst_cpu) = (0.0f64, 0.0f64);
+    for (what, heads) in pruned_sets() {
+        let pruned =
+            pollster::block_on(GpuBert::pruned(ctx.clone(), &PrunedBert::new(&bert, &heads))).unwrap();
+        let out = pollster::block_on(pruned.forward(&bert, &ids, &heads)).unwrap();
+        let masked = pollster::block_on(full.forward(&bert, &ids, &heads)).unwrap();
+        let cpu = bert.forward(Kernel::Simd, &ids, &heads).embedding;
+        let as_f64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        let (e_gpu, e_cpu) =
+            (rel_error(&out.embedding, &as_f64(&masked.embedding)), rel_error(&out.embedding, &as_f64(&cpu)));
+        assert!(e_gpu < 1e-6, "{what}: pruned vs masked on the GPU, relative error {e_gpu:e}");
+        assert!(e_cpu < 1e-4, "{what}: GPU pruned vs CPU masked, relative error {e_cpu:e}");
+        // Its attention maps are its kept heads'.
+        for (l, maps) in out.attention.iter().enumerate() {
+            let kept = (0..HEADS).filter(|&h| heads.is_active(l * HEADS + h)).count();
+            assert_eq!(maps.len(), kept * ids.len() * ids.len(), "{what}, layer {l}");
+        }
+        (worst_gpu, worst_cpu) = (worst_gpu.max(e_gpu), worst_cpu.max(e_cpu));
+    }
+    println!("GPU, really pruned vs masked: worst {worst_gpu:.1e}; vs the CPU kernel's masked pass {worst_cpu:.1e}");
+}
+
+#[test]
+fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
+    use headlab::model::curves::{michel_marks, CurveRun, Curves, Order, RANDOM_SEEDS};
+    let (bert, tok) = (checkpoint(), tokenizer());
+    // A small set keeps the test quick: the first 24 pairs.
+    let pairs = sts_pairs().first(24);
+    let ids = pairs.ids(&tok);
+    let one_shot: Vec<usize> = (0..TOTAL_HEADS).rev().collect();
+    let mut run = CurveRun::new(&bert, &pairs, ids.clone(), Some(one_shot.clone()), Curves::default());
+    let mut steps = 0;
+    while !run.coarse_complete() {
+        assert!(run.step(Kernel::Simd), "finished before the first complete curve");
+        steps += 1;
+    }
+    let c = run.curves().clone();
+    println!("first complete curve after {steps} steps, {:?} evaluations", run.progress());
+    // Both ends are shared by every order; the random band holds the other orders there.
+    let (full, none) = (c.at(Order::Iterative, 0).unwrap(), c.at(Order::Iterative, TOTAL_HEADS).unwrap());
+    for o in [Order::OneShot, Order::Random(RANDOM_SEEDS - 1)] {
+        assert_eq!((c.at(o, 0), c.at(o, TOTAL_HEADS)), (Some(full), Some(none)));
+    }
+    let band = c.random_band();
+    assert_eq!(band.iter().map(|b| b.0).collect::<Vec<_>>(), vec![0, 18, 36, 54, 72]);
+    assert!(band.iter().all(|&(_, mean, lo, hi)| lo <= mean && mean <= hi));
+    // Full quality is the one-shot pass's own: the same as a plain evaluation.
+    let plain = pairs.quality(
+        &headlab::model::pruned::PrunedBert::new(&bert, &HeadSet::all(TOTAL_HEADS))
+            .embed_batch(Kernel::Simd, &ids),
+    );
+    assert_eq!(full, plain);
+    // A run that knows these points starts where this one stopped; the cache round-trips.
+    let known = Curves::from_json(&c.to_json()).unwrap();
+    assert_eq!(known, c);
+    let again = CurveRun::new(&bert, &pairs, ids, Some(one_shot), known);
+    let (_, planned) = again.progress();
+    let (_, first_planned) = run.progress();
+    assert!(planned < first_planned, "{planned} vs {first_planned}");
+    assert!(again.coarse_complete());
+    assert_eq!(michel_marks(), [14, 29]);
+    assert_eq!(Curves::from_json("{\"version\": 2}"), None);
+}

@@ -1,17 +1,25 @@
-//! Converts the fp32 checkpoint (model.safetensors + vocab.txt from scripts/fetch-model.sh) into
-//! the page's f16 asset:
+//! Makes the page's data files: the f16 asset from the fp32 checkpoint (model.safetensors +
+//! vocab.txt from scripts/fetch-model.sh), and the sentence pairs from the STS Benchmark's test
+//! split (scripts/fetch-pairs.sh):
 //!
 //!     cargo run --release --bin convert-model -- MODEL_DIR OUT_FILE
+//!     cargo run --release --bin convert-model -- --pairs STS_TEST_CSV OUT_FILE
 
-use headlab::model::{asset, bert};
+use headlab::model::{asset, bert, task};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [model_dir, out] = &args[..] else {
-        eprintln!("usage: convert-model MODEL_DIR OUT_FILE");
-        std::process::exit(2);
+    let result = match &args[..] {
+        [flag, csv, out] if flag == "--pairs" => pairs(csv.as_ref(), out.as_ref()),
+        [model_dir, out] => convert(model_dir.as_ref(), out.as_ref()),
+        _ => {
+            eprintln!(
+                "usage: convert-model MODEL_DIR OUT_FILE | convert-model --pairs STS_TEST_CSV OUT_FILE"
+            );
+            std::process::exit(2);
+        }
     };
-    if let Err(e) = convert(model_dir.as_ref(), out.as_ref()) {
+    if let Err(e) = result {
         eprintln!("convert-model: {e}");
         std::process::exit(1);
     }
@@ -38,5 +46,13 @@ fn convert(model_dir: &std::path::Path, out: &std::path::Path) -> Result<(), Box
     }
     std::fs::write(out, &encoded)?;
     println!("wrote {} ({:.1} MiB, f16)", out.display(), encoded.len() as f64 / 1048576.0);
+    Ok(())
+}
+
+fn pairs(csv: &std::path::Path, out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let text = task::select(&std::fs::read_to_string(csv)?);
+    task::Pairs::parse(&text)?;
+    std::fs::write(out, &text)?;
+    println!("wrote {} ({} pairs)", out.display(), text.lines().count() - 1);
     Ok(())
 }

@@ -5,6 +5,10 @@
 //! Everything a pass uses is made once per sequence length (a [`Plan`]: activations, per-layer
 //! attention and head flags, uniforms, the 60 bind groups, readback buffers) and reused by every
 //! later pass of that length; a pass only writes its input and head flags and submits.
+//!
+//! The model on the device may be really pruned ([`GpuBert::pruned`]): each layer then holds only
+//! its kept heads' weights and runs attention at their width, and a layer with none left skips
+//! attention. Its head flags, and the attention maps it returns, are its kept heads'.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -13,7 +17,10 @@ use super::forward::{AttentionParams, MatmulParams};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{shaders, GpuContext, GpuError};
 use crate::attention::HeadSet;
-use crate::model::bert::{first_changed_layer, Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS};
+use crate::model::bert::{
+    first_changed_layer, Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS, TOTAL_HEADS,
+};
+use crate::model::pruned::PrunedBert;
 
 /// Uniforms of `bert.wgsl` (same field order), padded to 32 bytes.
 #[repr(C)]
@@ -37,7 +44,9 @@ impl RowParams {
 }
 
 struct LayerBuffers {
-    w_qkv: wgpu::Buffer, // [Wq; Wk; Wv], 1152 x 384 as stored by PyTorch
+    /// The heads it has, as indices within the layer.
+    kept: Vec<usize>,
+    w_qkv: wgpu::Buffer, // [Wq; Wk; Wv], 3 * kept * D_K x 384 as stored by PyTorch
     b_qkv: wgpu::Buffer,
     w_out: wgpu::Buffer,
     b_out: wgpu::Buffer,
@@ -66,6 +75,38 @@ struct Dispatch {
     workgroups: (u32, u32),
 }
 
+/// The buffers and uniforms every layer of a plan shares.
+struct PassBuffers {
+    n: usize,
+    x: wgpu::Buffer,
+    qkv: wgpu::Buffer,
+    heads: wgpu::Buffer,
+    branch: wgpu::Buffer,
+    zeros: wgpu::Buffer,
+    hidden: wgpu::Buffer,
+    u_in: wgpu::Buffer,
+    u_ffn_out: wgpu::Buffer,
+    u_gelu: wgpu::Buffer,
+    u_norm: wgpu::Buffer,
+}
+
+/// `y (n x out) = a (n x inp) @ W^T`, `W` stored `out x inp` (PyTorch's layout).
+fn linear_params(n: usize, inp: usize, out: usize) -> MatmulParams {
+    let (inp, out) = (inp as u32, out as u32);
+    MatmulParams {
+        m: n as u32,
+        n: out,
+        k: inp,
+        batch: 1,
+        a: [0, inp, 1, 0],
+        b: [0, 1, inp, 0],
+        c_off: 0,
+        c_rs: out,
+        c_bs: 0,
+        alpha: 1.0,
+    }
+}
+
 /// Sequence lengths whose plans are kept: a sentence and the three of the meaning check.
 const PLANS_KEPT: usize = 4;
 
@@ -87,9 +128,11 @@ struct Plan {
 }
 
 impl Plan {
+    /// The final hidden states, every layer's attention and every layer's input.
     fn readback_bytes(&self) -> u64 {
         let n = self.n as u64;
-        4 * (n * D_MODEL as u64 + LAYERS as u64 * (HEADS as u64 * n * n + n * D_MODEL as u64))
+        let attention: u64 = self.attn.iter().map(|a| a.size()).sum();
+        4 * (n * D_MODEL as u64 + LAYERS as u64 * n * D_MODEL as u64) + attention
     }
 
     fn take_readback(&self, device: &wgpu::Device) -> wgpu::Buffer {
@@ -114,20 +157,32 @@ pub struct GpuBert {
 impl GpuBert {
     /// Uploads `bert`'s layer weights (about 85 MiB as f32) and builds the pipelines.
     pub async fn new(ctx: Rc<GpuContext>, bert: &Bert) -> Result<GpuBert, GpuError> {
+        GpuBert::pruned(ctx, &PrunedBert::new(bert, &HeadSet::all(TOTAL_HEADS))).await
+    }
+
+    /// [`GpuBert::new`] for a really pruned model: each layer's kept heads' weights only.
+    pub async fn pruned(ctx: Rc<GpuContext>, model: &PrunedBert<'_>) -> Result<GpuBert, GpuError> {
         ctx.check()?;
         let (dev, q) = (&ctx.device, &ctx.queue);
         let owned = Owned::default();
         let scope = dev.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let upload = |label: &str, data: &[f32]| owned.keep(resources::storage_with(dev, q, label, data));
+        // A layer without heads still binds (empty) weights: WebGPU has no zero-size bindings.
+        let upload = |label: &str, data: &[f32]| {
+            let data = if data.is_empty() { &[0.0][..] } else { data };
+            owned.keep(resources::storage_with(dev, q, label, data))
+        };
         let concat = |parts: &[&[f32]]| parts.concat();
-        let layers = bert
+        let layers = model
+            .base()
             .layers
             .iter()
-            .map(|l| LayerBuffers {
-                w_qkv: upload("W_qkv", &concat(&[&l.qkv[0].w, &l.qkv[1].w, &l.qkv[2].w])),
-                b_qkv: upload("b_qkv", &concat(&[&l.qkv[0].b, &l.qkv[1].b, &l.qkv[2].b])),
-                w_out: upload("W_o", &l.out.w),
-                b_out: upload("b_o", &l.out.b),
+            .zip(model.attention())
+            .map(|(l, a)| LayerBuffers {
+                kept: a.kept.clone(),
+                w_qkv: upload("W_qkv", &concat(&[&a.qkv[0].w, &a.qkv[1].w, &a.qkv[2].w])),
+                b_qkv: upload("b_qkv", &concat(&[&a.qkv[0].b, &a.qkv[1].b, &a.qkv[2].b])),
+                w_out: upload("W_o", &a.out.w),
+                b_out: upload("b_o", &a.out.b),
                 ln1: upload("ln1", &concat(&[&l.ln1.w, &l.ln1.b])),
                 w_in: upload("W_in", &l.ffn_in.w),
                 b_in: upload("b_in", &l.ffn_in.b),
@@ -213,84 +268,94 @@ impl GpuBert {
         let owned = Owned::default();
         let d = D_MODEL;
         let f32s = |count: usize| (count * 4) as u64;
-        let storage = |label, floats, extra| owned.keep(resources::storage(dev, label, f32s(floats), extra));
+        let storage = |label, floats: usize, extra| {
+            owned.keep(resources::storage(dev, label, f32s(floats.max(1)), extra))
+        };
         let none = wgpu::BufferUsages::empty();
         let copy = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let x = storage("x", n * d, copy);
-        let qkv = storage("qkv", n * 3 * d, none);
-        let heads = storage("heads", n * d, none);
-        let branch = storage("branch", n * d, none);
-        let hidden = storage("hidden", n * FFN, none);
-        let attn: Vec<wgpu::Buffer> =
-            (0..LAYERS).map(|_| storage("attention", HEADS * n * n, copy)).collect();
-        let keep: Vec<wgpu::Buffer> =
-            (0..LAYERS).map(|_| storage("head flags", HEADS, wgpu::BufferUsages::COPY_DST)).collect();
-
         let uniform = |bytes: &[u8]| owned.keep(resources::uniform(dev, q, "bert params", bytes));
-        // y (m x out) = a (m x in) @ W^T, W stored out x in.
-        let linear = |inp: usize, out: usize| {
-            let (inp, out) = (inp as u32, out as u32);
-            let p = MatmulParams {
-                m: n as u32,
-                n: out,
-                k: inp,
-                batch: 1,
-                a: [0, inp, 1, 0],
-                b: [0, 1, inp, 0],
-                c_off: 0,
-                c_rs: out,
-                c_bs: 0,
-                alpha: 1.0,
-            };
-            uniform(bytemuck::bytes_of(&p))
+        let buffers = PassBuffers {
+            n,
+            x: storage("x", n * d, copy),
+            qkv: storage("qkv", n * 3 * d, none),
+            heads: storage("heads", n * d, none),
+            branch: storage("branch", n * d, none),
+            // Stays zero: the attention branch of a layer with no head left.
+            zeros: storage("no heads", n * d, none),
+            hidden: storage("hidden", n * FFN, none),
+            u_in: uniform(bytemuck::bytes_of(&linear_params(n, d, FFN))),
+            u_ffn_out: uniform(bytemuck::bytes_of(&linear_params(n, FFN, d))),
+            u_gelu: uniform(bytemuck::bytes_of(&RowParams { gelu: 1, ..RowParams::new(n, FFN) })),
+            u_norm: uniform(bytemuck::bytes_of(&RowParams::new(n, d))),
         };
-        let (u_qkv, u_out, u_in, u_ffn_out) =
-            (linear(d, 3 * d), linear(d, d), linear(d, FFN), linear(FFN, d));
-        let u_att =
-            uniform(bytemuck::bytes_of(&AttentionParams::new(n as u32, d as u32, D_K as u32, HEADS as u32)));
-        let u_bias_qkv = uniform(bytemuck::bytes_of(&RowParams::new(n, 3 * d)));
-        let u_gelu = uniform(bytemuck::bytes_of(&RowParams { gelu: 1, ..RowParams::new(n, FFN) }));
-        let u_norm = uniform(bytemuck::bytes_of(&RowParams::new(n, d)));
-        let u_mask =
-            uniform(bytemuck::bytes_of(&RowParams { head_width: D_K as u32, ..RowParams::new(n, d) }));
-
-        let (n32, h32) = (n as u32, HEADS as u32);
+        let attn: Vec<wgpu::Buffer> =
+            self.layers.iter().map(|w| storage("attention", w.kept.len() * n * n, copy)).collect();
+        let keep: Vec<wgpu::Buffer> = self
+            .layers
+            .iter()
+            .map(|w| storage("head flags", w.kept.len(), wgpu::BufferUsages::COPY_DST))
+            .collect();
         let layers = self
             .layers
             .iter()
             .enumerate()
-            .map(|(l, w)| {
-                let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| Dispatch {
-                    step,
-                    group: resources::bind_in_order(dev, self.pipeline(step), buffers),
-                    workgroups,
-                };
-                vec![
-                    // Attention: QKV projection + bias, heads, pruned heads zeroed, output
-                    // projection, then x = LayerNorm(x + attention + b).
-                    dispatch(Step::Matmul, &[&u_qkv, &x, &w.w_qkv, &qkv], (tiles(3 * d), tiles(n))),
-                    dispatch(
-                        Step::BiasAct,
-                        &[&u_bias_qkv, &qkv, &w.b_qkv],
-                        (elementwise_groups(n * 3 * d), 1),
-                    ),
-                    dispatch(Step::Attention, &[&u_att, &qkv, &attn[l], &heads], (n32, h32)),
-                    dispatch(Step::MaskHeads, &[&u_mask, &heads, &keep[l]], (elementwise_groups(n * d), 1)),
-                    dispatch(Step::Matmul, &[&u_out, &heads, &w.w_out, &branch], (tiles(d), tiles(n))),
-                    dispatch(Step::ResidualNorm, &[&u_norm, &branch, &w.b_out, &x, &w.ln1], (n32, 1)),
-                    // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
-                    dispatch(Step::Matmul, &[&u_in, &x, &w.w_in, &hidden], (tiles(FFN), tiles(n))),
-                    dispatch(Step::BiasAct, &[&u_gelu, &hidden, &w.b_in], (elementwise_groups(n * FFN), 1)),
-                    dispatch(
-                        Step::Matmul,
-                        &[&u_ffn_out, &hidden, &w.w_ffn_out, &branch],
-                        (tiles(d), tiles(n)),
-                    ),
-                    dispatch(Step::ResidualNorm, &[&u_norm, &branch, &w.b_ffn_out, &x, &w.ln2], (n32, 1)),
-                ]
-            })
+            .map(|(l, w)| self.layer_dispatches(w, &buffers, &attn[l], &keep[l], &uniform))
             .collect();
-        Plan { n, x, attn, keep, layers, free_readbacks: RefCell::new(Vec::new()), owned }
+        Plan { n, x: buffers.x, attn, keep, layers, free_readbacks: RefCell::new(Vec::new()), owned }
+    }
+
+    /// One layer's ten dispatches (four when it has no head left) over `b`'s buffers.
+    fn layer_dispatches(
+        &self,
+        w: &LayerBuffers,
+        b: &PassBuffers,
+        attn: &wgpu::Buffer,
+        keep: &wgpu::Buffer,
+        uniform: &dyn Fn(&[u8]) -> wgpu::Buffer,
+    ) -> Vec<Dispatch> {
+        let dev = &self.ctx.device;
+        let (n, d, width) = (b.n, D_MODEL, w.kept.len() * D_K);
+        let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| Dispatch {
+            step,
+            group: resources::bind_in_order(dev, self.pipeline(step), buffers),
+            workgroups,
+        };
+        let mut dispatches = if width == 0 {
+            // No head left: x = LayerNorm(x + 0 + b_o).
+            vec![dispatch(Step::ResidualNorm, &[&b.u_norm, &b.zeros, &w.b_out, &b.x, &w.ln1], (n as u32, 1))]
+        } else {
+            let u_qkv = uniform(bytemuck::bytes_of(&linear_params(n, d, 3 * width)));
+            let u_out = uniform(bytemuck::bytes_of(&linear_params(n, width, d)));
+            let att = AttentionParams::new(n as u32, width as u32, D_K as u32, w.kept.len() as u32);
+            let u_att = uniform(bytemuck::bytes_of(&att));
+            let u_bias_qkv = uniform(bytemuck::bytes_of(&RowParams::new(n, 3 * width)));
+            let u_mask = uniform(bytemuck::bytes_of(&RowParams {
+                head_width: D_K as u32,
+                ..RowParams::new(n, width)
+            }));
+            vec![
+                // Attention: QKV projection + bias, heads, flagged-off heads zeroed, output
+                // projection, then x = LayerNorm(x + attention + b).
+                dispatch(Step::Matmul, &[&u_qkv, &b.x, &w.w_qkv, &b.qkv], (tiles(3 * width), tiles(n))),
+                dispatch(
+                    Step::BiasAct,
+                    &[&u_bias_qkv, &b.qkv, &w.b_qkv],
+                    (elementwise_groups(n * 3 * width), 1),
+                ),
+                dispatch(Step::Attention, &[&u_att, &b.qkv, attn, &b.heads], (n as u32, w.kept.len() as u32)),
+                dispatch(Step::MaskHeads, &[&u_mask, &b.heads, keep], (elementwise_groups(n * width), 1)),
+                dispatch(Step::Matmul, &[&u_out, &b.heads, &w.w_out, &b.branch], (tiles(d), tiles(n))),
+                dispatch(Step::ResidualNorm, &[&b.u_norm, &b.branch, &w.b_out, &b.x, &w.ln1], (n as u32, 1)),
+            ]
+        };
+        dispatches.extend([
+            // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
+            dispatch(Step::Matmul, &[&b.u_in, &b.x, &w.w_in, &b.hidden], (tiles(FFN), tiles(n))),
+            dispatch(Step::BiasAct, &[&b.u_gelu, &b.hidden, &w.b_in], (elementwise_groups(n * FFN), 1)),
+            dispatch(Step::Matmul, &[&b.u_ffn_out, &b.hidden, &w.w_ffn_out, &b.branch], (tiles(d), tiles(n))),
+            dispatch(Step::ResidualNorm, &[&b.u_norm, &b.branch, &w.b_ffn_out, &b.x, &w.ln2], (n as u32, 1)),
+        ]);
+        dispatches
     }
 
     /// Runs the model on `ids` with only `heads` active; the same contract and result as
@@ -319,23 +384,29 @@ impl GpuBert {
         };
         let plan = self.plan(n).await?;
         ctx.queue.write_buffer(&plan.x, 0, bytemuck::cast_slice(&x0));
-        for (l, flags) in plan.keep.iter().enumerate().skip(start) {
+        for (l, (flags, w)) in plan.keep.iter().zip(&self.layers).enumerate().skip(start) {
             let keep: Vec<f32> =
-                (0..HEADS).map(|h| if heads.is_active(l * HEADS + h) { 1.0 } else { 0.0 }).collect();
-            ctx.queue.write_buffer(flags, 0, bytemuck::cast_slice(&keep));
+                w.kept.iter().map(|&h| if heads.is_active(l * HEADS + h) { 1.0 } else { 0.0 }).collect();
+            if !keep.is_empty() {
+                ctx.queue.write_buffer(flags, 0, bytemuck::cast_slice(&keep));
+            }
         }
         let readback = plan.take_readback(&ctx.device);
         let data = self.submit_and_read(&plan, start, &readback).await?;
         plan.free_readbacks.borrow_mut().push(readback);
 
         // Final hidden states, then each computed layer's attention, then each one's input.
-        let (d, computed) = (D_MODEL, LAYERS - start);
-        let (hidden_states, rest) = data.split_at(n * d);
-        let (new_attention, new_inputs) = rest.split_at(computed * HEADS * n * n);
+        let d = D_MODEL;
+        let (hidden_states, mut rest) = data.split_at(n * d);
         let reused =
             |v: fn(&BertOutput) -> &Vec<Vec<f32>>| base.map_or(Vec::new(), |b| v(b)[..start].to_vec());
         let mut attention = reused(|b| &b.attention);
-        attention.extend(new_attention.chunks_exact(HEADS * n * n).map(<[f32]>::to_vec));
+        for w in &self.layers[start..] {
+            let (layer, more) = rest.split_at(w.kept.len() * n * n);
+            attention.push(layer.to_vec());
+            rest = more;
+        }
+        let new_inputs = rest;
         let mut layer_inputs = reused(|b| &b.layer_inputs);
         layer_inputs.extend(new_inputs.chunks_exact(n * d).map(<[f32]>::to_vec));
         Ok(BertOutput {
@@ -357,10 +428,10 @@ impl GpuBert {
         readback: &wgpu::Buffer,
     ) -> Result<Vec<f32>, GpuError> {
         let (ctx, n) = (&self.ctx, plan.n as u64);
-        let attn_bytes = 4 * HEADS as u64 * n * n;
+        let attn_bytes = |w: &LayerBuffers| 4 * w.kept.len() as u64 * n * n;
         let x_bytes = 4 * n * D_MODEL as u64;
         let computed = (LAYERS - start) as u64;
-        let inputs_at = x_bytes + computed * attn_bytes;
+        let inputs_at = x_bytes + self.layers[start..].iter().map(attn_bytes).sum::<u64>();
         let mut enc =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bert") });
         for (l, dispatches) in plan.layers.iter().enumerate().skip(start) {
@@ -383,8 +454,12 @@ impl GpuBert {
             }
         }
         enc.copy_buffer_to_buffer(&plan.x, 0, readback, 0, x_bytes);
-        for (i, a) in plan.attn.iter().skip(start).enumerate() {
-            enc.copy_buffer_to_buffer(a, 0, readback, x_bytes + i as u64 * attn_bytes, attn_bytes);
+        let mut at = x_bytes;
+        for (a, w) in plan.attn.iter().zip(&self.layers).skip(start) {
+            if attn_bytes(w) > 0 {
+                enc.copy_buffer_to_buffer(a, 0, readback, at, attn_bytes(w));
+            }
+            at += attn_bytes(w);
         }
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         ctx.queue.submit([enc.finish()]);

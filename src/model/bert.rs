@@ -12,6 +12,7 @@
 //! copied at load time.
 
 use crate::attention::HeadSet;
+use crate::cpu::gelu::gelu_in_place;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
 
@@ -214,7 +215,7 @@ impl Bert {
             x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
             layer_norm(&mut x, &layer.ln1);
             linear(kernel, &x, n, &layer.ffn_in, &mut hidden, FFN);
-            hidden.iter_mut().for_each(|v| *v = gelu(*v));
+            gelu_in_place(kernel, &mut hidden);
             linear(kernel, &hidden, n, &layer.ffn_out, &mut tmp, d);
             x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
             layer_norm(&mut x, &layer.ln2);
@@ -287,7 +288,7 @@ pub fn first_changed_layer(base: Option<&BertOutput>, ids_len: usize, heads: &He
 }
 
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
-fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
+pub(super) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
     let (out, inp) = (lin.b.len(), lin.w.len() / lin.b.len());
     sgemm(
         kernel,
@@ -303,7 +304,7 @@ fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: 
 }
 
 /// LayerNorm over each row of width 384, statistics in f64.
-fn layer_norm(x: &mut [f32], norm: &Norm) {
+pub(super) fn layer_norm(x: &mut [f32], norm: &Norm) {
     for row in x.chunks_exact_mut(D_MODEL) {
         let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
         let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
@@ -312,9 +313,4 @@ fn layer_norm(x: &mut [f32], norm: &Norm) {
             *v = ((*v as f64 - mean) * inv) as f32 * w + b;
         }
     }
-}
-
-/// The exact GELU BERT uses: `x * (1 + erf(x / sqrt 2)) / 2`.
-fn gelu(x: f32) -> f32 {
-    0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
 }

