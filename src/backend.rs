@@ -12,7 +12,8 @@ use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{self, Forward, Kernel};
 use crate::gpu::{GpuBert, GpuContext, GpuError};
 use crate::model::analysis::Runner;
-use crate::model::bert::BertOutput;
+use crate::model::bert::{BertOutput, TOTAL_HEADS};
+use crate::model::pruned::PrunedBert;
 use crate::model::MiniLm;
 pub use crate::settings::Preference;
 
@@ -346,19 +347,11 @@ pub async fn time_batched(
     let one = ModelConfig { num_heads: 1, ..config };
     let weights = Weights::generate(config.d_model, 1);
     let inputs = Inputs::generate(&config, 1);
-    let (mut all, mut single) = (Vec::new(), Vec::new());
-    for round in 0..=BATCHED_ROUNDS {
-        for (cfg, times) in [(&config, &mut all), (&one, &mut single)] {
-            let t0 = now();
-            backend.forward(cfg, &inputs.x, &weights).await?;
-            if round > 0 {
-                times.push(now() - t0);
-            }
-            between().await;
-        }
-    }
-    let median = |t: &[f64]| crate::attention::stats::median(t).unwrap_or(f64::NAN);
-    Ok(Batched { config, backend: backend.clone(), all_heads_ms: median(&all), one_head_ms: median(&single) })
+    let (all_heads_ms, one_head_ms) = interleaved(BATCHED_ROUNDS, &now, &mut between, async |single| {
+        backend.forward(if single { &one } else { &config }, &inputs.x, &weights).await.map(drop)
+    })
+    .await?;
+    Ok(Batched { config, backend: backend.clone(), all_heads_ms, one_head_ms })
 }
 
 /// The trained model where the page runs it: on the GPU while that works (its weights uploaded
@@ -402,6 +395,87 @@ impl TrainedRunner {
     pub fn note(&self) -> Option<String> {
         self.note.borrow().clone()
     }
+}
+
+/// Forward times of the full model and of the really pruned one, on the same sentence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrunedSpeed {
+    /// Median milliseconds of the full model.
+    pub full_ms: f64,
+    /// Median milliseconds of the pruned one.
+    pub pruned_ms: f64,
+    /// Whether both ran on the GPU (else on the CPU kernel).
+    pub on_gpu: bool,
+}
+
+impl PrunedSpeed {
+    /// The pruned model's time as a share of the full one's.
+    pub fn ratio(&self) -> f64 {
+        self.pruned_ms / self.full_ms
+    }
+}
+
+impl TrainedRunner {
+    /// Times the full model against the one with only `heads` kept (its weights really removed)
+    /// on `ids`: `rounds` interleaved rounds after one untimed round, medians, on the GPU while
+    /// the runner uses it (the CPU kernel if that fails), else on the CPU kernel. `between` is
+    /// awaited after each pass.
+    pub async fn time_pruned(
+        &self,
+        ids: &[u32],
+        heads: &HeadSet,
+        rounds: usize,
+        now: impl Fn() -> f64,
+        mut between: impl AsyncFnMut(),
+    ) -> PrunedSpeed {
+        let bert = &self.model.bert;
+        let all = HeadSet::all(TOTAL_HEADS);
+        let cut = PrunedBert::new(bert, heads);
+        let gpu = self.gpu.borrow().clone();
+        if let Some(full) = gpu {
+            if let Ok(pruned) = GpuBert::pruned(full.context(), &cut).await {
+                let timed = interleaved(rounds, &now, &mut between, async |is_pruned| {
+                    let (model, set) = if is_pruned { (&pruned, heads) } else { (&*full, &all) };
+                    model.forward(bert, ids, set).await.map(drop)
+                })
+                .await;
+                if let Ok((full_ms, pruned_ms)) = timed {
+                    return PrunedSpeed { full_ms, pruned_ms, on_gpu: true };
+                }
+            }
+        }
+        let whole = PrunedBert::new(bert, &all);
+        let timed = interleaved(rounds, &now, &mut between, async |is_pruned| {
+            std::hint::black_box(if is_pruned { &cut } else { &whole }.embed(Kernel::Simd, ids));
+            Ok::<(), GpuError>(())
+        })
+        .await;
+        let (full_ms, pruned_ms) = timed.unwrap_or((f64::NAN, f64::NAN));
+        PrunedSpeed { full_ms, pruned_ms, on_gpu: false }
+    }
+}
+
+/// Median milliseconds of `pass(false)` and `pass(true)`, run alternately for `rounds` rounds
+/// after one untimed round, awaiting `between` after each.
+async fn interleaved<E>(
+    rounds: usize,
+    now: &impl Fn() -> f64,
+    between: &mut impl AsyncFnMut(),
+    mut pass: impl AsyncFnMut(bool) -> Result<(), E>,
+) -> Result<(f64, f64), E> {
+    let (mut first, mut second) = (Vec::new(), Vec::new());
+    for round in 0..=rounds {
+        for (which, times) in [(false, &mut first), (true, &mut second)] {
+            let t0 = now();
+            pass(which).await?;
+            if round > 0 {
+                times.push(now() - t0);
+            }
+            between().await;
+        }
+    }
+    let median = |t: &[f64]| crate::attention::stats::median(t).unwrap_or(f64::NAN);
+    Ok((median(&first), median(&second)))
 }
 
 impl Runner for TrainedRunner {

@@ -99,6 +99,28 @@ pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
     out
 }
 
+/// `heads_pruned,iterative,one_shot,random_mean,random_min,random_max`: the task-quality curves,
+/// a row for every number of heads pruned any of them measured (empty where one did not).
+pub fn curves_csv(
+    iterative: &[(usize, f64)],
+    one_shot: &[(usize, f64)],
+    random: &[(usize, f64, f64, f64)],
+) -> String {
+    let mut ks: Vec<usize> =
+        iterative.iter().chain(one_shot).map(|p| p.0).chain(random.iter().map(|r| r.0)).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let find =
+        |v: &[(usize, f64)], k| v.iter().find(|p| p.0 == k).map(|p| p.1.to_string()).unwrap_or_default();
+    let mut out = String::from("heads_pruned,iterative,one_shot,random_mean,random_min,random_max\n");
+    for k in ks {
+        let r = random.iter().find(|r| r.0 == k);
+        let band = r.map(|r| format!("{},{},{}", r.1, r.2, r.3)).unwrap_or_else(|| ",,".into());
+        let _ = writeln!(out, "{k},{},{},{band}", find(iterative, k), find(one_shot, k));
+    }
+    out
+}
+
 /// `token,position,cosine,rel_l2`: the drift of each token under the current pruning, then the
 /// whole sequence as the row `all`.
 pub fn token_drift_csv<S: AsRef<str>>(tokens: &[S], drift: &Drift) -> String {
@@ -181,6 +203,23 @@ mod tests {
         );
         let rows = parse(&drift_curve_csv(&[0.0, 0.5], &[0.0, 0.6, 1.0]));
         assert_eq!(rows[1..], [["0", "0", "0"], ["1", "0.5", "0.6"], ["2", "", "1"]]);
+        let rows = parse(&curves_csv(
+            &[(0, 0.8), (6, 0.81)],
+            &[(0, 0.8)],
+            &[(0, 0.8, 0.8, 0.8), (3, 0.7, 0.6, 0.75)],
+        ));
+        assert_eq!(
+            rows[0],
+            ["heads_pruned", "iterative", "one_shot", "random_mean", "random_min", "random_max"]
+        );
+        assert_eq!(
+            rows[1..],
+            [
+                ["0", "0.8", "0.8", "0.8", "0.8", "0.8"],
+                ["3", "", "", "0.7", "0.6", "0.75"],
+                ["6", "0.81", "", "", "", ""]
+            ]
+        );
         let d = TokenDrift { cosine: 0.9, rel_l2: 0.25 };
         let drift = Drift { per_token: vec![d, d], overall: d };
         let rows = parse(&token_drift_csv(&["-x", "y"], &drift));

@@ -505,7 +505,8 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
         assert_eq!((c.at(o, 0), c.at(o, TOTAL_HEADS)), (Some(full), Some(none)));
     }
     let band = c.random_band();
-    assert_eq!(band.iter().map(|b| b.0).collect::<Vec<_>>(), vec![0, 18, 36, 54, 72]);
+    assert_eq!(band.iter().map(|b| b.0).collect::<Vec<_>>(), vec![0, 14, 18, 29, 36, 54, 72]);
+    assert!(c.one_per_layer.is_some() && c.iterative_order.len() >= 54);
     assert!(band.iter().all(|&(_, mean, lo, hi)| lo <= mean && mean <= hi));
     // Full quality is the one-shot pass's own: the same as a plain evaluation.
     let plain = pairs.quality(
@@ -521,6 +522,13 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
     let (_, first_planned) = run.progress();
     assert!(planned < first_planned, "{planned} vs {first_planned}");
     assert!(again.coarse_complete());
+    // The other orders stay when the one-shot order changes.
+    let kept = c.without(Order::OneShot);
+    assert_eq!(
+        (kept.at(Order::OneShot, 36), kept.at(Order::Iterative, 36)),
+        (None, c.at(Order::Iterative, 36))
+    );
+    assert_eq!(kept.merged(&c.only(Order::OneShot)), c);
     assert_eq!(michel_marks(), [14, 29]);
     assert_eq!(Curves::from_json("{\"version\": 2}"), None);
 }

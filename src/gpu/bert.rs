@@ -225,6 +225,11 @@ impl GpuBert {
         })
     }
 
+    /// The device it runs on.
+    pub fn context(&self) -> Rc<GpuContext> {
+        self.ctx.clone()
+    }
+
     fn pipeline(&self, step: Step) -> &wgpu::ComputePipeline {
         match step {
             Step::Matmul => &self.ctx.matmul,

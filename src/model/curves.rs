@@ -64,6 +64,8 @@ pub struct Curves {
     /// Quality with each layer's most important head kept (by the full model's importance):
     /// `TOTAL_HEADS - LAYERS` pruned.
     pub one_per_layer: Option<f64>,
+    /// The iterative order as far as it is known (least important first).
+    pub iterative_order: Vec<usize>,
 }
 
 impl Curves {
@@ -107,6 +109,31 @@ impl Curves {
         .collect()
     }
 
+    /// These curves without `order`'s points (what stays valid when that order changes).
+    pub fn without(&self, order: Order) -> Curves {
+        let mut c = self.clone();
+        c.points.remove(&order);
+        c
+    }
+
+    /// Only `order`'s points.
+    pub fn only(&self, order: Order) -> Curves {
+        let points = self.points.get(&order).map(|p| [(order, p.clone())].into()).unwrap_or_default();
+        Curves { points, ..Curves::default() }
+    }
+
+    /// These curves with `other`'s points and findings added (`other` wins where both have one).
+    pub fn merged(mut self, other: &Curves) -> Curves {
+        for (order, points) in &other.points {
+            self.points.entry(*order).or_default().extend(points);
+        }
+        self.one_per_layer = other.one_per_layer.or(self.one_per_layer);
+        if other.iterative_order.len() > self.iterative_order.len() {
+            self.iterative_order = other.iterative_order.clone();
+        }
+        self
+    }
+
     /// As JSON, for the page's cache.
     pub fn to_json(&self) -> String {
         let name = |o: &Order| match o {
@@ -119,14 +146,26 @@ impl Curves {
             .iter()
             .map(|(o, p)| (name(o), Value::Array(p.iter().map(|(k, q)| json!([k, q])).collect())))
             .collect();
-        json!({ "version": 1, "points": points, "one_per_layer": self.one_per_layer }).to_string()
+        json!({ "version": 1, "points": points, "one_per_layer": self.one_per_layer, "iterative_order": self.iterative_order })
+            .to_string()
     }
 
     /// From [`Curves::to_json`]'s text; `None` for anything else (a stale or foreign cache).
     pub fn from_json(text: &str) -> Option<Curves> {
         let v: Value = serde_json::from_str(text).ok()?;
         (v.get("version")?.as_u64()? == 1).then_some(())?;
-        let mut curves = Curves { one_per_layer: v.get("one_per_layer")?.as_f64(), ..Curves::default() };
+        let order: Vec<usize> = v
+            .get("iterative_order")?
+            .as_array()?
+            .iter()
+            .map(|h| h.as_u64().map(|h| h as usize))
+            .collect::<Option<_>>()?;
+        (order.iter().all(|&h| h < TOTAL_HEADS) && order.len() <= TOTAL_HEADS).then_some(())?;
+        let mut curves = Curves {
+            one_per_layer: v.get("one_per_layer")?.as_f64(),
+            iterative_order: order,
+            ..Curves::default()
+        };
         for (name, pts) in v.get("points")?.as_object()? {
             let order = match name.as_str() {
                 "iterative" => Order::Iterative,
@@ -148,6 +187,9 @@ impl Curves {
 enum Job {
     /// Measure the pruned model's importance and extend the iterative order by a step.
     Importance,
+    /// Measure the full model's importance (for the one-head-per-layer point), when the
+    /// iterative order came from a cache and its first measurement is not at hand.
+    FullImportance,
     /// Measure quality with the first `k` heads of `order` pruned.
     Evaluate(Order, usize),
     /// Measure quality with one head per layer kept.
@@ -158,9 +200,9 @@ enum Job {
 enum Current {
     /// A quality evaluation: the heads, and the embeddings so far.
     Evaluation { job: Job, heads: HeadSet, embeddings: Vec<Vec<f32>> },
-    /// An importance measurement: the heads pruned so far, the sum of |gradient| per head and
-    /// the pairs done.
-    Importance { pruned: HeadSet, sum: Vec<f64>, pairs: usize },
+    /// An importance measurement (for `job`): the heads pruned, the sum of |gradient| per head
+    /// and the pairs done.
+    Importance { job: Job, pruned: HeadSet, sum: Vec<f64>, pairs: usize },
 }
 
 /// The curves being computed; see the module's documentation.
@@ -198,6 +240,8 @@ impl<'m> CurveRun<'m> {
             .map(|p| (ids[p.a].clone(), ids[p.b].clone(), p.score))
             .collect();
         let random = (0..RANDOM_SEEDS).map(|s| random_order(TOTAL_HEADS, 0x5eed + s)).collect();
+        // The iterative order is the same whatever else changed: continue it, do not remeasure.
+        let iterative = known.iterative_order.clone();
         let mut run = CurveRun {
             bert,
             pairs,
@@ -205,7 +249,7 @@ impl<'m> CurveRun<'m> {
             subset,
             one_shot,
             random,
-            iterative: Vec::new(),
+            iterative,
             first_importance: None,
             curves: known,
             jobs: VecDeque::new(),
@@ -220,9 +264,9 @@ impl<'m> CurveRun<'m> {
     /// Every job, coarsest first, without those whose result is known.
     fn plan(&mut self) {
         let [m20, m40] = michel_marks();
-        // Quarters first (the first complete curve), then every 12 with the marks, then every
-        // 6; the knee is planned once the iterative curve is known at every 6.
-        let levels: [Vec<usize>; 3] = [vec![36, 18, 54], vec![m20, m40, 12, 24, 48, 60], vec![6, 30, 42, 66]];
+        // Quarters and Michel et al.'s marks first (the first complete curve), then every 12,
+        // then every 6; the knee is planned once the iterative curve is known at every 6.
+        let levels: [Vec<usize>; 3] = [vec![m20, m40, 36, 18, 54], vec![12, 24, 48, 60], vec![6, 30, 42, 66]];
         let mut jobs = vec![Job::Evaluate(Order::Iterative, 0), Job::Evaluate(Order::Iterative, TOTAL_HEADS)];
         for (level, ks) in levels.iter().enumerate() {
             for &k in ks {
@@ -232,7 +276,7 @@ impl<'m> CurveRun<'m> {
                 }
                 jobs.extend((0..RANDOM_SEEDS).map(|s| Job::Evaluate(Order::Random(s), k)));
             }
-            if level == 1 {
+            if level == 0 {
                 jobs.push(Job::OnePerLayer);
             }
         }
@@ -245,7 +289,7 @@ impl<'m> CurveRun<'m> {
         match job {
             Job::Evaluate(order, k) => self.curves.at(order, k).is_some(),
             Job::OnePerLayer => self.curves.one_per_layer.is_some(),
-            Job::Importance => false,
+            Job::Importance | Job::FullImportance => false,
         }
     }
 
@@ -260,12 +304,14 @@ impl<'m> CurveRun<'m> {
     }
 
     /// Whether the first complete curve is there: every order at 0, 25, 50, 75 and 100 % of
-    /// the heads pruned.
+    /// the heads pruned and at Michel et al.'s marks, and the one-head-per-layer point.
     pub fn coarse_complete(&self) -> bool {
-        [Order::Iterative, Order::OneShot]
-            .into_iter()
-            .chain((0..RANDOM_SEEDS).map(Order::Random))
-            .all(|o| (0..=TOTAL_HEADS).step_by(TOTAL_HEADS / 4).all(|k| self.curves.at(o, k).is_some()))
+        let ks: Vec<usize> = (0..=TOTAL_HEADS).step_by(TOTAL_HEADS / 4).chain(michel_marks()).collect();
+        let orders =
+            [Order::Iterative, Order::OneShot].into_iter().chain((0..RANDOM_SEEDS).map(Order::Random));
+        let mut orders = orders.filter(|o| *o != Order::OneShot || self.one_shot.is_some());
+        self.curves.one_per_layer.is_some()
+            && orders.all(|o| ks.iter().all(|&k| self.curves.at(o, k).is_some()))
     }
 
     /// The heads of `order` with its first `k` pruned, once that order is known that far.
@@ -309,7 +355,7 @@ impl<'m> CurveRun<'m> {
                 }
                 return true;
             }
-            Some(Current::Importance { pruned, mut sum, pairs }) => {
+            Some(Current::Importance { job, pruned, mut sum, pairs }) => {
                 let end = (pairs + PAIRS_PER_STEP).min(self.subset.len());
                 let g = gates(&pruned);
                 for (u, v, y) in &self.subset[pairs..end] {
@@ -317,9 +363,9 @@ impl<'m> CurveRun<'m> {
                     sum.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
                 }
                 if end < self.subset.len() {
-                    self.current = Some(Current::Importance { pruned, sum, pairs: end });
+                    self.current = Some(Current::Importance { job, pruned, sum, pairs: end });
                 } else {
-                    self.extend_iterative(&pruned, sum);
+                    self.measured(job, &pruned, sum);
                 }
                 return true;
             }
@@ -327,9 +373,13 @@ impl<'m> CurveRun<'m> {
         }
         let Some(job) = self.jobs.pop_front() else { return false };
         let heads = match job {
-            Job::Importance => {
-                let pruned = HeadSet::with_pruned(TOTAL_HEADS, self.iterative.iter().copied());
-                self.current = Some(Current::Importance { pruned, sum: vec![0.0; TOTAL_HEADS], pairs: 0 });
+            Job::Importance | Job::FullImportance => {
+                let pruned = match job {
+                    Job::Importance => HeadSet::with_pruned(TOTAL_HEADS, self.iterative.iter().copied()),
+                    _ => HeadSet::all(TOTAL_HEADS),
+                };
+                self.current =
+                    Some(Current::Importance { job, pruned, sum: vec![0.0; TOTAL_HEADS], pairs: 0 });
                 return true;
             }
             Job::Evaluate(order, k) => self.heads(order, k),
@@ -337,21 +387,30 @@ impl<'m> CurveRun<'m> {
         };
         match heads {
             Some(heads) => self.current = Some(Current::Evaluation { job, heads, embeddings: Vec::new() }),
-            // The order is not known that far yet: measure importance first.
+            // The order is not known that far yet (or, for one head per layer, the full model's
+            // importance): measure it first.
             None => {
                 self.jobs.push_front(job);
-                self.jobs.push_front(Job::Importance);
+                self.jobs.push_front(if job == Job::OnePerLayer {
+                    Job::FullImportance
+                } else {
+                    Job::Importance
+                });
             }
         }
         true
     }
 
     /// The importance of the heads left after `pruned` (the mean |gradient| over the subset,
-    /// from `sum`): its 6 least important join the iterative order.
-    fn extend_iterative(&mut self, pruned: &HeadSet, sum: Vec<f64>) {
+    /// from `sum`): the full model's is kept; for the iterative order, its 6 least important
+    /// remaining heads join it.
+    fn measured(&mut self, job: Job, pruned: &HeadSet, sum: Vec<f64>) {
         let importance: Vec<f64> = sum.iter().map(|s| s / self.subset.len() as f64).collect();
-        if self.first_importance.is_none() {
+        if !pruned.any_pruned() {
             self.first_importance = Some(importance.clone());
+        }
+        if job == Job::FullImportance {
+            return;
         }
         let next: Vec<usize> = least_important_first(&importance)
             .into_iter()
@@ -359,6 +418,7 @@ impl<'m> CurveRun<'m> {
             .take(ITERATIVE_STEP)
             .collect();
         self.iterative.extend(next);
+        self.curves.iterative_order = self.iterative.clone();
     }
 
     fn finish(&mut self, job: Job, embeddings: &[Vec<f32>]) {
@@ -366,7 +426,7 @@ impl<'m> CurveRun<'m> {
         match job {
             Job::Evaluate(order, k) => self.curves.record(order, k, quality),
             Job::OnePerLayer => self.curves.one_per_layer = Some(quality),
-            Job::Importance => {}
+            Job::Importance | Job::FullImportance => {}
         }
         self.done += 1;
         if self.jobs.is_empty() && !self.knee_planned() {

@@ -93,3 +93,16 @@ pub async fn fetch_bytes(
         status => Err(format!("the server answered {status}")),
     }
 }
+
+/// The page's saved value under `key`, if the browser keeps one.
+pub fn load(key: &str) -> Option<String> {
+    window().local_storage().ok().flatten()?.get_item(key).ok().flatten()
+}
+
+/// Saves `value` under `key`; a browser that refuses (private mode, full storage) only loses
+/// the saving.
+pub fn save(key: &str, value: &str) {
+    if let Some(storage) = window().local_storage().ok().flatten() {
+        let _ = storage.set_item(key, value);
+    }
+}

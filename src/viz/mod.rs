@@ -1,5 +1,6 @@
-//! Pure drawing helpers: colour maps and heatmap rasters, testable without a browser.
+//! Pure drawing helpers: colour maps, heatmap rasters and the charts, testable without a browser.
 
 pub mod chart;
 pub mod colormap;
 pub mod heatmap;
+pub mod task_chart;

@@ -3,15 +3,20 @@
 
 use leptos::prelude::*;
 
+use super::task_view::TaskView;
 use super::view::TrainedView;
 use crate::attention::HeadSet;
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
+use crate::model::roles::Role;
 use crate::ui::keyboard::arrow_focus;
 
-/// The grid: a row per layer, a button per head.
+/// The grid: a row per layer, a button per head, each labelled with its role.
 #[component]
 pub fn HeadGrid() -> impl IntoView {
+    let roles = Role::ALL.iter().filter(|r| r.specialised() || **r == Role::Broad);
+    let legend: Vec<String> = roles.map(|r| format!("{} = {}", r.short(), r.name())).collect();
     view! {
+        <p class="legend" data-testid="roles-legend">{format!("Labels: {}.", legend.join(", "))}</p>
         <div
             class="head-grid"
             data-testid="head-grid"
@@ -41,6 +46,8 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
     let heads = view.choices.heads;
     let off = move || heads.read().is_pruned(i);
     let importance = move || view.importance_now().map(|imp| (imp.ranking.per_head[i], imp.ranking.share(i)));
+    let task = TaskView::get();
+    let role = move || task.roles.get().flatten().and_then(|r| r.get(i).copied()).unwrap_or(Role::None);
     view! {
         <button
             class="grid-head"
@@ -48,14 +55,16 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
             data-nav="grid"
             data-testid=format!("grid-{layer}-{head}")
             aria-pressed=move || (!off()).to_string()
+            data-role=move || role().short()
             title=move || {
                 let what = importance().map(|(v, _)| format!("drift {v:.5} if removed alone")).unwrap_or_else(|| "measuring…".into());
-                format!("layer {}, head {head}: {what}", layer + 1)
+                format!("layer {}, head {head}: {what}; role: {}", layer + 1, role().name())
             }
             style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
             on:click=move |_| heads.update(|s| s.toggle(i))
         >
             {head}
+            <span class="role">{move || role().short()}</span>
         </button>
     }
 }

