@@ -27,3 +27,8 @@ node bench/ort.mjs "$rounds" "$shapes"
 echo
 echo "## GPU (native adapter: lavapipe here, a real GPU elsewhere)"
 cargo bench --quiet --locked --features bench --bench gpu -- "$rounds" "$shapes"
+
+echo
+echo "## the trained model pruned for real: natively, and as wasm in Node"
+cargo bench --quiet --locked --features bench --bench trained -- "$rounds" pruned
+node bench/trained.mjs "$rounds" "$shapes"

@@ -5,6 +5,7 @@
 //! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `benches/gpu.rs`).
 
 pub mod gpu;
+pub mod trained;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

@@ -27,6 +27,15 @@ pub fn bench_report(
     Ok(run(&now, config, rounds).to_string())
 }
 
+/// [`super::trained::pruned_report`] on the page's model asset (`asset`, the bytes of
+/// minilm-f16.bin) at `lengths` tokens.
+#[wasm_bindgen]
+pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
+    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let lengths: Vec<usize> = lengths.iter().map(|&n| n as usize).collect();
+    Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
+}
+
 /// [`generated_report`] at `seq_len`.
 #[wasm_bindgen]
 pub fn bench_generated(seq_len: usize, rounds: usize) -> String {

@@ -1,0 +1,129 @@
+//! The trained model pruned for real: forward time of the full model against structurally
+//! pruned ones at several lengths (natively `benches/trained.rs`, as wasm in Node through
+//! `bench/trained.mjs`), and the pruning curves on the STS pairs with their time.
+
+use super::median;
+use crate::attention::HeadSet;
+use crate::cpu::Kernel;
+use crate::model::bert::{HEADS, TOTAL_HEADS};
+use crate::model::curves::{michel_marks, CurveRun, Curves, Order};
+use crate::model::pruned::{cost, PrunedBert};
+use crate::model::task::Pairs;
+use crate::model::MiniLm;
+
+/// The sets the table prunes: Michel et al.'s 20 % and 40 % and one head per layer (66), each
+/// taking heads in a fixed spread-out order (every 5th head, wrapping), so every layer loses
+/// some: the time depends on how many heads each layer keeps, not which.
+fn sets() -> Vec<(String, HeadSet)> {
+    let spread: Vec<usize> = (0..TOTAL_HEADS).map(|i| i * 5 % TOTAL_HEADS).collect();
+    let [m20, m40] = michel_marks();
+    let mut sets: Vec<(String, HeadSet)> = [m20, m40]
+        .iter()
+        .map(|&k| (format!("{k}"), HeadSet::with_pruned(TOTAL_HEADS, spread[..k].iter().copied())))
+        .collect();
+    sets.push((
+        "66 (one per layer)".into(),
+        HeadSet::with_pruned(TOTAL_HEADS, (0..TOTAL_HEADS).filter(|h| h % HEADS != 0)),
+    ));
+    sets
+}
+
+/// Token ids of a sentence of exactly `n` tokens, `[CLS]` and `[SEP]` included.
+fn sentence(model: &MiniLm, n: usize) -> Vec<u32> {
+    let words =
+        "the river bank was steep and she sat on it to watch the water run past the old mill ".repeat(40);
+    let mut ids: Vec<u32> = model.tokenizer.encode(&words).iter().map(|t| t.id).collect();
+    let sep = *ids.last().expect("[SEP]");
+    ids.truncate(n - 1);
+    ids.push(sep);
+    ids
+}
+
+/// Full against pruned forward time at `lengths` tokens, interleaved over `rounds`, with the
+/// attention FLOPs and f16 weight bytes of each, as a Markdown table.
+pub fn pruned_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], rounds: usize) -> String {
+    let full = PrunedBert::new(&model.bert, &HeadSet::all(TOTAL_HEADS));
+    let mut text = format!(
+        "Full against really pruned all-MiniLM-L6-v2, one sentence, {} kernel, median of {rounds} interleaved rounds\n| tokens | heads pruned | full ms | pruned ms | pruned / full | attention GFLOP | all GFLOP | weights MiB |\n|---:|---|---:|---:|---:|---:|---:|---:|\n",
+        Kernel::Simd.describe()
+    );
+    let time = |m: &PrunedBert, ids: &[u32]| {
+        let t0 = now();
+        std::hint::black_box(m.embed(Kernel::Simd, ids));
+        now() - t0
+    };
+    for &n in lengths {
+        let ids = sentence(model, n);
+        for (name, heads) in sets() {
+            let cut = PrunedBert::new(&model.bert, &heads);
+            let (mut a, mut b, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+            for round in 0..=rounds.max(1) {
+                let (ta, tb) = (time(&full, &ids), time(&cut, &ids));
+                if round > 0 {
+                    a.push(ta);
+                    b.push(tb);
+                    ratios.push(tb / ta);
+                }
+            }
+            let (c0, c1) = (cost(&HeadSet::all(TOTAL_HEADS), &[n]), cost(&heads, &[n]));
+            let gf = |f: u64| f as f64 / 1e9;
+            let mib = |b: u64| b as f64 / 1048576.0;
+            text += &format!(
+                "| {n} | {name} | {:.2} | {:.2} | {:.2} | {:.3} -> {:.3} | {:.3} -> {:.3} | {:.1} -> {:.1} |\n",
+                median(a),
+                median(b),
+                median(ratios),
+                gf(c0.attention_flops),
+                gf(c1.attention_flops),
+                gf(c0.total_flops),
+                gf(c1.total_flops),
+                mib(c0.weight_bytes),
+                mib(c1.weight_bytes)
+            );
+        }
+    }
+    text
+}
+
+/// The pruning curves on `pairs` (one-shot order: the ablation ranking of the page's first
+/// example sentence), with the time to the first complete curve and to the end, as text.
+pub fn curves_report(now: &dyn Fn() -> f64, model: &MiniLm, pairs: &Pairs, one_shot: Vec<usize>) -> String {
+    let ids = pairs.ids(&model.tokenizer);
+    let mut run = CurveRun::new(&model.bert, pairs, ids, Some(one_shot), Curves::default());
+    let t0 = now();
+    let mut first = None;
+    while run.step(Kernel::Simd) {
+        if first.is_none() && run.coarse_complete() {
+            first = Some(now() - t0);
+        }
+    }
+    let total = now() - t0;
+    let c = run.curves();
+    let [m20, m40] = michel_marks();
+    let band = c.random_band();
+    let cell = |o: Order, k: usize| c.at(o, k).map_or("-".into(), |v| format!("{v:.3}"));
+    let random = |k: usize| {
+        band.iter().find(|b| b.0 == k).map_or("-".into(), |b| format!("{:.3} [{:.3}, {:.3}]", b.1, b.2, b.3))
+    };
+    let mut text = format!(
+        "Pruning curves, {} pairs, {} kernel: first complete curve after {:.0} s, all {} evaluations after {:.0} s\n| heads pruned | iterative | one-shot | random: mean [min, max] |\n|---:|---:|---:|---|\n",
+        pairs.pairs.len(),
+        Kernel::Simd.describe(),
+        first.unwrap_or(f64::NAN) / 1e3,
+        run.progress().0,
+        total / 1e3
+    );
+    for k in [0, m20, m40, 36, 54, TOTAL_HEADS] {
+        text += &format!(
+            "| {k} | {} | {} | {} |\n",
+            cell(Order::Iterative, k),
+            cell(Order::OneShot, k),
+            random(k)
+        );
+    }
+    text += &format!(
+        "| one head per layer (66) | {} | | |\n",
+        c.one_per_layer.map_or("-".into(), |v| format!("{v:.3}"))
+    );
+    text
+}
