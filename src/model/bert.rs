@@ -67,6 +67,22 @@ pub struct Layer {
     pub ln2: Norm,
 }
 
+impl Layer {
+    /// The layer after its attention branch (in `branch`, `rows x D_MODEL`):
+    /// `x <- LayerNorm1(x + branch)`, then `x <- LayerNorm2(x + GELU(x W_i^T + b_i) W_2^T + b_2)`,
+    /// with `branch` and `hidden` (`rows x FFN`) as scratch.
+    pub(super) fn finish(&self, kernel: Kernel, x: &mut [f32], branch: &mut [f32], hidden: &mut [f32]) {
+        let rows = x.len() / D_MODEL;
+        x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
+        layer_norm(x, &self.ln1);
+        linear(kernel, x, rows, &self.ffn_in, hidden, FFN);
+        gelu_in_place(kernel, hidden);
+        linear(kernel, hidden, rows, &self.ffn_out, branch, D_MODEL);
+        x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
+        layer_norm(x, &self.ln2);
+    }
+}
+
 /// Every weight of the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bert {
@@ -212,13 +228,7 @@ impl Bert {
                 concat.chunks_exact_mut(d).for_each(|row| row[h * D_K..(h + 1) * D_K].fill(0.0));
             }
             linear(kernel, &concat, n, &layer.out, &mut tmp, d);
-            x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
-            layer_norm(&mut x, &layer.ln1);
-            linear(kernel, &x, n, &layer.ffn_in, &mut hidden, FFN);
-            gelu_in_place(kernel, &mut hidden);
-            linear(kernel, &hidden, n, &layer.ffn_out, &mut tmp, d);
-            x.iter_mut().zip(&tmp).for_each(|(a, b)| *a += b);
-            layer_norm(&mut x, &layer.ln2);
+            layer.finish(kernel, &mut x, &mut tmp, &mut hidden);
         }
 
         BertOutput {

@@ -11,9 +11,8 @@
 //! product takes all their tokens together (one large matrix product instead of one per
 //! sentence), and attention runs per sentence.
 
-use super::bert::{layer_norm, linear, pool, Bert, Linear, D_K, D_MODEL, FFN, HEADS, LAYERS};
+use super::bert::{linear, pool, Bert, Linear, D_K, D_MODEL, FFN, HEADS, LAYERS};
 use crate::attention::HeadSet;
-use crate::cpu::gelu::gelu_in_place;
 use crate::cpu::{attend, Kernel};
 
 /// One layer's attention with only its kept heads.
@@ -106,13 +105,7 @@ impl<'m> PrunedBert<'m> {
         let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * FFN]);
         for (layer, att) in self.base.layers.iter().zip(&self.attention) {
             self.attend_all(kernel, att, &x, batch, &starts, &mut branch);
-            x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
-            layer_norm(&mut x, &layer.ln1);
-            linear(kernel, &x, rows, &layer.ffn_in, &mut hidden, FFN);
-            gelu_in_place(kernel, &mut hidden);
-            linear(kernel, &hidden, rows, &layer.ffn_out, &mut branch, d);
-            x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
-            layer_norm(&mut x, &layer.ln2);
+            layer.finish(kernel, &mut x, &mut branch, &mut hidden);
         }
         batch.iter().zip(&starts).map(|(ids, &s)| pool(&x[s * d..(s + ids.len()) * d])).collect()
     }
