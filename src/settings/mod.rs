@@ -124,6 +124,37 @@ impl Preference {
     }
 }
 
+/// How many threads the trained model's batch work may use (`?threads=`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Threads {
+    /// As many as the browser reports logical cores (capped by the page).
+    #[default]
+    Auto,
+    /// Exactly this many, 1 to [`Threads::MAX`]; 1 keeps all work on the page's own thread.
+    Exactly(u8),
+}
+
+impl Threads {
+    /// Most threads a link can ask for.
+    pub const MAX: u8 = 16;
+
+    /// Parses a URL value: `auto`, or a whole number from 1 to [`Threads::MAX`].
+    pub fn from_param(value: &str) -> Option<Threads> {
+        match value.trim() {
+            "auto" => Some(Threads::Auto),
+            n => n.parse::<u8>().ok().filter(|n| (1..=Threads::MAX).contains(n)).map(Threads::Exactly),
+        }
+    }
+
+    /// The number of threads: `auto` is what the browser reports (`cores`).
+    pub fn count(self, cores: usize) -> usize {
+        match self {
+            Threads::Auto => cores.max(1),
+            Threads::Exactly(n) => n as usize,
+        }
+    }
+}
+
 /// Everything the reader set: what is computed and how it is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -137,6 +168,8 @@ pub struct Settings {
     pub backend: Preference,
     /// Colour theme.
     pub theme: Theme,
+    /// Threads for the trained model's batch work.
+    pub threads: Threads,
 }
 
 /// URL identifier of the trained model.
@@ -153,6 +186,7 @@ impl Default for Settings {
             seed: 42,
             backend: Preference::Auto,
             theme: Theme::Auto,
+            threads: Threads::Auto,
         }
     }
 }

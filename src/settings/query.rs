@@ -1,7 +1,7 @@
 //! The URL query codec: settings to and from `key=value` pairs, percent-encoding that any text
 //! survives, and lists of pruned heads.
 
-use super::{ModelChoice, Preference, Settings, Theme, DEFAULT_PRESET};
+use super::{ModelChoice, Preference, Settings, Theme, Threads, DEFAULT_PRESET};
 use crate::attention::HeadSet;
 
 impl Settings {
@@ -40,6 +40,14 @@ impl Settings {
                     None => notes.push(format!(
                         "backend={} is not cpu, gpu or auto; choosing automatically.",
                         shorten(&value)
+                    )),
+                },
+                "threads" => match Threads::from_param(&value) {
+                    Some(t) => s.threads = t,
+                    None => notes.push(format!(
+                        "threads={} is not auto or a whole number from 1 to {}; using every core.",
+                        shorten(&value),
+                        Threads::MAX
                     )),
                 },
                 "d_model" => d_model = number("for d_model").map(saturate),
@@ -89,7 +97,11 @@ impl Settings {
         let backend = self.backend.as_param().map(|b| format!("&backend={b}")).unwrap_or_default();
         let theme =
             if self.theme == Theme::Auto { String::new() } else { format!("&theme={}", self.theme.as_str()) };
-        format!("{model}&seq={}&seed={}{backend}{theme}", self.seq_len, self.seed)
+        let threads = match self.threads {
+            Threads::Auto => String::new(),
+            Threads::Exactly(n) => format!("&threads={n}"),
+        };
+        format!("{model}&seq={}&seed={}{backend}{theme}{threads}", self.seq_len, self.seed)
     }
 }
 
@@ -200,6 +212,7 @@ mod tests {
                 seed: 7,
                 backend: Preference::Auto,
                 theme,
+                threads: [Threads::Auto, Threads::Exactly(1), Threads::Exactly(16)][i % 3],
             };
             assert_eq!(Settings::from_query(&want.to_query()), (want, vec![]), "{}", p.id);
         }
@@ -209,10 +222,33 @@ mod tests {
             seed: 0,
             backend: Preference::Cpu,
             theme: Theme::Dark,
+            threads: Threads::Exactly(3),
         };
         assert_eq!(Settings::from_query(&format!("?{}", custom.to_query())), (custom, vec![]));
         // Out-of-range values are kept for validation to explain.
         assert!(custom.config().validate().is_err());
+    }
+
+    #[test]
+    fn threads_are_auto_or_one_to_sixteen() {
+        for (q, want) in [
+            ("threads=1", Threads::Exactly(1)),
+            ("threads=16", Threads::Exactly(16)),
+            ("threads=auto", Threads::Auto),
+        ] {
+            assert_eq!(
+                Settings::from_query(q),
+                (Settings { threads: want, ..Settings::default() }, vec![]),
+                "{q}"
+            );
+        }
+        for bad in ["threads=0", "threads=17", "threads=-1", "threads=two", "threads=", "threads=99999999999"]
+        {
+            let (s, notes) = Settings::from_query(bad);
+            assert_eq!(s.threads, Threads::Auto, "{bad}");
+            assert!(notes.len() == 1 && notes[0].contains("using every core"), "{bad}: {notes:?}");
+        }
+        assert_eq!((Threads::Auto.count(6), Threads::Auto.count(0), Threads::Exactly(2).count(6)), (6, 1, 2));
     }
 
     #[test]
