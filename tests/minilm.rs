@@ -532,3 +532,41 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
     assert_eq!(michel_marks(), [14, 29]);
     assert_eq!(Curves::from_json("{\"version\": 2}"), None);
 }
+
+#[test]
+fn curves_computed_in_pieces_through_the_wire_equal_curves_computed_in_place() {
+    use headlab::model::curves::{CurveRun, Curves};
+    use headlab::model::work::{Done, Work};
+    let (bert, tok) = (checkpoint(), tokenizer());
+    // 120 sentences: three pieces an evaluation; importance in four pieces of pairs.
+    let pairs = sts_pairs().first(60);
+    let ids = pairs.ids(&tok);
+    let mut here = CurveRun::new(&bert, &pairs, ids.clone(), None, Curves::default());
+    let mut there = CurveRun::new(&bert, &pairs, ids, None, Curves::default());
+    for job in 0..8 {
+        assert!(here.step(Kernel::Simd));
+        let pieces = there.next_job().expect("as many jobs as in place");
+        // As a worker would: every piece as bytes, checked, run, and its result as bytes; the
+        // pieces done in reverse order and put back in theirs.
+        let mut done: Vec<(usize, Done)> = pieces
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, w)| {
+                let w = Work::decode(&w.encode()).unwrap();
+                w.check(&bert).unwrap();
+                (i, Done::decode(&w.run(&bert, Kernel::Simd).encode()).unwrap())
+            })
+            .collect();
+        done.sort_by_key(|d| d.0);
+        there.complete(done.into_iter().map(|d| d.1).collect());
+        assert_eq!(there.curves(), here.curves(), "after job {job}");
+    }
+    assert!(here.curves().points.values().map(|p| p.len()).sum::<usize>() >= 3);
+    assert!(here.curves().iterative_order.len() >= 12, "importance was measured in pieces too");
+    // A piece this model cannot run is refused before it runs.
+    let bad = Work::Embed { heads: HeadSet::all(TOTAL_HEADS), ids: vec![vec![101, 40_000, 102]] };
+    assert!(bad.check(&bert).is_err());
+    let wrong = Work::Embed { heads: HeadSet::all(12), ids: vec![vec![101, 102]] };
+    assert!(wrong.check(&bert).is_err());
+}

@@ -8,19 +8,19 @@
 //! - **random**: [`RANDOM_SEEDS`] random orders, drawn as their mean and a min/max band.
 //!
 //! Quality at each point is measured on every pair ([`super::task::Pairs::quality`]) with the
-//! model really pruned ([`super::pruned::PrunedBert`]). [`CurveRun::step`] does one small piece
-//! of work at a time, coarsest first: both ends, every 12 heads, then every 6 and the 20 % and
-//! 40 % marks, then every head around the knee; the caller draws between steps and can drop
-//! the run at any time. What is known already (from a cache) is never computed again.
+//! model really pruned ([`super::pruned::PrunedBert`]). [`CurveRun::next_job`] hands out one job at
+//! a time, coarsest first (both ends, every quarter and the 20 % and 40 % marks, every 12 heads,
+//! every 6, then every head around the knee), in pieces ([`Work`]) the page runs on its workers
+//! or between its own turns; the caller draws between jobs and can drop the run at any time.
+//! What is known already (from a cache) is never computed again.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Value};
 
 use super::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
-use super::gradient::{gates, pair_gradients};
-use super::pruned::PrunedBert;
 use super::task::Pairs;
+use super::work::{Done, Work};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
@@ -196,15 +196,6 @@ enum Job {
     OnePerLayer,
 }
 
-/// Work under way over several steps.
-enum Current {
-    /// A quality evaluation: the heads, and the embeddings so far.
-    Evaluation { job: Job, heads: HeadSet, embeddings: Vec<Vec<f32>> },
-    /// An importance measurement (for `job`): the heads pruned, the sum of |gradient| per head
-    /// and the pairs done.
-    Importance { job: Job, pruned: HeadSet, sum: Vec<f64>, pairs: usize },
-}
-
 /// The curves being computed; see the module's documentation.
 pub struct CurveRun<'m> {
     bert: &'m Bert,
@@ -218,7 +209,8 @@ pub struct CurveRun<'m> {
     first_importance: Option<Vec<f64>>,
     curves: Curves,
     jobs: VecDeque<Job>,
-    current: Option<Current>,
+    /// The job whose pieces are out, and the heads it runs with.
+    pending: Option<(Job, HeadSet)>,
     done: usize,
     total: usize,
 }
@@ -253,7 +245,7 @@ impl<'m> CurveRun<'m> {
             first_importance: None,
             curves: known,
             jobs: VecDeque::new(),
-            current: None,
+            pending: None,
             done: 0,
             total: 0,
         };
@@ -340,65 +332,75 @@ impl<'m> CurveRun<'m> {
         Some(heads)
     }
 
-    /// Does the next small piece of work; `false` once there is none left.
+    /// Does the next job here, on `kernel`; `false` once there is none left.
     pub fn step(&mut self, kernel: Kernel) -> bool {
-        match self.current.take() {
-            Some(Current::Evaluation { job, heads, mut embeddings }) => {
-                let next = embeddings.len();
-                let end = (next + SENTENCES_PER_STEP).min(self.ids.len());
-                embeddings
-                    .extend(PrunedBert::new(self.bert, &heads).embed_batch(kernel, &self.ids[next..end]));
-                if end < self.ids.len() {
-                    self.current = Some(Current::Evaluation { job, heads, embeddings });
-                } else {
-                    self.finish(job, &embeddings);
-                }
-                return true;
-            }
-            Some(Current::Importance { job, pruned, mut sum, pairs }) => {
-                let end = (pairs + PAIRS_PER_STEP).min(self.subset.len());
-                let g = gates(&pruned);
-                for (u, v, y) in &self.subset[pairs..end] {
-                    let (_, grads) = pair_gradients(self.bert, kernel, u, v, *y, &g);
-                    sum.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
-                }
-                if end < self.subset.len() {
-                    self.current = Some(Current::Importance { job, pruned, sum, pairs: end });
-                } else {
-                    self.measured(job, &pruned, sum);
-                }
-                return true;
-            }
-            None => {}
-        }
-        let Some(job) = self.jobs.pop_front() else { return false };
-        let heads = match job {
-            Job::Importance | Job::FullImportance => {
-                let pruned = match job {
-                    Job::Importance => HeadSet::with_pruned(TOTAL_HEADS, self.iterative.iter().copied()),
-                    _ => HeadSet::all(TOTAL_HEADS),
-                };
-                self.current =
-                    Some(Current::Importance { job, pruned, sum: vec![0.0; TOTAL_HEADS], pairs: 0 });
-                return true;
-            }
-            Job::Evaluate(order, k) => self.heads(order, k),
-            Job::OnePerLayer => self.one_per_layer(),
-        };
-        match heads {
-            Some(heads) => self.current = Some(Current::Evaluation { job, heads, embeddings: Vec::new() }),
-            // The order is not known that far yet (or, for one head per layer, the full model's
-            // importance): measure it first.
-            None => {
+        let Some(pieces) = self.next_job() else { return false };
+        let done = pieces.iter().map(|w| w.run(self.bert, kernel)).collect();
+        self.complete(done);
+        true
+    }
+
+    /// The next job, in pieces that can run anywhere and in any order ([`Work`]): an
+    /// evaluation as [`SENTENCES_PER_STEP`] sentences a piece, an importance measurement as
+    /// [`PAIRS_PER_STEP`] pairs a piece. Hand their results, in the pieces' order, to
+    /// [`CurveRun::complete`] before asking for more. `None` once every job is done.
+    pub fn next_job(&mut self) -> Option<Vec<Work>> {
+        assert!(self.pending.is_none(), "the last job's results are not in yet");
+        loop {
+            let job = self.jobs.pop_front()?;
+            let heads = match job {
+                Job::Importance => Some(HeadSet::with_pruned(TOTAL_HEADS, self.iterative.iter().copied())),
+                Job::FullImportance => Some(HeadSet::all(TOTAL_HEADS)),
+                Job::Evaluate(order, k) => self.heads(order, k),
+                Job::OnePerLayer => self.one_per_layer(),
+            };
+            let Some(heads) = heads else {
+                // The order is not known that far yet (or, for one head per layer, the full
+                // model's importance): measure it first.
                 self.jobs.push_front(job);
                 self.jobs.push_front(if job == Job::OnePerLayer {
                     Job::FullImportance
                 } else {
                     Job::Importance
                 });
+                continue;
+            };
+            let pieces = match job {
+                Job::Importance | Job::FullImportance => self
+                    .subset
+                    .chunks(PAIRS_PER_STEP)
+                    .map(|pairs| Work::Gradients { heads: heads.clone(), pairs: pairs.to_vec() })
+                    .collect(),
+                _ => self
+                    .ids
+                    .chunks(SENTENCES_PER_STEP)
+                    .map(|ids| Work::Embed { heads: heads.clone(), ids: ids.to_vec() })
+                    .collect(),
+            };
+            self.pending = Some((job, heads));
+            return Some(pieces);
+        }
+    }
+
+    /// Takes the results of the pieces [`CurveRun::next_job`] gave, in their order.
+    pub fn complete(&mut self, done: Vec<Done>) {
+        let Some((job, heads)) = self.pending.take() else { return };
+        match job {
+            Job::Importance | Job::FullImportance => {
+                let mut sum = vec![0.0; TOTAL_HEADS];
+                for d in &done {
+                    if let Done::HeadSums(s) = d {
+                        sum.iter_mut().zip(s).for_each(|(a, b)| *a += b);
+                    }
+                }
+                self.measured(job, &heads, sum);
+            }
+            _ => {
+                let embeddings = Done::embeddings(done);
+                assert_eq!(embeddings.len(), self.ids.len(), "one embedding per sentence");
+                self.finish(job, &embeddings);
             }
         }
-        true
     }
 
     /// The importance of the heads left after `pruned` (the mean |gradient| over the subset,

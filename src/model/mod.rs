@@ -10,6 +10,7 @@ pub mod pruned;
 pub mod roles;
 pub mod task;
 pub mod tokenizer;
+pub mod work;
 
 use bert::{Bert, LoadError};
 use tokenizer::{Tokenizer, VocabError};

@@ -17,8 +17,10 @@ mod host;
 mod keyboard;
 mod panels;
 pub mod panic;
+mod pool;
 mod state;
 mod trained;
+mod worker;
 
 pub use app::App;
 
@@ -26,8 +28,12 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 /// Installs the panic banner and mounts the app into `#app` (or the body if the page has none),
-/// replacing the loading indicator that `index.html` shows until the wasm has started.
+/// replacing the loading indicator that `index.html` shows until the wasm has started. In one
+/// of the page's web workers, serves the page's work instead.
 pub fn start() {
+    if let Some(scope) = worker::scope() {
+        return worker::serve(scope);
+    }
     panic::install();
     let root = document().get_element_by_id("app").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
     match root {

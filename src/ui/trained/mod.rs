@@ -7,7 +7,7 @@
 
 mod grid;
 mod layer;
-mod loader;
+pub(crate) mod loader;
 mod task;
 mod task_view;
 mod view;

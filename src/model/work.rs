@@ -1,0 +1,391 @@
+//! Pieces of the trained model's batch work that can run on another thread: the page hands
+//! them to its web workers (each has its own wasm instance and its own copy of the model, and
+//! shares no memory with the page, so it works in an iframe that is not cross-origin isolated)
+//! or runs them itself, one at a time, with `?threads=1`.
+//!
+//! A piece is self-contained (the heads kept and every token id it needs), and its result does
+//! not depend on where it ran: the same wasm code on the same inputs gives the same bits, so
+//! the page's numbers are equal with one thread or several.
+//!
+//! The wire format (little-endian; what [`Work::encode`] writes and [`Work::decode`] reads):
+//!
+//! ```text
+//! work:   "HLW1" tag:u8 heads body          done:  "HLD1" tag:u8 body
+//! heads:  n:u32 then n bytes (1 = kept)     tag 0: Embeddings  count:u32 dim:u32 count*dim f32
+//! ids:    n:u32 then n u32                  tag 1: HeadSums    n:u32 n f64
+//! tag 0 (Embed):     count:u32 then count ids
+//! tag 1 (Gradients): count:u32 then count (ids ids score:f64)
+//! ```
+//!
+//! Decoding checks every length against what is left and against the limits below, so a
+//! damaged message is refused with a [`WireError`], never half-read.
+
+use super::bert::{Bert, TOTAL_HEADS};
+use super::gradient::{gates, pair_gradients};
+use super::pruned::PrunedBert;
+use crate::attention::HeadSet;
+use crate::cpu::Kernel;
+
+/// Most sentences (or pairs) in one piece.
+pub const MAX_ITEMS: usize = 4096;
+
+/// Most tokens in one sentence (the model's positions).
+pub const MAX_TOKENS: usize = 512;
+
+/// Two sentences' token ids and their similarity score in `[0, 1]`.
+pub type Pair = (Vec<u32>, Vec<u32>, f64);
+
+/// A piece of work.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Work {
+    /// The sentence embeddings of `ids` by the model with only `heads` kept, really pruned.
+    Embed {
+        /// The heads kept.
+        heads: HeadSet,
+        /// Each sentence's token ids.
+        ids: Vec<Vec<u32>>,
+    },
+    /// Over `pairs`, the sum of each head's `|dL/d gate|` with only `heads` kept
+    /// ([`pair_gradients`]).
+    Gradients {
+        /// The heads kept.
+        heads: HeadSet,
+        /// The pairs.
+        pairs: Vec<Pair>,
+    },
+}
+
+/// What a piece of work gave.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Done {
+    /// One embedding per sentence, in order.
+    Embeddings(Vec<Vec<f32>>),
+    /// One sum per head.
+    HeadSums(Vec<f64>),
+}
+
+/// Why a message between the page and a worker could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// It does not start as a message of this kind does.
+    NotAMessage,
+    /// It ends before what it announces.
+    Truncated,
+    /// An unknown kind of work or result.
+    UnknownTag(u8),
+    /// A count over the limits, or a token id or head set this model cannot run.
+    OutOfRange(&'static str),
+    /// Bytes after the end of the message.
+    TrailingBytes,
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::NotAMessage => write!(f, "a worker message is not one headlab sends"),
+            WireError::Truncated => write!(f, "a worker message ends early"),
+            WireError::UnknownTag(t) => write!(f, "a worker message has an unknown kind ({t})"),
+            WireError::OutOfRange(what) => write!(f, "a worker message has {what} out of range"),
+            WireError::TrailingBytes => write!(f, "a worker message has bytes after its end"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+impl Work {
+    /// Runs the piece on `bert` with `kernel`. The piece must fit the model ([`Work::check`]).
+    pub fn run(&self, bert: &Bert, kernel: Kernel) -> Done {
+        match self {
+            Work::Embed { heads, ids } => {
+                Done::Embeddings(PrunedBert::new(bert, heads).embed_batch(kernel, ids))
+            }
+            Work::Gradients { heads, pairs } => {
+                let g = gates(heads);
+                let mut sums = vec![0.0; TOTAL_HEADS];
+                for (u, v, y) in pairs {
+                    let (_, grads) = pair_gradients(bert, kernel, u, v, *y, &g);
+                    sums.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
+                }
+                Done::HeadSums(sums)
+            }
+        }
+    }
+
+    /// Whether `bert` can run this piece: one flag per head, token ids in its vocabulary, no
+    /// sentence longer than its positions or empty.
+    pub fn check(&self, bert: &Bert) -> Result<(), WireError> {
+        let (heads, mut sentences): (&HeadSet, Box<dyn Iterator<Item = &Vec<u32>>>) = match self {
+            Work::Embed { heads, ids } => (heads, Box::new(ids.iter())),
+            Work::Gradients { heads, pairs } => (heads, Box::new(pairs.iter().flat_map(|(u, v, _)| [u, v]))),
+        };
+        if heads.len() != TOTAL_HEADS {
+            return Err(WireError::OutOfRange("a head set"));
+        }
+        let vocab = bert.vocab_size();
+        if !sentences
+            .all(|s| !s.is_empty() && s.len() <= MAX_TOKENS && s.iter().all(|&t| (t as usize) < vocab))
+        {
+            return Err(WireError::OutOfRange("a token id or sentence length"));
+        }
+        Ok(())
+    }
+
+    /// Whether `done` can be this piece's result: an embedding of the model's width per
+    /// sentence, or a sum per head.
+    pub fn accepts(&self, done: &Done) -> bool {
+        match (self, done) {
+            (Work::Embed { ids, .. }, Done::Embeddings(e)) => {
+                e.len() == ids.len() && e.iter().all(|v| v.len() == super::bert::D_MODEL)
+            }
+            (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == TOTAL_HEADS,
+            _ => false,
+        }
+    }
+
+    /// The piece as bytes (see the module's documentation).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer(b"HLW1".to_vec());
+        match self {
+            Work::Embed { heads, ids } => {
+                w.u8(0);
+                w.heads(heads);
+                w.u32(ids.len());
+                ids.iter().for_each(|s| w.ids(s));
+            }
+            Work::Gradients { heads, pairs } => {
+                w.u8(1);
+                w.heads(heads);
+                w.u32(pairs.len());
+                for (u, v, y) in pairs {
+                    w.ids(u);
+                    w.ids(v);
+                    w.0.extend(y.to_le_bytes());
+                }
+            }
+        }
+        w.0
+    }
+
+    /// A piece from [`Work::encode`]'s bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Work, WireError> {
+        let mut r = Reader::new(bytes, b"HLW1")?;
+        let tag = r.u8()?;
+        let heads = r.heads()?;
+        let count = r.count(MAX_ITEMS)?;
+        let work = match tag {
+            0 => Work::Embed { heads, ids: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? },
+            1 => Work::Gradients {
+                heads,
+                pairs: (0..count).map(|_| Ok((r.ids()?, r.ids()?, r.f64()?))).collect::<Result<_, _>>()?,
+            },
+            t => return Err(WireError::UnknownTag(t)),
+        };
+        r.end()?;
+        Ok(work)
+    }
+}
+
+impl Done {
+    /// The embeddings of several pieces' results, in order (other results have none).
+    pub fn embeddings(done: Vec<Done>) -> Vec<Vec<f32>> {
+        done.into_iter()
+            .flat_map(|d| match d {
+                Done::Embeddings(e) => e,
+                Done::HeadSums(_) => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The result as bytes (see the module's documentation).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer(b"HLD1".to_vec());
+        match self {
+            Done::Embeddings(e) => {
+                w.u8(0);
+                w.u32(e.len());
+                w.u32(e.first().map_or(0, Vec::len));
+                e.iter().flatten().for_each(|x| w.0.extend(x.to_le_bytes()));
+            }
+            Done::HeadSums(s) => {
+                w.u8(1);
+                w.u32(s.len());
+                s.iter().for_each(|x| w.0.extend(x.to_le_bytes()));
+            }
+        }
+        w.0
+    }
+
+    /// A result from [`Done::encode`]'s bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Done, WireError> {
+        let mut r = Reader::new(bytes, b"HLD1")?;
+        let done = match r.u8()? {
+            0 => {
+                let (count, dim) = (r.count(MAX_ITEMS)?, r.count(super::bert::D_MODEL)?);
+                let mut e = Vec::with_capacity(count);
+                for _ in 0..count {
+                    e.push((0..dim).map(|_| r.f32()).collect::<Result<Vec<f32>, _>>()?);
+                }
+                Done::Embeddings(e)
+            }
+            1 => {
+                let n = r.count(TOTAL_HEADS)?;
+                Done::HeadSums((0..n).map(|_| r.f64()).collect::<Result<_, _>>()?)
+            }
+            t => return Err(WireError::UnknownTag(t)),
+        };
+        r.end()?;
+        Ok(done)
+    }
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+
+    fn u32(&mut self, v: usize) {
+        self.0.extend(u32::try_from(v).unwrap_or(u32::MAX).to_le_bytes());
+    }
+
+    fn heads(&mut self, heads: &HeadSet) {
+        self.u32(heads.len());
+        self.0.extend((0..heads.len()).map(|h| u8::from(heads.is_active(h))));
+    }
+
+    fn ids(&mut self, ids: &[u32]) {
+        self.u32(ids.len());
+        ids.iter().for_each(|t| self.0.extend(t.to_le_bytes()));
+    }
+}
+
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn new(bytes: &'a [u8], magic: &[u8; 4]) -> Result<Self, WireError> {
+        match bytes.strip_prefix(magic.as_slice()) {
+            Some(rest) => Ok(Reader { rest }),
+            None => Err(WireError::NotAMessage),
+        }
+    }
+
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let (head, rest) = self.rest.split_first_chunk::<N>().ok_or(WireError::Truncated)?;
+        self.rest = rest;
+        Ok(*head)
+    }
+
+    fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.take::<1>()?[0])
+    }
+
+    fn f32(&mut self) -> Result<f32, WireError> {
+        Ok(f32::from_le_bytes(self.take()?))
+    }
+
+    fn f64(&mut self) -> Result<f64, WireError> {
+        Ok(f64::from_le_bytes(self.take()?))
+    }
+
+    /// A count of at most `max`.
+    fn count(&mut self, max: usize) -> Result<usize, WireError> {
+        let n = u32::from_le_bytes(self.take()?) as usize;
+        if n > max {
+            return Err(WireError::OutOfRange("a count"));
+        }
+        Ok(n)
+    }
+
+    fn heads(&mut self) -> Result<HeadSet, WireError> {
+        let n = self.count(TOTAL_HEADS)?;
+        let flags = self.rest.get(..n).ok_or(WireError::Truncated)?;
+        if flags.iter().any(|&f| f > 1) {
+            return Err(WireError::OutOfRange("a head flag"));
+        }
+        let heads = HeadSet::with_pruned(n, (0..n).filter(|&h| flags[h] == 0));
+        self.rest = &self.rest[n..];
+        Ok(heads)
+    }
+
+    fn ids(&mut self) -> Result<Vec<u32>, WireError> {
+        let n = self.count(MAX_TOKENS)?;
+        (0..n).map(|_| Ok(u32::from_le_bytes(self.take()?))).collect()
+    }
+
+    fn end(&self) -> Result<(), WireError> {
+        if self.rest.is_empty() {
+            Ok(())
+        } else {
+            Err(WireError::TrailingBytes)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Work> {
+        let heads = HeadSet::with_pruned(TOTAL_HEADS, [0, 13, 71]);
+        vec![
+            Work::Embed { heads: heads.clone(), ids: vec![vec![101, 7592, 102], vec![101, 102]] },
+            Work::Embed { heads: HeadSet::all(TOTAL_HEADS), ids: vec![] },
+            Work::Gradients { heads, pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
+        ]
+    }
+
+    #[test]
+    fn work_and_results_survive_the_wire() {
+        for w in samples() {
+            assert_eq!(Work::decode(&w.encode()), Ok(w.clone()));
+        }
+        let results = [
+            Done::Embeddings(vec![vec![0.5, -1.0, f32::MIN_POSITIVE], vec![1.0, 2.0, 3.0]]),
+            Done::Embeddings(vec![]),
+            Done::HeadSums((0..TOTAL_HEADS).map(|h| h as f64 / 7.0).collect()),
+        ];
+        for d in results {
+            assert_eq!(Done::decode(&d.encode()), Ok(d.clone()));
+        }
+    }
+
+    #[test]
+    fn a_result_is_accepted_only_for_its_own_kind_of_piece() {
+        let [embed, _, gradients] = <[Work; 3]>::try_from(samples()).unwrap();
+        let two = Done::Embeddings(vec![vec![0.0; super::super::bert::D_MODEL]; 2]);
+        let sums = Done::HeadSums(vec![0.0; TOTAL_HEADS]);
+        assert!(embed.accepts(&two) && gradients.accepts(&sums));
+        assert!(!embed.accepts(&sums) && !gradients.accepts(&two));
+        assert!(!embed.accepts(&Done::Embeddings(vec![vec![0.0; 3]; 2])));
+        assert!(!gradients.accepts(&Done::HeadSums(vec![0.0; 3])));
+    }
+
+    #[test]
+    fn every_damaged_message_is_refused() {
+        for w in samples() {
+            let bytes = w.encode();
+            // Every truncation, every trailing byte, and a wrong magic.
+            for cut in 0..bytes.len() {
+                assert!(Work::decode(&bytes[..cut]).is_err(), "{w:?} cut at {cut}");
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert_eq!(Work::decode(&longer), Err(WireError::TrailingBytes));
+            assert_eq!(Done::decode(&bytes), Err(WireError::NotAMessage));
+        }
+        let mut bad_tag = samples()[0].encode();
+        bad_tag[4] = 9;
+        assert_eq!(Work::decode(&bad_tag), Err(WireError::UnknownTag(9)));
+        let mut bad_flag = samples()[0].encode();
+        bad_flag[9] = 2;
+        assert_eq!(Work::decode(&bad_flag), Err(WireError::OutOfRange("a head flag")));
+        // A count far past what the bytes hold is refused before anything is allocated for it.
+        let mut huge = b"HLD1\x00".to_vec();
+        huge.extend(u32::MAX.to_le_bytes());
+        assert_eq!(Done::decode(&huge), Err(WireError::OutOfRange("a count")));
+    }
+}

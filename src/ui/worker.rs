@@ -1,0 +1,93 @@
+//! Inside a web worker: the page's wasm, started by `www/worker.js`, serves the page's batch
+//! work ([`crate::model::work`]) instead of mounting the app.
+//!
+//! The conversation, one message at a time (the page waits for each answer):
+//! the worker says `"ready"`; the page sends the model's address (a string) and the worker
+//! answers `"loaded"` once it has fetched and checked it; then each piece of work comes as an
+//! `ArrayBuffer` and goes back as one. Anything that goes wrong is answered with a string that
+//! starts with `"error: "` and says what, and the worker keeps serving.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, ArrayBuffer, Uint8Array};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent, Response};
+
+use crate::cpu::Kernel;
+use crate::model::work::Work;
+use crate::model::MiniLm;
+
+/// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
+pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
+    js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>().ok()
+}
+
+/// Serves the page from `scope` for as long as the worker lives.
+pub fn serve(scope: DedicatedWorkerGlobalScope) {
+    std::panic::set_hook(Box::new(console_error_panic_hook::hook));
+    let model: Rc<RefCell<Option<MiniLm>>> = Rc::default();
+    let reply_to = scope.clone();
+    let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let data = event.data();
+        if let Some(url) = data.as_string() {
+            let (scope, model) = (reply_to.clone(), model.clone());
+            spawn_local(async move {
+                let answer = match load(&scope, &url).await {
+                    Ok(m) => {
+                        *model.borrow_mut() = Some(m);
+                        "loaded".to_string()
+                    }
+                    Err(e) => format!("error: {e}"),
+                };
+                post_text(&scope, &answer);
+            });
+        } else if let Some(buffer) = data.dyn_ref::<ArrayBuffer>() {
+            let bytes = Uint8Array::new(buffer).to_vec();
+            match work(model.borrow().as_ref(), &bytes) {
+                Ok(answer) => post_bytes(&reply_to, &answer),
+                Err(e) => post_text(&reply_to, &format!("error: {e}")),
+            }
+        } else {
+            post_text(&reply_to, "error: a message the worker does not understand");
+        }
+    });
+    scope.set_onmessage(Some(handler.as_ref().unchecked_ref()));
+    // The worker lives as long as the page keeps it: so does its handler.
+    handler.forget();
+    post_text(&scope, "ready");
+}
+
+/// Runs one piece of work from its bytes, and gives its result's bytes.
+fn work(model: Option<&MiniLm>, bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let model = model.ok_or("the model is not loaded in this worker")?;
+    let work = Work::decode(bytes).map_err(|e| e.to_string())?;
+    work.check(&model.bert).map_err(|e| e.to_string())?;
+    Ok(work.run(&model.bert, Kernel::Simd).encode())
+}
+
+/// Fetches the model from `url` (the page's own origin) and checks it as the page does.
+async fn load(scope: &DedicatedWorkerGlobalScope, url: &str) -> Result<MiniLm, String> {
+    let failed = |e: JsValue| {
+        format!("could not fetch the model: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")))
+    };
+    let response: Response =
+        JsFuture::from(scope.fetch_with_str(url)).await.map_err(failed)?.unchecked_into();
+    if !response.ok() {
+        return Err(format!("could not fetch the model: HTTP {}", response.status()));
+    }
+    let buffer = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
+    MiniLm::from_asset(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
+}
+
+fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {
+    // A worker whose page is gone has nobody to tell.
+    let _ = scope.post_message(&JsValue::from_str(text));
+}
+
+fn post_bytes(scope: &DedicatedWorkerGlobalScope, bytes: &[u8]) {
+    let array = Uint8Array::from(bytes);
+    let _ = scope.post_message_with_transfer(&array.buffer(), &Array::of1(&array.buffer()));
+}
