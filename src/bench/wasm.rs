@@ -36,6 +36,47 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
 
+/// One quality evaluation of the page's sentence pairs (`pairs`, the bytes of sts-pairs.tsv):
+/// every sentence embedded by the model with `pruned` heads removed, in the curves' pieces of
+/// [`crate::model::curves::SENTENCES_PER_STEP`] sentences; the median of `rounds`, and GFLOP/s.
+#[wasm_bindgen]
+pub fn bench_evaluation(
+    asset: &[u8],
+    pairs: &[u8],
+    pruned: Vec<u32>,
+    rounds: usize,
+) -> Result<String, String> {
+    use crate::model::bert::TOTAL_HEADS;
+    use crate::model::work::{Done, Work};
+    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let pairs = crate::model::task::Pairs::from_file(pairs).map_err(|e| e.to_string())?;
+    let ids = pairs.ids(&model.tokenizer);
+    let heads =
+        HeadSet::with_pruned(TOTAL_HEADS, pruned.iter().map(|&h| h as usize).filter(|&h| h < TOTAL_HEADS));
+    let pieces: Vec<Work> = ids
+        .chunks(crate::model::curves::SENTENCES_PER_STEP)
+        .map(|ids| Work::Embed { heads: heads.clone(), ids: ids.to_vec() })
+        .collect();
+    let mut times = Vec::new();
+    let mut quality = 0.0;
+    for _ in 0..rounds.max(1) {
+        let t0 = now();
+        let done = pieces.iter().map(|w| w.run(&model.bert, Kernel::Simd)).collect();
+        quality = pairs.quality(&Done::embeddings(done));
+        times.push(now() - t0);
+    }
+    let ms = crate::attention::stats::median(&times).unwrap_or(f64::NAN);
+    let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+    let gflop = crate::model::pruned::cost(&heads, &lengths).total_flops as f64 / 1e9;
+    Ok(format!(
+        "one evaluation, {} pruned: {} sentences, {} tokens, {gflop:.1} GFLOP in {ms:.0} ms ({:.1} GFLOP/s), quality {quality:.6}",
+        heads.pruned_count(),
+        ids.len(),
+        lengths.iter().sum::<usize>(),
+        gflop / ms * 1e3
+    ))
+}
+
 /// [`generated_report`] at `seq_len`.
 #[wasm_bindgen]
 pub fn bench_generated(seq_len: usize, rounds: usize) -> String {

@@ -1,0 +1,72 @@
+// Every core, in the browser: the trained model's batch work in the built page (dist/) in
+// headless Chromium with ?threads=1 (the page's own thread) against ?threads=N (N web workers),
+// measured in the same run, interleaved round by round.
+//   node bench/threads.mjs [ROUNDS] [THREADS]     (default 3 rounds, every core the browser has)
+// Two measures: one quality evaluation of the reader's set (454 sentences embedded by the really
+// pruned model, what happens on every change of the pruned heads), and the first points of the
+// pruning curves (both ends, then 14 heads pruned in the iterative order: three evaluations and
+// three importance measurements of 16 pairs each).
+import { cpus } from 'node:os';
+import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
+
+const rounds = Number(process.argv[2] ?? 3);
+const many = Number(process.argv[3] ?? cpus().length);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const app = await serveDist();
+const browser = await launch({ webgpu: false });
+
+/** A page with the trained model on the CPU kernel and `threads`, idle once loaded. */
+async function open(threads) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}&pruned=1`);
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 120000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=pruned-line]')?.dataset.quality, null, { timeout: 300000 });
+  // The grid's importance sweep and the heads' roles run on load: let them finish.
+  await page.waitForFunction(() => /Roles over/.test(document.querySelector('[data-testid=roles-summary]')?.textContent ?? ''), null, { timeout: 300000 });
+  await page.waitForTimeout(2000);
+  return { context, page, threads };
+}
+
+/** Seconds for one quality evaluation: prune head `h` as well, wait for the new number. */
+async function evaluation({ page }, h) {
+  const before = await page.getByTestId('pruned-line').getAttribute('data-quality');
+  const t0 = performance.now();
+  await page.getByTestId(`grid-${Math.floor(h / 12)}-${h % 12}`).click();
+  await page.waitForFunction((b) => {
+    const q = document.querySelector('[data-testid=pruned-line]')?.dataset.quality;
+    return q && q !== b;
+  }, before, { timeout: 300000 });
+  return (performance.now() - t0) / 1000;
+}
+
+/** Seconds until the curves have both ends and the first iterative point. */
+async function firstCurvePoints({ page }) {
+  const t0 = performance.now();
+  await page.getByTestId('task-run').click();
+  await page.waitForFunction(() => {
+    const c = JSON.parse(document.querySelector('[data-testid=task-chart]').dataset.curves);
+    return (c.points.iterative ?? []).length >= 3;
+  }, null, { timeout: 600000 });
+  const seconds = (performance.now() - t0) / 1000;
+  await page.getByTestId('task-run').click();
+  return seconds;
+}
+
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+console.log(`CPU: ${cpu}, ${cpus().length} logical cores; Chromium headless; threads 1 against ${many}`);
+const pages = [await open(1), await open(many)];
+const times = { 1: [], [many]: [] };
+for (let r = 0; r < rounds; r++) {
+  for (const p of pages) times[p.threads].push(await evaluation(p, 13 + 2 * r));
+}
+const curves = {};
+for (const p of pages) curves[p.threads] = await firstCurvePoints(p);
+const [one, n] = [median(times[1]), median(times[many])];
+console.log('| measure | 1 thread | ' + many + ' threads | speed-up |');
+console.log('|---|---:|---:|---:|');
+console.log(`| one quality evaluation (454 sentences), median of ${rounds} | ${one.toFixed(2)} s | ${n.toFixed(2)} s | ${(one / n).toFixed(2)}x |`);
+console.log(`| pruning curves: both ends and 14 pruned (3 evaluations, 3 importance measurements) | ${curves[1].toFixed(1)} s | ${curves[many].toFixed(1)} s | ${(curves[1] / curves[many]).toFixed(2)}x |`);
+for (const p of pages) await p.context.close();
+await browser.close();
+app.server.close();
