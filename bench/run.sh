@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 rounds=${1:-15}
 shapes=${2:-all}
+# Every table holds only for the CPU it was measured on.
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) logical cores; $(date -u +%F)"
 
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
 cargo bench --quiet --locked --features bench --bench mha -- "$rounds"
@@ -32,3 +34,9 @@ echo
 echo "## the trained model pruned for real: natively, and as wasm in Node"
 cargo bench --quiet --locked --features bench --bench trained -- "$rounds" pruned
 node bench/trained.mjs "$rounds" "$shapes"
+
+echo
+echo "## every core: the trained model's batch work in headless Chromium, threads 1 against $(nproc)"
+# What is measured is the built page; build it if this checkout has none.
+[ -f dist/index.html ] || trunk build --release --offline
+if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads.mjs "$rounds"; fi

@@ -1,7 +1,9 @@
 // Every core, in the browser: the trained model's batch work in the built page (dist/) in
 // headless Chromium with ?threads=1 (the page's own thread) against ?threads=N (N web workers),
 // measured in the same run, interleaved round by round.
-//   node bench/threads.mjs [ROUNDS] [THREADS]     (default 3 rounds, every core the browser has)
+//   node bench/threads.mjs [ROUNDS] [THREADS] [full]
+// (default 3 rounds, every core the browser has; `full` also times the first complete curve,
+// about 2 + 4 minutes on 2 cores)
 // Two measures: one quality evaluation of the reader's set (454 sentences embedded by the really
 // pruned model, what happens on every change of the pruned heads), and the first points of the
 // pruning curves (both ends, then 14 heads pruned in the iterative order: three evaluations and
@@ -11,6 +13,7 @@ import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
+const full = process.argv[4] === 'full';
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const app = await serveDist();
@@ -40,6 +43,19 @@ async function evaluation({ page }, h) {
   return (performance.now() - t0) / 1000;
 }
 
+/** Seconds for the importance sweep (72 passes, one head removed in each) of a new sentence
+ * of `words` words: from typing it to the grid's prune-k slider being ready again. */
+async function sweep({ page }, words) {
+  const base = 'the river bank was steep and the water ran fast under the old stone bridge near town'.split(' ');
+  const sentence = Array.from({ length: words }, (_, i) => base[i % base.length]).join(' ') + '.';
+  await page.getByTestId('text').fill(sentence);
+  const t0 = performance.now();
+  await page.getByTestId('text').blur();
+  await page.waitForFunction(() => document.querySelector('[data-testid=trained-prune-k]')?.disabled, null, { timeout: 60000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]')?.disabled, null, { timeout: 600000, polling: 100 });
+  return (performance.now() - t0) / 1000;
+}
+
 /** Seconds until the curves have both ends and the first iterative point. */
 async function firstCurvePoints({ page }) {
   const t0 = performance.now();
@@ -53,6 +69,25 @@ async function firstCurvePoints({ page }) {
   return seconds;
 }
 
+/** Seconds from a fresh page's request to the first complete curve (every order at the marks
+ * and the quarters, and the one-head-per-layer point: 38 evaluations). */
+async function firstCompleteCurve(threads) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}`);
+  await page.waitForFunction(() => /about 100 evaluations/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 120000 });
+  const t0 = performance.now();
+  await page.getByTestId('task-run').click();
+  await page.waitForFunction(() => {
+    const c = JSON.parse(document.querySelector('[data-testid=task-chart]').dataset.curves);
+    const orders = ['iterative', 'one-shot', 'random-0', 'random-1', 'random-2', 'random-3', 'random-4'];
+    const has = (o, k) => (c.points[o] ?? []).some((p) => p[0] === k);
+    return c.one_per_layer != null && orders.every((o) => [14, 18, 29, 36, 54].every((k) => has(o, k)));
+  }, null, { timeout: 1200000, polling: 1000 });
+  const seconds = (performance.now() - t0) / 1000;
+  await context.close();
+  return seconds;
+}
+
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 console.log(`CPU: ${cpu}, ${cpus().length} logical cores; Chromium headless; threads 1 against ${many}`);
 const pages = [await open(1), await open(many)];
@@ -60,13 +95,23 @@ const times = { 1: [], [many]: [] };
 for (let r = 0; r < rounds; r++) {
   for (const p of pages) times[p.threads].push(await evaluation(p, 13 + 2 * r));
 }
+const sweeps = { 1: [], [many]: [] };
+for (let r = 0; r < rounds; r++) {
+  for (const p of pages) sweeps[p.threads].push(await sweep(p, 100 + r));
+}
 const curves = {};
 for (const p of pages) curves[p.threads] = await firstCurvePoints(p);
 const [one, n] = [median(times[1]), median(times[many])];
 console.log('| measure | 1 thread | ' + many + ' threads | speed-up |');
 console.log('|---|---:|---:|---:|');
 console.log(`| one quality evaluation (454 sentences), median of ${rounds} | ${one.toFixed(2)} s | ${n.toFixed(2)} s | ${(one / n).toFixed(2)}x |`);
+const [s1, sn] = [median(sweeps[1]), median(sweeps[many])];
+console.log(`| importance sweep of a 100-word sentence (72 passes), median of ${rounds} | ${s1.toFixed(2)} s | ${sn.toFixed(2)} s | ${(s1 / sn).toFixed(2)}x |`);
 console.log(`| pruning curves: both ends and 14 pruned (3 evaluations, 3 importance measurements) | ${curves[1].toFixed(1)} s | ${curves[many].toFixed(1)} s | ${(curves[1] / curves[many]).toFixed(2)}x |`);
 for (const p of pages) await p.context.close();
+if (full) {
+  const [a, b] = [await firstCompleteCurve(many), await firstCompleteCurve(1)];
+  console.log(`| the first complete curve (38 evaluations, from a fresh page) | ${b.toFixed(0)} s | ${a.toFixed(0)} s | ${(b / a).toFixed(2)}x |`);
+}
 await browser.close();
 app.server.close();

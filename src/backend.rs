@@ -382,6 +382,11 @@ impl TrainedRunner {
         &self.model
     }
 
+    /// Whether its passes run on the GPU now.
+    pub fn on_gpu(&self) -> bool {
+        self.gpu.borrow().is_some()
+    }
+
     /// Where its passes run now, for the page.
     pub fn ran_on(&self) -> &'static str {
         if self.gpu.borrow().is_some() {

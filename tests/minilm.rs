@@ -271,6 +271,23 @@ fn importance_is_each_heads_own_drift_ranked_and_stepping_changes_nothing() {
     let ranking = sweep.ranking().unwrap();
     let all_at_once = pollster::block_on(ImportanceSweep::new(ids.clone(), full.clone()).finish(&bert));
     assert_eq!(ranking, all_at_once);
+    // As the page's workers measure it: heads dealt out in four pieces, each through the wire.
+    {
+        use headlab::model::work::{Done, Work};
+        let mut values = vec![f64::NAN; TOTAL_HEADS];
+        for i in 0..4 {
+            let ablate: Vec<usize> = (i..TOTAL_HEADS).step_by(4).collect();
+            let w =
+                Work::Ablate { heads: HeadSet::all(TOTAL_HEADS), ids: ids.clone(), ablate: ablate.clone() };
+            let w = Work::decode(&w.encode()).unwrap();
+            w.check(&bert).unwrap();
+            let Done::Drifts(d) = Done::decode(&w.run(&bert, Kernel::Simd).encode()).unwrap() else {
+                panic!()
+            };
+            ablate.iter().zip(d).for_each(|(&h, v)| values[h] = v);
+        }
+        assert_eq!(headlab::attention::importance::Ranking::new(values), ranking, "pieces vs the sweep");
+    }
     // Each value is the drift of a pass from scratch with that head alone pruned.
     for h in [0, 13, 40, 71] {
         let alone = bert.forward(Kernel::Simd, &ids, &HeadSet::with_pruned(TOTAL_HEADS, [h]));

@@ -13,8 +13,9 @@
 //! work:   "HLW1" tag:u8 heads body          done:  "HLD1" tag:u8 body
 //! heads:  n:u32 then n bytes (1 = kept)     tag 0: Embeddings  count:u32 dim:u32 count*dim f32
 //! ids:    n:u32 then n u32                  tag 1: HeadSums    n:u32 n f64
-//! tag 0 (Embed):     count:u32 then count ids
+//! tag 0 (Embed):     count:u32 then count ids                     tag 2: Drifts  n:u32 n f64
 //! tag 1 (Gradients): count:u32 then count (ids ids score:f64)
+//! tag 2 (Ablate):    count:u32 then count head:u32, then ids
 //! ```
 //!
 //! Decoding checks every length against what is left and against the limits below, so a
@@ -53,6 +54,16 @@ pub enum Work {
         /// The pairs.
         pairs: Vec<Pair>,
     },
+    /// For each head of `ablate`, how far removing it alone from `heads` moves the embedding
+    /// of `ids` (`1 - cosine`), as [`super::analysis::ImportanceSweep`] measures it.
+    Ablate {
+        /// The heads kept before each removal.
+        heads: HeadSet,
+        /// The sentence's token ids.
+        ids: Vec<u32>,
+        /// The heads removed, one at a time.
+        ablate: Vec<usize>,
+    },
 }
 
 /// What a piece of work gave.
@@ -62,6 +73,8 @@ pub enum Done {
     Embeddings(Vec<Vec<f32>>),
     /// One sum per head.
     HeadSums(Vec<f64>),
+    /// One drift per head removed.
+    Drifts(Vec<f64>),
 }
 
 /// Why a message between the page and a worker could not be read.
@@ -109,6 +122,19 @@ impl Work {
                 }
                 Done::HeadSums(sums)
             }
+            Work::Ablate { heads, ids, ablate } => {
+                // Each pass reuses the layers before its head's own, as the page's sweep does.
+                let full = bert.forward(kernel, ids, heads);
+                let drifts = ablate.iter().map(|&h| {
+                    let mut without = heads.clone();
+                    without.set(h, false);
+                    super::analysis::embedding_drift(
+                        &full,
+                        &bert.forward_from(kernel, ids, &without, Some(&full)),
+                    )
+                });
+                Done::Drifts(drifts.collect())
+            }
         }
     }
 
@@ -118,9 +144,15 @@ impl Work {
         let (heads, mut sentences): (&HeadSet, Box<dyn Iterator<Item = &Vec<u32>>>) = match self {
             Work::Embed { heads, ids } => (heads, Box::new(ids.iter())),
             Work::Gradients { heads, pairs } => (heads, Box::new(pairs.iter().flat_map(|(u, v, _)| [u, v]))),
+            Work::Ablate { heads, ids, .. } => (heads, Box::new(std::iter::once(ids))),
         };
         if heads.len() != TOTAL_HEADS {
             return Err(WireError::OutOfRange("a head set"));
+        }
+        if let Work::Ablate { ablate, .. } = self {
+            if ablate.iter().any(|&h| h >= TOTAL_HEADS) {
+                return Err(WireError::OutOfRange("a head"));
+            }
         }
         let vocab = bert.vocab_size();
         if !sentences
@@ -139,6 +171,7 @@ impl Work {
                 e.len() == ids.len() && e.iter().all(|v| v.len() == super::bert::D_MODEL)
             }
             (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == TOTAL_HEADS,
+            (Work::Ablate { ablate, .. }, Done::Drifts(d)) => d.len() == ablate.len(),
             _ => false,
         }
     }
@@ -163,6 +196,13 @@ impl Work {
                     w.0.extend(y.to_le_bytes());
                 }
             }
+            Work::Ablate { heads, ids, ablate } => {
+                w.u8(2);
+                w.heads(heads);
+                w.u32(ablate.len());
+                ablate.iter().for_each(|&h| w.u32(h));
+                w.ids(ids);
+            }
         }
         w.0
     }
@@ -179,6 +219,10 @@ impl Work {
                 heads,
                 pairs: (0..count).map(|_| Ok((r.ids()?, r.ids()?, r.f64()?))).collect::<Result<_, _>>()?,
             },
+            2 => {
+                let ablate = (0..count).map(|_| r.count(u32::MAX as usize)).collect::<Result<_, _>>()?;
+                Work::Ablate { heads, ablate, ids: r.ids()? }
+            }
             t => return Err(WireError::UnknownTag(t)),
         };
         r.end()?;
@@ -192,7 +236,7 @@ impl Done {
         done.into_iter()
             .flat_map(|d| match d {
                 Done::Embeddings(e) => e,
-                Done::HeadSums(_) => Vec::new(),
+                Done::HeadSums(_) | Done::Drifts(_) => Vec::new(),
             })
             .collect()
     }
@@ -211,6 +255,11 @@ impl Done {
                 w.u8(1);
                 w.u32(s.len());
                 s.iter().for_each(|x| w.0.extend(x.to_le_bytes()));
+            }
+            Done::Drifts(d) => {
+                w.u8(2);
+                w.u32(d.len());
+                d.iter().for_each(|x| w.0.extend(x.to_le_bytes()));
             }
         }
         w.0
@@ -231,6 +280,10 @@ impl Done {
             1 => {
                 let n = r.count(TOTAL_HEADS)?;
                 Done::HeadSums((0..n).map(|_| r.f64()).collect::<Result<_, _>>()?)
+            }
+            2 => {
+                let n = r.count(MAX_ITEMS)?;
+                Done::Drifts((0..n).map(|_| r.f64()).collect::<Result<_, _>>()?)
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -334,7 +387,8 @@ mod tests {
         vec![
             Work::Embed { heads: heads.clone(), ids: vec![vec![101, 7592, 102], vec![101, 102]] },
             Work::Embed { heads: HeadSet::all(TOTAL_HEADS), ids: vec![] },
-            Work::Gradients { heads, pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
+            Work::Gradients { heads: heads.clone(), pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
+            Work::Ablate { heads, ids: vec![101, 7592, 102], ablate: vec![1, 2, 70] },
         ]
     }
 
@@ -347,6 +401,7 @@ mod tests {
             Done::Embeddings(vec![vec![0.5, -1.0, f32::MIN_POSITIVE], vec![1.0, 2.0, 3.0]]),
             Done::Embeddings(vec![]),
             Done::HeadSums((0..TOTAL_HEADS).map(|h| h as f64 / 7.0).collect()),
+            Done::Drifts(vec![0.5, 1e-9]),
         ];
         for d in results {
             assert_eq!(Done::decode(&d.encode()), Ok(d.clone()));
@@ -355,13 +410,14 @@ mod tests {
 
     #[test]
     fn a_result_is_accepted_only_for_its_own_kind_of_piece() {
-        let [embed, _, gradients] = <[Work; 3]>::try_from(samples()).unwrap();
+        let [embed, _, gradients, ablate] = <[Work; 4]>::try_from(samples()).unwrap();
         let two = Done::Embeddings(vec![vec![0.0; super::super::bert::D_MODEL]; 2]);
         let sums = Done::HeadSums(vec![0.0; TOTAL_HEADS]);
         assert!(embed.accepts(&two) && gradients.accepts(&sums));
         assert!(!embed.accepts(&sums) && !gradients.accepts(&two));
         assert!(!embed.accepts(&Done::Embeddings(vec![vec![0.0; 3]; 2])));
         assert!(!gradients.accepts(&Done::HeadSums(vec![0.0; 3])));
+        assert!(ablate.accepts(&Done::Drifts(vec![0.0; 3])) && !ablate.accepts(&Done::Drifts(vec![0.0; 2])));
     }
 
     #[test]

@@ -259,6 +259,12 @@ impl Workers {
         }
     }
 
+    /// Whether work goes to the workers (more than one thread asked for, and they have not
+    /// failed).
+    pub fn parallel(&self) -> bool {
+        self.running_on() > 1
+    }
+
     /// Threads the work runs on now: the workers, or the page's one.
     pub fn running_on(&self) -> usize {
         match &*self.state.borrow() {

@@ -7,7 +7,7 @@
 
 mod grid;
 mod layer;
-pub(crate) mod loader;
+mod loader;
 mod task;
 mod task_view;
 mod view;

@@ -18,9 +18,7 @@ use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
 use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser};
-use crate::ui::pool::{auto_threads, Workers};
-use crate::ui::state::AppState;
-use crate::ui::trained::loader::ASSET_URL;
+use crate::ui::pool::Workers;
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
 pub const PAIRS_URL: &str = "sts-pairs.tsv";
@@ -70,7 +68,7 @@ pub struct TaskView {
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
-    /// Where the curves and the reader's set's quality are computed.
+    /// Where the curves and the reader's set's quality are computed (the panel's workers).
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
 }
 
@@ -82,8 +80,7 @@ impl TaskView {
             let model = model();
             async move { Some(fetch_pairs(&*model?).await) }
         });
-        let threads = AppState::get().settings.with_untracked(|s| s.threads.count(auto_threads()));
-        let workers = StoredValue::new_local(Rc::new(Workers::new(threads, ASSET_URL)));
+        let workers = view.workers;
         let curves = RwSignal::new_local(Curves::default());
         let (progress, running) = (RwSignal::new(None), RwSignal::new(false));
         let one_shot = move || view.importance_now().map(|imp| imp.ranking.ranked.clone());

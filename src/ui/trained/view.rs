@@ -7,14 +7,16 @@ use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use super::loader::LoadState;
+use super::loader::{LoadState, ASSET_URL};
 use crate::attention::importance::Ranking;
 use crate::attention::{cosine, HeadSet};
 use crate::backend::TrainedRunner;
 use crate::model::analysis::{self, CheckAnswer, Contrast, ImportanceSweep, Runner};
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
+use crate::model::work::{Done, Work};
 use crate::ui::browser::{now_ms, yield_to_browser};
+use crate::ui::pool::{auto_threads, Workers};
 use crate::ui::state::{AppState, TrainedChoices};
 
 /// One pass of the trained model, and where and how it ran.
@@ -70,6 +72,8 @@ pub struct TrainedView {
     pub check_full: LocalResource<Option<CheckAnswer>>,
     /// See `check_full`.
     pub check_now: LocalResource<Option<CheckAnswer>>,
+    /// Where batch work on the CPU kernel runs: the page's web workers, or its own thread.
+    pub workers: StoredValue<Rc<Workers>, LocalStorage>,
 }
 
 impl TrainedView {
@@ -77,6 +81,8 @@ impl TrainedView {
     pub fn new(load: RwSignal<LoadState, LocalStorage>) -> TrainedView {
         let app = AppState::get();
         let choices = app.trained;
+        let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
+        let workers = StoredValue::new_local(Rc::new(Workers::new(threads, ASSET_URL)));
         let runner = LocalResource::new(move || {
             let (model, session) = (load.with(LoadState::model), app.session.get());
             async move { Some(Rc::new(TrainedRunner::new(model?, &*session?).await)) }
@@ -101,7 +107,8 @@ impl TrainedView {
         });
         let importance = LocalResource::new(move || {
             let (runner, base) = (runner.get().flatten(), full.get().flatten());
-            async move { measure_importance(runner?, base?, full).await }
+            let workers = workers.get_value();
+            async move { measure_importance(runner?, base?, full, workers).await }
         });
         let contrast = LocalResource::new(move || {
             let (runner, base, imp) =
@@ -132,6 +139,7 @@ impl TrainedView {
             contrast,
             check_full,
             check_now,
+            workers,
         }
     }
 
@@ -188,19 +196,40 @@ fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
     tokens.with(|t| t.iter().map(|t| t.id).collect())
 }
 
-/// The importance sweep over `base`'s sentence, one pass per head with the browser's turn
-/// between; abandoned (`None`) as soon as `full` holds another pass (the sentence or the
-/// backend changed, and a newer sweep is due).
+/// The importance sweep over `base`'s sentence, one pass per head; abandoned (`None`) as soon
+/// as `full` holds another pass (the sentence or the backend changed, and a newer sweep is due).
+/// On the CPU kernel with workers, the heads are shared among them (every worker gets heads of
+/// every layer, so their passes cost about the same); else the passes run here, with the
+/// browser's turn between.
 async fn measure_importance(
     runner: Rc<TrainedRunner>,
     base: Rc<Pass>,
     full: LocalResource<Option<Rc<Pass>>>,
+    workers: Rc<Workers>,
 ) -> Option<Rc<SentenceImportance>> {
+    let wanted = || full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &base));
+    if !runner.on_gpu() && workers.parallel() {
+        let pieces = workers.running_on();
+        let work = (0..pieces)
+            .map(|i| Work::Ablate {
+                heads: HeadSet::all(TOTAL_HEADS),
+                ids: base.ids.clone(),
+                ablate: (i..TOTAL_HEADS).step_by(pieces).collect(),
+            })
+            .collect::<Vec<_>>();
+        let done = workers.run(&runner.model().bert, work.clone(), wanted).await?;
+        let mut values = vec![0.0; TOTAL_HEADS];
+        for (w, d) in work.iter().zip(done) {
+            if let (Work::Ablate { ablate, .. }, Done::Drifts(drifts)) = (w, d) {
+                ablate.iter().zip(drifts).for_each(|(&h, v)| values[h] = v);
+            }
+        }
+        return Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: Ranking::new(values) }));
+    }
     let mut sweep = ImportanceSweep::new(base.ids.clone(), base.out.clone());
     loop {
         yield_to_browser().await;
-        let current = full.get_untracked().flatten();
-        if !current.is_some_and(|f| Rc::ptr_eq(&f, &base)) {
+        if !wanted() {
             return None;
         }
         if !sweep.step(&*runner).await {
