@@ -177,9 +177,9 @@ impl Pool {
                 rx
             })
             .collect();
-        while let Some(member) =
-            (!self.queue.borrow().is_empty()).then(|| self.idle.borrow_mut().pop()).flatten()
-        {
+        // Every idle worker takes to the queue; the busy ones come back to it when done.
+        let idle: Vec<Rc<Member>> = self.idle.borrow_mut().drain(..).collect();
+        for member in idle {
             spawn_local(serve(member, self.queue.clone(), self.idle.clone(), self.broken.clone()));
         }
         let mut out = Vec::with_capacity(waiting.len());
