@@ -3,7 +3,8 @@
 # Idempotent: each tool is checked first and skipped when its pinned version is present.
 #
 #   scripts/install-tools.sh serve   # what building and serving the page needs
-#   scripts/install-tools.sh test    # the above, plus browsers, wasm-pack and software Vulkan
+#   scripts/install-tools.sh test    # the above, plus three browser engines and their WebDriver
+#                                    # servers, wasm-pack and software Vulkan
 #
 # Versions are pinned here (and wasm-bindgen is read from Cargo.lock) so a fresh Debian 12
 # machine gets the same tools as CI. See ../shared/ENVIRONMENT.md for why each choice.
@@ -15,6 +16,8 @@ cd "$root"
 
 TRUNK_VERSION=0.21.14
 WASM_PACK_VERSION=0.15.1
+# Firefox's WebDriver, built from the Rust crate registry (GitHub's prebuilt binaries are out of reach).
+GECKODRIVER_VERSION=0.37.1
 BINARYEN_VERSION=132.0.0
 # Node tools (wasm-opt from npm's binaryen, playwright-core) live outside the clone so that
 # fresh clones on the same machine reuse them.
@@ -73,6 +76,12 @@ if [ "$mode" = test ]; then
   apt_missing chromium-driver
   apt_missing mesa-vulkan-drivers
   apt_missing libvulkan1
+  # The other two engines: Firefox ESR (Gecko) and WebKitGTK's WebDriver with its MiniBrowser
+  # (WebKit), which needs a display: Xvfb, and xauth for xvfb-run.
+  apt_missing firefox-esr
+  apt_missing webkit2gtk-driver
+  apt_missing xvfb
+  apt_missing xauth
 fi
 install_apt
 
@@ -92,6 +101,8 @@ if [ "$mode" = test ]; then
   node_pkg axe-core 4.14.1
   # The runtime the CPU benchmark is compared with (bench/ort.mjs).
   node_pkg onnxruntime-web 1.30.0
+  # One WebDriver client for the three engines (tests/engines/); it finds no driver itself.
+  node_pkg selenium-webdriver 4.49.0
 fi
 if [ ${#node_pkgs[@]} -gt 0 ]; then
   log "npm: installing ${node_pkgs[*]} into $TOOLS_DIR"
@@ -107,5 +118,6 @@ cargo_tool wasm-bindgen "$WB_VERSION" wasm-bindgen-cli
 cargo_tool trunk "$TRUNK_VERSION" trunk --locked
 if [ "$mode" = test ]; then
   cargo_tool wasm-pack "$WASM_PACK_VERSION" wasm-pack --locked
+  cargo_tool geckodriver "$GECKODRIVER_VERSION" geckodriver --locked
 fi
 log "all tools present"

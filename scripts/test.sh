@@ -35,9 +35,17 @@ browser_tmp=$(mktemp -d)
 trap 'rm -rf "$browser_tmp"' EXIT
 step "browser tests (wasm-pack, headless Chromium)" \
   env TMPDIR="$browser_tmp" wasm-pack test --headless --chrome -- --locked -- --nocapture
+# The same tests in Firefox ESR (geckodriver): it offers no WebGPU adapter headless, so its
+# WebGPU tests run and check the fallback instead, and print that they did.
+step "browser tests (wasm-pack, headless Firefox ESR)" \
+  env TMPDIR="$browser_tmp" wasm-pack test --headless --firefox -- --locked -- --nocapture
 step "trained-model asset" scripts/build-model-asset.sh
 step "release build (trunk)" trunk build --release --offline
 step "end-to-end tests of the built page" node --test tests/e2e/
+# The page's behaviour once more, on Chromium, Firefox ESR and WebKitGTK through WebDriver; it
+# ends with the engines' results side by side (also in target/e2e/engines/support.md).
+step "end-to-end tests on three engines (WebDriver: Chromium, Firefox, WebKit)" \
+  env TMPDIR="$browser_tmp" node --test tests/engines/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
 step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
 

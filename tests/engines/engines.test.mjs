@@ -1,0 +1,250 @@
+// The page's behaviour, described once and run on every browser engine a reader uses: Chromium
+// (Blink), Firefox ESR (Gecko) and WebKitGTK (WebKit, Safari's engine), each through standard
+// WebDriver (webdriver.mjs). Run with `node --test tests/engines/`; scripts/test.sh does.
+// HEADLAB_ENGINES=firefox,webkit picks engines (default: all three, Chromium first: the others'
+// trained-model numbers are compared with its own). At the end it prints one table, engine by
+// engine, and writes it to target/e2e/engines/support.md; screenshots go beside it.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { By, ENGINES, artifacts, screenshot, serveDist, startEngine } from './webdriver.mjs';
+
+const engines = (process.env.HEADLAB_ENGINES ?? Object.keys(ENGINES).join(',')).split(',').filter(Boolean);
+for (const e of engines) if (!ENGINES[e]) throw new Error(`HEADLAB_ENGINES: unknown engine ${e}`);
+const referencePath = join(artifacts, 'chromium-reference.json');
+
+let server, base;
+before(async () => ({ server, base } = await serveDist()));
+after(async () => {
+  server?.close();
+  await report();
+});
+
+/** What each engine got and which of its tests passed, for the table at the end. */
+const results = new Map();
+const record = (engine, facts) => results.set(engine, { ...results.get(engine), ...facts });
+
+/** A test of `name` on `engine`, recorded as passed or failed in the table. */
+function check(engine, name, body) {
+  test(name, async () => {
+    const row = results.get(engine) ?? {};
+    try {
+      await body();
+      record(engine, { passed: [...(row.passed ?? []), name] });
+    } catch (e) {
+      record(engine, { failed: [...(row.failed ?? []), name] });
+      throw e;
+    }
+  });
+}
+
+// A wasm module using one simd128 instruction (i8x16.splat), and one using a relaxed-SIMD one
+// (i8x16.relaxed_swizzle): the engine's support, read with WebAssembly.validate.
+const SIMD = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 8, 1, 6, 0, 65, 0, 253, 15, 11];
+const RELAXED = [0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 15, 1, 13, 0, 65, 0, 253, 15,
+  65, 0, 253, 15, 253, 128, 2, 11];
+
+/** What the engine offers the page: WebGPU adapter, wasm features, cores, isolation. */
+const ENGINE_FACTS = `const [simd, relaxed, done] = arguments;
+(async () => {
+  let adapter = 'no navigator.gpu';
+  try {
+    if (navigator.gpu) {
+      const a = await navigator.gpu.requestAdapter();
+      adapter = a ? (a.info?.isFallbackAdapter || a.isFallbackAdapter ? 'fallback adapter' : 'adapter') : 'no adapter';
+    }
+  } catch (e) { adapter = 'requestAdapter threw ' + e; }
+  done({ adapter, userAgent: navigator.userAgent, cores: navigator.hardwareConcurrency,
+    simd128: WebAssembly.validate(new Uint8Array(simd)), relaxedSimd: WebAssembly.validate(new Uint8Array(relaxed)),
+    isolated: self.crossOriginIsolated === true });
+})();`;
+
+/** Number of heatmap canvases drawn at n x n with more than one colour. */
+const DRAWN = `const n = arguments[0];
+return [...document.querySelectorAll('canvas.heatmap')].filter((c) => {
+  if (c.width !== n || c.height !== n) return false;
+  const px = c.getContext('2d').getImageData(0, 0, n, n).data;
+  for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0] || px[i + 1] !== px[1]) return true;
+  return false;
+}).length;`;
+
+const textOf = (driver, id) => driver.executeScript(
+  `return document.querySelector('[data-testid="${id}"]')?.textContent ?? null`);
+/** Waits until `predicate` (a JS expression) is true in the page. */
+const until = (driver, predicate, what, timeout = 60000) =>
+  driver.wait(() => driver.executeScript(`return !!(${predicate})`), timeout, `waiting for ${what}`);
+/** Sets an input's or select's value as a reader would (input and change events). */
+const setValue = (driver, id, value) => driver.executeScript(`const el = document.querySelector('[data-testid="${id}"]');
+  el.value = arguments[0]; el.dispatchEvent(new Event('input', { bubbles: true })); el.dispatchEvent(new Event('change', { bubbles: true }));`, value);
+/** The timing line is the chosen backend's own pass (the CPU's may come first while a GPU starts). */
+const BACKEND_PASS = `/^Forward pass on (?!.*while the GPU starts)/.test(document.querySelector('[data-testid=timing]')?.textContent ?? '')`;
+const COSINE = (id) => `/^(0\\.\\d{6}|1\\.000000)$/.test(document.querySelector('[data-testid="${id}"]')?.textContent ?? '')`;
+
+/** The probe's findings in the current document: errors, CSP violations, off-origin requests. */
+async function assertClean(driver, where) {
+  const { problems, offOrigin } = await driver.executeScript(
+    'const p = window.__headlabProbe; return p ? { problems: p.problems, offOrigin: p.offOrigin() } : null') ?? {};
+  assert.ok(problems, `${where}: the probe did not run (was the page served by the test server?)`);
+  assert.deepEqual(problems, [], `${where}: errors or CSP violations`);
+  assert.deepEqual(offOrigin, [], `${where}: requests off the page's origin`);
+}
+
+/** Asserts the page's drift numbers equal the CPU core's for its own link and pruned heads. */
+async function assertDriftMatchesCpuCore(driver, what) {
+  const { shown, expected } = await driver.executeScript(`
+    const pruned = [...document.querySelectorAll('[data-testid^=head-toggle-]')]
+      .filter((b) => b.getAttribute('aria-pressed') === 'false').map((b) => Number(b.dataset.testid.split('-')[2]));
+    const t = (id) => document.querySelector('[data-testid="' + id + '"]').textContent;
+    return { shown: t('drift-cosine') + ' ' + t('drift-rel-l2'),
+      expected: window.wasmBindings.cpu_core_drift(location.search, new Uint32Array(pruned)) };`);
+  const [ec, er] = expected.split(' ').map(Number);
+  const [sc, sr] = shown.split(' ').map(Number);
+  assert.ok(Math.abs(ec - sc) <= 2e-6 && Math.abs(er - sr) <= 2e-4, `${what}: page shows "${shown}", CPU core "${expected}"`);
+}
+
+/** Chromium records `key`'s value; the other engines must give the same to 1e-6. */
+async function compareWithChromium(engine, session, key, value) {
+  const reference = JSON.parse(await readFile(referencePath, 'utf8').catch(() => '{}'));
+  if (engine === 'chromium') {
+    await writeFile(referencePath, JSON.stringify({ ...reference, version: session.version, [key]: value }));
+    return;
+  }
+  assert.ok(reference[key] !== undefined, `no Chromium ${key} in ${referencePath}: run the chromium engine first`);
+  assert.ok(Math.abs(Number(value) - Number(reference[key])) <= 1e-6,
+    `${engine} gives ${key} ${value}, Chromium ${reference.version} gave ${reference[key]}`);
+}
+
+// The trained model's fixed case: a sentence and a set of pruned heads (all of layer 1, two more).
+const TRAINED_TEXT = 'The river bank was muddy after the storm.';
+const TRAINED_PRUNED = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 29, 64];
+
+for (const engine of engines) {
+  describe(engine, () => {
+    let session, driver;
+    before(async () => {
+      session = await startEngine(engine);
+      driver = session.driver;
+      record(engine, { version: `${session.browser} ${session.version}` });
+    });
+    after(() => session?.stop());
+
+    check(engine, 'the page draws every heatmap and the badge names the backend this engine gave', async () => {
+      await driver.get(`${base}/`);
+      const facts = await driver.executeAsyncScript(ENGINE_FACTS, SIMD, RELAXED);
+      record(engine, { facts });
+      await until(driver, `document.querySelectorAll('canvas.heatmap').length === 12`, '12 heatmaps');
+      await until(driver, BACKEND_PASS,
+        "the chosen backend's own pass");
+      assert.equal(await driver.executeScript(DRAWN, 16), 12, 'all 12 BERT-base heads drawn at 16x16');
+      const badge = await textOf(driver, 'backend-badge');
+      record(engine, { backend: badge });
+      assert.ok(facts.simd128, 'the CPU kernel needs wasm simd128');
+      if (facts.adapter === 'adapter' || facts.adapter === 'fallback adapter') {
+        assert.match(badge, /^WebGPU/, `${engine} offers a WebGPU adapter: the page must use it`);
+      } else {
+        assert.equal(badge, 'CPU · wasm simd128');
+        const why = await driver.findElement(By.css('[data-testid=backend-note]')).getText();
+        assert.match(why, /not using the GPU: this browser (does not offer WebGPU|offers no GPU adapter)/);
+      }
+      assert.match(await textOf(driver, 'timing'), /^Forward pass on (WebGPU|CPU · wasm simd128).*d_model 768, 12 heads of d_k = 64, 16 tokens/);
+      await screenshot(session, 'page');
+      await assertClean(driver, 'page');
+    });
+
+    check(engine, 'toggles and the prune slider give the numbers cpu_core_drift computes', async () => {
+      await driver.get(`${base}/?preset=gpt2-small&seq=12`);
+      await until(driver, `document.querySelector('[data-testid="importance-11"] .num')`, 'importance ranking');
+      await until(driver, BACKEND_PASS, 'backend pass');
+      assert.equal(await textOf(driver, 'drift-cosine'), '1.000000');
+      await driver.findElement(By.css('[data-testid=head-toggle-3]')).click();
+      await until(driver, `(document.querySelector('[data-testid=drift-active]')?.textContent ?? '').startsWith('11 of 12') && ${COSINE('drift-cosine')}`, 'drift for 11 heads');
+      await assertDriftMatchesCpuCore(driver, 'head 3 off');
+      await setValue(driver, 'prune-k', '5');
+      await until(driver, `(document.querySelector('[data-testid=drift-active]')?.textContent ?? '').startsWith('7 of 12')`, '5 pruned');
+      await assertDriftMatchesCpuCore(driver, '5 least important pruned');
+      await screenshot(session, 'pruned');
+      await assertClean(driver, 'pruning');
+    });
+
+    check(engine, "the trained model's cosine for a fixed sentence and pruned set equals Chromium's to 1e-6", async () => {
+      const query = `?preset=minilm&backend=cpu&threads=1&text=${encodeURIComponent(TRAINED_TEXT)}&pruned=${TRAINED_PRUNED.join(',')}`;
+      await driver.get(`${base}/${query}`);
+      await until(driver, `document.querySelector('[data-testid=trained-heatmap-11]')`, 'the trained model', 180000);
+      await until(driver, `(document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('${TRAINED_PRUNED.length} of 72')
+        && ${COSINE('trained-cosine')}`, 'the pruned cosine', 180000);
+      const cosine = await textOf(driver, 'trained-cosine');
+      const tokens = await textOf(driver, 'tokens');
+      record(engine, { trainedCosine: cosine });
+      assert.equal(tokens, '[CLS]theriverbankwasmuddyafterthestorm.[SEP]');
+      assert.ok(Number(cosine) > 0.5 && Number(cosine) < 1, `cosine ${cosine} with layer 1 and two more heads pruned`);
+      await compareWithChromium(engine, session, 'cosine', cosine);
+      await screenshot(session, 'trained');
+      await assertClean(driver, 'trained model');
+    });
+
+    check(engine, "the task quality computed on two web workers equals Chromium's to 1e-6", async () => {
+      // One head per layer kept (head 0 of each): 66 pruned; 454 sentences on two workers.
+      const pruned = [...Array(72).keys()].filter((h) => h % 12 !== 0).join(',');
+      await driver.get(`${base}/?preset=minilm&backend=cpu&threads=2&pruned=${pruned}`);
+      await until(driver, `document.querySelector('[data-testid=pruned-line]')?.dataset.quality`, 'the quality of the set', 300000);
+      const quality = await driver.executeScript(`return document.querySelector('[data-testid=pruned-line]').dataset.quality`);
+      const threads = await driver.executeScript(`return document.querySelector('[data-testid=task]').dataset.threads`);
+      const note = await textOf(driver, 'task-threads-note');
+      record(engine, { quality });
+      assert.equal(note, null, 'the workers started');
+      assert.equal(threads, '2', 'the quality was computed on two workers');
+      assert.ok(Number(quality) > 0.5 && Number(quality) < 0.8, `quality with one head per layer: ${quality}`);
+      await compareWithChromium(engine, session, 'quality', quality);
+      await assertClean(driver, 'workers');
+    });
+
+    check(engine, "the handbook's iframes size to their content and follow the host's theme", async () => {
+      await driver.get(`${base}/handbook.html`);
+      const frames = ['frame-chart', 'frame-prune'];
+      for (const id of frames) {
+        // The frames load lazily, as a reader scrolls to them: Firefox and WebKit start a lazy
+        // frame only near the viewport (Chromium, further away), so scroll as a reader would.
+        await driver.switchTo().defaultContent();
+        await driver.executeScript(`document.querySelector('[data-testid=${id}]').scrollIntoView()`);
+        // The iframe's height (less its 1px borders) equals its document's height, within a pixel.
+        await driver.wait(async () => {
+          await driver.switchTo().defaultContent();
+          const outer = await driver.executeScript(`return document.querySelector('[data-testid=${id}]').getBoundingClientRect().height`);
+          await driver.switchTo().frame(await driver.findElement(By.css(`[data-testid=${id}]`)));
+          const ready = await driver.executeScript(`return !!document.querySelector('[data-testid=config-chart], canvas.heatmap')`);
+          const inner = await driver.executeScript('return document.body.getBoundingClientRect().height');
+          return ready && inner > 300 && Math.abs(outer - 2 - Math.ceil(inner)) <= 1;
+        }, 60000, `${id} sized to its content`);
+        await assertClean(driver, id);
+      }
+      await driver.switchTo().defaultContent();
+      await screenshot(session, 'handbook');
+      await setValue(driver, 'host-theme', 'dark');
+      for (const id of frames) {
+        await driver.switchTo().frame(await driver.findElement(By.css(`[data-testid=${id}]`)));
+        await until(driver, `document.documentElement.dataset.theme === 'dark'`, `${id} in the dark theme`, 10000);
+        await assertClean(driver, `${id}, dark`);
+        await driver.switchTo().defaultContent();
+      }
+      await screenshot(session, 'handbook-dark');
+      await assertClean(driver, 'handbook page');
+    });
+  });
+}
+
+/** Prints and writes the side-by-side table: engine, version, backend, wasm features, tests. */
+async function report() {
+  const total = 5;
+  const rows = [...results].map(([engine, r]) => {
+    const f = r.facts ?? {};
+    const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
+    return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
+      + `| ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${(r.passed ?? []).length} of ${total}`
+      + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
+  });
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | cores reported | trained cosine | task quality on 2 workers | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n`);
+  await writeFile(join(artifacts, 'support.md'), `${table}\n`);
+}
