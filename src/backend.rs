@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::attention::clock::{more_repeats, Clock};
 use crate::attention::{ConfigError, HeadSet, Inputs, LayerWeights, ModelConfig, Weights};
 use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{self, Forward, Kernel};
@@ -323,6 +324,9 @@ pub struct Batched {
     pub all_heads_ms: f64,
     /// Median milliseconds of a pass with one head of width `d_model`.
     pub one_head_ms: f64,
+    /// The finest step these medians can tell: the clock's step over the passes each sample
+    /// repeated (see `attention::clock`).
+    pub step_ms: f64,
 }
 
 impl Batched {
@@ -336,22 +340,28 @@ impl Batched {
 pub const BATCHED_ROUNDS: usize = 3;
 
 /// Times `config` with all its heads against one head of width `d_model` on `backend`, in
-/// interleaved rounds with the same weights and inputs, awaiting `between` after each pass (the
-/// page lets the browser draw). `now` is a millisecond clock.
+/// interleaved rounds with the same weights and inputs, awaiting `between` after each sample (the
+/// page lets the browser draw). A sample repeats its pass as often as `clock` needs to tell it.
 pub async fn time_batched(
     backend: &Backend,
     config: ModelConfig,
-    now: impl Fn() -> f64,
+    clock: &impl Clock,
     mut between: impl AsyncFnMut(),
 ) -> Result<Batched, GpuError> {
     let one = ModelConfig { num_heads: 1, ..config };
     let weights = Weights::generate(config.d_model, 1);
     let inputs = Inputs::generate(&config, 1);
-    let (all_heads_ms, one_head_ms) = interleaved(BATCHED_ROUNDS, &now, &mut between, async |single| {
+    let timed = interleaved(BATCHED_ROUNDS, clock, &mut between, async |single| {
         backend.forward(if single { &one } else { &config }, &inputs.x, &weights).await.map(drop)
     })
     .await?;
-    Ok(Batched { config, backend: backend.clone(), all_heads_ms, one_head_ms })
+    Ok(Batched {
+        config,
+        backend: backend.clone(),
+        all_heads_ms: timed.first_ms,
+        one_head_ms: timed.second_ms,
+        step_ms: timed.step_ms,
+    })
 }
 
 /// The trained model where the page runs it: on the GPU while that works (its weights uploaded
@@ -411,6 +421,8 @@ pub struct PrunedSpeed {
     pub pruned_ms: f64,
     /// Whether both ran on the GPU (else on the CPU kernel).
     pub on_gpu: bool,
+    /// The finest step these medians can tell (see `Batched::step_ms`).
+    pub step_ms: f64,
 }
 
 impl PrunedSpeed {
@@ -424,13 +436,13 @@ impl TrainedRunner {
     /// Times the full model against the one with only `heads` kept (its weights really removed)
     /// on `ids`: `rounds` interleaved rounds after one untimed round, medians, on the GPU while
     /// the runner uses it (the CPU kernel if that fails), else on the CPU kernel. `between` is
-    /// awaited after each pass.
+    /// awaited after each sample; a sample repeats its pass as often as `clock` needs.
     pub async fn time_pruned(
         &self,
         ids: &[u32],
         heads: &HeadSet,
         rounds: usize,
-        now: impl Fn() -> f64,
+        clock: &impl Clock,
         mut between: impl AsyncFnMut(),
     ) -> PrunedSpeed {
         let bert = &self.model.bert;
@@ -439,48 +451,75 @@ impl TrainedRunner {
         let gpu = self.gpu.borrow().clone();
         if let Some(full) = gpu {
             if let Ok(pruned) = GpuBert::pruned(full.context(), &cut).await {
-                let timed = interleaved(rounds, &now, &mut between, async |is_pruned| {
+                let timed = interleaved(rounds, clock, &mut between, async |is_pruned| {
                     let (model, set) = if is_pruned { (&pruned, heads) } else { (&*full, &all) };
                     model.forward(bert, ids, set).await.map(drop)
                 })
                 .await;
-                if let Ok((full_ms, pruned_ms)) = timed {
-                    return PrunedSpeed { full_ms, pruned_ms, on_gpu: true };
+                if let Ok(t) = timed {
+                    return PrunedSpeed {
+                        full_ms: t.first_ms,
+                        pruned_ms: t.second_ms,
+                        on_gpu: true,
+                        step_ms: t.step_ms,
+                    };
                 }
             }
         }
         let whole = PrunedBert::new(bert, &all);
-        let timed = interleaved(rounds, &now, &mut between, async |is_pruned| {
+        let timed = interleaved(rounds, clock, &mut between, async |is_pruned| {
             std::hint::black_box(if is_pruned { &cut } else { &whole }.embed(Kernel::Simd, ids));
             Ok::<(), GpuError>(())
         })
         .await;
-        let (full_ms, pruned_ms) = timed.unwrap_or((f64::NAN, f64::NAN));
-        PrunedSpeed { full_ms, pruned_ms, on_gpu: false }
+        let t = timed.unwrap_or(Timed { first_ms: f64::NAN, second_ms: f64::NAN, step_ms: f64::NAN });
+        PrunedSpeed { full_ms: t.first_ms, pruned_ms: t.second_ms, on_gpu: false, step_ms: t.step_ms }
     }
 }
 
-/// Median milliseconds of `pass(false)` and `pass(true)`, run alternately for `rounds` rounds
-/// after one untimed round, awaiting `between` after each.
+/// What `interleaved` measured: median milliseconds per pass of each side, and the finest step
+/// they can tell.
+struct Timed {
+    first_ms: f64,
+    second_ms: f64,
+    step_ms: f64,
+}
+
+/// Median milliseconds per pass of `pass(false)` and `pass(true)`, timed alternately for
+/// `rounds` rounds after one untimed round, awaiting `between` after each sample. On a coarse
+/// clock the untimed round finds how many passes a sample needs to span `SAMPLE_TICKS` ticks,
+/// for each side; an exact clock times single passes.
 async fn interleaved<E>(
     rounds: usize,
-    now: &impl Fn() -> f64,
+    clock: &impl Clock,
     between: &mut impl AsyncFnMut(),
     mut pass: impl AsyncFnMut(bool) -> Result<(), E>,
-) -> Result<(f64, f64), E> {
-    let (mut first, mut second) = (Vec::new(), Vec::new());
+) -> Result<Timed, E> {
+    let (mut reps, mut times) = ([1usize; 2], [Vec::new(), Vec::new()]);
     for round in 0..=rounds {
-        for (which, times) in [(false, &mut first), (true, &mut second)] {
-            let t0 = now();
-            pass(which).await?;
-            if round > 0 {
-                times.push(now() - t0);
+        for side in [false, true] {
+            let i = usize::from(side);
+            loop {
+                let t0 = clock.now_ms();
+                for _ in 0..reps[i] {
+                    pass(side).await?;
+                }
+                let elapsed = clock.now_ms() - t0;
+                between().await;
+                if round > 0 {
+                    times[i].push(elapsed / reps[i] as f64);
+                    break;
+                }
+                match more_repeats(clock.resolution_ms(), reps[i], elapsed) {
+                    Some(more) => reps[i] = more,
+                    None => break,
+                }
             }
-            between().await;
         }
     }
     let median = |t: &[f64]| crate::attention::stats::median(t).unwrap_or(f64::NAN);
-    Ok((median(&first), median(&second)))
+    let step_ms = clock.resolution_ms() / reps[0].min(reps[1]) as f64;
+    Ok(Timed { first_ms: median(&times[0]), second_ms: median(&times[1]), step_ms })
 }
 
 impl Runner for TrainedRunner {
@@ -553,12 +592,45 @@ mod tests {
             clock.get()
         };
         let mut passes = 0;
-        let b = pollster::block_on(time_batched(&Backend::Cpu(Kernel::Scalar), config, now, async || {
+        let b = pollster::block_on(time_batched(&Backend::Cpu(Kernel::Scalar), config, &now, async || {
             passes += 1
         }))
         .unwrap();
         assert_eq!(passes, 2 * (BATCHED_ROUNDS + 1));
-        assert_eq!((b.all_heads_ms, b.one_head_ms, b.ratio()), (1.0, 1.0, 1.0));
+        assert_eq!((b.all_heads_ms, b.one_head_ms, b.ratio(), b.step_ms), (1.0, 1.0, 1.0, 0.0));
+    }
+
+    /// A clock that shows whole milliseconds of a time the test advances, as Firefox's does.
+    struct WholeMs(std::cell::Cell<f64>);
+
+    impl Clock for WholeMs {
+        fn now_ms(&self) -> f64 {
+            self.0.get().floor()
+        }
+
+        fn resolution_ms(&self) -> f64 {
+            1.0
+        }
+    }
+
+    #[test]
+    fn on_a_coarse_clock_samples_repeat_until_they_can_tell_sub_tick_passes_apart() {
+        // Passes of 0.25 and 0.1 ms on a 1 ms clock: read singly, both would be 0 or 1 ms.
+        let clock = WholeMs(std::cell::Cell::new(0.3));
+        let (mut samples, mut passes) = (0, [0usize; 2]);
+        let timed = pollster::block_on(interleaved(3, &clock, &mut async || samples += 1, async |side| {
+            passes[usize::from(side)] += 1;
+            clock.0.set(clock.0.get() + if side { 0.1 } else { 0.25 });
+            Ok::<(), ()>(())
+        }))
+        .unwrap();
+        assert!((timed.first_ms / 0.25 - 1.0).abs() < 0.03, "{}", timed.first_ms);
+        assert!((timed.second_ms / 0.1 - 1.0).abs() < 0.03, "{}", timed.second_ms);
+        // Each timed sample spans at least 50 ticks, and the step shown is one tick over the
+        // passes of the side that repeated least.
+        assert!(passes[0] >= 4 * 200 && passes[1] >= 4 * 500, "{passes:?}");
+        assert!(timed.step_ms > 0.0 && timed.step_ms <= 1.0 / 200.0, "{}", timed.step_ms);
+        assert!(samples >= 8, "the browser gets a turn after every sample");
     }
 
     #[test]

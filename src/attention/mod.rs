@@ -3,6 +3,7 @@
 //! GPU dependency; compiled and tested natively.
 
 pub mod analysis;
+pub mod clock;
 pub mod config;
 pub mod heads;
 pub mod importance;

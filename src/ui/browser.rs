@@ -9,9 +9,49 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
+use crate::attention::clock::{step_from_tick, Clock};
+
 /// Milliseconds from the page's time origin.
 pub fn now_ms() -> f64 {
     window().performance().map(|p| p.now()).unwrap_or_else(js_sys::Date::now)
+}
+
+/// The page's clock, `performance.now()`, with the step this browser coarsens it to.
+pub struct PageClock;
+
+impl Clock for PageClock {
+    fn now_ms(&self) -> f64 {
+        now_ms()
+    }
+
+    fn resolution_ms(&self) -> f64 {
+        clock_step_ms()
+    }
+}
+
+/// The step of this browser's `performance.now()` (0.1 ms in Chromium, 1 ms in Firefox and
+/// WebKit on a page that is not cross-origin isolated), found once by watching it tick for at
+/// most 20 ms.
+pub fn clock_step_ms() -> f64 {
+    thread_local! {
+        static STEP: Cell<Option<f64>> = const { Cell::new(None) };
+    }
+    STEP.with(|step| {
+        if let Some(found) = step.get() {
+            return found;
+        }
+        let (start, mut last, mut smallest, mut ticks) = (now_ms(), now_ms(), f64::INFINITY, 0);
+        while ticks < 5 && last - start < 20.0 {
+            let t = now_ms();
+            if t != last {
+                smallest = smallest.min(t - last);
+                (last, ticks) = (t, ticks + 1);
+            }
+        }
+        let found = step_from_tick(smallest);
+        step.set(Some(found));
+        found
+    })
 }
 
 /// Lets the browser render and handle events before the next piece of work.

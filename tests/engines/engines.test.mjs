@@ -167,6 +167,37 @@ for (const engine of engines) {
       await assertClean(driver, 'pruning');
     });
 
+    check(engine, "timings are shown no finer than this engine's clock ticks", async () => {
+      // The clock's step as the page would find it: the smallest change of performance.now(),
+      // rounded up to a power of ten (0.1 ms in Chromium, 1 ms in Firefox and WebKit here).
+      const tick = await driver.executeScript(`let last = performance.now(), small = Infinity, n = 0;
+        for (let i = 0; i < 1e7 && n < 5; i++) { const t = performance.now(); if (t !== last) { small = Math.min(small, t - last); last = t; n++; } }
+        return small;`);
+      const step = 10 ** Math.ceil(Math.log10(tick) - 0.05);
+      const decimals = Math.max(0, Math.ceil(-Math.log10(step) - 1e-9));
+      record(engine, { clock: `${step} ms` });
+      await driver.get(`${base}/?backend=cpu`);
+      await until(driver, BACKEND_PASS, 'the first pass');
+      // A single reading keeps only the decimals the clock has, or says it was under one tick.
+      const forward = (await textOf(driver, 'timing')).match(/: (under )?([\d.]+) ms/);
+      assert.equal((forward[2].split('.')[1] ?? '').length, decimals, `forward pass "${forward[0]}" on a ${step} ms clock`);
+      await driver.findElement(By.css('[data-testid=head-toggle-2]')).click();
+      await until(driver, `/Recomposed/.test(document.querySelector('[data-testid=drift-cost]')?.textContent)`, 'the recomposition time');
+      const recomposed = (await textOf(driver, 'drift-cost')).match(/in (under )?([\d.]+) ms/);
+      assert.equal((recomposed[2].split('.')[1] ?? '').length, decimals, `"${recomposed[0]}" on a ${step} ms clock`);
+      // The batched-heads experiment repeats each pass until a sample spans 50 ticks, and says so.
+      await driver.findElement(By.css('[data-testid=measure-batched]')).click();
+      await until(driver, `/Ratio/.test(document.querySelector('[data-testid=batched-result]')?.textContent)`, 'the batched timing', 120000);
+      const batched = await textOf(driver, 'batched-result');
+      const m = batched.match(/batched: ([\d.]+) ms; one head of width 768: ([\d.]+) ms\. Ratio ([\d.]+)\. .*clock ticks in ([\d.]+) ms steps/);
+      assert.ok(m, batched);
+      assert.equal(Number(m[4]), step, `the page names the clock's step: ${batched}`);
+      const [all, one, ratio] = m.slice(1, 4).map(Number);
+      assert.ok(all > 0 && one > 0, batched);
+      assert.ok(Math.abs(all / one - ratio) <= 0.01 + 0.02 * ratio, `ratio ${ratio} of ${all} and ${one}`);
+      await assertClean(driver, 'timings');
+    });
+
     check(engine, "the trained model's cosine for a fixed sentence and pruned set equals Chromium's to 1e-6", async () => {
       const query = `?preset=minilm&backend=cpu&threads=1&text=${encodeURIComponent(TRAINED_TEXT)}&pruned=${TRAINED_PRUNED.join(',')}`;
       await driver.get(`${base}/${query}`);
@@ -235,16 +266,16 @@ for (const engine of engines) {
 
 /** Prints and writes the side-by-side table: engine, version, backend, wasm features, tests. */
 async function report() {
-  const total = 5;
+  const total = 6;
   const rows = [...results].map(([engine, r]) => {
     const f = r.facts ?? {};
     const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
     return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
-      + `| ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${(r.passed ?? []).length} of ${total}`
+      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${(r.passed ?? []).length} of ${total}`
       + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
   });
-  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | cores reported | trained cosine | task quality on 2 workers | tests passed |',
-    '|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
 }

@@ -3,8 +3,9 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::backend::{time_batched, Batched};
-use crate::ui::browser::{now_ms, yield_to_browser};
+use crate::attention::clock::{show_ms, SAMPLE_TICKS};
+use crate::backend::{time_batched, Batched, BATCHED_ROUNDS};
+use crate::ui::browser::{clock_step_ms, yield_to_browser, PageClock};
 use crate::ui::state::AppState;
 
 /// Claims 2 (batched heads cost about one head) and 3 (pruning drift), with live numbers.
@@ -26,7 +27,7 @@ pub fn Claims() -> impl IntoView {
         spawn_local(async move {
             // Let the page show "measuring" before the first (possibly long) forward pass.
             yield_to_browser().await;
-            let result = time_batched(&session.backend(), config, now_ms, yield_to_browser).await;
+            let result = time_batched(&session.backend(), config, &PageClock, yield_to_browser).await;
             batched.set(Some(result.map_err(|e| e.to_string())));
             measuring.set(false);
         });
@@ -34,14 +35,17 @@ pub fn Claims() -> impl IntoView {
     let batched_text = move || {
         batched.get().map(|b| match b {
             Ok(b) => format!(
-                "On {}: all {} heads of d_k = {} batched: {:.2} ms; one head of width {}: {:.2} ms. Ratio {:.2}.",
+                "On {}: all {} heads of d_k = {} batched: {}; one head of width {}: {}. Ratio {:.2}. \
+                 Medians of {BATCHED_ROUNDS} rounds; this browser's clock ticks in {} steps, so each \
+                 timing repeats its pass until it spans {SAMPLE_TICKS} ticks.",
                 b.backend.label(),
                 b.config.num_heads,
                 b.config.d_k(),
-                b.all_heads_ms,
+                show_ms(b.all_heads_ms, b.step_ms),
                 b.config.d_model,
-                b.one_head_ms,
-                b.ratio()
+                show_ms(b.one_head_ms, b.step_ms),
+                b.ratio(),
+                show_ms(clock_step_ms(), clock_step_ms()),
             ),
             Err(e) => format!("The measurement failed: {e}"),
         })

@@ -5,10 +5,12 @@ use leptos::prelude::*;
 
 use super::charts::DriftChart;
 use crate::attention::analysis::DriftView;
+use crate::attention::clock::show_ms;
 use crate::attention::config::MAX_HEADS;
 use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::export::{drift_curve_csv, importance_csv, token_drift_csv};
+use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::AppState;
 
@@ -98,8 +100,8 @@ fn DriftNumbers() -> impl IntoView {
         </dl>
         <p class="muted" data-testid="drift-cost">
             {field(|d| {
-                // The browser's clock ticks in 0.1 ms steps; say so rather than print 0.00.
-                let took = if d.elapsed_ms < 0.1 { "under 0.1 ms".to_string() } else { format!("{:.1} ms", d.elapsed_ms) };
+                // Shown no finer than this browser's clock ticks ("under 1 ms" in Firefox).
+                let took = show_ms(d.elapsed_ms, clock_step_ms());
                 format!("Recomposed from cached per-head outputs in {took}: no projection or attention was recomputed.")
             })}
         </p>

@@ -5,6 +5,8 @@
 use leptos::prelude::*;
 
 use super::controls::Controls;
+use crate::attention::clock::show_ms;
+use crate::ui::browser::clock_step_ms;
 use crate::ui::state::AppState;
 
 /// The controls, the backend badge and, when framed, the link to the full explorer.
@@ -150,13 +152,18 @@ fn timing_text(state: AppState) -> String {
         return String::new();
     }
     let Some(r) = state.run() else { return "Computing…".to_string() };
-    let gflops = r.config.forward_flops() as f64 / 1e6 / r.forward_ms.max(1e-3);
+    let step = clock_step_ms();
+    // A rate from a reading of fewer than 20 ticks would be off by over 5 %: leave it out.
+    let rate = if r.forward_ms >= 20.0 * step {
+        format!(" ({:.1} GFLOP/s)", r.config.forward_flops() as f64 / 1e6 / r.forward_ms)
+    } else {
+        String::new()
+    };
     let interim = if state.session.with(Option::is_none) { " (while the GPU starts)" } else { "" };
     format!(
-        "Forward pass on {}{interim}: {:.1} ms ({:.1} GFLOP/s) for d_model {}, {} heads of d_k = {}, {} tokens.",
+        "Forward pass on {}{interim}: {}{rate} for d_model {}, {} heads of d_k = {}, {} tokens.",
         r.ran_on(),
-        r.forward_ms,
-        gflops,
+        show_ms(r.forward_ms, step),
         r.config.d_model,
         r.config.num_heads,
         r.config.d_k(),

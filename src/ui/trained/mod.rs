@@ -14,11 +14,13 @@ mod view;
 
 use leptos::prelude::*;
 
+use crate::attention::clock::show_ms;
 use crate::export::attention_csv;
 use crate::model::analysis::{ANCHOR, CANDIDATES};
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
 use crate::model::tokenizer::MAX_TOKENS;
 use crate::settings::MAX_TEXT_CHARS;
+use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::EXAMPLES;
 use grid::{HeadGrid, PruneLeast};
@@ -153,9 +155,9 @@ fn Numbers() -> impl IntoView {
     let last_pass = move || {
         let pass = view.current_for_heads().filter(|_| heads.read().any_pruned())?;
         Some(format!(
-            "Last change recomputed layers {}-{LAYERS} only (those after the first pruned head), in {:.1} ms.",
+            "Last change recomputed layers {}-{LAYERS} only (those after the first pruned head), in {}.",
             pass.out.first_computed + 1,
-            pass.elapsed_ms
+            show_ms(pass.elapsed_ms, clock_step_ms())
         ))
     };
     view! {

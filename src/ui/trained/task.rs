@@ -8,6 +8,7 @@ use plotters_canvas::CanvasBackend;
 
 use super::task_view::{CurveState, TaskView};
 use super::view::TrainedView;
+use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
 use crate::model::bert::{LAYERS, TOTAL_HEADS};
@@ -220,11 +221,11 @@ fn PrunedLine() -> impl IntoView {
         };
         let speed = match task.speed.get().flatten().filter(|(set, _)| *set == heads) {
             Some((_, s)) => format!(
-                "forward 1.00 -> {:.2} (measured on {}: {:.1} against {:.1} ms)",
+                "forward 1.00 -> {:.2} (measured on {}: {} against {})",
                 s.ratio(),
                 if s.on_gpu { "the GPU" } else { "the CPU kernel" },
-                s.pruned_ms,
-                s.full_ms
+                show_ms(s.pruned_ms, s.step_ms),
+                show_ms(s.full_ms, s.step_ms)
             ),
             None => "forward: measuring…".to_string(),
         };

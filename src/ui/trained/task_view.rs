@@ -17,7 +17,7 @@ use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
-use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser};
+use crate::ui::browser::{fetch_bytes, load, save, yield_to_browser, PageClock};
 use crate::ui::pool::Workers;
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
@@ -118,7 +118,7 @@ impl TaskView {
             async move {
                 let (runner, full) = (runner?, full?);
                 heads.any_pruned().then_some(())?;
-                let speed = runner.time_pruned(&full.ids, &heads, 5, now_ms, yield_to_browser).await;
+                let speed = runner.time_pruned(&full.ids, &heads, 5, &PageClock, yield_to_browser).await;
                 Some((heads, speed))
             }
         });
