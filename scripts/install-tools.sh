@@ -82,6 +82,7 @@ if [ "$mode" = test ]; then
   apt_missing webkit2gtk-driver
   apt_missing xvfb
   apt_missing xauth
+  apt_missing libgl1-mesa-dri
 fi
 install_apt
 
