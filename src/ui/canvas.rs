@@ -1,9 +1,11 @@
 //! Pixels into canvases: heatmaps one pixel per weight, the charts' colours under the page's
 //! theme, and where a pointer is on a canvas that CSS scales.
 
-use leptos::prelude::window;
-use wasm_bindgen::{Clamped, JsCast};
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent};
+use leptos::html;
+use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{Clamped, JsCast, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent, ResizeObserver};
 
 use crate::settings::Theme;
 use crate::viz::chart::Palette;
@@ -38,6 +40,45 @@ pub fn palette(theme: Theme) -> &'static Palette {
     } else {
         &Palette::LIGHT
     }
+}
+
+/// Keeps a chart's canvas at its laid-out width times the device pixel ratio (height from
+/// `aspect`, height over width), and returns the scale to draw at: backing pixels per pixel of
+/// a `design_width`-wide chart, so text keeps its proportion to the chart on any screen, within
+/// 0.85 to 1.3 of its design size in CSS pixels (text on a phone stays readable). A ResizeObserver updates both when the layout
+/// or the zoom changes; the drawing Effect reads the scale and redraws.
+pub fn fit_to_screen(canvas: NodeRef<html::Canvas>, design_width: f64, aspect: f64) -> ReadSignal<f64> {
+    let (scale, set_scale) = signal(1.0);
+    Effect::new(move |_| {
+        let Some(el) = canvas.get() else { return };
+        // The laid-out height follows the width alone, never the backing size, so that resizing
+        // the backing store cannot resize the element (and loop the observer).
+        let style = web_sys::HtmlElement::style(&el);
+        let _ = style.set_property("aspect-ratio", &format!("{design_width} / {}", design_width * aspect));
+        let fit = {
+            let el = el.clone();
+            move || {
+                let css = f64::from(el.client_width()).max(1.0);
+                let dpr = window().device_pixel_ratio().max(1.0);
+                let (w, h) = ((css * dpr).round() as u32, (css * aspect * dpr).round() as u32);
+                if el.width() == w && el.height() == h {
+                    return;
+                }
+                el.set_width(w);
+                el.set_height(h);
+                set_scale.set(dpr * (css / design_width).clamp(0.85, 1.3));
+            }
+        };
+        fit();
+        let observer = Closure::<dyn FnMut(JsValue)>::new(move |_| fit());
+        if let Ok(ro) = ResizeObserver::new(observer.as_ref().unchecked_ref()) {
+            ro.observe(&el);
+            on_cleanup(move || ro.disconnect());
+        }
+        // One small closure per mounted chart, for the page's life.
+        observer.forget();
+    });
+    scale
 }
 
 /// Canvas pixels under a mouse event (the canvas is scaled by CSS).

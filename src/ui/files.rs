@@ -1,4 +1,4 @@
-//! Files the reader saves from the page: CSV text and PNG images of canvases. Nothing leaves the
+//! Files the reader saves from the page: CSV text, SVG documents and PNG images of canvases. Nothing leaves the
 //! page; the browser saves what the page built.
 
 use leptos::prelude::document;
@@ -21,9 +21,19 @@ fn save(href: &str, filename: &str) -> Result<(), JsValue> {
 
 /// Saves `text` as a CSV file.
 pub fn csv(filename: &str, text: &str) -> Result<(), String> {
+    text_file(filename, text, "text/csv;charset=utf-8")
+}
+
+/// Saves `text`, an SVG document, as an SVG file.
+pub fn svg(filename: &str, text: &str) -> Result<(), String> {
+    text_file(filename, text, "image/svg+xml;charset=utf-8")
+}
+
+/// Saves `text` as a file of type `mime`.
+fn text_file(filename: &str, text: &str, mime: &str) -> Result<(), String> {
     let run = || -> Result<(), JsValue> {
         let options = BlobPropertyBag::new();
-        options.set_type("text/csv;charset=utf-8");
+        options.set_type(mime);
         let parts = js_sys::Array::of1(&JsValue::from_str(text));
         let blob = Blob::new_with_str_sequence_and_options(&parts, &options)?;
         let url = Url::create_object_url_with_blob(&blob)?;

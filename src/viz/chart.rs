@@ -12,6 +12,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::labels::{estimate_text, Anchor, Obstacles, Rect, Side};
 use crate::attention::config::PRESETS;
 
 /// Colours of one theme.
@@ -89,10 +90,14 @@ pub struct ConfigChartLayout {
     pub points: Vec<PlacedPoint>,
     /// The d_k lines, 32, 64, 128, 256.
     pub lines: Vec<PlacedLine>,
+    /// Every text label inside the plot: the models' names, then the lines'.
+    pub labels: Vec<PlacedLabel>,
 }
 
-const D_MODEL_RANGE: (f64, f64) = (256.0, 20_000.0);
-const HEADS_RANGE: (f64, f64) = (4.0, 160.0);
+// The x axis runs to 64 000 so that every d_k line leaves the plot through its top edge, where
+// its name is written above it (inside the band the lines lie too close for a label between).
+const D_MODEL_RANGE: (f64, f64) = (256.0, 64_000.0);
+const HEADS_RANGE: (f64, f64) = (4.0, 200.0);
 /// The d_k lines drawn; the band is 64..128.
 pub const D_K_LINES: [usize; 4] = [32, 64, 128, 256];
 
@@ -109,15 +114,23 @@ pub fn model_groups() -> Vec<(String, usize, usize)> {
 }
 
 /// Draws d_model against heads on `area`, highlighting `current` (d_model, heads) if given.
+/// `scale` is backend pixels per CSS pixel (the device pixel ratio, less on a narrow canvas):
+/// text, marks and margins grow with it, so the chart is as sharp as the screen.
 pub fn draw_config_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     current: Option<(usize, usize)>,
     palette: &Palette,
+    scale: f64,
 ) -> Result<ConfigChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&palette.background)?;
-    let font = |size: f64| ("sans-serif", size).into_font().color(&palette.foreground);
-    let mut chart =
-        ChartBuilder::on(area).margin(12).x_label_area_size(40).y_label_area_size(44).build_cartesian_2d(
+    let px = |v: f64| (v * scale).round();
+    let font = |size: f64| ("sans-serif", px(size)).into_font().color(&palette.foreground);
+    let mut chart = ChartBuilder::on(area)
+        .margin(px(12.0) as i32)
+        .margin_top(px(30.0) as i32)
+        .x_label_area_size(px(46.0) as i32)
+        .y_label_area_size(px(50.0) as i32)
+        .build_cartesian_2d(
             (D_MODEL_RANGE.0..D_MODEL_RANGE.1).log_scale(),
             (HEADS_RANGE.0..HEADS_RANGE.1).log_scale(),
         )?;
@@ -129,9 +142,9 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         .label_style(font(14.0))
         .x_labels(6)
         .y_labels(6)
-        .axis_style(palette.foreground)
-        .light_line_style(palette.grid.mix(0.35))
-        .bold_line_style(palette.grid.mix(0.8))
+        .axis_style(palette.foreground.stroke_width(px(1.0) as u32))
+        .light_line_style(palette.grid.mix(0.35).stroke_width(px(1.0) as u32))
+        .bold_line_style(palette.grid.mix(0.8).stroke_width(px(1.0) as u32))
         .x_label_formatter(&|v| format!("{v:.0}"))
         .y_label_formatter(&|v| format!("{v:.0}"))
         .draw()?;
@@ -156,40 +169,24 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         let x1 = D_MODEL_RANGE.1.min(HEADS_RANGE.1 * d_k_f);
         let (a, b) = ((x0, x0 / d_k_f), (x1, x1 / d_k_f));
         let in_band = d_k == 64 || d_k == 128;
-        let style = if in_band { palette.band.stroke_width(2) } else { palette.grid.stroke_width(1) };
+        let width = px(if in_band { 2.0 } else { 1.0 }) as u32;
+        let style = if in_band { palette.band.stroke_width(width) } else { palette.grid.stroke_width(width) };
         chart.draw_series(LineSeries::new([a, b], style))?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("d_k = {d_k}"),
-            b,
-            font(14.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
-        )))?;
         layout.lines.push(PlacedLine { d_k, from: chart.backend_coord(&a), to: chart.backend_coord(&b) });
     }
-
     for (label, d_model, heads) in model_groups() {
         let at = (d_model as f64, heads as f64);
-        chart.draw_series(std::iter::once(Circle::new(at, 6, palette.point.filled())))?;
-        // Labels sit right of their point, nudged down so neighbours on the d_k = 64 line do not
-        // collide; GPT-3's is drawn to the left of its point, which sits at the right edge.
-        let (anchor, dx) = if d_model > 8000 { (HPos::Right, -9) } else { (HPos::Left, 9) };
-        chart.draw_series(std::iter::once(
-            EmptyElement::at(at)
-                + Text::new(label.clone(), (dx, 2), font(14.0).pos(Pos::new(anchor, VPos::Top))),
-        ))?;
-        layout.points.push(PlacedPoint {
-            label,
-            d_model,
-            heads,
-            at: chart.backend_coord(&at),
-            current: false,
-        });
+        chart.draw_series(std::iter::once(Circle::new(at, px(6.0) as i32, palette.point.filled())))?;
+        let at = chart.backend_coord(&at);
+        layout.points.push(PlacedPoint { label, d_model, heads, at, current: false });
     }
     if let Some((d_model, heads)) = current {
         let at = (d_model as f64, heads as f64);
         let inside = (D_MODEL_RANGE.0..=D_MODEL_RANGE.1).contains(&at.0)
             && (HEADS_RANGE.0..=HEADS_RANGE.1).contains(&at.1);
         if inside {
-            chart.draw_series(std::iter::once(Circle::new(at, 9, palette.accent.stroke_width(3))))?;
+            let ring = palette.accent.stroke_width(px(3.0) as u32);
+            chart.draw_series(std::iter::once(Circle::new(at, px(9.0) as i32, ring)))?;
             layout.points.push(PlacedPoint {
                 label: "your configuration".into(),
                 d_model,
@@ -199,8 +196,144 @@ pub fn draw_config_chart<DB: DrawingBackend>(
             });
         }
     }
+    let (xr, yr) = chart.plotting_area().get_pixel_range();
+    let plot = Rect { x0: xr.start as f64, y0: yr.start as f64, x1: xr.end as f64, y1: yr.end as f64 };
+    let (w, h) = area.dim_in_pixel();
+    let canvas = Rect { x0: 0.0, y0: 0.0, x1: w as f64, y1: h as f64 };
+    layout.labels = place_config_labels(&layout, plot, canvas, scale);
+    let line_h = estimate_text(1, LABEL_PX * scale).1;
+    for label in &layout.labels {
+        let size = if matches!(label.names, Names::Point(_)) { NUMBER_PX } else { LABEL_PX };
+        let style = font(size).pos(Pos::new(HPos::Left, VPos::Top));
+        for (i, line) in label.lines.iter().enumerate() {
+            let at = (label.rect.x0 as i32, (label.rect.y0 + line_h * i as f64) as i32);
+            area.draw(&Text::new(line.clone(), at, style.clone()))?;
+        }
+    }
     area.present()?;
     Ok(layout)
+}
+
+/// The labels' font size in CSS pixels.
+const LABEL_PX: f64 = 14.0;
+/// The points' numbers' font size: a digit must fit between two d_k lines on a phone.
+const NUMBER_PX: f64 = 12.0;
+
+/// A text label of the configuration chart and the box it was given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacedLabel {
+    /// The text, one entry per line.
+    pub lines: Vec<String>,
+    /// Its box, in backend pixels.
+    pub rect: Rect,
+    /// What it names.
+    pub names: Names,
+}
+
+/// What a label names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Names {
+    /// The model point at this index of the layout's points (its number).
+    Point(usize),
+    /// The line of this d_k.
+    Line(usize),
+    /// The key from numbers to model names (it names no mark of its own).
+    Key,
+    /// "d_k =", before the lines' names.
+    Caption,
+}
+
+impl Names {
+    /// A number unique to what is named, for the obstacle list.
+    fn id(self) -> usize {
+        match self {
+            Names::Point(i) => 10_000 + i,
+            Names::Line(d_k) => d_k,
+            Names::Key => usize::MAX,
+            Names::Caption => usize::MAX - 1,
+        }
+    }
+}
+
+/// Places the labels: each model's number beside its point and the key from numbers to names in
+/// an empty corner of the plot, clear of the other labels, points and lines (the lines of
+/// constant d_k lie about 75 px apart across the band, too close for a model's name written out
+/// beside its point); then each line's d_k above the point where it leaves the plot's top edge,
+/// after a "d_k =" caption.
+fn place_config_labels(layout: &ConfigChartLayout, plot: Rect, canvas: Rect, scale: f64) -> Vec<PlacedLabel> {
+    let (font, gap) = (LABEL_PX * scale, 3.0 * scale);
+    let mut obstacles = Obstacles::default();
+    for (i, p) in layout.points.iter().enumerate() {
+        let r = if p.current { 10.5 } else { 6.0 } * scale;
+        obstacles.marks.push((Rect::around(p.at.0 as f64, p.at.1 as f64, r), Names::Point(i).id()));
+    }
+    for l in &layout.lines {
+        let (a, b) = ((l.from.0 as f64, l.from.1 as f64), (l.to.0 as f64, l.to.1 as f64));
+        obstacles.lines.push((a, b, Names::Line(l.d_k).id()));
+    }
+    let anchor = |h, v| Anchor { h, v };
+    let mut labels = Vec::new();
+    let models: Vec<(usize, &PlacedPoint)> =
+        layout.points.iter().enumerate().filter(|(_, p)| !p.current).collect();
+    for &(i, p) in &models {
+        let text = (i + 1).to_string();
+        let (w, h) = estimate_text(text.chars().count(), NUMBER_PX * scale);
+        // Outside the reader's ring too, when their configuration is this model's.
+        let ringed = layout.points.iter().any(|q| q.current && q.at == p.at);
+        let (x, y, r) = (p.at.0 as f64, p.at.1 as f64, if ringed { 10.5 } else { 6.0 } * scale + gap);
+        // Beside the point, then a little further out.
+        let candidates: Vec<Rect> = [r, r + 4.0 * scale, r + 8.0 * scale, r + 12.0 * scale]
+            .into_iter()
+            .flat_map(|r| {
+                [
+                    Rect::anchored(x + r, y + gap, w, h, anchor(Side::Start, Side::Start)),
+                    Rect::anchored(x - r, y - gap, w, h, anchor(Side::End, Side::End)),
+                    Rect::anchored(x + r, y - gap, w, h, anchor(Side::Start, Side::End)),
+                    Rect::anchored(x - r, y + gap, w, h, anchor(Side::End, Side::Start)),
+                    Rect::anchored(x, y + r, w, h, anchor(Side::Middle, Side::Start)),
+                    Rect::anchored(x, y - r, w, h, anchor(Side::Middle, Side::End)),
+                ]
+            })
+            .collect();
+        // Little air: between two lines on a phone there is only just room for a digit.
+        let rect = obstacles.place(&candidates, Names::Point(i).id(), &plot, gap / 3.0);
+        labels.push(PlacedLabel { lines: vec![text], rect, names: Names::Point(i) });
+    }
+    // The key: one line per model, in the empty corner below the lines, else the one above.
+    let key: Vec<String> = models.iter().map(|(i, p)| format!("{}  {}", i + 1, p.label)).collect();
+    let widest = key.iter().map(|k| k.chars().count()).max().unwrap_or(0);
+    let (w, line_h) = estimate_text(widest, font);
+    let (inset, h) = (2.0 * gap, line_h * key.len() as f64);
+    let candidates = [
+        Rect::anchored(plot.x1 - inset, plot.y1 - inset, w, h, anchor(Side::End, Side::End)),
+        Rect::anchored(plot.x0 + inset, plot.y0 + inset, w, h, anchor(Side::Start, Side::Start)),
+    ];
+    // On a small canvas it may fit nowhere: the page lists the same key under the chart.
+    if let Some(rect) = obstacles.place_if_clear(&candidates, Names::Key.id(), &plot, gap) {
+        labels.push(PlacedLabel { lines: key, rect, names: Names::Key });
+    }
+    let mut first_x = f64::INFINITY;
+    for l in &layout.lines {
+        let text = l.d_k.to_string();
+        let (w, h) = estimate_text(text.chars().count(), font);
+        // Centred over the line's exit, or beside the reader's ring when that is in the way.
+        let (x, y) = (l.to.0 as f64, plot.y0 - gap);
+        let (clear_of_ring, up) = (11.0 * scale, anchor(Side::Middle, Side::End));
+        let candidates = [
+            Rect::anchored(x, y, w, h, up),
+            Rect::anchored(x - clear_of_ring - w / 2.0, y, w, h, up),
+            Rect::anchored(x + clear_of_ring + w / 2.0, y, w, h, up),
+        ];
+        let rect = obstacles.place(&candidates, Names::Line(l.d_k).id(), &canvas, gap / 2.0);
+        first_x = first_x.min(rect.x0);
+        labels.push(PlacedLabel { lines: vec![text], rect, names: Names::Line(l.d_k) });
+    }
+    let caption = "d_k =".to_string();
+    let (w, h) = estimate_text(caption.chars().count(), font);
+    let at = Rect::anchored(first_x - 2.0 * gap, plot.y0 - gap, w, h, anchor(Side::End, Side::End));
+    let rect = obstacles.place(&[at], Names::Caption.id(), &canvas, gap / 2.0);
+    labels.push(PlacedLabel { lines: vec![caption], rect, names: Names::Caption });
+    labels
 }
 
 /// What the drift chart drew.
@@ -219,22 +352,26 @@ pub struct DriftChartLayout {
 pub const MICHEL_MARKS: [(f64, &str); 2] = [(0.2, "20 %: WMT (Michel et al.)"), (0.4, "40 %: BERT/MNLI")];
 
 /// Draws relative L2 drift against heads pruned for both orders, the reader's current point
-/// `(heads pruned, drift)`, and the Michel et al. fractions.
+/// `(heads pruned, drift)`, and the Michel et al. fractions; `scale` as for the configuration
+/// chart.
 pub fn draw_drift_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     ranked: &[f64],
     random: &[f64],
     current: Option<(usize, f64)>,
     palette: &Palette,
+    scale: f64,
 ) -> Result<DriftChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&palette.background)?;
     let heads = ranked.len().saturating_sub(1).max(1);
-    let font = |size: f64| ("sans-serif", size).into_font().color(&palette.foreground);
+    let px = |v: f64| (v * scale).round();
+    let stroke = |v: f64| px(v).max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", px(size)).into_font().color(&palette.foreground);
     let y_max = ranked.iter().chain(random).copied().filter(|v| v.is_finite()).fold(1.0f64, f64::max);
     let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(44)
+        .margin(px(12.0) as i32)
+        .x_label_area_size(px(36.0) as i32)
+        .y_label_area_size(px(44.0) as i32)
         .build_cartesian_2d(0f64..heads as f64, 0f64..y_max * 1.05)?;
     chart
         .configure_mesh()
@@ -242,32 +379,43 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
         .y_desc("relative L2 drift")
         .axis_desc_style(font(13.0))
         .label_style(font(12.0))
-        .axis_style(palette.foreground)
-        .light_line_style(palette.grid.mix(0.3))
-        .bold_line_style(palette.grid.mix(0.7))
+        .axis_style(palette.foreground.stroke_width(stroke(1.0)))
+        .light_line_style(palette.grid.mix(0.3).stroke_width(stroke(1.0)))
+        .bold_line_style(palette.grid.mix(0.7).stroke_width(stroke(1.0)))
         .draw()?;
     for (i, (fraction, label)) in MICHEL_MARKS.into_iter().enumerate() {
         let x = fraction * heads as f64;
-        chart.draw_series(LineSeries::new([(x, 0.0), (x, y_max * 1.05)], palette.band.stroke_width(1)))?;
+        chart.draw_series(LineSeries::new(
+            [(x, 0.0), (x, y_max * 1.05)],
+            palette.band.stroke_width(stroke(1.0)),
+        ))?;
         // Stagger the two labels vertically so they never overlap.
         let y = y_max * (1.02 - 0.09 * i as f64);
         chart.draw_series(std::iter::once(
             EmptyElement::at((x, y))
-                + Text::new(label, (4, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
+                + Text::new(label, (px(4.0) as i32, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
         ))?;
     }
     let series = |v: &[f64]| v.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect::<Vec<_>>();
     chart
-        .draw_series(LineSeries::new(series(random), palette.second.stroke_width(2)))?
+        .draw_series(LineSeries::new(series(random), palette.second.stroke_width(stroke(2.0))))?
         .label("random order (mean of 8)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.second.stroke_width(2)));
+        .legend(move |(x, y)| {
+            PathElement::new([(x, y), (x + px(16.0) as i32, y)], palette.second.stroke_width(stroke(2.0)))
+        });
     chart
-        .draw_series(LineSeries::new(series(ranked), palette.accent.stroke_width(3)))?
+        .draw_series(LineSeries::new(series(ranked), palette.accent.stroke_width(stroke(3.0))))?
         .label("least important first")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.accent.stroke_width(3)));
+        .legend(move |(x, y)| {
+            PathElement::new([(x, y), (x + px(16.0) as i32, y)], palette.accent.stroke_width(stroke(3.0)))
+        });
     if let Some((k, y)) = current {
         let at = (k as f64, y);
-        chart.draw_series(std::iter::once(Circle::new(at, 7, palette.foreground.stroke_width(2))))?;
+        chart.draw_series(std::iter::once(Circle::new(
+            at,
+            px(7.0) as i32,
+            palette.foreground.stroke_width(stroke(2.0)),
+        )))?;
         chart.draw_series(std::iter::once(Text::new("you", at, font(12.0))))?;
     }
     chart
@@ -294,7 +442,7 @@ mod tests {
         let mut svg = String::new();
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (640, 420)).into_drawing_area();
-            draw_config_chart(&area, current, &Palette::LIGHT).unwrap()
+            draw_config_chart(&area, current, &Palette::LIGHT, 1.0).unwrap()
         };
         (svg, layout)
     }
@@ -317,7 +465,7 @@ mod tests {
             assert!(svg.contains(label), "{label} missing from the SVG");
         }
         for d_k in D_K_LINES {
-            assert!(svg.contains(&format!("d_k = {d_k}")));
+            assert!(svg.contains(&format!("\n{d_k}\n</text>")), "d_k = {d_k} is named");
         }
         // Larger models sit right of and above smaller ones (both axes increase).
         for w in layout.points.windows(2) {
@@ -351,6 +499,83 @@ mod tests {
         assert!(off_axes.points.iter().all(|p| !p.current));
     }
 
+    /// The chart's labels on a canvas of `size` at `scale`, for every reader's configuration
+    /// that might be highlighted.
+    fn labels_at(size: (u32, u32), scale: f64, current: Option<(usize, usize)>) -> ConfigChartLayout {
+        let mut svg = String::new();
+        let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        draw_config_chart(&area, current, &Palette::LIGHT, scale).unwrap()
+    }
+
+    #[test]
+    fn no_label_is_clipped_or_covers_another_label_a_point_or_a_line_it_does_not_name() {
+        // The page's canvas at 1x, 2x and 3x device pixels, and narrow ones (a phone's column).
+        // (The page draws at the device pixel ratio times the laid-out width over 600, within
+        // 0.85 to 1.3: see ui::canvas::fit_to_screen. On a 390 px phone the chart is 316 px
+        // wide; on narrower screens the d_k lines lie too close for a digit between them, and
+        // a number may touch a line.)
+        let sizes = [
+            ((600, 460), 1.0),
+            ((1200, 920), 2.0),
+            ((1800, 1380), 3.0),
+            ((780, 598), 1.3),
+            ((420, 322), 0.85),
+            ((316, 242), 0.85),
+            ((640, 491), 1.7),
+        ];
+        let currents =
+            [None, Some((768, 12)), Some((768, 6)), Some((512, 8)), Some((4096, 32)), Some((20_000, 160))];
+        for ((w, h), scale) in sizes {
+            for current in currents {
+                let layout = labels_at((w, h), scale, current);
+                let what = format!("{w}x{h} at {scale}, configuration {current:?}");
+                // The key is drawn wherever the canvas has room for it: always unless the text
+                // is drawn larger than its share of the chart (a phone's narrow column).
+                let keyed = layout.labels.iter().any(|l| l.names == Names::Key);
+                assert!(keyed || f64::from(w) / scale < 500.0, "{what}: no room for the key");
+                assert_eq!(layout.labels.len(), 5 + usize::from(keyed) + D_K_LINES.len() + 1, "{what}");
+                let canvas = Rect { x0: 0.0, y0: 0.0, x1: w as f64, y1: h as f64 };
+                for (i, a) in layout.labels.iter().enumerate() {
+                    let text = a.lines.join(" / ");
+                    assert!(a.rect.inside(&canvas), "{what}: {text} clipped: {:?}", a.rect);
+                    for b in &layout.labels[i + 1..] {
+                        assert!(!a.rect.overlaps(&b.rect), "{what}: {text} covers {:?}", b.lines);
+                    }
+                    for (j, p) in layout.points.iter().enumerate() {
+                        let r = if p.current { 10.5 } else { 6.0 } * scale;
+                        let mark = Rect::around(p.at.0 as f64, p.at.1 as f64, r);
+                        let named = a.names == Names::Point(j);
+                        assert!(
+                            named || !a.rect.overlaps(&mark),
+                            "{what}: {text} covers the point of {}",
+                            p.label
+                        );
+                    }
+                    for l in &layout.lines {
+                        let (p, q) = ((l.from.0 as f64, l.from.1 as f64), (l.to.0 as f64, l.to.1 as f64));
+                        let named = a.names == Names::Line(l.d_k);
+                        assert!(
+                            named || !a.rect.crosses(p, q),
+                            "{what}: {text} crosses the d_k = {} line",
+                            l.d_k
+                        );
+                    }
+                }
+                // A line's name sits by the end of its own line (within a ring's width of it).
+                for a in layout.labels.iter().filter(|a| matches!(a.names, Names::Line(_))) {
+                    let Names::Line(d_k) = a.names else { unreachable!() };
+                    let l = layout.lines.iter().find(|l| l.d_k == d_k).unwrap();
+                    let (p, q) = ((l.from.0 as f64, l.from.1 as f64), (l.to.0 as f64, l.to.1 as f64));
+                    assert!(
+                        a.rect.grown(14.0 * scale).crosses(p, q),
+                        "{what}: {:?} is away from its line",
+                        a.lines
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn drift_chart_places_both_curves() {
         let mut svg = String::new();
@@ -358,7 +583,7 @@ mod tests {
         let random = [0.0, 0.3, 0.6, 1.0];
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (480, 300)).into_drawing_area();
-            draw_drift_chart(&area, &ranked, &random, Some((1, 0.1)), &Palette::DARK).unwrap()
+            draw_drift_chart(&area, &ranked, &random, Some((1, 0.1)), &Palette::DARK, 1.0).unwrap()
         };
         assert_eq!(layout.k_x.len(), 4);
         assert!(layout.k_x.windows(2).all(|w| w[1] > w[0]));

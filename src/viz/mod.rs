@@ -3,4 +3,6 @@
 pub mod chart;
 pub mod colormap;
 pub mod heatmap;
+pub mod labels;
+pub mod svg;
 pub mod task_chart;

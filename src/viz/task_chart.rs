@@ -38,14 +38,17 @@ pub struct TaskChartLayout {
     pub plot: (i32, i32, i32, i32),
 }
 
-/// Draws `chart` on `area`.
+/// Draws `chart` on `area`; `scale` is backend pixels per CSS pixel, as for the other charts.
 pub fn draw_task_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     chart: &TaskChart,
     palette: &Palette,
+    scale: f64,
 ) -> Result<TaskChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
     area.fill(&palette.background)?;
-    let font = |size: f64| ("sans-serif", size).into_font().color(&palette.foreground);
+    let sc = |v: f64| (v * scale).round();
+    let stroke = |v: f64| sc(v).max(1.0) as u32;
+    let font = |size: f64| ("sans-serif", sc(size)).into_font().color(&palette.foreground);
     let values = chart.iterative.iter().chain(&chart.one_shot).map(|p| p.1);
     let values =
         values.chain(chart.random.iter().flat_map(|r| [r.2, r.3])).chain(chart.one_per_layer.map(|p| p.1));
@@ -53,26 +56,26 @@ pub fn draw_task_chart<DB: DrawingBackend>(
     let (lo, hi) = if lo.is_finite() { (lo - 0.02, hi + 0.06) } else { (0.0, 1.0) };
     let heads = chart.heads.max(1) as f64;
     let mut c = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(48)
+        .margin(sc(12.0) as i32)
+        .x_label_area_size(sc(36.0) as i32)
+        .y_label_area_size(sc(48.0) as i32)
         .build_cartesian_2d(0f64..heads, lo..hi)?;
     c.configure_mesh()
         .x_desc("heads pruned")
         .y_desc("quality (Spearman)")
         .axis_desc_style(font(13.0))
         .label_style(font(12.0))
-        .axis_style(palette.foreground)
-        .light_line_style(palette.grid.mix(0.3))
-        .bold_line_style(palette.grid.mix(0.7))
+        .axis_style(palette.foreground.stroke_width(stroke(1.0)))
+        .light_line_style(palette.grid.mix(0.3).stroke_width(stroke(1.0)))
+        .bold_line_style(palette.grid.mix(0.7).stroke_width(stroke(1.0)))
         .draw()?;
     for (i, (k, label)) in chart.marks.iter().enumerate() {
         let x = *k as f64;
-        c.draw_series(LineSeries::new([(x, lo), (x, hi)], palette.band.stroke_width(1)))?;
+        c.draw_series(LineSeries::new([(x, lo), (x, hi)], palette.band.stroke_width(stroke(1.0))))?;
         let y = hi - (hi - lo) * (0.01 + 0.07 * i as f64);
         c.draw_series(std::iter::once(
             EmptyElement::at((x, y))
-                + Text::new(*label, (4, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
+                + Text::new(*label, (sc(4.0) as i32, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
         ))?;
     }
     if !chart.random.is_empty() {
@@ -84,35 +87,48 @@ pub fn draw_task_chart<DB: DrawingBackend>(
         )))?
         .label("random orders: min to max (5 seeds)")
         .legend(move |(x, y)| {
-            Rectangle::new([(x, y - 5), (x + 16, y + 5)], palette.second.mix(0.2).filled())
+            Rectangle::new(
+                [(x, y - sc(5.0) as i32), (x + sc(16.0) as i32, y + sc(5.0) as i32)],
+                palette.second.mix(0.2).filled(),
+            )
         });
         let mean = chart.random.iter().map(|r| (r.0 as f64, r.1));
-        c.draw_series(LineSeries::new(mean, palette.second.stroke_width(2)))?
+        c.draw_series(LineSeries::new(mean, palette.second.stroke_width(stroke(2.0))))?
             .label("random orders: mean")
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.second.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.second.stroke_width(stroke(2.0)))
+            });
     }
     let points = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| (k as f64, q)).collect::<Vec<_>>();
-    c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(2)))?
+    c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(stroke(2.0))))?
         .label("one-shot (this sentence's ablation order)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.point.stroke_width(2)));
-    c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(3)))?
+        .legend(move |(x, y)| {
+            PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.point.stroke_width(stroke(2.0)))
+        });
+    c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(stroke(3.0))))?
         .label("iterative (gradient importance, every 6 heads)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], palette.accent.stroke_width(3)));
+        .legend(move |(x, y)| {
+            PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.accent.stroke_width(stroke(3.0)))
+        });
     if let Some((k, q)) = chart.one_per_layer {
         let at = (k as f64, q);
-        c.draw_series(std::iter::once(TriangleMarker::new(at, 7, palette.band.filled())))?;
+        c.draw_series(std::iter::once(TriangleMarker::new(at, sc(7.0) as i32, palette.band.filled())))?;
         c.draw_series(std::iter::once(
             EmptyElement::at(at)
                 + Text::new(
                     "one head per layer",
-                    (-8, -8),
+                    (-sc(8.0) as i32, -sc(8.0) as i32),
                     font(12.0).pos(Pos::new(HPos::Right, VPos::Bottom)),
                 ),
         ))?;
     }
     if let Some((k, q)) = chart.current {
         let at = (k as f64, q);
-        c.draw_series(std::iter::once(Circle::new(at, 7, palette.foreground.stroke_width(2))))?;
+        c.draw_series(std::iter::once(Circle::new(
+            at,
+            sc(7.0) as i32,
+            palette.foreground.stroke_width(stroke(2.0)),
+        )))?;
         c.draw_series(std::iter::once(Text::new("your set", at, font(12.0))))?;
     }
     c.configure_series_labels()
@@ -151,7 +167,7 @@ mod tests {
         let mut svg = String::new();
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
-            draw_task_chart(&area, &chart, &Palette::LIGHT).unwrap()
+            draw_task_chart(&area, &chart, &Palette::LIGHT, 1.0).unwrap()
         };
         let (left, top, right, bottom) = layout.plot;
         for &(x, y) in layout.iterative.iter().chain(&layout.random) {
@@ -170,6 +186,7 @@ mod tests {
         // Nothing measured yet: an empty chart, no panic.
         let mut empty = String::new();
         let area = SVGBackend::with_string(&mut empty, (320, 200)).into_drawing_area();
-        draw_task_chart(&area, &TaskChart { heads: 72, ..TaskChart::default() }, &Palette::DARK).unwrap();
+        draw_task_chart(&area, &TaskChart { heads: 72, ..TaskChart::default() }, &Palette::DARK, 1.0)
+            .unwrap();
     }
 }

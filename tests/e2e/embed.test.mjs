@@ -188,7 +188,7 @@ const pngSize = (bytes) => {
   return { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
 };
 
-test('exports: PNG of the chart and of any heatmap, CSV of weights, importance and drift', async () => {
+test('exports: PNG and SVG of the charts and of any heatmap, CSV of weights, importance and drift', async () => {
   const { page, problems } = await openPage(browser, `${app.base}/?preset=bert-base&seq=16&backend=cpu&pruned=3`);
   await page.getByTestId('heatmap-11').waitFor();
   await page.waitForFunction(() => /#/.test((document.querySelector('[data-testid=importance-11]')?.textContent ?? '')));
@@ -202,6 +202,28 @@ test('exports: PNG of the chart and of any heatmap, CSV of weights, importance a
   const head = await download(page, 'export-head-png');
   assert.equal(head.name, 'headlab-bert-base-n16-seed42-head-4.png');
   assert.deepEqual(pngSize(head.bytes), { width: 512, height: 512 }, 'a 16x16 heatmap is saved at 32x');
+
+  // Vector copies: each parses as SVG; the heatmap has one square per weight, with its tokens.
+  const parse = (bytes) => page.evaluate((text) => {
+    const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+    const root = doc.documentElement;
+    return { root: root.nodeName, error: doc.querySelector('parsererror')?.textContent ?? null,
+      rects: doc.querySelectorAll('rect').length, texts: [...doc.querySelectorAll('text')].map((t) => t.textContent.trim()),
+      tips: [...doc.querySelectorAll('rect > title')].map((t) => t.textContent) };
+  }, bytes.toString('utf8'));
+  const headSvg = await download(page, 'export-head-svg');
+  assert.equal(headSvg.name, 'headlab-bert-base-n16-seed42-head-4.svg');
+  const cells = await parse(headSvg.bytes);
+  assert.deepEqual([cells.root, cells.error, cells.rects], ['svg', null, 16 * 16]);
+  assert.match(cells.tips[1], /^t0 \S+ → t1 \S+: 0\.\d{4}$/);
+  const chartSvg = await parse((await download(page, 'export-chart-svg')).bytes);
+  assert.deepEqual([chartSvg.root, chartSvg.error], ['svg', null]);
+  for (const label of ['2  BERT-base / GPT-2 Small', '5  GPT-3 (175B)', 'd_k =', '64', '128', 'd_model (log scale)']) {
+    assert.ok(chartSvg.texts.includes(label), `the chart's SVG has "${label}": ${chartSvg.texts}`);
+  }
+  const driftSvg = await parse((await download(page, 'export-drift-svg')).bytes);
+  assert.deepEqual([driftSvg.root, driftSvg.error], ['svg', null]);
+  assert.ok(driftSvg.texts.includes('least important first'));
 
   const lines = (bytes) => bytes.toString('utf8').trimEnd().split('\n');
   const attention = lines((await download(page, 'export-attention-csv')).bytes);

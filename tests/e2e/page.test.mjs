@@ -177,6 +177,8 @@ test('WebGPU runs by default where the browser has it, with the CPU path\'s numb
 test('without WebGPU the page runs on the CPU and says why', async () => {
   const { page, problems } = await open('?backend=gpu', undefined, noGpuBrowser);
   await page.getByTestId('heatmap-11').waitFor();
+  // The first heatmaps may be drawn while the page still looks for a GPU.
+  await page.waitForFunction(() => !/preparing the GPU/.test(document.querySelector('[data-testid=backend-badge]')?.textContent ?? 'preparing the GPU'));
   assert.match(await text(page, 'backend-badge'), /^CPU · wasm simd128/);
   assert.match(await text(page, 'backend-note'), /not using the GPU: this browser does not offer WebGPU/);
   assert.deepEqual(problems, []);
@@ -270,7 +272,8 @@ test('the chart names a point on hover, heads enlarge with labels, and the batch
     'BERT-large / GPT-2 Medium', 'GPT-2 Large', 'GPT-3 (175B)']);
   const box = await chart.boundingBox();
   const [x, y] = points['GPT-3 (175B)'];
-  await page.mouse.move(box.x + (x * box.width) / 600, box.y + (y * box.height) / 460);
+  const [cw, ch] = await chart.evaluate((c) => [c.width, c.height]);
+  await page.mouse.move(box.x + (x * box.width) / cw, box.y + (y * box.height) / ch);
   assert.equal(await text(page, 'chart-hover'), 'GPT-3 (175B): d_model 12288, 96 heads, d_k = 128');
 
   await page.getByTestId('heatmap-4').click();
@@ -289,6 +292,32 @@ test('the chart names a point on hover, heads enlarge with labels, and the batch
   console.log(`batched vs one head on the CPU, BERT-base n = 10: ${await text(page, 'batched-result')}`);
   assert.ok(ratio > 0.2 && ratio < 5, `ratio ${ratio}`);
   assert.match(await text(page, 'pruning-claim'), /Pruning the 2 least important of 12 heads \(20 %\) moves it by 0\.\d{3}/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('charts are drawn at their laid-out size times the device pixel ratio, and again when it changes', async () => {
+  const { page, problems } = await openPage(browser, `${base}/?preset=bert-base&seq=12&backend=cpu`,
+    { viewport: { width: 1400, height: 1000 }, deviceScaleFactor: 2 });
+  await page.getByTestId('heatmap-11').waitFor();
+  /** Each chart's backing size against its CSS size times 2, once they agree. */
+  const sharp = (id) => page.waitForFunction((id) => {
+    const c = document.querySelector(`[data-testid=${id}]`);
+    return c.clientWidth > 0 && c.width === Math.round(c.clientWidth * 2) ? [c.width, c.clientWidth] : null;
+  }, id).then((h) => h.jsonValue());
+  const [wide] = await sharp('config-chart');
+  await sharp('drift-chart');
+  // Wide: the key from numbers to names is drawn in the chart (and kept for screen readers).
+  assert.equal(await page.getByTestId('chart-key').getAttribute('class'), 'chart-key sr-only');
+  await page.locator('.chart-panel').screenshot({ path: join(artifacts, 'chart-dpr2.png') });
+  // A phone's width: the canvas follows, and the key moves under the chart.
+  await page.setViewportSize({ width: 390, height: 900 });
+  await page.waitForFunction((wide) => document.querySelector('[data-testid=config-chart]').width < wide, wide);
+  const [narrow, css] = await sharp('config-chart');
+  assert.ok(narrow < wide && css < 390, `${narrow} backing pixels for ${css} CSS pixels`);
+  await page.waitForFunction(() => !document.querySelector('[data-testid=chart-key]').classList.contains('sr-only'));
+  assert.equal(await page.getByTestId('chart-key').locator('li').count(), 5);
+  await page.locator('.chart-panel').screenshot({ path: join(artifacts, 'chart-phone-dpr2.png') });
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -101,6 +101,12 @@ export async function serveDist() {
   const server = createServer(async (req, res) => {
     const path = new URL(req.url, 'http://x').pathname;
     if (path === '/__headlab_probe.js') return res.writeHead(200, { 'content-type': types['.js'] }).end(probe);
+    // A phone's screen for engines whose windows cannot be that narrow: the page in a 390 px frame.
+    if (path === '/__phone.html') {
+      const src = new URL(req.url, 'http://x').searchParams.get('src') ?? '/';
+      return res.writeHead(200, { 'content-type': types['.html'] })
+        .end(`<!doctype html><title>phone</title><iframe data-testid="phone" src="${src.replace(/"/g, '')}" style="width:390px;height:900px;border:0"></iframe>`);
+    }
     const file = join(dist, path === '/' ? 'index.html' : path);
     try {
       let body = await readFile(file);

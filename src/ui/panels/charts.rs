@@ -7,10 +7,11 @@ use plotters_canvas::CanvasBackend;
 use web_sys::MouseEvent;
 
 use crate::settings::Theme;
-use crate::ui::canvas::{canvas_point, palette};
+use crate::ui::canvas::{canvas_point, fit_to_screen, palette};
 use crate::ui::files;
 use crate::ui::state::AppState;
-use crate::viz::chart::{draw_config_chart, draw_drift_chart, ConfigChartLayout};
+use crate::viz::chart::{draw_config_chart, draw_drift_chart, ConfigChartLayout, Names};
+use crate::viz::svg;
 
 /// The seed's models on log axes with lines of constant d_k; hover names a point.
 #[component]
@@ -20,9 +21,10 @@ pub fn ConfigChart() -> impl IntoView {
     let layout = RwSignal::new(ConfigChartLayout::default());
     let hover = RwSignal::new(None::<String>);
     let draw_error = RwSignal::new(None::<String>);
-    // Redraw when the shape or the theme changes.
+    let scale = fit_to_screen(canvas, 600.0, 460.0 / 600.0);
+    // Redraw when the shape, the theme or the canvas's size changes.
     Effect::new(move |_| {
-        let (config, theme) = settings.with(|s| (s.config(), s.theme));
+        let (config, theme, scale) = settings.with(|s| (s.config(), s.theme, scale.get()));
         let Some(canvas) = canvas.get() else { return };
         let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
             draw_error.set(Some("this browser gave no 2D canvas for the chart".into()));
@@ -30,7 +32,7 @@ pub fn ConfigChart() -> impl IntoView {
         };
         let area = backend.into_drawing_area();
         let current = (config.num_heads > 0).then_some((config.d_model, config.num_heads));
-        match draw_config_chart(&area, current, palette(theme)) {
+        match draw_config_chart(&area, current, palette(theme), scale) {
             Ok(l) => {
                 layout.set(l);
                 draw_error.set(None);
@@ -45,7 +47,7 @@ pub fn ConfigChart() -> impl IntoView {
             l.points
                 .iter()
                 .map(|p| (p, (p.at.0 as f64 - x).hypot(p.at.1 as f64 - y)))
-                .filter(|(_, dist)| *dist < 16.0)
+                .filter(|(_, dist)| *dist < 16.0 * scale.get_untracked())
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|(p, _)| {
                     format!(
@@ -74,6 +76,13 @@ pub fn ConfigChart() -> impl IntoView {
         let Some(canvas) = canvas.get_untracked() else { return };
         draw_error.set(files::png(&canvas, "headlab-config-chart.png", 1).err());
     };
+    let export_svg = move |_| {
+        let (config, theme) = settings.with_untracked(|s| (s.config(), s.theme));
+        let current = (config.num_heads > 0).then_some((config.d_model, config.num_heads));
+        let saved = svg::config_chart(current, palette(theme))
+            .and_then(|t| files::svg("headlab-config-chart.svg", &t));
+        draw_error.set(saved.err());
+    };
     view! {
         <section class="panel chart-panel" aria-labelledby="chart-title">
             <h2 id="chart-title">"Claim 1: per-head size stays 64..128 as models grow"</h2>
@@ -94,12 +103,18 @@ pub fn ConfigChart() -> impl IntoView {
                     on:mousemove=on_move
                     on:mouseleave=move |_| hover.set(None)
                 ></canvas>
-                <ul class="sr-only">
+                // The numbered points' key, for screen readers always; on screen when the
+                // canvas had no room to draw it (a phone's column).
+                <ol
+                    class="chart-key"
+                    class:sr-only=move || layout.with(|l| l.labels.iter().any(|x| x.names == Names::Key))
+                    data-testid="chart-key"
+                >
                     {crate::viz::chart::model_groups()
                         .into_iter()
                         .map(|(label, d, h)| view! { <li>{format!("{label}: d_model {d}, {h} heads, d_k = {}", d / h)}</li> })
                         .collect_view()}
-                </ul>
+                </ol>
                 <p class="tooltip" data-testid="chart-hover" aria-live="polite">
                     {move || hover.get().unwrap_or_else(|| "Hover a point for its numbers.".into())}
                 </p>
@@ -108,6 +123,9 @@ pub fn ConfigChart() -> impl IntoView {
             <div class="buttons">
                 <button data-testid="export-chart-png" on:click=export_png>
                     "Chart (PNG)"
+                </button>
+                <button data-testid="export-chart-svg" on:click=export_svg>
+                    "Chart (SVG)"
                 </button>
             </div>
             <p class="muted">
@@ -128,9 +146,10 @@ pub fn DriftChart(
 ) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
+    let scale = fit_to_screen(canvas, 560.0, 320.0 / 560.0);
     Effect::new(move |_| {
         let (ranked, random, current) = (ranked.get(), random.get(), current.get());
-        let theme = theme.get();
+        let (theme, scale) = (theme.get(), scale.get());
         let Some(canvas) = canvas.get() else { return };
         let Some(backend) = CanvasBackend::with_canvas_object(canvas) else { return };
         let area = backend.into_drawing_area();
@@ -138,9 +157,16 @@ pub fn DriftChart(
             let _ = area.fill(&palette(theme).background);
             return;
         }
-        let result = draw_drift_chart(&area, &ranked, &random, current, palette(theme));
+        let result = draw_drift_chart(&area, &ranked, &random, current, palette(theme), scale);
         draw_error.set(result.err().map(|e| format!("could not draw the drift curve: {e}")));
     });
+    let export_svg = move |_| {
+        let (ranked, random, current) =
+            (ranked.get_untracked(), random.get_untracked(), current.get_untracked());
+        let saved = svg::drift_chart(&ranked, &random, current, palette(theme.get_untracked()))
+            .and_then(|t| files::svg("headlab-drift-chart.svg", &t));
+        draw_error.set(saved.err());
+    };
     view! {
         <canvas
             node_ref=canvas
@@ -151,6 +177,9 @@ pub fn DriftChart(
             role="img"
             aria-label="Relative output drift against the number of heads pruned, least important first and in random order"
         ></canvas>
+        <div class="buttons">
+            <button data-testid="export-drift-svg" on:click=export_svg>"Drift chart (SVG)"</button>
+        </div>
         {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
     }
 }

@@ -14,6 +14,7 @@ use crate::ui::keyboard::arrow_focus;
 use crate::ui::state::AppState;
 use crate::viz::colormap::viridis_css_gradient;
 use crate::viz::heatmap::Scale;
+use crate::viz::svg;
 
 /// All heads of the current run, in a grid, and the enlarged head if one is open.
 #[component]
@@ -161,6 +162,12 @@ fn HeadDetail(h: usize, on_close: impl Fn() + 'static) -> impl IntoView {
         let name = format!("{}-head-{h}.png", files::stem(&state.settings.read_untracked()));
         draw_error.set(files::png(&canvas, &name, 512).err());
     };
+    let export_svg = move |_| {
+        let Some(r) = run_with_head(state, h) else { return };
+        let name = format!("{}-head-{h}.svg", files::stem(&state.settings.read_untracked()));
+        let text = svg::heatmap(r.forward.attention_of(h), r.config.seq_len, &r.words, &format!("head {h}"));
+        draw_error.set(files::svg(&name, &text).err());
+    };
     draw_head_on_change(canvas, h, draw_error);
     let hover = RwSignal::new(None::<String>);
     let words = move || state.run().map(|r| r.words.clone()).unwrap_or_default();
@@ -197,6 +204,9 @@ fn HeadDetail(h: usize, on_close: impl Fn() + 'static) -> impl IntoView {
                 <h3>{format!("Head {h}")}</h3>
                 <button data-testid="export-head-png" on:click=export_png>
                     "PNG"
+                </button>
+                <button data-testid="export-head-svg" on:click=export_svg>
+                    "SVG"
                 </button>
                 <button class="reset" data-testid="close-detail" on:click=move |_| on_close()>
                     "Close"

@@ -9,6 +9,7 @@ use crate::model::bert::{HEADS, LAYERS};
 use crate::ui::canvas::draw_heatmap;
 use crate::ui::files;
 use crate::viz::colormap::viridis_css_gradient;
+use crate::viz::svg;
 
 /// The layer picker, a legend, and the layer's heatmaps.
 #[component]
@@ -67,6 +68,13 @@ fn LayerHead(h: usize) -> impl IntoView {
         );
         draw_error.set(files::png(&canvas, &name, 512).err());
     };
+    let export_svg = move |_| {
+        let Some((w, n)) = weights() else { return };
+        let layer = view.choices.layer.get_untracked().min(LAYERS - 1) + 1;
+        let pieces: Vec<String> = view.tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());
+        let text = svg::heatmap(&w, n, &pieces, &format!("all-MiniLM-L6-v2, layer {layer}, head {h}"));
+        draw_error.set(files::svg(&format!("headlab-minilm-layer{layer}-head{h}.svg"), &text).err());
+    };
     view! {
         <figure class="head">
             <canvas
@@ -80,6 +88,9 @@ fn LayerHead(h: usize) -> impl IntoView {
                 <span>{format!("head {h}")}</span>
                 <button class="mini" data-testid=format!("trained-png-{h}") aria-label=format!("Download head {h} as PNG") on:click=export_png>
                     "PNG"
+                </button>
+                <button class="mini" data-testid=format!("trained-svg-{h}") aria-label=format!("Download head {h} as SVG") on:click=export_svg>
+                    "SVG"
                 </button>
             </figcaption>
             {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}

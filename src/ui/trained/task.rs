@@ -15,9 +15,10 @@ use crate::model::bert::{LAYERS, TOTAL_HEADS};
 use crate::model::curves::{michel_marks, Curves, Order};
 use crate::model::pruned::cost;
 use crate::model::roles::{mean_positions, Role};
-use crate::ui::canvas::palette;
+use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::files;
 use crate::ui::state::AppState;
+use crate::viz::svg;
 use crate::viz::task_chart::{draw_task_chart, TaskChart};
 
 /// Quality is shown to three decimals: the page's f16 weights move it by about 2e-4.
@@ -133,11 +134,12 @@ fn CurveChart() -> impl IntoView {
     let (task, view, app) = (TaskView::get(), TrainedView::get(), AppState::get());
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
+    let scale = fit_to_screen(canvas, 640.0, 380.0 / 640.0);
     Effect::new(move |_| {
         let chart = task.curves.with(|c| chart_of(c, current_point(task, view.choices.heads)));
-        let theme = app.settings.read().theme;
+        let (theme, scale) = (app.settings.read().theme, scale.get());
         let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
-        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme));
+        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme), scale);
         draw_error.set(result.err().map(|e| format!("could not draw the curves: {e}")));
     });
     let export_csv = move |_| {
@@ -149,6 +151,12 @@ fn CurveChart() -> impl IntoView {
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
         draw_error.set(files::png(&canvas, "headlab-minilm-pruning-curves.png", 1).err());
+    };
+    let export_svg = move |_| {
+        let chart = task.curves.with_untracked(|c| chart_of(c, current_point(task, view.choices.heads)));
+        let saved = svg::task_chart(&chart, palette(app.settings.read_untracked().theme))
+            .and_then(|t| files::svg("headlab-minilm-pruning-curves.svg", &t));
+        draw_error.set(saved.err());
     };
     view! {
         <canvas
@@ -165,6 +173,7 @@ fn CurveChart() -> impl IntoView {
             <span class="muted">"Download:"</span>
             <button data-testid="task-export-csv" on:click=export_csv>"Curves (CSV)"</button>
             <button data-testid="task-export-png" on:click=export_png>"Curves (PNG)"</button>
+            <button data-testid="task-export-svg" on:click=export_svg>"Curves (SVG)"</button>
         </div>
         {move || draw_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
     }
