@@ -45,8 +45,9 @@ pub fn palette(theme: Theme) -> &'static Palette {
 /// Keeps a chart's canvas at its laid-out width times the device pixel ratio (height from
 /// `aspect`, height over width), and returns the scale to draw at: backing pixels per pixel of
 /// a `design_width`-wide chart, so text keeps its proportion to the chart on any screen, within
-/// 0.85 to 1.3 of its design size in CSS pixels (text on a phone stays readable). A ResizeObserver updates both when the layout
-/// or the zoom changes; the drawing Effect reads the scale and redraws.
+/// 0.85 to 1.3 of its design size in CSS pixels (text on a phone stays readable). A
+/// ResizeObserver updates both when the layout or the zoom changes; the drawing Effect reads the
+/// scale and redraws. A canvas not laid out (hidden) keeps its size until it is.
 pub fn fit_to_screen(canvas: NodeRef<html::Canvas>, design_width: f64, aspect: f64) -> ReadSignal<f64> {
     let (scale, set_scale) = signal(1.0);
     Effect::new(move |_| {
@@ -58,7 +59,10 @@ pub fn fit_to_screen(canvas: NodeRef<html::Canvas>, design_width: f64, aspect: f
         let fit = {
             let el = el.clone();
             move || {
-                let css = f64::from(el.client_width()).max(1.0);
+                if el.client_width() <= 0 {
+                    return;
+                }
+                let css = f64::from(el.client_width());
                 let dpr = window().device_pixel_ratio().max(1.0);
                 let (w, h) = ((css * dpr).round() as u32, (css * aspect * dpr).round() as u32);
                 if el.width() == w && el.height() == h {
