@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { By, ENGINES, artifacts, screenshot, serveDist, startEngine } from './webdriver.mjs';
+import { By, ENGINES, artifacts, countDrawnHeatmaps, screenshot, serveDist, startEngine } from './webdriver.mjs';
 
 const engines = (process.env.HEADLAB_ENGINES ?? Object.keys(ENGINES).join(',')).split(',').filter(Boolean);
 for (const e of engines) if (!ENGINES[e]) throw new Error(`HEADLAB_ENGINES: unknown engine ${e}`);
@@ -63,15 +63,6 @@ const ENGINE_FACTS = `const [simd, relaxed, done] = arguments;
     simd128: WebAssembly.validate(new Uint8Array(simd)), relaxedSimd: WebAssembly.validate(new Uint8Array(relaxed)),
     isolated: self.crossOriginIsolated === true });
 })();`;
-
-/** Number of heatmap canvases drawn at n x n with more than one colour. */
-const DRAWN = `const n = arguments[0];
-return [...document.querySelectorAll('canvas.heatmap')].filter((c) => {
-  if (c.width !== n || c.height !== n) return false;
-  const px = c.getContext('2d').getImageData(0, 0, n, n).data;
-  for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0] || px[i + 1] !== px[1]) return true;
-  return false;
-}).length;`;
 
 const textOf = (driver, id) => driver.executeScript(
   `return document.querySelector('[data-testid="${id}"]')?.textContent ?? null`);
@@ -142,7 +133,7 @@ for (const engine of engines) {
       await until(driver, `document.querySelectorAll('canvas.heatmap').length === 12`, '12 heatmaps');
       await until(driver, BACKEND_PASS,
         "the chosen backend's own pass");
-      assert.equal(await driver.executeScript(DRAWN, 16), 12, 'all 12 BERT-base heads drawn at 16x16');
+      assert.equal(await driver.executeScript(countDrawnHeatmaps, 16), 12, 'all 12 BERT-base heads drawn at 16x16');
       const badge = await textOf(driver, 'backend-badge');
       record(engine, { backend: badge });
       assert.ok(facts.simd128, 'the CPU kernel needs wasm simd128');

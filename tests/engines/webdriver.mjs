@@ -5,12 +5,13 @@
 // Also the test server: dist/ with a probe script injected into every page (probe.js).
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { extname, join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { root, serveDist as serveShared, types } from '../e2e/serve.mjs';
 
-export const root = resolve(import.meta.dirname, '../..');
+export { countDrawnHeatmaps } from '../e2e/serve.mjs';
 export const artifacts = join(root, 'target/e2e/engines');
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
 const require = createRequire(join(toolsDir, 'package.json'));
@@ -91,39 +92,26 @@ export async function startEngine(name) {
   return { driver, engine: name, browser: caps.get('browserName'), version: caps.get('browserVersion'), stop };
 }
 
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 const probeTag = '<script src="/__headlab_probe.js"></script>';
 
-/** Serves dist/ on a free loopback port, with probe.js first in every HTML page after its CSP. */
+/**
+ * Serves dist/ with probe.js first in every HTML page after its CSP, and /__phone.html: the page
+ * in a 390 px frame, a phone's screen for engines whose windows cannot be that narrow.
+ */
 export async function serveDist() {
-  const dist = join(root, 'dist');
   const probe = await readFile(join(import.meta.dirname, 'probe.js'));
-  const server = createServer(async (req, res) => {
-    const path = new URL(req.url, 'http://x').pathname;
-    if (path === '/__headlab_probe.js') return res.writeHead(200, { 'content-type': types['.js'] }).end(probe);
-    // A phone's screen for engines whose windows cannot be that narrow: the page in a 390 px frame.
-    if (path === '/__phone.html') {
-      const src = new URL(req.url, 'http://x').searchParams.get('src') ?? '/';
-      return res.writeHead(200, { 'content-type': types['.html'] })
-        .end(`<!doctype html><title>phone</title><iframe data-testid="phone" src="${src.replace(/"/g, '')}" style="width:390px;height:900px;border:0"></iframe>`);
-    }
-    const file = join(dist, path === '/' ? 'index.html' : path);
-    try {
-      let body = await readFile(file);
-      if (extname(file) === '.html') {
-        const html = body.toString();
-        const csp = html.match(/<meta\s+http-equiv="Content-Security-Policy"[^>]*>/);
-        if (!csp) throw new Error(`${path} has no CSP meta tag`);
-        body = html.replace(csp[0], `${csp[0]}\n${probeTag}`);
-      }
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(body);
-    } catch (e) {
-      res.writeHead(e.code === 'ENOENT' ? 404 : 500).end(String(e.message));
-    }
-  });
-  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
-  await mkdir(artifacts, { recursive: true });
-  return { server, base: `http://127.0.0.1:${server.address().port}` };
+  const extra = async (path, url) => {
+    if (path === '/__headlab_probe.js') return { type: types['.js'], body: probe };
+    if (path !== '/__phone.html') return null;
+    const src = (url.searchParams.get('src') ?? '/').replace(/"/g, '');
+    return { type: types['.html'], body: `<!doctype html><title>phone</title><iframe data-testid="phone" src="${src}" style="width:390px;height:900px;border:0"></iframe>` };
+  };
+  const html = (path, text) => {
+    const csp = text.match(/<meta\s+http-equiv="Content-Security-Policy"[^>]*>/);
+    if (!csp) throw new Error(`${path} has no CSP meta tag`);
+    return text.replace(csp[0], `${csp[0]}\n${probeTag}`);
+  };
+  return serveShared({ extra, html, artifacts });
 }
 
 /** Saves the viewport as target/e2e/engines/<engine>-<what>.png. */

@@ -1,0 +1,45 @@
+// What both end-to-end suites share without a browser driver: the static server for the built
+// page (dist/), and the in-page check that heatmaps are drawn. tests/e2e/ uses them through
+// harness.mjs (Playwright), tests/engines/ through webdriver.mjs (WebDriver).
+import { createServer } from 'node:http';
+import { mkdir, readFile } from 'node:fs/promises';
+import { extname, join, resolve } from 'node:path';
+
+export const root = resolve(import.meta.dirname, '../..');
+export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
+
+/**
+ * Serves dist/ on a free loopback port; resolves to { server, base }. `extra(path, url)` may
+ * answer a path itself (resolve to { type, body }) and `html(path, text)` may rewrite each page.
+ */
+export async function serveDist({ extra = async () => null, html = (_, text) => text, artifacts = join(root, 'target/e2e') } = {}) {
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url, 'http://x');
+    try {
+      const own = await extra(url.pathname, url);
+      if (own) return res.writeHead(200, { 'content-type': own.type }).end(own.body);
+      const file = join(root, 'dist', url.pathname === '/' ? 'index.html' : url.pathname);
+      let body = await readFile(file);
+      if (extname(file) === '.html') body = html(url.pathname, body.toString());
+      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(body);
+    } catch (e) {
+      res.writeHead(e.code === 'ENOENT' ? 404 : 500).end(e.code === 'ENOENT' ? '' : String(e.message));
+    }
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  await mkdir(artifacts, { recursive: true });
+  return { server, base: `http://127.0.0.1:${server.address().port}` };
+}
+
+/**
+ * In the page: the number of heatmap canvases drawn at n x n with more than one colour (a 1x1
+ * heatmap is one colour by definition). Self-contained, so either driver can run its source.
+ */
+export function countDrawnHeatmaps(n) {
+  return [...document.querySelectorAll('canvas.heatmap')].filter((c) => {
+    if (c.width !== n || c.height !== n) return false;
+    const px = c.getContext('2d').getImageData(0, 0, n, n).data;
+    for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0] || px[i + 1] !== px[1]) return true;
+    return n === 1;
+  }).length;
+}
