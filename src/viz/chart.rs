@@ -176,7 +176,7 @@ pub fn draw_config_chart<DB: DrawingBackend>(
     }
     for (label, d_model, heads) in model_groups() {
         let at = (d_model as f64, heads as f64);
-        chart.draw_series(std::iter::once(Circle::new(at, px(6.0) as i32, palette.point.filled())))?;
+        chart.draw_series(std::iter::once(Circle::new(at, px(POINT_R) as i32, palette.point.filled())))?;
         let at = chart.backend_coord(&at);
         layout.points.push(PlacedPoint { label, d_model, heads, at, current: false });
     }
@@ -185,8 +185,8 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         let inside = (D_MODEL_RANGE.0..=D_MODEL_RANGE.1).contains(&at.0)
             && (HEADS_RANGE.0..=HEADS_RANGE.1).contains(&at.1);
         if inside {
-            let ring = palette.accent.stroke_width(px(3.0) as u32);
-            chart.draw_series(std::iter::once(Circle::new(at, px(9.0) as i32, ring)))?;
+            let ring = palette.accent.stroke_width(px(RING_STROKE) as u32);
+            chart.draw_series(std::iter::once(Circle::new(at, px(RING_R) as i32, ring)))?;
             layout.points.push(PlacedPoint {
                 label: "your configuration".into(),
                 d_model,
@@ -212,6 +212,21 @@ pub fn draw_config_chart<DB: DrawingBackend>(
     }
     area.present()?;
     Ok(layout)
+}
+
+/// A model's point's radius, the reader's ring's radius and stroke, and how far the ring
+/// reaches, in CSS pixels.
+const POINT_R: f64 = 6.0;
+const RING_R: f64 = 9.0;
+const RING_STROKE: f64 = 3.0;
+const RING_OUTER: f64 = RING_R + RING_STROKE / 2.0;
+
+impl PlacedPoint {
+    /// The box its mark covers (the point, or the reader's ring) on a chart drawn at `scale`.
+    pub fn mark(&self, scale: f64) -> Rect {
+        let r = if self.current { RING_OUTER } else { POINT_R } * scale;
+        Rect::around(self.at.0 as f64, self.at.1 as f64, r)
+    }
 }
 
 /// The labels' font size in CSS pixels.
@@ -264,8 +279,7 @@ fn place_config_labels(layout: &ConfigChartLayout, plot: Rect, canvas: Rect, sca
     let (font, gap) = (LABEL_PX * scale, 3.0 * scale);
     let mut obstacles = Obstacles::default();
     for (i, p) in layout.points.iter().enumerate() {
-        let r = if p.current { 10.5 } else { 6.0 } * scale;
-        obstacles.marks.push((Rect::around(p.at.0 as f64, p.at.1 as f64, r), Names::Point(i).id()));
+        obstacles.marks.push((p.mark(scale), Names::Point(i).id()));
     }
     for l in &layout.lines {
         let (a, b) = ((l.from.0 as f64, l.from.1 as f64), (l.to.0 as f64, l.to.1 as f64));
@@ -280,7 +294,8 @@ fn place_config_labels(layout: &ConfigChartLayout, plot: Rect, canvas: Rect, sca
         let (w, h) = estimate_text(text.chars().count(), NUMBER_PX * scale);
         // Outside the reader's ring too, when their configuration is this model's.
         let ringed = layout.points.iter().any(|q| q.current && q.at == p.at);
-        let (x, y, r) = (p.at.0 as f64, p.at.1 as f64, if ringed { 10.5 } else { 6.0 } * scale + gap);
+        let (x, y, r) =
+            (p.at.0 as f64, p.at.1 as f64, if ringed { RING_OUTER } else { POINT_R } * scale + gap);
         // Beside the point, then a little further out.
         let candidates: Vec<Rect> = [r, r + 4.0 * scale, r + 8.0 * scale, r + 12.0 * scale]
             .into_iter()
@@ -542,8 +557,7 @@ mod tests {
                         assert!(!a.rect.overlaps(&b.rect), "{what}: {text} covers {:?}", b.lines);
                     }
                     for (j, p) in layout.points.iter().enumerate() {
-                        let r = if p.current { 10.5 } else { 6.0 } * scale;
-                        let mark = Rect::around(p.at.0 as f64, p.at.1 as f64, r);
+                        let mark = p.mark(scale);
                         let named = a.names == Names::Point(j);
                         assert!(
                             named || !a.rect.overlaps(&mark),

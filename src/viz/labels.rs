@@ -140,14 +140,11 @@ impl Obstacles {
 
     /// The first of `candidates` that is clear (or the first, if none is), recorded as placed.
     pub fn place(&mut self, candidates: &[Rect], names: usize, bounds: &Rect, gap: f64) -> Rect {
-        let chosen = candidates
-            .iter()
-            .find(|c| self.clear(c, names, bounds, gap))
-            .or(candidates.first())
-            .copied()
-            .expect("at least one candidate position");
-        self.labels.push(chosen);
-        chosen
+        self.place_if_clear(candidates, names, bounds, gap).unwrap_or_else(|| {
+            let first = *candidates.first().expect("at least one candidate position");
+            self.labels.push(first);
+            first
+        })
     }
 }
 
