@@ -212,3 +212,31 @@ fn generated_weights_give_the_stored_weights_forward_on_the_shape_table() {
     }
     say!("generated weights: worst relative error vs f64 oracle {worst:.2e}");
 }
+
+#[test]
+fn the_head_by_head_loop_equals_the_batched_pass_and_the_oracle_on_the_shape_table() {
+    for kernel in Kernel::ALL {
+        let mut worst = (0.0f64, 0.0f64);
+        for config in shape_table() {
+            let (w, inputs) = (Weights::generate(config.d_model, 5), Inputs::generate(&config, 5));
+            let looped = cpu::head_loop::forward_head_by_head(kernel, &config, &inputs.x, &w);
+            let o = oracle::multihead_attention(
+                &config,
+                &inputs.x,
+                &w.w_qkv,
+                &w.w_o,
+                &HeadSet::all(config.num_heads),
+            );
+            worst.0 = worst.0.max(assert_close(&format!("loop {config:?}"), &looped, &o.output, TOLERANCE));
+            let batched = cpu::forward(kernel, &config, &inputs.x, &w).output;
+            let as_f64: Vec<f64> = batched.iter().map(|&v| v as f64).collect();
+            worst.1 = worst.1.max(assert_close(
+                &format!("loop vs batched {config:?}"),
+                &looped,
+                &as_f64,
+                TOLERANCE,
+            ));
+        }
+        say!("{kernel:?}: head-by-head loop vs oracle {:.2e}, vs batched pass {:.2e}", worst.0, worst.1);
+    }
+}

@@ -55,6 +55,55 @@ pub fn preset_by_id(id: &str) -> Option<&'static Preset> {
     PRESETS.iter().find(|p| p.id == id)
 }
 
+/// A column of the seed's model table, to sort it by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PresetColumn {
+    /// The seed's order (roughly by release).
+    Seed,
+    /// The model's name.
+    Name,
+    /// `d_model`.
+    DModel,
+    /// Number of heads.
+    Heads,
+    /// `d_k = d_model / heads`.
+    DK,
+}
+
+impl PresetColumn {
+    /// The sortable columns, as the table shows them.
+    pub const ALL: [PresetColumn; 5] =
+        [PresetColumn::Seed, PresetColumn::Name, PresetColumn::DModel, PresetColumn::Heads, PresetColumn::DK];
+
+    /// The column's heading.
+    pub fn heading(self) -> &'static str {
+        match self {
+            PresetColumn::Seed => "#",
+            PresetColumn::Name => "Model",
+            PresetColumn::DModel => "d_model",
+            PresetColumn::Heads => "heads",
+            PresetColumn::DK => "d_k",
+        }
+    }
+}
+
+/// The presets sorted by `column` (ties keep the seed's order), descending if not `ascending`.
+pub fn presets_sorted(column: PresetColumn, ascending: bool) -> Vec<(usize, &'static Preset)> {
+    let mut rows: Vec<(usize, &'static Preset)> = PRESETS.iter().enumerate().collect();
+    rows.sort_by(|(i, a), (j, b)| {
+        let order = match column {
+            PresetColumn::Seed => i.cmp(j),
+            PresetColumn::Name => a.name.to_lowercase().cmp(&b.name.to_lowercase()),
+            PresetColumn::DModel => a.d_model.cmp(&b.d_model),
+            PresetColumn::Heads => a.num_heads.cmp(&b.num_heads),
+            PresetColumn::DK => a.d_k().cmp(&b.d_k()),
+        };
+        let order = if ascending { order } else { order.reverse() };
+        order.then(i.cmp(j))
+    });
+    rows
+}
+
 /// Longest sequence accepted (GPT-2's context; the heatmaps stop being readable far earlier).
 pub const MAX_SEQ_LEN: usize = 1024;
 /// Widest residual stream accepted (GPT-3's 12288 rounded up to a power of two).
@@ -270,5 +319,25 @@ impl Footprint {
     /// Weights plus activations.
     pub const fn total(&self) -> u64 {
         self.weights + self.activations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{presets_sorted, PresetColumn, PRESETS};
+
+    #[test]
+    fn the_model_table_sorts_by_every_column_with_ties_in_the_seeds_order() {
+        let ids = |c, up| presets_sorted(c, up).iter().map(|(_, p)| p.id).collect::<Vec<_>>();
+        assert_eq!(ids(PresetColumn::Seed, true), PRESETS.iter().map(|p| p.id).collect::<Vec<_>>());
+        assert_eq!(ids(PresetColumn::Seed, false).first(), Some(&"gpt3"));
+        let by_dk = ids(PresetColumn::DK, true);
+        assert_eq!(by_dk[..2], ["transformer", "bert-base"], "d_k 64, in the seed's order");
+        assert_eq!(by_dk.last(), Some(&"gpt3"), "d_k 128");
+        assert_eq!(ids(PresetColumn::Heads, false)[..2], ["gpt3", "gpt2-large"]);
+        assert_eq!(ids(PresetColumn::Name, true)[0], "bert-base");
+        for c in PresetColumn::ALL {
+            assert_eq!(presets_sorted(c, true).len(), PRESETS.len());
+        }
     }
 }

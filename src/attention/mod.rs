@@ -9,9 +9,11 @@ pub mod heads;
 pub mod importance;
 pub mod oracle;
 pub mod prune;
+pub mod rollout;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
+pub mod walk;
 
 pub use config::{ConfigError, ModelConfig, Preset, PRESETS};
 pub use heads::HeadSet;

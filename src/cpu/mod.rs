@@ -17,6 +17,7 @@
 pub mod gelu;
 pub mod gemm;
 pub mod generated;
+pub mod head_loop;
 pub mod mat;
 pub mod packed;
 pub mod softmax;

@@ -2,8 +2,9 @@
 //! how far pruning moves the sentence embedding, each head's importance (one pass per head,
 //! stepped so the page can take its turn between passes), the contrast with half the heads
 //! pruned, and a check whose answer can flip: which of two sentences is closer in meaning to a
-//! third. Natively the runner is the CPU kernel ([`Bert`] itself); in the page it is the GPU with
-//! the CPU kernel as its fallback (`crate::backend::TrainedRunner`).
+//! third, and how far each head alone moves that check's margin. Natively the runner is the CPU
+//! kernel ([`Bert`] itself); in the page it is the GPU with the CPU kernel as its fallback
+//! (`crate::backend::TrainedRunner`).
 
 use std::sync::Arc;
 
@@ -138,14 +139,231 @@ pub async fn meaning_check(runner: &impl Runner, tokenizer: &Tokenizer, heads: &
         runner.run(&ids, heads, None).await.embedding
     };
     let anchor = embed(ANCHOR).await;
-    let mut cosines = [0.0; 2];
-    for (c, text) in cosines.iter_mut().zip(CANDIDATES) {
-        *c = cosine(&anchor, &embed(text).await);
-    }
-    CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines, heads: heads.clone() }
+    let candidates = [embed(CANDIDATES[0]).await, embed(CANDIDATES[1]).await];
+    answer(&anchor, [&candidates[0], &candidates[1]], heads)
 }
 
 /// Every head of layer `layer` (0-based) pruned, and no other.
 pub fn layer_pruned(layer: usize) -> HeadSet {
     HeadSet::with_pruned(TOTAL_HEADS, layer * HEADS..(layer + 1) * HEADS)
+}
+
+impl CheckAnswer {
+    /// How far this answer leans toward candidate `closer`: its cosine to the anchor minus the
+    /// other's. With the full model's choice as `closer`, positive while that choice still wins.
+    pub fn margin_toward(&self, closer: usize) -> f64 {
+        self.cosines[closer] - self.cosines[1 - closer]
+    }
+}
+
+/// The check's answer from the embeddings of the anchor and of each candidate.
+fn answer(anchor: &[f32], candidates: [&[f32]; 2], heads: &HeadSet) -> CheckAnswer {
+    let cosines = candidates.map(|c| cosine(anchor, c));
+    CheckAnswer { closer: usize::from(cosines[1] > cosines[0]), cosines, heads: heads.clone() }
+}
+
+/// Every head's importance to the meaning check: the check's margin (toward the full model's
+/// answer) with that head alone pruned. The three sentences' unpruned passes are kept, so each
+/// head's passes reuse the layers before the head's own; [`MarginSweep::step`] measures one head,
+/// as [`ImportanceSweep::step`] does.
+#[derive(Clone, Debug)]
+pub struct MarginSweep {
+    /// The anchor's and the candidates' token ids and unpruned passes, in that order.
+    sentences: Vec<(Vec<u32>, BertOutput)>,
+    full: CheckAnswer,
+    margins: Vec<f64>,
+}
+
+/// The meaning check's margin with each head alone pruned, beside the full model's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MarginImportance {
+    /// The answer with every head active.
+    pub full: CheckAnswer,
+    /// Per head, the margin toward `full`'s choice with that head alone pruned.
+    pub margins: Vec<f64>,
+}
+
+impl MarginSweep {
+    /// Runs the anchor and the candidates unpruned and asks the check with every head active.
+    pub async fn start(runner: &impl Runner, tokenizer: &Tokenizer) -> MarginSweep {
+        let all = HeadSet::all(TOTAL_HEADS);
+        let mut sentences = Vec::with_capacity(3);
+        for text in [ANCHOR, CANDIDATES[0], CANDIDATES[1]] {
+            let ids: Vec<u32> = tokenizer.encode(text).iter().map(|t| t.id).collect();
+            let out = runner.run(&ids, &all, None).await;
+            sentences.push((ids, out));
+        }
+        let e = |i: usize| sentences[i].1.embedding.as_slice();
+        let full = answer(e(0), [e(1), e(2)], &all);
+        MarginSweep { sentences, full, margins: Vec::with_capacity(TOTAL_HEADS) }
+    }
+
+    /// The answer with every head active.
+    pub fn full(&self) -> &CheckAnswer {
+        &self.full
+    }
+
+    /// Heads measured so far.
+    pub fn done(&self) -> usize {
+        self.margins.len()
+    }
+
+    /// Runs the next head's three passes; `false` once every head is measured.
+    pub async fn step(&mut self, runner: &impl Runner) -> bool {
+        let h = self.margins.len();
+        if h == TOTAL_HEADS {
+            return false;
+        }
+        let heads = HeadSet::with_pruned(TOTAL_HEADS, [h]);
+        let mut embeddings = Vec::with_capacity(3);
+        for (ids, full) in &self.sentences {
+            embeddings.push(runner.run(ids, &heads, Some(full)).await.embedding);
+        }
+        let pruned = answer(&embeddings[0], [&embeddings[1], &embeddings[2]], &heads);
+        self.margins.push(pruned.margin_toward(self.full.closer));
+        self.margins.len() < TOTAL_HEADS
+    }
+
+    /// The margins, once every head is measured.
+    pub fn result(&self) -> Option<MarginImportance> {
+        (self.margins.len() == TOTAL_HEADS)
+            .then(|| MarginImportance { full: self.full.clone(), margins: self.margins.clone() })
+    }
+
+    /// Runs every pass left.
+    pub async fn finish(mut self, runner: &impl Runner) -> MarginImportance {
+        while self.step(runner).await {}
+        MarginImportance { full: self.full, margins: self.margins }
+    }
+}
+
+impl MarginImportance {
+    /// The full model's margin toward its own answer (never negative).
+    pub fn full_margin(&self) -> f64 {
+        self.full.margin_toward(self.full.closer)
+    }
+
+    /// Heads ranked by how far removing each alone moves the margin: `|full - without it|`.
+    pub fn ranking(&self) -> Ranking {
+        let full = self.full_margin();
+        Ranking::new(self.margins.iter().map(|m| (full - m).abs()).collect())
+    }
+
+    /// The heads whose removal alone flips the answer (margin below 0), in increasing order.
+    pub fn flips(&self) -> Vec<usize> {
+        self.margins.iter().enumerate().filter(|(_, &m)| m < 0.0).map(|(h, _)| h).collect()
+    }
+}
+
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod tests {
+    use super::*;
+    use crate::attention::synthetic::hash32;
+    use crate::model::bert::{Layer, Linear, Norm, D_MODEL, FFN, LAYERS, MAX_POSITIONS};
+
+    /// `len` deterministic values uniform in `(-scale, scale)`, a different stream for every `seed`.
+    fn values(len: usize, seed: u32, scale: f32) -> Vec<f32> {
+        let key = hash32(seed ^ 0x0dd_ba11);
+        (0..len as u32).map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0)).collect()
+    }
+
+    /// A dense layer of unit gain: uniform weights of variance `1 / inp`.
+    fn linear(out: usize, inp: usize, seed: u32) -> Linear {
+        Linear { w: values(out * inp, seed, (3.0 / inp as f32).sqrt()), b: values(out, seed + 1, 0.1) }
+    }
+
+    fn norm(seed: u32) -> Norm {
+        Norm {
+            w: values(D_MODEL, seed, 0.2).iter().map(|v| 1.0 + v).collect(),
+            b: values(D_MODEL, seed + 1, 0.1),
+        }
+    }
+
+    /// A model of MiniLM's shape with made-up weights, and a tokenizer that knows the check's
+    /// words: the real checkpoint is only for the tests under tests/.
+    fn made_up_model() -> (Bert, Tokenizer) {
+        let words =
+            format!("{ANCHOR} {} {}", CANDIDATES[0], CANDIDATES[1]).to_lowercase().replace('.', " . ");
+        let mut vocab: Vec<&str> = vec!["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+        for w in words.split_whitespace() {
+            if !vocab.contains(&w) {
+                vocab.push(w);
+            }
+        }
+        let tokenizer = Tokenizer::from_vocab(&vocab.join("\n")).unwrap();
+        let layers = (0..LAYERS)
+            .map(|l| {
+                let s = 20 * l as u32;
+                Layer {
+                    qkv: [
+                        linear(D_MODEL, D_MODEL, s + 1),
+                        linear(D_MODEL, D_MODEL, s + 3),
+                        linear(D_MODEL, D_MODEL, s + 5),
+                    ],
+                    out: linear(D_MODEL, D_MODEL, s + 7),
+                    ln1: norm(s + 9),
+                    ffn_in: linear(FFN, D_MODEL, s + 11),
+                    ffn_out: linear(D_MODEL, FFN, s + 13),
+                    ln2: norm(s + 15),
+                }
+            })
+            .collect();
+        let bert = Bert {
+            word: values(vocab.len() * D_MODEL, 200, 1.0),
+            position: values(MAX_POSITIONS * D_MODEL, 202, 0.3),
+            token_type: values(D_MODEL, 204, 0.1),
+            ln_embed: norm(206),
+            layers,
+        };
+        (bert, tokenizer)
+    }
+
+    #[test]
+    fn the_margin_sweep_is_each_heads_own_meaning_check() {
+        let (bert, tok) = made_up_model();
+        let all = HeadSet::all(TOTAL_HEADS);
+        let mut sweep = pollster::block_on(MarginSweep::start(&bert, &tok));
+        assert_eq!(sweep.full(), &pollster::block_on(meaning_check(&bert, &tok, &all)));
+        assert!(sweep.result().is_none());
+        let (mut steps, mut part_way) = (0, None);
+        while pollster::block_on(sweep.step(&bert)) {
+            steps += 1;
+            assert!(sweep.result().is_none());
+            if sweep.done() == 60 {
+                part_way = Some(sweep.clone());
+            }
+        }
+        assert_eq!((steps + 1, sweep.done()), (TOTAL_HEADS, TOTAL_HEADS));
+        assert!(!pollster::block_on(sweep.step(&bert)), "nothing left to step");
+        let result = sweep.result().unwrap();
+        assert_eq!(result, pollster::block_on(part_way.unwrap().finish(&bert)), "stepped vs finished");
+
+        let full_margin = result.full_margin();
+        assert!(full_margin >= 0.0 && full_margin == result.full.margin_toward(result.full.closer));
+        let ranking = result.ranking();
+        for h in [0, 13, 40, 71] {
+            let direct =
+                pollster::block_on(meaning_check(&bert, &tok, &HeadSet::with_pruned(TOTAL_HEADS, [h])));
+            let margin = direct.margin_toward(result.full.closer);
+            assert!((result.margins[h] - margin).abs() < 1e-9, "head {h}: {} vs {margin}", result.margins[h]);
+            assert_eq!(direct.flipped_from(&result.full), margin < 0.0, "head {h}");
+        }
+        for (h, m) in result.margins.iter().enumerate() {
+            assert!((ranking.per_head[h] - (full_margin - m).abs()).abs() < 1e-15, "head {h}");
+        }
+        let flips = result.flips();
+        assert!(flips.windows(2).all(|w| w[0] < w[1]), "{flips:?}");
+        assert_eq!(flips, (0..TOTAL_HEADS).filter(|&h| result.margins[h] < 0.0).collect::<Vec<_>>());
+        assert!(result.margins.iter().any(|&m| m != full_margin), "some head matters");
+    }
+
+    #[test]
+    fn the_margin_is_signed_toward_the_given_candidate_and_flips_are_negative_margins() {
+        let answer = CheckAnswer { closer: 1, cosines: [0.25, 0.75], heads: HeadSet::all(2) };
+        assert_eq!((answer.margin_toward(1), answer.margin_toward(0)), (0.5, -0.5));
+        let result = MarginImportance { full: answer, margins: vec![0.5, -0.125, 0.0, 0.625, -1.0] };
+        assert_eq!(result.flips(), vec![1, 4]);
+        assert_eq!(result.ranking().per_head, vec![0.0, 0.625, 0.5, 0.125, 1.5]);
+        assert_eq!(result.ranking().rank(4), Some(1));
+    }
 }

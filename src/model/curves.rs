@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
 use super::task::Pairs;
-use super::work::{Done, Work};
+use super::work::{Done, Pair, Work};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
@@ -43,6 +43,37 @@ pub const PAIRS_PER_STEP: usize = 4;
 /// Michel et al.'s marks: 20 % of heads (their WMT result) and 40 % (BERT on MNLI).
 pub fn michel_marks() -> [usize; 2] {
     [(TOTAL_HEADS as f64 * 0.2).round() as usize, (TOTAL_HEADS as f64 * 0.4).round() as usize]
+}
+
+/// The fixed subset of [`SUBSET_PAIRS`] pairs, spread evenly over the set, that head-gate
+/// gradients are measured on, with each sentence's token ids (`ids`, one per sentence).
+pub fn subset(pairs: &Pairs, ids: &[Vec<u32>]) -> Vec<Pair> {
+    (0..SUBSET_PAIRS)
+        .map(|i| pairs.pairs[i * pairs.pairs.len() / SUBSET_PAIRS])
+        .map(|p| (ids[p.a].clone(), ids[p.b].clone(), p.score))
+        .collect()
+}
+
+/// The pieces that measure every head's task importance on `subset` with only `heads` kept,
+/// [`PAIRS_PER_STEP`] pairs each.
+pub fn gradient_pieces(subset: &[Pair], heads: &HeadSet) -> Vec<Work> {
+    subset
+        .chunks(PAIRS_PER_STEP)
+        .map(|c| Work::Gradients { heads: heads.clone(), pairs: c.to_vec() })
+        .collect()
+}
+
+/// The importance from [`gradient_pieces`]' results (`HeadSums`) over `pairs` pairs: the mean
+/// of `|dL/d gate|` (0 for pruned heads), as [`super::gradient::head_importance`] gives it.
+pub fn importance_from_sums(done: &[Done], pairs: usize, heads: &HeadSet) -> Vec<f64> {
+    let mut importance = vec![0.0; TOTAL_HEADS];
+    for d in done {
+        if let Done::HeadSums(sums) = d {
+            importance.iter_mut().zip(sums).for_each(|(i, s)| *i += s / pairs as f64);
+        }
+    }
+    importance.iter_mut().enumerate().filter(|(h, _)| heads.is_pruned(*h)).for_each(|(_, i)| *i = 0.0);
+    importance
 }
 
 /// Which order a point belongs to.
@@ -227,10 +258,7 @@ impl<'m> CurveRun<'m> {
         known: Curves,
     ) -> Self {
         assert!(one_shot.as_ref().is_none_or(|o| o.len() == TOTAL_HEADS), "an order of every head");
-        let subset = (0..SUBSET_PAIRS)
-            .map(|i| pairs.pairs[i * pairs.pairs.len() / SUBSET_PAIRS])
-            .map(|p| (ids[p.a].clone(), ids[p.b].clone(), p.score))
-            .collect();
+        let subset = subset(pairs, &ids);
         let random = (0..RANDOM_SEEDS).map(|s| random_order(TOTAL_HEADS, 0x5eed + s)).collect();
         // The iterative order is the same whatever else changed: continue it, do not remeasure.
         let iterative = known.iterative_order.clone();
@@ -366,11 +394,7 @@ impl<'m> CurveRun<'m> {
                 continue;
             };
             let pieces = match job {
-                Job::Importance | Job::FullImportance => self
-                    .subset
-                    .chunks(PAIRS_PER_STEP)
-                    .map(|pairs| Work::Gradients { heads: heads.clone(), pairs: pairs.to_vec() })
-                    .collect(),
+                Job::Importance | Job::FullImportance => gradient_pieces(&self.subset, &heads),
                 _ => self
                     .ids
                     .chunks(SENTENCES_PER_STEP)

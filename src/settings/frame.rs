@@ -14,11 +14,16 @@ pub enum Panels {
     Heads,
     /// Heatmaps with their toggles, and the drift they cause.
     Prune,
+    /// The handbook's function, line by line, on the model's tensors.
+    Code,
+    /// Attention flow from the tokens to the output, and how pruning changes it.
+    Flow,
 }
 
 impl Panels {
     /// Every view, in the order the documentation lists them.
-    pub const ALL: [Panels; 4] = [Panels::All, Panels::Chart, Panels::Heads, Panels::Prune];
+    pub const ALL: [Panels; 6] =
+        [Panels::All, Panels::Chart, Panels::Heads, Panels::Prune, Panels::Code, Panels::Flow];
 
     /// The `view=` value.
     pub fn as_str(self) -> &'static str {
@@ -27,6 +32,8 @@ impl Panels {
             Panels::Chart => "chart",
             Panels::Heads => "heads",
             Panels::Prune => "prune",
+            Panels::Code => "code",
+            Panels::Flow => "flow",
         }
     }
 
@@ -48,6 +55,16 @@ impl Panels {
     /// Whether the view includes the drift panel.
     pub fn shows_drift(self) -> bool {
         matches!(self, Panels::All | Panels::Prune)
+    }
+
+    /// Whether the view includes the code walk.
+    pub fn shows_code(self) -> bool {
+        matches!(self, Panels::All | Panels::Code)
+    }
+
+    /// Whether the view includes the attention-flow picture.
+    pub fn shows_flow(self) -> bool {
+        matches!(self, Panels::All | Panels::Prune | Panels::Flow)
     }
 }
 

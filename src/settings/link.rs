@@ -1,7 +1,7 @@
 //! Everything a link carries, and its round trip.
 
 use super::query::{format_head_list, pairs, parse_head_list, percent_encode, shorten};
-use super::{Frame, HostOrigin, ModelChoice, Panels, Settings, MAX_TEXT_CHARS};
+use super::{Frame, HostOrigin, Measure, ModelChoice, Panels, Settings, MAX_TEXT_CHARS};
 use crate::attention::HeadSet;
 
 /// Everything a link carries: the settings, the trained model's sentence and layer, the pruned
@@ -15,6 +15,8 @@ pub struct Link {
     pub text: Option<String>,
     /// The trained model's layer shown, `0..LAYERS`.
     pub layer: usize,
+    /// What makes one of the trained model's heads important.
+    pub measure: Measure,
     /// The heads (`pruned=` lists those switched off): the synthetic model's, or the trained
     /// one's, numbered `layer * HEADS + head`.
     pub heads: HeadSet,
@@ -27,7 +29,14 @@ impl Link {
     pub fn from_query(query: &str) -> (Link, Vec<String>) {
         use crate::model::bert::{LAYERS, TOTAL_HEADS};
         let (settings, mut notes) = Settings::from_query(query);
-        let mut link = Link { settings, text: None, layer: 0, heads: HeadSet::default(), frame: None };
+        let mut link = Link {
+            settings,
+            text: None,
+            layer: 0,
+            measure: Measure::Drift,
+            heads: HeadSet::default(),
+            frame: None,
+        };
         let (mut pruned, mut embed, mut view, mut host) = (None, None, None, None);
         for (key, value) in pairs(query) {
             match key {
@@ -44,6 +53,13 @@ impl Link {
                         "layer={} is not a layer from 0 to {}; showing 0.",
                         shorten(&value),
                         LAYERS - 1
+                    )),
+                },
+                "importance" => match Measure::parse(value.trim()) {
+                    Some(m) => link.measure = m,
+                    None => notes.push(format!(
+                        "importance={} is not drift, margin or task; using drift.",
+                        shorten(&value)
                     )),
                 },
                 "pruned" => pruned = Some(value),
@@ -68,7 +84,7 @@ impl Link {
                     match Panels::parse(v.trim()) {
                         Some(v) => frame.panels = v,
                         None => notes.push(format!(
-                            "view={} is not all, chart, heads or prune; showing all.",
+                            "view={} is not all, chart, heads, prune, code or flow; showing all.",
                             shorten(&v)
                         )),
                     }
@@ -111,6 +127,9 @@ impl Link {
                 query.push_str(&format!("&text={}", percent_encode(text)));
             }
             query.push_str(&format!("&layer={}", self.layer));
+            if self.measure != Measure::Drift {
+                query.push_str(&format!("&importance={}", self.measure.as_str()));
+            }
         }
         if self.heads.any_pruned() {
             query.push_str(&format!("&pruned={}", format_head_list(&self.heads)));
@@ -129,6 +148,7 @@ mod tests {
         link.settings.model = ModelChoice::Trained;
         link.text = Some("Tom & Jerry: 50% \"off\"? é 😀 +=".into());
         link.layer = 3;
+        link.measure = Measure::Margin;
         link.heads = HeadSet::with_pruned(crate::model::bert::TOTAL_HEADS, [0, 13, 71]);
         link.frame =
             Some(Frame { panels: Panels::Prune, host: HostOrigin::Only("https://handbook.example".into()) });
@@ -141,6 +161,7 @@ mod tests {
         assert_eq!(synthetic.heads, HeadSet::with_pruned(8, [1, 7]));
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(!synthetic.to_query().contains("text="));
+        assert!(!Link::from_query("importance=task").0.to_query().contains("importance="));
     }
 
     #[test]
@@ -155,5 +176,11 @@ mod tests {
         let long = "é".repeat(MAX_TEXT_CHARS + 5);
         let (link, notes) = Link::from_query(&format!("preset=minilm&text={long}"));
         assert_eq!((link.text.unwrap().chars().count(), notes.len()), (MAX_TEXT_CHARS, 1));
+        let (link, notes) = Link::from_query("preset=minilm&importance=loud");
+        assert_eq!((link.measure, notes.len()), (Measure::Drift, 1));
+        for m in Measure::ALL {
+            let (link, notes) = Link::from_query(&format!("preset=minilm&importance={}", m.as_str()));
+            assert_eq!((link.measure, notes), (m, vec![]));
+        }
     }
 }

@@ -91,6 +91,49 @@ impl Theme {
     }
 }
 
+/// What makes a head of the trained model important (`?importance=`): the grid's shading, the
+/// prune-k slider's order and the one-shot pruning curve follow it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Measure {
+    /// How far removing the head alone moves the sentence's embedding (1 - cosine).
+    #[default]
+    Drift,
+    /// How far removing it alone moves the meaning check's margin (which of two sentences is
+    /// closer to a third, and by how much).
+    Margin,
+    /// How much the task's loss depends on it: the gradient of the loss on the task's pairs with
+    /// respect to a gate on the head (Michel et al. 2019).
+    Task,
+}
+
+impl Measure {
+    /// Every measure, as the page offers them.
+    pub const ALL: [Measure; 3] = [Measure::Drift, Measure::Margin, Measure::Task];
+
+    /// The URL value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::Drift => "drift",
+            Measure::Margin => "margin",
+            Measure::Task => "task",
+        }
+    }
+
+    /// Parses a URL value.
+    pub fn parse(value: &str) -> Option<Measure> {
+        Measure::ALL.into_iter().find(|m| m.as_str() == value)
+    }
+
+    /// What it measures, for the page's choice.
+    pub fn label(self) -> &'static str {
+        match self {
+            Measure::Drift => "embedding drift on this sentence",
+            Measure::Margin => "the meaning check's margin",
+            Measure::Task => "task quality (gradient on the sentence pairs)",
+        }
+    }
+}
+
 /// What the reader asked for (`?backend=`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Preference {

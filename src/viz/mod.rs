@@ -2,6 +2,7 @@
 
 pub mod chart;
 pub mod colormap;
+pub mod flow;
 pub mod heatmap;
 pub mod labels;
 pub mod svg;
