@@ -364,6 +364,68 @@ pub async fn time_batched(
     })
 }
 
+/// The handbook's batched function against the loop over heads it replaces, timed side by side
+/// ([`cpu::head_loop`]): both on the CPU kernel, where the loop is written (on a GPU session too,
+/// so that the two share a backend).
+#[derive(Clone, Debug)]
+pub struct LoopVsBatched {
+    /// The configuration.
+    pub config: ModelConfig,
+    /// Where both ran.
+    pub kernel: Kernel,
+    /// Median milliseconds of the batched pass.
+    pub batched_ms: f64,
+    /// Median milliseconds of the loop over heads.
+    pub loop_ms: f64,
+    /// The finest step these medians can tell (see `attention::clock`).
+    pub step_ms: f64,
+    /// Largest difference between the two outputs, relative to the largest output value.
+    pub difference: f64,
+}
+
+impl LoopVsBatched {
+    /// The loop's time over the batched pass's.
+    pub fn ratio(&self) -> f64 {
+        self.loop_ms / self.batched_ms
+    }
+}
+
+/// Times `config`'s batched pass against the same heads one by one (stored weights only: the
+/// caller refuses a configuration that generates them), in interleaved rounds.
+pub async fn time_loop(
+    config: ModelConfig,
+    seed: u32,
+    clock: &impl Clock,
+    mut between: impl AsyncFnMut(),
+) -> LoopVsBatched {
+    let kernel = Kernel::Simd;
+    let weights = Weights::generate(config.d_model, seed);
+    let inputs = Inputs::generate(&config, seed);
+    let looped = cpu::head_loop::forward_head_by_head(kernel, &config, &inputs.x, &weights);
+    let batched = cpu::forward(kernel, &config, &inputs.x, &weights).output;
+    let scale = batched.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE) as f64;
+    let difference =
+        looped.iter().zip(&batched).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max) / scale;
+    let timed = interleaved(BATCHED_ROUNDS, clock, &mut between, async |one_by_one| {
+        if one_by_one {
+            drop(cpu::head_loop::forward_head_by_head(kernel, &config, &inputs.x, &weights));
+        } else {
+            drop(cpu::forward(kernel, &config, &inputs.x, &weights));
+        }
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .await;
+    let Ok(timed) = timed;
+    LoopVsBatched {
+        config,
+        kernel,
+        batched_ms: timed.first_ms,
+        loop_ms: timed.second_ms,
+        step_ms: timed.step_ms,
+        difference,
+    }
+}
+
 /// The trained model where the page runs it: on the GPU while that works (its weights uploaded
 /// once), else on the CPU kernel. A GPU failure moves it to the CPU for good, with a note; the
 /// page's other passes are not affected.

@@ -5,7 +5,8 @@ use leptos::prelude::*;
 
 use super::host::connect_host;
 use super::panels::{
-    BackendNote, Claims, ConfigChart, ConfigError, DriftPanel, HeadGrid, LinkNotes, Timing, Toolbar,
+    BackendNote, Claims, CodeWalk, ConfigChart, ConfigError, DriftPanel, FlowPanel, HeadGrid, LinkNotes,
+    Timing, Toolbar,
 };
 use super::state::AppState;
 use super::trained::TrainedModel;
@@ -54,11 +55,28 @@ pub fn App() -> impl IntoView {
                         {panels.shows_heads().then(|| view! { <HeadGrid /> })}
                         {panels.shows_drift().then(|| view! { <DriftPanel /> })}
                     </div>
+                    {(panels.shows_code() || panels.shows_flow())
+                        .then(|| {
+                            view! {
+                                <div class="panels panels-wide">
+                                    {panels.shows_flow().then(|| view! { <FlowPanel /> })}
+                                    {panels.shows_code().then(|| view! { <CodeWalk /> })}
+                                </div>
+                            }
+                        })}
                 }
             }
         >
             <div class="panels trained-panels">
                 {chart_column(false)}
+                {(panels == Panels::Code)
+                    .then(|| {
+                        view! {
+                            <p class="backend-note" data-testid="code-trained-note">
+                                "The code walk follows the handbook's single layer: choose one of the seven models above to step through it."
+                            </p>
+                        }
+                    })}
                 <TrainedModel />
             </div>
         </Show>

@@ -13,6 +13,7 @@ mod browser;
 mod canvas;
 mod debug;
 mod files;
+mod flow;
 mod host;
 mod keyboard;
 mod panels;

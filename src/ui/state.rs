@@ -17,7 +17,7 @@ use crate::attention::config::MAX_HEADS;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
 use crate::backend::{self, Run, Session};
 use crate::model::bert::TOTAL_HEADS;
-use crate::settings::{Frame, Link, Preference, Settings};
+use crate::settings::{Frame, Link, Measure, Preference, Settings};
 
 /// What a synthetic pass is computed from: the shape, the seed and the session it ran on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +57,8 @@ pub struct TrainedChoices {
     pub layer: RwSignal<usize>,
     /// Its heads, [`TOTAL_HEADS`] of them.
     pub heads: RwSignal<HeadSet>,
+    /// What makes a head important.
+    pub measure: RwSignal<Measure>,
 }
 
 /// The sentence the trained model starts with, and the others a reader can pick.
@@ -104,6 +106,7 @@ impl AppState {
         let trained = TrainedChoices {
             text: RwSignal::new(link.text.clone().unwrap_or_else(|| EXAMPLES[0].to_string())),
             layer: RwSignal::new(link.layer),
+            measure: RwSignal::new(link.measure),
             heads: RwSignal::new(if trained_link { link.heads.clone() } else { HeadSet::all(TOTAL_HEADS) }),
         };
         let session = RwSignal::new_local(None::<Rc<Session>>);
@@ -179,6 +182,7 @@ impl AppState {
             settings,
             text: Some(self.trained.text.get()),
             layer: self.trained.layer.get(),
+            measure: self.trained.measure.get(),
             heads,
             frame: self.frame.get_value(),
         }

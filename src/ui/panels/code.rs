@@ -1,0 +1,251 @@
+//! The handbook's `efficient_multihead_attention`, line by line, on the current preset's tensors
+//! ([`crate::attention::walk`]), and the same output computed head by head, timed beside it.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::attention::clock::show_ms;
+use crate::attention::synthetic::{Inputs, LayerWeights};
+use crate::attention::walk::{walk, weights_row, Focus, Line, Walk};
+use crate::backend::{time_loop, LoopVsBatched, BATCHED_ROUNDS};
+use crate::ui::browser::{yield_to_browser, PageClock};
+use crate::ui::state::AppState;
+
+/// The code walk: the function's lines, the current one's tensor, and loop against batched.
+#[component]
+pub fn CodeWalk() -> impl IntoView {
+    let state = AppState::get();
+    let line = RwSignal::new(0usize);
+    let focus = RwSignal::new(Focus { head: 0, token: 0 });
+    // Recomputed when the pass or the focus changes: only the focused head's tensors (cheap).
+    let walked = Memo::new(move |_| {
+        let run = state.run()?;
+        let f = focus.get();
+        let inputs = Inputs::generate(&run.config, run.seed);
+        let weights = LayerWeights::for_config(&run.config, run.seed);
+        let w = walk(&run.config, &inputs.x, &weights, f, &run.forward.heads);
+        let row_sum = weights_row(&run.config, &inputs.x, &weights, w.focus).iter().sum::<f64>();
+        Some((w, row_sum, run.words.clone()))
+    });
+    let last = Line::ALL.len() - 1;
+    let go = move |to: usize| line.set(to.min(last));
+    let on_key = move |ev: web_sys::KeyboardEvent| {
+        let at = line.get_untracked();
+        let to = match ev.key().as_str() {
+            "ArrowDown" | "ArrowRight" => at + 1,
+            "ArrowUp" | "ArrowLeft" => at.saturating_sub(1),
+            "Home" => 0,
+            "End" => last,
+            _ => return,
+        };
+        ev.prevent_default();
+        go(to);
+    };
+    view! {
+        <section class="panel code-walk" aria-labelledby="code-title" data-testid="code-walk">
+            <h2 id="code-title">"The handbook's code, line by line, on this model's tensors"</h2>
+            <FocusPicker focus walked />
+            <div class="code-layout">
+                <div>
+                <p class="code-def"><code>"def efficient_multihead_attention(x, W_qkv, W_o, num_heads):"</code></p>
+                <ol
+                    class="code-lines"
+                    tabindex="0"
+                    role="listbox"
+                    aria-label="efficient_multihead_attention, one line per step; arrow keys move between lines"
+                    aria-activedescendant=move || format!("code-line-{}", line.get())
+                    data-testid="code-lines"
+                    on:keydown=on_key
+                >
+                    {Line::ALL
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| {
+                            view! {
+                                <li
+                                    id=format!("code-line-{i}")
+                                    role="option"
+                                    aria-selected=move || (line.get() == i).to_string()
+                                    class:current=move || line.get() == i
+                                    data-testid=format!("code-line-{i}")
+                                    on:click=move |_| go(i)
+                                >
+                                    <code>{l.code()}</code>
+                                </li>
+                            }
+                        })
+                        .collect_view()}
+                </ol>
+                </div>
+                <TensorView line walked />
+            </div>
+            <div class="buttons">
+                <button data-testid="code-prev" disabled=move || line.get() == 0 on:click=move |_| go(line.get().saturating_sub(1))>
+                    "← Previous line"
+                </button>
+                <button data-testid="code-next" disabled=move || line.get() == last on:click=move |_| go(line.get() + 1)>
+                    "Next line →"
+                </button>
+                <span class="muted" data-testid="code-position">{move || format!("Line {} of {}", line.get() + 1, last + 1)}</span>
+            </div>
+            <LoopAgainstBatched />
+        </section>
+    }
+}
+
+type Walked = Memo<Option<(Walk, f64, Vec<&'static str>)>>;
+
+/// The head and the token whose slices are shown.
+#[component]
+fn FocusPicker(focus: RwSignal<Focus>, walked: Walked) -> impl IntoView {
+    let state = AppState::get();
+    let heads = move || state.run().map_or(0, |r| r.config.num_heads);
+    let words = move || walked.with(|w| w.as_ref().map(|(_, _, words)| words.clone()).unwrap_or_default());
+    view! {
+        <div class="controls code-focus">
+            <label>
+                "Head "
+                <select
+                    data-testid="code-head"
+                    prop:value=move || focus.get().head.to_string()
+                    on:change=move |ev| {
+                        let head = event_target_value(&ev).parse().unwrap_or(0);
+                        focus.update(|f| f.head = head);
+                    }
+                >
+                    {move || (0..heads()).map(|h| view! { <option value=h.to_string()>{h}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>
+                "Token "
+                <select
+                    data-testid="code-token"
+                    prop:value=move || focus.get().token.to_string()
+                    on:change=move |ev| {
+                        let token = event_target_value(&ev).parse().unwrap_or(0);
+                        focus.update(|f| f.token = token);
+                    }
+                >
+                    {move || {
+                        words()
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, w)| view! { <option value=i.to_string()>{format!("{i}: {w}")}</option> })
+                            .collect_view()
+                    }}
+                </select>
+            </label>
+        </div>
+    }
+}
+
+/// The current line's tensor: its shape, what the line does, and a slice of its values.
+#[component]
+fn TensorView(line: RwSignal<usize>, walked: Walked) -> impl IntoView {
+    let step = move || walked.with(|w| w.as_ref().map(|(w, sum, _)| (w.steps[line.get()].clone(), *sum)));
+    let values = move || {
+        step().map(|(s, sum)| {
+            let shown: Vec<String> = s.values.iter().map(|v| format!("{v:.4}")).collect();
+            let more = if s.line == Line::Softmax {
+                format!(" (the whole row sums to {sum:.6})")
+            } else {
+                String::new()
+            };
+            format!("[{}{}]{more}", shown.join(", "), if s.line == Line::HeadWidth { "" } else { ", …" })
+        })
+    };
+    view! {
+        <div class="tensor" aria-live="polite" data-testid="code-tensor">
+            {move || {
+                step()
+                    .map(|(s, _)| {
+                        view! {
+                            <p class="code-explains">{s.line.explains()}</p>
+                            <p>
+                                "Shape: "
+                                <strong data-testid="code-shape">
+                                    {if s.shape.is_empty() { "a number".to_string() } else { s.shape_text() }}
+                                </strong>
+                                {(!s.shape.is_empty())
+                                    .then(|| view! { <span class="muted">{format!(" = ({})", s.line.dims().join(", "))}</span> })}
+                            </p>
+                            <p>
+                                <code data-testid="code-slice">{s.slice.clone()}</code>
+                                " = "
+                                <span class="code-values" data-testid="code-values">{values}</span>
+                            </p>
+                        }
+                    })
+            }}
+            {move || step().is_none().then(|| view! { <p class="muted">"Waiting for the first pass…"</p> })}
+            <p class="muted" data-testid="code-agreement">
+                {move || {
+                    walked.with(|w| {
+                        w.as_ref().map(|(w, _, _)| {
+                            format!(
+                                "The walk computes head {}'s values in f64; the page's pass gave the same to {:.1e} of their size (float32 rounding).",
+                                w.focus.head,
+                                w.backend_difference,
+                            )
+                        })
+                    })
+                }}
+            </p>
+        </div>
+    }
+}
+
+/// The same output, head by head in a loop, timed against the batched pass.
+#[component]
+fn LoopAgainstBatched() -> impl IntoView {
+    let state = AppState::get();
+    let result = RwSignal::new(None::<Result<LoopVsBatched, String>>);
+    let measuring = RwSignal::new(false);
+    let measure = move |_| {
+        let Some(run) = state.run() else { return };
+        if run.config.generates_weights() {
+            result.set(Some(Err(
+                "this model's weights are too large to store, so each pass takes seconds; \
+                time the loop on one of the other presets"
+                    .to_string(),
+            )));
+            return;
+        }
+        measuring.set(true);
+        spawn_local(async move {
+            yield_to_browser().await;
+            let timed = time_loop(run.config, run.seed, &PageClock, yield_to_browser).await;
+            result.set(Some(Ok(timed)));
+            measuring.set(false);
+        });
+    };
+    let text = move || {
+        result.get().map(|r| match r {
+            Ok(t) => format!(
+                "On the CPU kernel ({}): the batched function {}; the same {} heads one by one \
+                 ({} separate products) {}: {:.2}x. Largest difference between the two outputs: \
+                 {:.1e} of the largest value, float rounding. Medians of {BATCHED_ROUNDS} rounds.",
+                t.kernel.describe(),
+                show_ms(t.batched_ms, t.step_ms),
+                t.config.num_heads,
+                6 * t.config.num_heads,
+                show_ms(t.loop_ms, t.step_ms),
+                t.ratio(),
+                t.difference,
+            ),
+            Err(e) => format!("Not timed: {e}"),
+        })
+    };
+    view! {
+        <h3>"Batched against a loop over heads"</h3>
+        <p>
+            "A loop would project Q, K and V for each head with its own slice of W_qkv and add each head's output projection separately: the same arithmetic in many small products. The batched function does it in one wide product and one batched attention."
+        </p>
+        <div class="buttons">
+            <button data-testid="code-time-loop" disabled=move || measuring.get() || state.run().is_none() on:click=measure>
+                {move || if measuring.get() { "Measuring…" } else { "Time both on this machine" }}
+            </button>
+        </div>
+        <p class="measured" data-testid="code-loop-result" aria-live="polite">{text}</p>
+    }
+}
