@@ -662,6 +662,22 @@ mod tests {
         assert_eq!((b.all_heads_ms, b.one_head_ms, b.ratio(), b.step_ms), (1.0, 1.0, 1.0, 0.0));
     }
 
+    #[test]
+    fn the_loop_over_heads_is_timed_against_the_batched_pass_and_gives_its_output() {
+        let config = ModelConfig { d_model: 96, num_heads: 12, seq_len: 7 };
+        let clock = std::cell::Cell::new(0.0);
+        let now = || {
+            clock.set(clock.get() + 1.0);
+            clock.get()
+        };
+        let mut turns = 0;
+        let t = pollster::block_on(time_loop(config, 3, &now, async || turns += 1));
+        assert_eq!(turns, 2 * (BATCHED_ROUNDS + 1), "the browser gets a turn after every sample");
+        assert_eq!((t.batched_ms, t.loop_ms, t.ratio()), (1.0, 1.0, 1.0));
+        assert!(t.difference < 1e-5, "{}", t.difference);
+        assert_eq!((t.config, t.kernel), (config, Kernel::Simd));
+    }
+
     /// A clock that shows whole milliseconds of a time the test advances, as Firefox's does.
     struct WholeMs(std::cell::Cell<f64>);
 

@@ -437,6 +437,27 @@ fn gate_gradients_match_finite_differences_and_the_loss_matches_the_forward_pass
     println!("gate gradients vs central differences: worst error {worst:.1e} of the largest");
 }
 
+#[test]
+fn task_importance_in_pieces_equals_the_gradient_importance_in_place() {
+    use headlab::model::curves::{gradient_pieces, importance_from_sums, subset};
+    use headlab::model::gradient::head_importance;
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let pairs = sts_pairs();
+    let ids = pairs.ids(&tok);
+    let few: Vec<_> = subset(&pairs, &ids).into_iter().take(5).collect();
+    for heads in [HeadSet::all(TOTAL_HEADS), HeadSet::with_pruned(TOTAL_HEADS, [0, 5, 40, 71])] {
+        let done: Vec<_> = gradient_pieces(&few, &heads).iter().map(|w| w.run(&bert, Kernel::Simd)).collect();
+        assert_eq!(done.len(), 2, "5 pairs in pieces of 4");
+        let pieces = importance_from_sums(&done, few.len(), &heads);
+        let in_place = head_importance(&bert, Kernel::Simd, &few, &heads);
+        for (h, (a, b)) in pieces.iter().zip(&in_place).enumerate() {
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1e-9), "head {h}: {a} vs {b}");
+        }
+        assert!(heads.pruned().all(|h| pieces[h] == 0.0), "pruned heads have no importance");
+        assert!(pieces.iter().filter(|&&v| v > 0.0).count() == heads.active_count());
+    }
+}
+
 /// The page's sentence pairs, made from the benchmark as scripts/build-model-asset.sh makes them
 /// (and checked against the hash the page expects).
 fn sts_pairs() -> headlab::model::task::Pairs {

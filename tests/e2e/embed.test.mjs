@@ -56,6 +56,13 @@ test('the handbook page embeds the app twice, each iframe sized to its content a
   assert.equal(await prune.locator('.page-footer').isHidden(), true);
   assert.equal(await prune.locator('.page-header').boundingBox().then((b) => b.height), 1, 'the h1 is for screen readers only');
   assert.equal(await drawnHeatmaps(prune, 12), 12);
+  // The code walk beside the section's code: its own frame, stepping on BERT-base's tensors.
+  await page.getByTestId('frame-code').scrollIntoViewIfNeeded();
+  const code = await frameOf(page, 'frame-code');
+  await code.getByTestId('code-next').click();
+  await code.getByTestId('code-next').click();
+  await code.waitForFunction(() => document.querySelector('[data-testid=code-shape]')?.textContent === '(1, 16, 2304)');
+  assert.equal(await code.locator('canvas').count(), 0, 'the code view has no chart or heatmaps');
   const chartSize = await waitSized(page, 'frame-chart');
   const pruneSize = await waitSized(page, 'frame-prune');
   console.log('iframe heights (outer, content):', JSON.stringify({ chartSize, pruneSize }));
@@ -331,6 +338,8 @@ test('accessibility: axe-core finds no serious or critical violations', async ()
     ['page, dark', `${app.base}/?backend=cpu&theme=dark`, 'heatmap-11'],
     ['trained model', `${app.base}/?preset=minilm&backend=cpu`, 'trained-heatmap-11'],
     ['embedded prune view', `${app.base}/?embed=1&view=prune&backend=cpu`, 'heatmap-11'],
+    ['embedded code walk', `${app.base}/?embed=1&view=code&backend=cpu`, 'code-shape'],
+    ['embedded flow', `${app.base}/?embed=1&view=flow&backend=cpu&pruned=2`, 'flow-change'],
     ['handbook', `${host.base}/handbook.html`, null],
   ];
   const report = [];

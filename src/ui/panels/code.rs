@@ -145,7 +145,10 @@ fn TensorView(line: RwSignal<usize>, walked: Walked) -> impl IntoView {
     let step = move || walked.with(|w| w.as_ref().map(|(w, sum, _)| (w.steps[line.get()].clone(), *sum)));
     let values = move || {
         step().map(|(s, sum)| {
-            let shown: Vec<String> = s.values.iter().map(|v| format!("{v:.4}")).collect();
+            let shown: Vec<String> = match s.line {
+                Line::HeadWidth => s.values.iter().map(|v| format!("{v:.0}")).collect(),
+                _ => s.values.iter().map(|v| format!("{v:.4}")).collect(),
+            };
             let more = if s.line == Line::Softmax {
                 format!(" (the whole row sums to {sum:.6})")
             } else {
@@ -223,15 +226,18 @@ fn LoopAgainstBatched() -> impl IntoView {
         result.get().map(|r| match r {
             Ok(t) => format!(
                 "On the CPU kernel ({}): the batched function {}; the same {} heads one by one \
-                 ({} separate products) {}: {:.2}x. Largest difference between the two outputs: \
-                 {:.1e} of the largest value, float rounding. Medians of {BATCHED_ROUNDS} rounds.",
+                 ({} separate products) {}: {:.2}x. {} Medians of {BATCHED_ROUNDS} rounds.",
                 t.kernel.describe(),
                 show_ms(t.batched_ms, t.step_ms),
                 t.config.num_heads,
                 6 * t.config.num_heads,
                 show_ms(t.loop_ms, t.step_ms),
                 t.ratio(),
-                t.difference,
+                if t.difference == 0.0 {
+                    "The two outputs are equal bit for bit: the same sums, in the same order.".to_string()
+                } else {
+                    format!("Largest difference between the two outputs: {:.1e} of the largest value, float rounding.", t.difference)
+                },
             ),
             Err(e) => format!("Not timed: {e}"),
         })

@@ -46,7 +46,7 @@ pub fn ModelTable() -> impl IntoView {
         <table class="model-table" data-testid="model-table">
             <caption>"The seed's models: sort by a column; choose one to show it in the chart and the panels."</caption>
             <thead>
-                <tr>{PresetColumn::ALL.map(header).into_iter().collect_view()}<th scope="col">"d_k in 64..128"</th></tr>
+                <tr>{PresetColumn::ALL.map(header).into_iter().collect_view()}<th scope="col">"d_k in 64..128?"</th></tr>
             </thead>
             <tbody>
                 {move || {

@@ -1,0 +1,188 @@
+// The explanations of issue 15 in the built page: the handbook's function stepped line by line
+// on live tensors (two presets), loop against batched, the seed's sortable model table; the
+// importance measure re-ranking the trained model's grid; the attention-flow picture following
+// pruned heads, and its SVG; a phone's width.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { artifacts, launch, openPage, serveDist, text } from './harness.mjs';
+
+let app, browser;
+
+before(async () => {
+  app = await serveDist();
+  browser = await launch({ webgpu: false });
+});
+
+after(async () => {
+  await browser?.close();
+  app?.server.close();
+});
+
+const open = (query, viewport = { width: 1400, height: 1000 }) => openPage(browser, `${app.base}/${query}`, { viewport });
+
+/** The shapes numpy would print for each line of the seed's function. */
+const shapes = (n, d, h) => {
+  const k = d / h;
+  return [`(1, ${n}, ${d})`, 'a number', `(1, ${n}, ${3 * d})`, `(1, ${n}, 3, ${h}, ${k})`, `(3, 1, ${h}, ${n}, ${k})`,
+    `(1, ${h}, ${n}, ${k})`, `(1, ${h}, ${n}, ${n})`, `(1, ${h}, ${n}, ${n})`, `(1, ${h}, ${n}, ${k})`, `(1, ${n}, ${d})`, `(1, ${n}, ${d})`];
+};
+
+/** Walks every line with `advance` (a key or the button), reading each line's shape and values. */
+async function walkAll(page, advance) {
+  const seen = [];
+  for (let i = 0; i < 11; i++) {
+    if (i > 0) await advance();
+    await page.waitForFunction((at) => document.querySelector('[aria-selected=true]')?.id === `code-line-${at}`, i);
+    seen.push({ shape: await text(page, 'code-shape'), slice: await text(page, 'code-slice'), values: await text(page, 'code-values') });
+  }
+  return seen;
+}
+
+test('the code walk steps through every line on two presets, with shapes, slices and loop against batched', async () => {
+  const { page, problems } = await open('?preset=bert-base&seq=16&backend=cpu');
+  await page.getByTestId('code-shape').waitFor();
+  // Keyboard: the lines are one Tab stop, and the arrow keys step.
+  await page.getByTestId('code-lines').focus();
+  const bert = await walkAll(page, () => page.keyboard.press('ArrowDown'));
+  assert.deepEqual(bert.map((s) => s.shape), shapes(16, 768, 12));
+  assert.equal(bert[1].values, '[64]');
+  // Reshape and transpose move no number: lines 3 to 6 show the same values.
+  assert.deepEqual(new Set(bert.slice(2, 6).map((s) => s.values)).size, 1, JSON.stringify(bert.slice(2, 6)));
+  assert.match(bert[7].values, /the whole row sums to 1\.000000/);
+  assert.equal(bert[3].slice, 'qkv[0, 0, 0, 0, :6]');
+  await page.keyboard.press('Home');
+  await page.waitForFunction(() => document.querySelector('[aria-selected=true]')?.id === 'code-line-0');
+  assert.match(await text(page, 'code-agreement'), /same to \d\.\de-([6-9]|1\d) of/);
+
+  // Another head and token: the slices follow.
+  await page.getByTestId('code-head').selectOption('5');
+  await page.getByTestId('code-token').selectOption('3');
+  await page.getByTestId('code-line-3').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=code-slice]')?.textContent === 'qkv[0, 3, 0, 5, :6]');
+
+  // The loop over heads against the batched function: the same output, both timed.
+  await page.getByTestId('code-time-loop').click();
+  await page.waitForFunction(() => /Medians of/.test(document.querySelector('[data-testid=code-loop-result]')?.textContent ?? ''), null, { timeout: 60000 });
+  const result = await text(page, 'code-loop-result');
+  console.log(`loop against batched: ${result}`);
+  const difference = /equal bit for bit/.test(result) ? 0 : Number(result.match(/outputs: ([\d.e+-]+) of/)[1]);
+  assert.ok(difference < 1e-5, result);
+  assert.match(result, /one by one \(72 separate products\)/);
+
+  // The seed's table, sorted by d_k, picks a model for every panel.
+  await page.getByTestId('sort-d_k').click();
+  await page.getByTestId('sort-d_k').click();
+  assert.equal(await page.locator('[data-testid^=model-row-]').first().getAttribute('data-testid'), 'model-row-gpt3');
+  assert.equal(await page.locator('th[aria-sort=descending]').count(), 1);
+  await page.getByTestId('model-pick-gpt2-large').click();
+  await page.waitForFunction(() => document.querySelector('[data-testid=code-token] option:last-child')?.value === '15');
+  await page.screenshot({ path: join(artifacts, 'code-walk.png'), fullPage: true });
+
+  // GPT-2 Large at 16 tokens, stepped with the button from the first line.
+  await page.getByTestId('code-line-0').click();
+  const large = await walkAll(page, () => page.getByTestId('code-next').click());
+  assert.deepEqual(large.map((s) => s.shape), shapes(16, 1280, 20));
+  assert.equal(await page.getByTestId('code-next').isDisabled(), true, 'the last line has no next');
+  assert.match(await text(page, 'code-position'), /Line 11 of 11/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/** Each grid head's shade (its importance's share of the largest), in head order. */
+const shades = (page) => page.evaluate(() => [...document.querySelectorAll('[data-testid^=grid-]')]
+  .map((b) => Number(b.style.getPropertyValue('--weight'))));
+
+async function measured(page, measure) {
+  if (measure) await page.getByTestId('importance-measure').selectOption(measure);
+  await page.waitForFunction(() => !/^Measuring/.test(document.querySelector('[data-testid=importance-status]')?.textContent ?? 'Measuring'), null, { timeout: 240000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid^=grid-]')].some((b) => b.style.getPropertyValue('--weight') === '1.000'));
+  return shades(page);
+}
+
+test('the importance measure re-ranks the grid and the prune slider, and names the heads that flip the check', async () => {
+  const { page, problems } = await open('?preset=minilm&backend=cpu');
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 120000 });
+  const drift = await measured(page, null);
+  const margin = await measured(page, 'margin');
+  assert.notDeepEqual(margin, drift, 'the margin ranks the heads otherwise');
+  const status = await text(page, 'importance-status');
+  console.log(`margin: ${status}`);
+  assert.match(status, /flips the meaning check|No single head's removal flips/);
+  assert.match(page.url(), /importance=margin/);
+  const task = await measured(page, 'task');
+  assert.notDeepEqual(task, drift);
+  // The slider prunes the k least important by the chosen measure.
+  await page.getByTestId('trained-prune-k').fill('6');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid^=grid-][aria-pressed=false]').length === 6);
+  const pruned = await page.evaluate(() => [...document.querySelectorAll('[data-testid^=grid-]')]
+    .map((b, i) => [i, b.getAttribute('aria-pressed')]).filter(([, p]) => p === 'false').map(([i]) => i));
+  const least = task.map((v, i) => [v, i]).sort((a, b) => a[0] - b[0]).slice(0, 6).map(([, i]) => i).sort((a, b) => a - b);
+  assert.deepEqual(pruned, least);
+  await page.screenshot({ path: join(artifacts, 'importance-task.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+/** The flow picture's SVG as shown, and the sentence under it. */
+const flow = async (page) => ({ svg: await page.getByTestId('flow-picture').innerHTML(), change: await text(page, 'flow-change') });
+
+async function download(page, id) {
+  const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(id).click()]);
+  const path = join(artifacts, file.suggestedFilename());
+  await file.saveAs(path);
+  return { name: file.suggestedFilename(), text: (await readFile(path)).toString('utf8') };
+}
+
+test('the flow picture follows pruned heads: layer 1 of the trained model, a head of the synthetic layer', async () => {
+  const { page, problems } = await open('?preset=minilm&backend=cpu&text=We%20sat%20by%20the%20river%20bank.');
+  await page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg'), null, { timeout: 120000 });
+  const before = await flow(page);
+  assert.match(before.change, /^Prune heads to see/);
+  assert.match(await page.getByTestId('flow-picture').getAttribute('aria-label'), /draws on most: "/);
+  for (let h = 0; h < 12; h++) await page.getByTestId(`grid-0-${h}`).click();
+  await page.waitForFunction(() => /^Without layer 1's heads, "/.test(document.querySelector('[data-testid=flow-change]')?.textContent ?? ''), null, { timeout: 60000 });
+  const after = await flow(page);
+  console.log(`flow: ${after.change}`);
+  assert.notEqual(after.svg, before.svg, 'the picture changed');
+  // The download parses as SVG: a cell per token for every layer and the input.
+  const svg = await download(page, 'flow-svg');
+  assert.equal(svg.name, 'headlab-minilm-flow.svg');
+  const parsed = await page.evaluate((t) => {
+    const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
+    return { root: doc.documentElement.nodeName, error: doc.querySelector('parsererror')?.textContent ?? null, rects: doc.querySelectorAll('rect').length };
+  }, svg.text);
+  const tokens = await page.locator('[data-testid=tokens] .token').count();
+  assert.deepEqual(parsed, { root: 'svg', error: null, rects: tokens * 7 });
+  await page.screenshot({ path: join(artifacts, 'flow-trained.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+
+  const synthetic = await open('?preset=bert-base&seq=12&backend=cpu&embed=1&view=flow');
+  await synthetic.page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg'));
+  assert.equal(await synthetic.page.locator('canvas.heatmap').count(), 0, 'view=flow shows the flow only');
+  const one = await flow(synthetic.page);
+  assert.equal((one.svg.match(/<rect /g) ?? []).length, 12 * 2);
+  await synthetic.page.goto(`${app.base}/?preset=bert-base&seq=12&backend=cpu&embed=1&view=flow&pruned=0,1,2`);
+  await synthetic.page.waitForFunction(() => /^With 3 heads pruned/.test(document.querySelector('[data-testid=flow-change]')?.textContent ?? ''));
+  assert.notEqual((await flow(synthetic.page)).svg, one.svg);
+  assert.deepEqual(synthetic.problems, []);
+  await synthetic.page.close();
+});
+
+test('on a phone the code walk and the flow fit the width, and view=code embeds the walk alone', async () => {
+  for (const query of ['?embed=1&view=code&preset=bert-base&seq=16&backend=cpu', '?preset=bert-base&seq=16&backend=cpu&pruned=1']) {
+    const { page, problems } = await open(query, { width: 390, height: 844 });
+    await page.getByTestId('code-shape').waitFor();
+    await page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg') || !document.querySelector('[data-testid=flow]'));
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    assert.ok(overflow <= 0, `${query}: the page is ${overflow}px wider than the screen`);
+    if (query.includes('view=code')) {
+      assert.equal(await page.locator('canvas.heatmap').count(), 0, 'view=code shows the walk alone');
+      await page.screenshot({ path: join(artifacts, 'code-walk-phone.png'), fullPage: true });
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
