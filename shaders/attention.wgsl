@@ -14,6 +14,9 @@ struct Params {
     d_k: u32,
     heads: u32,
     scale: f32,
+    // The first head this dispatch computes: 0 for all heads at once; h for head h alone (the
+    // code walk's loop over heads).
+    head0: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -45,7 +48,7 @@ fn reduce(lid: u32, op: u32) {
 @compute @workgroup_size(64, 1, 1)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
     let i = wg.x;
-    let h = wg.y;
+    let h = wg.y + p.head0;
     let stride = 3u * p.d;
     let q_base = i * stride + h * p.d_k;
     let k_off = p.d + h * p.d_k;

@@ -365,14 +365,14 @@ pub async fn time_batched(
 }
 
 /// The handbook's batched function against the loop over heads it replaces, timed side by side
-/// ([`cpu::head_loop`]): both on the CPU kernel, where the loop is written (on a GPU session too,
-/// so that the two share a backend).
-#[derive(Clone, Debug)]
+/// on one backend: on the CPU kernel [`cpu::head_loop`] (six small products per head), on the GPU
+/// the heads dispatched one after another (five dispatches per head instead of three in all).
+#[derive(Clone)]
 pub struct LoopVsBatched {
     /// The configuration.
     pub config: ModelConfig,
     /// Where both ran.
-    pub kernel: Kernel,
+    pub backend: Backend,
     /// Median milliseconds of the batched pass.
     pub batched_ms: f64,
     /// Median milliseconds of the loop over heads.
@@ -388,42 +388,60 @@ impl LoopVsBatched {
     pub fn ratio(&self) -> f64 {
         self.loop_ms / self.batched_ms
     }
+
+    /// Operations the loop runs per head on this backend, and what they are called.
+    pub fn per_head(&self) -> (usize, &'static str) {
+        if self.backend.is_gpu() {
+            (5, "dispatches")
+        } else {
+            (6, "products")
+        }
+    }
 }
 
-/// Times `config`'s batched pass against the same heads one by one (stored weights only: the
-/// caller refuses a configuration that generates them), in interleaved rounds.
+/// One pass of `config`, batched or head by head, on `backend`: the output.
+async fn pass_output(
+    backend: &Backend,
+    config: &ModelConfig,
+    x: &[f32],
+    weights: &Weights,
+    by_head: bool,
+) -> Result<Vec<f32>, GpuError> {
+    Ok(match (backend, by_head) {
+        (Backend::Gpu(ctx), true) => ctx.forward_head_by_head(config, x, weights).await?.output,
+        (Backend::Cpu(kernel), true) => cpu::head_loop::forward_head_by_head(*kernel, config, x, weights),
+        (_, false) => backend.forward(config, x, weights).await?.output,
+    })
+}
+
+/// Times `config`'s batched pass against the same heads one by one on `backend` (stored
+/// weights only: the caller refuses a configuration that generates them), in interleaved rounds.
 pub async fn time_loop(
+    backend: &Backend,
     config: ModelConfig,
     seed: u32,
     clock: &impl Clock,
     mut between: impl AsyncFnMut(),
-) -> LoopVsBatched {
-    let kernel = Kernel::Simd;
+) -> Result<LoopVsBatched, GpuError> {
     let weights = Weights::generate(config.d_model, seed);
     let inputs = Inputs::generate(&config, seed);
-    let looped = cpu::head_loop::forward_head_by_head(kernel, &config, &inputs.x, &weights);
-    let batched = cpu::forward(kernel, &config, &inputs.x, &weights).output;
+    let looped = pass_output(backend, &config, &inputs.x, &weights, true).await?;
+    let batched = pass_output(backend, &config, &inputs.x, &weights, false).await?;
     let scale = batched.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(f32::MIN_POSITIVE) as f64;
     let difference =
         looped.iter().zip(&batched).map(|(a, b)| (a - b).abs() as f64).fold(0.0, f64::max) / scale;
-    let timed = interleaved(BATCHED_ROUNDS, clock, &mut between, async |one_by_one| {
-        if one_by_one {
-            drop(cpu::head_loop::forward_head_by_head(kernel, &config, &inputs.x, &weights));
-        } else {
-            drop(cpu::forward(kernel, &config, &inputs.x, &weights));
-        }
-        Ok::<(), std::convert::Infallible>(())
+    let timed = interleaved(BATCHED_ROUNDS, clock, &mut between, async |by_head| {
+        pass_output(backend, &config, &inputs.x, &weights, by_head).await.map(drop)
     })
-    .await;
-    let Ok(timed) = timed;
-    LoopVsBatched {
+    .await?;
+    Ok(LoopVsBatched {
         config,
-        kernel,
+        backend: backend.clone(),
         batched_ms: timed.first_ms,
         loop_ms: timed.second_ms,
         step_ms: timed.step_ms,
         difference,
-    }
+    })
 }
 
 /// The trained model where the page runs it: on the GPU while that works (its weights uploaded
@@ -671,11 +689,12 @@ mod tests {
             clock.get()
         };
         let mut turns = 0;
-        let t = pollster::block_on(time_loop(config, 3, &now, async || turns += 1));
+        let backend = Backend::Cpu(Kernel::Simd);
+        let t = pollster::block_on(time_loop(&backend, config, 3, &now, async || turns += 1)).unwrap();
         assert_eq!(turns, 2 * (BATCHED_ROUNDS + 1), "the browser gets a turn after every sample");
         assert_eq!((t.batched_ms, t.loop_ms, t.ratio()), (1.0, 1.0, 1.0));
         assert!(t.difference < 1e-5, "{}", t.difference);
-        assert_eq!((t.config, t.kernel), (config, Kernel::Simd));
+        assert_eq!((t.config, t.per_head()), (config, (6, "products")));
     }
 
     /// A clock that shows whole milliseconds of a time the test advances, as Firefox's does.

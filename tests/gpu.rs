@@ -58,6 +58,22 @@ fn forward_matches_oracle_on_the_shape_table() {
 }
 
 #[test]
+fn the_heads_dispatched_one_by_one_give_the_batched_pass_on_the_shape_table() {
+    let ctx = context();
+    let mut worst = 0.0f64;
+    for config in shape_table() {
+        let (weights, inputs) = case(&config, 11);
+        pollster::block_on(ctx.fill_outputs(&config, None, f32::NAN)).unwrap();
+        let looped = pollster::block_on(ctx.forward_head_by_head(&config, &inputs.x, &weights)).unwrap();
+        worst =
+            worst.max(check_forward("gpu, head by head", &config, &inputs, &weights, &looped, GPU_TOLERANCE));
+        let batched = pollster::block_on(ctx.forward(&config, &inputs.x, &weights)).unwrap();
+        assert_eq!(looped.output, batched.output, "{config:?}: the same sums on the same kernels");
+    }
+    println!("GPU head by head ({}): worst relative error vs f64 oracle {worst:.2e}", ctx.adapter_label());
+}
+
+#[test]
 fn generated_weights_on_the_gpu_match_the_oracle_of_the_stored_ones() {
     use headlab::attention::GeneratedWeights;
     let ctx = context();

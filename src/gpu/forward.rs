@@ -36,13 +36,19 @@ pub(super) struct AttentionParams {
     d_k: u32,
     heads: u32,
     scale: f32,
-    _pad: [u32; 3],
+    head0: u32,
+    _pad: [u32; 2],
 }
 
 impl AttentionParams {
     /// `n` tokens, width `d`, heads of `d_k`, scores scaled by `1 / sqrt(d_k)`.
     pub(super) fn new(n: u32, d: u32, d_k: u32, heads: u32) -> Self {
-        AttentionParams { n, d, d_k, heads, scale: 1.0 / (d_k as f32).sqrt(), _pad: [0; 3] }
+        AttentionParams { n, d, d_k, heads, scale: 1.0 / (d_k as f32).sqrt(), head0: 0, _pad: [0; 2] }
+    }
+
+    /// The same for head `head` alone (dispatched with one workgroup row).
+    fn for_head(n: u32, d: u32, d_k: u32, heads: u32, head: u32) -> Self {
+        AttentionParams { head0: head, ..Self::new(n, d, d_k, heads) }
     }
 }
 
@@ -168,19 +174,32 @@ impl WeightSource<'_> {
     }
 }
 
+/// Which of the context's pipelines a dispatch runs.
+#[derive(Clone, Copy)]
+enum Pipeline {
+    Matmul,
+    Attention,
+}
+
+/// One dispatch of a plan: the pipeline, its bind group and its workgroup counts.
+type Dispatch = (Pipeline, wgpu::BindGroup, (u32, u32, u32));
+
 /// Buffers and bind groups for one configuration (and, for generated weights, one seed).
 pub(super) struct Plan {
     config: ModelConfig,
     generated: Option<GeneratedWeights>,
     x: wgpu::Buffer,
+    qkv: wgpu::Buffer,
     /// `W_qkv` and `W_o`, when they are stored.
     weights: Option<(wgpu::Buffer, wgpu::Buffer)>,
     attn: wgpu::Buffer,
     heads: wgpu::Buffer,
     contrib: wgpu::Buffer,
     groups: [wgpu::BindGroup; 3],
+    /// The head-by-head dispatches, built the first time a loop over heads runs.
+    by_head: std::cell::OnceCell<Vec<Dispatch>>,
     /// Every buffer above and the uniforms, destroyed with the plan.
-    _owned: Owned,
+    owned: Owned,
 }
 
 impl Plan {
@@ -204,6 +223,78 @@ impl Plan {
             (&ctx.attention, &self.groups[1], (n as u32, h as u32, 1)),
             (self.matmul(ctx), &self.groups[2], (tiles(d), tiles(n), h as u32)),
         ]
+    }
+}
+
+impl Plan {
+    /// The same pass as [`Plan::dispatches`] with the heads one after another, as a loop over
+    /// heads would run them: per head, `Q_h`, `K_h` and `V_h` each from its own slice of `W_qkv`,
+    /// the head's attention, and its output projection: `5 H` dispatches instead of 3. Stored
+    /// weights only. Built once per plan (their uniforms and bind groups are the plan's).
+    fn by_head_dispatches<'a>(
+        &'a self,
+        ctx: &'a GpuContext,
+    ) -> Vec<(&'a wgpu::ComputePipeline, &'a wgpu::BindGroup, (u32, u32, u32))> {
+        let list = self.by_head.get_or_init(|| self.build_by_head(ctx));
+        let pipeline = |p: Pipeline| match p {
+            Pipeline::Matmul => &ctx.matmul,
+            Pipeline::Attention => &ctx.attention,
+        };
+        list.iter().map(|(p, group, size)| (pipeline(*p), group, *size)).collect()
+    }
+
+    fn build_by_head(&self, ctx: &GpuContext) -> Vec<Dispatch> {
+        let (w_qkv, w_o) = self.weights.as_ref().expect("a loop over heads runs on stored weights");
+        let (dev, q) = (&ctx.device, &ctx.queue);
+        let c = &self.config;
+        let (n, d, h_count, d_k) = (c.seq_len as u32, c.d_model as u32, c.num_heads as u32, c.d_k() as u32);
+        let qkv = &self.qkv;
+        let uniform = |label, bytes: &[u8]| self.owned.keep(resources::uniform(dev, q, label, bytes));
+        let group =
+            |pipeline, buffers: &[(u32, &wgpu::Buffer)]| resources::bind_group(dev, pipeline, buffers);
+        let mut list = Vec::with_capacity(5 * h_count as usize);
+        for h in 0..h_count {
+            for which in 0..3 {
+                let col = which * d + h * d_k;
+                let params = MatmulParams {
+                    m: n,
+                    n: d_k,
+                    k: d,
+                    batch: 1,
+                    a: [0, d, 1, 0],
+                    b: [col, 3 * d, 1, 0],
+                    c_off: col,
+                    c_rs: 3 * d,
+                    c_bs: 0,
+                    alpha: 1.0,
+                };
+                let u = uniform("head projection params", bytemuck::bytes_of(&params));
+                let g = group(&ctx.matmul, &[(0, &u), (1, &self.x), (2, w_qkv), (3, qkv)]);
+                list.push((Pipeline::Matmul, g, (tiles(d_k as usize), tiles(n as usize), 1)));
+            }
+            let att = uniform(
+                "head attention params",
+                bytemuck::bytes_of(&AttentionParams::for_head(n, d, d_k, h_count, h)),
+            );
+            let g = group(&ctx.attention, &[(0, &att), (1, qkv), (2, &self.attn), (3, &self.heads)]);
+            list.push((Pipeline::Attention, g, (n, 1, 1)));
+            let params = MatmulParams {
+                m: n,
+                n: d,
+                k: d_k,
+                batch: 1,
+                a: [h * d_k, d, 1, 0],
+                b: [h * d_k * d, d, 1, 0],
+                c_off: h * n * d,
+                c_rs: d,
+                c_bs: 0,
+                alpha: 1.0,
+            };
+            let u = uniform("head output params", bytemuck::bytes_of(&params));
+            let g = group(&ctx.matmul, &[(0, &u), (1, &self.heads), (2, w_o), (3, &self.contrib)]);
+            list.push((Pipeline::Matmul, g, (tiles(d as usize), tiles(n as usize), 1)));
+        }
+        list
     }
 }
 
@@ -290,7 +381,8 @@ impl GpuContext {
                 (None, groups)
             }
         };
-        Ok(Plan { config: *config, generated, x, weights, attn, heads, contrib, groups, _owned: owned })
+        let by_head = std::cell::OnceCell::new();
+        Ok(Plan { config: *config, generated, x, qkv, weights, attn, heads, contrib, groups, by_head, owned })
     }
 
     /// One forward pass of `config` on `x` with `weights`, with the same contract and result
@@ -329,11 +421,32 @@ impl GpuContext {
         self.run(config, x, source).await
     }
 
+    /// The same pass as [`GpuContext::forward`] with the heads dispatched one after another
+    /// (see `Plan::by_head_dispatches`): what the code walk times the batched pass against.
+    pub async fn forward_head_by_head(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: &Weights,
+    ) -> Result<Forward, GpuError> {
+        self.run_as(config, x, WeightSource::Stored(weights), true).await
+    }
+
     async fn run(
         &self,
         config: &ModelConfig,
         x: &[f32],
         weights: WeightSource<'_>,
+    ) -> Result<Forward, GpuError> {
+        self.run_as(config, x, weights, false).await
+    }
+
+    async fn run_as(
+        &self,
+        config: &ModelConfig,
+        x: &[f32],
+        weights: WeightSource<'_>,
+        by_head: bool,
     ) -> Result<Forward, GpuError> {
         let (n, d, h) = (config.seq_len, config.d_model, config.num_heads);
         assert_eq!(x.len(), n * d, "x must be seq_len x d_model");
@@ -362,7 +475,9 @@ impl GpuContext {
                 label: Some("forward"),
                 timestamp_writes: None,
             });
-            for (pipeline, group, (gx, gy, gz)) in plan.dispatches(self) {
+            let dispatches =
+                if by_head { plan.by_head_dispatches(self) } else { plan.dispatches(self).to_vec() };
+            for (pipeline, group, (gx, gy, gz)) in dispatches {
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, group, &[]);
                 pass.dispatch_workgroups(gx, gy, gz);

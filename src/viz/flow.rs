@@ -13,7 +13,7 @@ const ROW: usize = 22;
 /// Width of the rows' labels on the left.
 const LABELS: usize = 150;
 /// Room under the grid for the tokens, written at a slant.
-const TOKENS: usize = 70;
+const TOKENS: usize = 56;
 
 /// One row of the picture: its label and each token's share (summing to 1).
 #[derive(Clone, Debug, PartialEq)]

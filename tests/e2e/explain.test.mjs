@@ -8,15 +8,17 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { artifacts, launch, openPage, serveDist, text } from './harness.mjs';
 
-let app, browser;
+let app, browser, gpuBrowser;
 
 before(async () => {
   app = await serveDist();
   browser = await launch({ webgpu: false });
+  gpuBrowser = await launch({ webgpu: true });
 });
 
 after(async () => {
   await browser?.close();
+  await gpuBrowser?.close();
   app?.server.close();
 });
 
@@ -86,6 +88,20 @@ test('the code walk steps through every line on two presets, with shapes, slices
   assert.deepEqual(large.map((s) => s.shape), shapes(16, 1280, 20));
   assert.equal(await page.getByTestId('code-next').isDisabled(), true, 'the last line has no next');
   assert.match(await text(page, 'code-position'), /Line 11 of 11/);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('on WebGPU the loop over heads is dispatched head by head on the GPU, with the batched output', async () => {
+  const { page, problems } = await openPage(gpuBrowser, `${app.base}/?preset=bert-base&seq=16`);
+  await page.waitForFunction(() => /^Forward pass on WebGPU/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
+  await page.getByTestId('code-time-loop').click();
+  await page.waitForFunction(() => /Medians of/.test(document.querySelector('[data-testid=code-loop-result]')?.textContent ?? ''), null, { timeout: 120000 });
+  const result = await text(page, 'code-loop-result');
+  console.log(`loop against batched on WebGPU: ${result}`);
+  assert.match(result, /^On WebGPU/);
+  assert.match(result, /one by one \(60 separate dispatches\)/);
+  assert.match(result, /equal bit for bit|Largest difference between the two outputs: \d\.\de-([6-9]|1\d) of/);
   assert.deepEqual(problems, []);
   await page.close();
 });

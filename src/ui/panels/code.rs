@@ -202,7 +202,7 @@ fn TensorView(line: RwSignal<usize>, walked: Walked) -> impl IntoView {
 #[component]
 fn LoopAgainstBatched() -> impl IntoView {
     let state = AppState::get();
-    let result = RwSignal::new(None::<Result<LoopVsBatched, String>>);
+    let result = RwSignal::new_local(None::<Result<LoopVsBatched, String>>);
     let measuring = RwSignal::new(false);
     let measure = move |_| {
         let Some(run) = state.run() else { return };
@@ -214,23 +214,26 @@ fn LoopAgainstBatched() -> impl IntoView {
             )));
             return;
         }
+        let Some(session) = state.session.get_untracked() else { return };
         measuring.set(true);
         spawn_local(async move {
             yield_to_browser().await;
-            let timed = time_loop(run.config, run.seed, &PageClock, yield_to_browser).await;
-            result.set(Some(Ok(timed)));
+            let timed =
+                time_loop(&session.backend(), run.config, run.seed, &PageClock, yield_to_browser).await;
+            result.set(Some(timed.map_err(|e| e.to_string())));
             measuring.set(false);
         });
     };
     let text = move || {
         result.get().map(|r| match r {
             Ok(t) => format!(
-                "On the CPU kernel ({}): the batched function {}; the same {} heads one by one \
-                 ({} separate products) {}: {:.2}x. {} Medians of {BATCHED_ROUNDS} rounds.",
-                t.kernel.describe(),
+                "On {}: the batched function {}; the same {} heads one by one ({} separate {}) {}: \
+                 {:.2}x. {} Medians of {BATCHED_ROUNDS} rounds.",
+                t.backend.label(),
                 show_ms(t.batched_ms, t.step_ms),
                 t.config.num_heads,
-                6 * t.config.num_heads,
+                t.per_head().0 * t.config.num_heads,
+                t.per_head().1,
                 show_ms(t.loop_ms, t.step_ms),
                 t.ratio(),
                 if t.difference == 0.0 {
@@ -245,7 +248,7 @@ fn LoopAgainstBatched() -> impl IntoView {
     view! {
         <h3>"Batched against a loop over heads"</h3>
         <p>
-            "A loop would project Q, K and V for each head with its own slice of W_qkv and add each head's output projection separately: the same arithmetic in many small products. The batched function does it in one wide product and one batched attention."
+            "A loop would project Q, K and V for each head with its own slice of W_qkv and add each head's output projection separately: the same arithmetic in many small products (on the GPU, many small dispatches). The batched function does it in one wide product and one batched attention. Both run on this page's backend."
         </p>
         <div class="buttons">
             <button data-testid="code-time-loop" disabled=move || measuring.get() || state.run().is_none() on:click=measure>
