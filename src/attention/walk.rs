@@ -100,7 +100,7 @@ impl Line {
             Line::Unpack => "Three views of the same buffer; the head's query row is the same numbers again.",
             Line::Scores => "Every head's query-key products in one batched product, scaled by 1/sqrt(d_k).",
             Line::Softmax => {
-                "Each row becomes weights that sum to 1: how much this token reads from each other."
+                "Each row becomes weights that sum to 1: how much this token reads from each of the others."
             }
             Line::Weighted => "Each head mixes the value vectors with its weights.",
             Line::Merge => "The heads side by side again: head h fills columns h*d_k to (h+1)*d_k.",

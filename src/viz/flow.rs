@@ -1,6 +1,7 @@
 //! The attention-flow picture: a token-by-layer grid of what the sentence's pooled output draws
-//! on (attention rollout's shares, [`crate::attention::rollout`]), as an SVG document the page
-//! shows inline and offers for download. The output is the top row, the input the bottom one.
+//! on (attention rollout's shares, [`crate::attention::rollout`]): its geometry, which the page
+//! draws as SVG elements (never markup from text), and the same as an SVG document to download.
+//! The output is the top row, the input the bottom one.
 
 use super::colormap::viridis;
 use crate::attention::rollout::{largest_change, FlowChange, Rollout};
@@ -24,53 +25,146 @@ pub struct FlowRow {
     pub shares: Vec<f64>,
 }
 
-/// The picture as an SVG document: a cell per token and row, coloured by its share (viridis,
-/// 0 to the largest share of the picture) and labelled with it in percent, each with a tooltip;
-/// the tokens under their columns. `text` is the page's foreground colour for the labels.
-pub fn flow_svg(tokens: &[impl AsRef<str>], rows: &[FlowRow], title: &str, text: &str) -> String {
+/// A piece of text in the picture, at `(x, y)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowText {
+    /// Anchor point, SVG pixels.
+    pub x: usize,
+    /// See `x`.
+    pub y: usize,
+    /// The text.
+    pub text: String,
+}
+
+/// One token's cell in one row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowCell {
+    /// Top-left corner and size, SVG pixels.
+    pub x: usize,
+    /// See `x`.
+    pub y: usize,
+    /// See `x`.
+    pub width: usize,
+    /// See `x`.
+    pub height: usize,
+    /// Its colour, `#rrggbb`.
+    pub fill: String,
+    /// The share in percent, written in the cell, and where.
+    pub label: FlowText,
+    /// The label's colour: dark on the bright end of the map, white elsewhere.
+    pub ink: &'static str,
+    /// Its tooltip: "after layer 3, bank: 14.2 %".
+    pub tip: String,
+}
+
+/// The picture's geometry, drawn by the page as SVG elements and written out by [`flow_svg`]:
+/// a cell per token and row, coloured by its share (viridis, 0 to the largest share of the
+/// picture) and labelled with it in percent; the rows' names on the left, the tokens under their
+/// columns at a slant (rotated -35 degrees about their anchor).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowLayout {
+    /// Size, SVG pixels.
+    pub width: usize,
+    /// See `width`.
+    pub height: usize,
+    /// The document's title.
+    pub title: String,
+    /// Each row's name.
+    pub rows: Vec<FlowText>,
+    /// Every cell, row by row.
+    pub cells: Vec<FlowCell>,
+    /// Each token, under its column.
+    pub tokens: Vec<FlowText>,
+}
+
+/// The layout of `rows` over `tokens`.
+pub fn layout(tokens: &[impl AsRef<str>], rows: &[FlowRow], title: &str) -> FlowLayout {
     let n = tokens.len();
     assert!(rows.iter().all(|r| r.shares.len() == n), "one share per token in every row");
     let largest = rows.iter().flat_map(|r| r.shares.iter().copied()).fold(f64::MIN_POSITIVE, f64::max);
-    let (width, height) = (LABELS + n * COLUMN, rows.len() * ROW + TOKENS);
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
-         font-family=\"system-ui, sans-serif\" font-size=\"11\">\n<title>{}</title>\n",
-        escape(title)
-    );
+    let mut cells = Vec::with_capacity(rows.len() * n);
     for (r, row) in rows.iter().enumerate() {
         let y = r * ROW;
-        svg.push_str(&format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{text}\">{}</text>\n",
-            LABELS - 8,
-            y + ROW / 2 + 4,
-            escape(&row.label)
-        ));
         for (t, &share) in row.shares.iter().enumerate() {
             let level = (share / largest).clamp(0.0, 1.0) as f32;
             let [red, green, blue] = viridis(level);
-            let ink = if level > 0.6 { "#000" } else { "#fff" };
             let x = LABELS + t * COLUMN;
-            svg.push_str(&format!(
-                "<g><rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"#{red:02x}{green:02x}{blue:02x}\"/>\
-                 <text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{ink}\">{:.0}</text>\
-                 <title>{}, {}: {:.1} %</title></g>\n",
-                COLUMN - 2,
-                ROW - 2,
-                x + COLUMN / 2 - 1,
-                y + ROW / 2 + 3,
-                share * 100.0,
-                escape(&row.label),
-                escape(tokens[t].as_ref()),
-                share * 100.0
-            ));
+            cells.push(FlowCell {
+                x,
+                y,
+                width: COLUMN - 2,
+                height: ROW - 2,
+                fill: format!("#{red:02x}{green:02x}{blue:02x}"),
+                label: FlowText {
+                    x: x + COLUMN / 2 - 1,
+                    y: y + ROW / 2 + 3,
+                    text: format!("{:.0}", share * 100.0),
+                },
+                ink: if level > 0.6 { "#000" } else { "#fff" },
+                tip: format!("{}, {}: {:.1} %", row.label, tokens[t].as_ref(), share * 100.0),
+            });
         }
     }
     let base = rows.len() * ROW + 6;
-    for (t, token) in tokens.iter().enumerate() {
-        let x = LABELS + t * COLUMN + COLUMN / 2;
+    FlowLayout {
+        width: LABELS + n * COLUMN,
+        height: rows.len() * ROW + TOKENS,
+        title: title.to_string(),
+        rows: rows
+            .iter()
+            .enumerate()
+            .map(|(r, row)| FlowText { x: LABELS - 8, y: r * ROW + ROW / 2 + 4, text: row.label.clone() })
+            .collect(),
+        cells,
+        tokens: tokens
+            .iter()
+            .enumerate()
+            .map(|(t, token)| FlowText {
+                x: LABELS + t * COLUMN + COLUMN / 2,
+                y: base,
+                text: shorten(token.as_ref()),
+            })
+            .collect(),
+    }
+}
+
+/// `layout` as an SVG document (for download), its names and tokens in `text` colour.
+pub fn flow_svg(layout: &FlowLayout, text: &str) -> String {
+    let (width, height) = (layout.width, layout.height);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
+         font-family=\"system-ui, sans-serif\" font-size=\"11\">\n<title>{}</title>\n",
+        escape(&layout.title)
+    );
+    for row in &layout.rows {
         svg.push_str(&format!(
-            "<text x=\"{x}\" y=\"{base}\" transform=\"rotate(-35 {x} {base})\" text-anchor=\"end\" dominant-baseline=\"hanging\" fill=\"{text}\">{}</text>\n",
-            escape(&shorten(token.as_ref()))
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{text}\">{}</text>\n",
+            row.x,
+            row.y,
+            escape(&row.text)
+        ));
+    }
+    for c in &layout.cells {
+        svg.push_str(&format!(
+            "<g><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\
+             <text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\">{}</text><title>{}</title></g>\n",
+            c.x,
+            c.y,
+            c.width,
+            c.height,
+            c.fill,
+            c.label.x,
+            c.label.y,
+            c.ink,
+            escape(&c.label.text),
+            escape(&c.tip)
+        ));
+    }
+    for t in &layout.tokens {
+        let (x, y) = (t.x, t.y);
+        svg.push_str(&format!(
+            "<text x=\"{x}\" y=\"{y}\" transform=\"rotate(-35 {x} {y})\" text-anchor=\"end\" dominant-baseline=\"hanging\" fill=\"{text}\">{}</text>\n",
+            escape(&t.text)
         ));
     }
     svg.push_str("</svg>\n");
@@ -177,8 +271,8 @@ pub fn change_sentence(
 /// Everything the page shows of the flow: the picture, its text alternative, and what changed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Picture {
-    /// The SVG document.
-    pub svg: String,
+    /// The picture's geometry.
+    pub layout: FlowLayout,
     /// Its text alternative.
     pub description: String,
     /// How pruning changed it.
@@ -202,7 +296,7 @@ pub fn picture(
     );
     let change = largest_change(full, pruned, content);
     Picture {
-        svg: flow_svg(tokens, &rows, &title, "currentColor"),
+        layout: layout(tokens, &rows, &title),
         description: format!("{title}. {}", describe(tokens, &rows[0], 3)),
         sentence: change_sentence(change, tokens, heads, per_layer),
     }
@@ -222,7 +316,7 @@ mod tests {
     #[test]
     fn the_picture_is_one_cell_per_token_and_row_with_its_share() {
         let tokens = ["[CLS]", "<bank>", "a-very-long-wordpiece-token"];
-        let svg = flow_svg(&tokens, &rows(), "flow & co", "#111");
+        let svg = flow_svg(&layout(&tokens, &rows(), "flow & co"), "#111");
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
         assert!(svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<rect ").count(), 6);
