@@ -77,11 +77,12 @@ pub fn attention_csv<S: AsRef<str>>(
     Ok(out)
 }
 
-/// `head,importance_rel_l2,rank,pruned`: how much removing each head alone moves the output,
-/// its rank (1 = most important) and whether it is pruned now in `heads` (heads it does not
-/// have are not pruned).
-pub fn importance_csv(ranking: &Ranking, heads: &HeadSet) -> String {
-    let mut out = String::from("head,importance_rel_l2,rank,pruned\n");
+/// `head,<measure>,rank,pruned`: each head's importance by the measure named `measure` (for the
+/// synthetic layer `importance_rel_l2`, how far removing it alone moves the output), its rank
+/// (1 = most important) and whether it is pruned now in `heads` (heads it does not have are not
+/// pruned).
+pub fn importance_csv(ranking: &Ranking, heads: &HeadSet, measure: &str) -> String {
+    let mut out = format!("head,{measure},rank,pruned\n");
     for (h, value) in ranking.per_head.iter().enumerate() {
         let rank = ranking.rank(h).unwrap_or(0);
         let _ = writeln!(out, "{h},{value},{rank},{}", h < heads.len() && heads.is_pruned(h));
@@ -196,7 +197,9 @@ mod tests {
     #[test]
     fn importance_drift_and_token_tables_hold_every_value() {
         let ranking = Ranking::new(vec![0.3, 0.1, 0.2]);
-        let rows = parse(&importance_csv(&ranking, &HeadSet::with_pruned(3, [1])));
+        let csv = importance_csv(&ranking, &HeadSet::with_pruned(3, [1]), "importance_rel_l2");
+        assert!(csv.starts_with("head,importance_rel_l2,rank,pruned\n"));
+        let rows = parse(&csv);
         assert_eq!(
             rows[1..],
             [["0", "0.3", "1", "false"], ["1", "0.1", "3", "true"], ["2", "0.2", "2", "false"]]

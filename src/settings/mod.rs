@@ -124,6 +124,15 @@ impl Measure {
         Measure::ALL.into_iter().find(|m| m.as_str() == value)
     }
 
+    /// Its column in the importance CSV.
+    pub fn csv_column(self) -> &'static str {
+        match self {
+            Measure::Drift => "embedding_drift_1_minus_cosine",
+            Measure::Margin => "check_margin_change",
+            Measure::Task => "task_loss_gate_gradient",
+        }
+    }
+
     /// What it measures, for the page's choice.
     pub fn label(self) -> &'static str {
         match self {

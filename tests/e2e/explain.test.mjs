@@ -136,6 +136,14 @@ test('the importance measure re-ranks the grid and the prune slider, and names t
     .map((b, i) => [i, b.getAttribute('aria-pressed')]).filter(([, p]) => p === 'false').map(([i]) => i));
   const least = task.map((v, i) => [v, i]).sort((a, b) => a[0] - b[0]).slice(0, 6).map(([, i]) => i).sort((a, b) => a - b);
   assert.deepEqual(pruned, least);
+  // The importance CSV names the measure and holds every head's value.
+  const csv = await download(page, 'export-trained-importance-csv');
+  assert.equal(csv.name, 'headlab-minilm-importance-task.csv');
+  const rows = csv.text.trim().split('\n');
+  assert.equal(rows[0], 'head,task_loss_gate_gradient,rank,pruned');
+  assert.equal(rows.length, 73);
+  assert.deepEqual(rows.slice(1).map((r) => Number(r.split(',')[1]) / Math.max(...task.map((_, i) => Number(rows[i + 1].split(',')[1])))).map((v) => v.toFixed(3)),
+    task.map((v) => v.toFixed(3)), 'the CSV holds the values the grid is shaded by');
   await page.screenshot({ path: join(artifacts, 'importance-task.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();

@@ -41,7 +41,7 @@ impl Table {
             Table::Importance => {
                 let imp = state.importance.get_untracked()?;
                 let heads = state.heads.with_untracked(|h| h.resized(imp.ranking.len()));
-                Some(importance_csv(&imp.ranking, &heads))
+                Some(importance_csv(&imp.ranking, &heads, "importance_rel_l2"))
             }
             Table::DriftCurve => state
                 .importance

@@ -232,7 +232,11 @@ fn Exports() -> impl IntoView {
             // Heads are numbered layer * 12 + head, as in the link's pruned= list.
             Some(imp) => files::csv(
                 &format!("headlab-minilm-importance-{}.csv", view.choices.measure.get_untracked().as_str()),
-                &crate::export::importance_csv(&imp.ranking, &view.choices.heads.get_untracked()),
+                &crate::export::importance_csv(
+                    &imp.ranking,
+                    &view.choices.heads.get_untracked(),
+                    view.choices.measure.get_untracked().csv_column(),
+                ),
             ),
             None => Err("importance is still being measured".to_string()),
         };
