@@ -4,6 +4,7 @@
 //! The output is the top row, the input the bottom one.
 
 use super::colormap::viridis;
+use super::svg::escape;
 use crate::attention::rollout::{largest_change, FlowChange, Rollout};
 use crate::attention::HeadSet;
 
@@ -177,21 +178,6 @@ fn shorten(token: &str) -> String {
         Some((cut, _)) => format!("{}…", &token[..cut]),
         None => token.to_string(),
     }
-}
-
-/// Text made safe inside an SVG element or attribute.
-fn escape(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '&' => "&amp;".into(),
-            '<' => "&lt;".into(),
-            '>' => "&gt;".into(),
-            '"' => "&quot;".into(),
-            '\'' => "&apos;".into(),
-            c if c.is_control() => " ".into(),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 /// The picture's text alternative: for the top row, the tokens with the largest shares.

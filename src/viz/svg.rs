@@ -85,7 +85,7 @@ pub fn heatmap(weights: &[f32], n: usize, tokens: &[impl AsRef<str>], title: &st
 }
 
 /// Text made safe inside an SVG element or attribute.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.chars()
         .map(|c| match c {
             '&' => "&amp;".into(),
