@@ -99,43 +99,53 @@ type Walked = Memo<Option<(Walk, f64, Vec<&'static str>)>>;
 #[component]
 fn FocusPicker(focus: RwSignal<Focus>, walked: Walked) -> impl IntoView {
     let state = AppState::get();
-    let heads = move || state.run().map_or(0, |r| r.config.num_heads);
-    let words = move || walked.with(|w| w.as_ref().map(|(_, _, words)| words.clone()).unwrap_or_default());
+    let heads = move || (0..state.run().map_or(0, |r| r.config.num_heads)).map(|h| h.to_string()).collect();
+    let words = move || {
+        walked.with(|w| {
+            w.as_ref()
+                .map(|(_, _, words)| words.iter().enumerate().map(|(i, w)| format!("{i}: {w}")).collect())
+        })
+    };
     view! {
         <div class="controls code-focus">
-            <label>
-                "Head "
-                <select
-                    data-testid="code-head"
-                    prop:value=move || focus.get().head.to_string()
-                    on:change=move |ev| {
-                        let head = event_target_value(&ev).parse().unwrap_or(0);
-                        focus.update(|f| f.head = head);
-                    }
-                >
-                    {move || (0..heads()).map(|h| view! { <option value=h.to_string()>{h}</option> }).collect_view()}
-                </select>
-            </label>
-            <label>
-                "Token "
-                <select
-                    data-testid="code-token"
-                    prop:value=move || focus.get().token.to_string()
-                    on:change=move |ev| {
-                        let token = event_target_value(&ev).parse().unwrap_or(0);
-                        focus.update(|f| f.token = token);
-                    }
-                >
-                    {move || {
-                        words()
-                            .into_iter()
-                            .enumerate()
-                            .map(|(i, w)| view! { <option value=i.to_string()>{format!("{i}: {w}")}</option> })
-                            .collect_view()
-                    }}
-                </select>
-            </label>
+            <IndexSelect label="Head " id="code-head" options=heads value=move || focus.get().head set=move |h| focus.update(|f| f.head = h) />
+            <IndexSelect
+                label="Token "
+                id="code-token"
+                options=move || words().unwrap_or_default()
+                value=move || focus.get().token
+                set=move |t| focus.update(|f| f.token = t)
+            />
         </div>
+    }
+}
+
+/// A labelled select of `options`, by index.
+#[component]
+fn IndexSelect(
+    label: &'static str,
+    id: &'static str,
+    options: impl Fn() -> Vec<String> + Send + Sync + 'static,
+    value: impl Fn() -> usize + Send + Sync + 'static,
+    set: impl Fn(usize) + 'static,
+) -> impl IntoView {
+    view! {
+        <label>
+            {label}
+            <select
+                data-testid=id
+                prop:value=move || value().to_string()
+                on:change=move |ev| set(event_target_value(&ev).parse().unwrap_or(0))
+            >
+                {move || {
+                    options()
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, o)| view! { <option value=i.to_string()>{o}</option> })
+                        .collect_view()
+                }}
+            </select>
+        </label>
     }
 }
 
