@@ -40,3 +40,7 @@ echo "## every core: the trained model's batch work in headless Chromium, thread
 # What is measured is the built page; build it if this checkout has none.
 [ -f dist/index.html ] || trunk build --release --offline
 if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads.mjs "$rounds"; fi
+
+echo
+echo "## the backend per input: the page's measured choice against the CPU kernel and the GPU forced"
+if [ "$shapes" = smoke ]; then node bench/backend.mjs 1 smoke; else node bench/backend.mjs 3; fi

@@ -116,3 +116,47 @@ fn a_lost_device_is_a_typed_error_not_a_panic() {
     assert!(matches!(err, GpuError::DeviceLost(_)), "{err:?}");
     assert!(err.to_string().contains("device was lost"), "{err}");
 }
+
+/// Milliseconds since the first call: the native tests' clock.
+fn elapsed_ms() -> f64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed().as_secs_f64() * 1e3
+}
+
+#[test]
+fn an_automatic_session_runs_each_pass_where_it_measured_it_faster() {
+    use headlab::backend::{self, Place, Preference, Session};
+    let pass = |session: &Session, seq_len: usize| {
+        let config = ModelConfig { d_model: 96, num_heads: 12, seq_len };
+        pollster::block_on(backend::run(session, config, 7, &elapsed_ms, async |_| {})).unwrap()
+    };
+    let cpu = pollster::block_on(Session::start(Preference::Cpu, false));
+    let auto = pollster::block_on(Session::start(Preference::Auto, false));
+    assert!(auto.gpu().is_some(), "the automatic session found the adapter");
+    let mut crossing = None;
+    for seq_len in [5, 64, 300] {
+        let run = pass(&auto, seq_len);
+        let choice = run.choice.expect("an automatic session with a GPU chooses by measurement");
+        println!("d_model 96, 12 heads, {seq_len} tokens on {}: {}", run.backend.label(), choice.why());
+        assert!(choice.cpu_ms.is_finite() && choice.gpu_ms.is_finite() && choice.cpu_ms > 0.0);
+        assert_eq!(run.backend.is_gpu(), choice.place == Place::Gpu);
+        assert_eq!(choice.place == Place::Gpu, choice.gpu_ms < choice.cpu_ms);
+        assert!(run.badge().ends_with("· measured faster here"), "{}", run.badge());
+        // One calibration per shape: every length is placed on the same lines.
+        assert_eq!(*crossing.get_or_insert(choice.gpu_from), choice.gpu_from);
+        let want = pass(&cpu, seq_len);
+        let scale = want.forward.output.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let worst = run
+            .forward
+            .output
+            .iter()
+            .zip(&want.forward.output)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(worst <= 1e-4 * scale, "{seq_len} tokens: {worst} from the CPU kernel's output");
+    }
+    // Forced, the GPU runs every pass and nothing is measured.
+    let forced = pollster::block_on(Session::start(Preference::Gpu, false));
+    let run = pass(&forced, 5);
+    assert!(run.backend.is_gpu() && run.choice.is_none() && !run.badge().contains("measured"));
+}

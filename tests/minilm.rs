@@ -608,3 +608,30 @@ fn curves_computed_in_pieces_through_the_wire_equal_curves_computed_in_place() {
     let wrong = Work::Embed { heads: HeadSet::all(12), ids: vec![vec![101, 102]] };
     assert!(wrong.check(&bert).is_err());
 }
+
+#[test]
+fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
+    use headlab::backend::{Place, Preference, Session, TrainedRunner};
+    use headlab::model::MiniLm;
+    let start = std::time::Instant::now();
+    let clock = move || start.elapsed().as_secs_f64() * 1e3;
+    let model = std::rc::Rc::new(MiniLm { bert: checkpoint(), tokenizer: tokenizer() });
+    let session = pollster::block_on(Session::start(Preference::Auto, false));
+    let runner = pollster::block_on(TrainedRunner::new(model.clone(), &session, &clock));
+    let all = HeadSet::all(TOTAL_HEADS);
+    for text in ["A river.", &"The bank by the river was steep. ".repeat(12)] {
+        let ids = model.ids(text);
+        let choice = runner.choice(ids.len()).expect("measured on the adapter");
+        println!("{} tokens: {}", ids.len(), runner.ran_on(ids.len()));
+        assert_eq!(runner.on_gpu(ids.len()), choice.place == Place::Gpu);
+        assert!(runner.ran_on(ids.len()).contains(", faster here than on the"));
+        let got = pollster::block_on(runner.run(&ids, &all, None));
+        let want = model.bert.forward(Kernel::Simd, &ids, &all);
+        let e = rel_error(&got.embedding, &want.embedding.iter().map(|&v| v as f64).collect::<Vec<_>>());
+        assert!(e < 1e-4, "{} tokens: {e:e} from the CPU kernel", ids.len());
+    }
+    // Forced onto the GPU: no measurement, every pass there.
+    let forced = pollster::block_on(Session::start(Preference::Gpu, false));
+    let runner = pollster::block_on(TrainedRunner::new(model, &forced, &clock));
+    assert!(runner.choice(10).is_none() && runner.on_gpu(10) && runner.on_gpu(500));
+}

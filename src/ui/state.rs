@@ -11,7 +11,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::browser::{after_next_paint, now_ms, yield_to_browser};
+use super::browser::{after_next_paint, now_ms, yield_to_browser, PageClock};
 use crate::attention::analysis::{measure_drift, DriftView, Importance};
 use crate::attention::config::MAX_HEADS;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
@@ -209,10 +209,17 @@ impl AppState {
     }
 
     /// The session's badge, note and retry offer, as of the last pass (a failing GPU pass changes
-    /// the session: reading the pass makes these follow it).
+    /// the session: reading the pass makes these follow it). The badge names where the last pass
+    /// ran, and says when a measurement chose it.
     pub fn backend_status(&self) -> Option<(String, Option<String>, bool)> {
-        self.run.track();
-        self.session.with(|s| s.as_ref().map(|s| (s.label(), s.note(), s.retryable())))
+        let badge = self.run().map(|r| r.badge());
+        self.session
+            .with(|s| s.as_ref().map(|s| (badge.unwrap_or_else(|| s.label()), s.note(), s.retryable())))
+    }
+
+    /// Why the last pass ran where it did, when a measurement chose.
+    pub fn choice_why(&self) -> Option<String> {
+        self.run().and_then(|r| r.choice).map(|c| c.why())
     }
 
     fn session_id(&self) -> usize {
@@ -253,7 +260,7 @@ async fn pass(
         progress.set(Some(p));
         after_next_paint().await;
     };
-    let result = backend::run(&session, config, seed, now_ms, step).await;
+    let result = backend::run(&session, config, seed, &PageClock, step).await;
     progress.set(None);
     match result {
         Ok(run) => RunState::Ran(work, Rc::new(run)),

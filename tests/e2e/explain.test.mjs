@@ -93,7 +93,7 @@ test('the code walk steps through every line on two presets, with shapes, slices
 });
 
 test('on WebGPU the loop over heads is dispatched head by head on the GPU, with the batched output', async () => {
-  const { page, problems } = await openPage(gpuBrowser, `${app.base}/?preset=bert-base&seq=16`);
+  const { page, problems } = await openPage(gpuBrowser, `${app.base}/?preset=bert-base&seq=16&backend=gpu`);
   await page.waitForFunction(() => /^Forward pass on WebGPU/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
   await page.getByTestId('code-time-loop').click();
   await page.waitForFunction(() => /Medians of/.test(document.querySelector('[data-testid=code-loop-result]')?.textContent ?? ''), null, { timeout: 120000 });

@@ -25,7 +25,7 @@ const onBackend = (page, label) => page.waitForFunction((l) => {
 }, label, { timeout: 30000 });
 
 test('forced GPU faults each fall back to the CPU with the settings kept, and the GPU can be tried again', async () => {
-  const { page, problems } = await openPage(browser, `${app.base}/?preset=gpt2-small&seq=20&pruned=3`);
+  const { page, problems } = await openPage(browser, `${app.base}/?preset=gpt2-small&seq=20&pruned=3&backend=gpu`);
   await onBackend(page, 'WebGPU');
   const inject = (kind) => page.evaluate((k) => window.wasmBindings.inject_gpu_fault(k), kind);
   const settingsKept = async (seq) => {
@@ -97,7 +97,7 @@ test('no leaks: 1 000 head toggles and 50 preset switches leave wasm memory and 
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  await page.goto(`${app.base}/?preset=bert-base&seq=16`);
+  await page.goto(`${app.base}/?preset=bert-base&seq=16&backend=gpu`);
   await onBackend(page, 'WebGPU');
   const presets = ['transformer', 'bert-base', 'gpt2-small', 'bert-large', 'gpt2-medium', 'gpt2-large'];
   const heads = { transformer: 8, 'bert-base': 12, 'gpt2-small': 12, 'bert-large': 16, 'gpt2-medium': 16, 'gpt2-large': 20 };

@@ -148,12 +148,35 @@ async function driftAfterPruning(query, backend, numHeads, heads) {
   return { page, problems, numbers };
 }
 
-test('WebGPU runs by default where the browser has it, with the CPU path\'s numbers', async () => {
+test('by default the page times both backends and runs each pass where it was faster, and says so', async () => {
+  // SwiftShader's software WebGPU is far slower than the CPU kernel: the page must measure that
+  // and run on the CPU kernel, the synthetic layer and the trained model alike.
+  const { page, problems } = await open('?preset=bert-base&seq=16');
+  await page.waitForFunction(() => /Chosen by measurement/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
+  const timing = await text(page, 'timing');
+  console.log(`BERT-base, 16 tokens, automatic: ${timing}`);
+  assert.match(timing, /^Forward pass on CPU · wasm simd128: .* Chosen by measurement, faster here than on the GPU: about [\d.]+ ms against [\d.]+ (ms|s) \(timed on this machine\)/);
+  assert.equal(await text(page, 'backend-badge'), 'CPU · wasm simd128 · measured faster here');
+  assert.match(await page.getByTestId('backend-badge').getAttribute('title'), /^faster here than on the GPU: about/);
+  assert.equal(await page.getByTestId('backend-note').count(), 0, 'a measured choice is not a failure');
+  // Another length of the same shape is placed on the same measurement; another shape is measured.
+  await page.getByTestId('seq-number').fill('64');
+  await page.getByTestId('seq-number').press('Enter');
+  await page.waitForFunction(() => /64 tokens\. Chosen by measurement, faster here than on the GPU/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
+  // The trained model is measured too, for its own shape.
+  await page.getByTestId('preset').selectOption('trained');
+  await page.waitForFunction(() => /Running on the CPU kernel \(wasm simd128\), faster here than on the GPU: about/.test(document.querySelector('[data-testid=trained-backend]')?.textContent ?? ''), null, { timeout: 120000 });
+  console.log(`trained model, automatic: ${await text(page, 'trained-backend')}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('WebGPU, asked for with ?backend=gpu, gives the CPU path\'s numbers', async () => {
   const presets = [['transformer', 8], ['bert-base', 12], ['gpt2-small', 12], ['bert-large', 16], ['gpt2-medium', 16],
     ['gpt2-large', 20]];
   for (const [preset, numHeads] of presets) {
     const query = `?preset=${preset}&seq=24`;
-    const gpu = await driftAfterPruning(query, 'WebGPU', numHeads, [1, 4]);
+    const gpu = await driftAfterPruning(`${query}&backend=gpu`, 'WebGPU', numHeads, [1, 4]);
     const cpu = await driftAfterPruning(`${query}&backend=cpu`, 'CPU', numHeads, [1, 4]);
     console.log(`${preset}: badge "${await text(gpu.page, 'backend-badge')}", drift`, gpu.numbers, 'vs CPU', cpu.numbers);
     assert.ok(Math.abs(gpu.numbers.cosine - cpu.numbers.cosine) < 2e-5, preset);
@@ -186,7 +209,7 @@ test('without WebGPU the page runs on the CPU and says why', async () => {
 });
 
 test('a lost GPU device switches to the CPU and keeps the reader\'s settings', async () => {
-  const { page, problems } = await open('?preset=gpt2-small&seq=20');
+  const { page, problems } = await open('?preset=gpt2-small&seq=20&backend=gpu');
   await page.waitForFunction(() => (document.querySelector('[data-testid=backend-badge]')?.textContent ?? '').startsWith('WebGPU'));
   await page.getByTestId('heatmap-11').waitFor();
   await page.getByTestId('head-toggle-6').click();

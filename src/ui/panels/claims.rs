@@ -15,8 +15,9 @@ pub fn Claims() -> impl IntoView {
     let batched = RwSignal::new_local(None::<Result<Batched, String>>);
     let measuring = RwSignal::new(false);
     let measure = move |_| {
-        let Some(config) = state.run().map(|r| r.config) else { return };
+        let Some(run) = state.run() else { return };
         let Some(session) = state.session.get_untracked() else { return };
+        let (config, backend) = (run.config, session.backend_for(&run));
         if config.generates_weights() {
             batched.set(Some(Err("this model's weights are generated on the fly, so each pass takes \
                 seconds; compare batched and single-head passes on one of the other presets"
@@ -27,7 +28,7 @@ pub fn Claims() -> impl IntoView {
         spawn_local(async move {
             // Let the page show "measuring" before the first (possibly long) forward pass.
             yield_to_browser().await;
-            let result = time_batched(&session.backend(), config, &PageClock, yield_to_browser).await;
+            let result = time_batched(&backend, config, &PageClock, yield_to_browser).await;
             batched.set(Some(result.map_err(|e| e.to_string())));
             measuring.set(false);
         });

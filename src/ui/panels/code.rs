@@ -229,7 +229,8 @@ fn LoopAgainstBatched() -> impl IntoView {
         spawn_local(async move {
             yield_to_browser().await;
             let timed =
-                time_loop(&session.backend(), run.config, run.seed, &PageClock, yield_to_browser).await;
+                time_loop(&session.backend_for(&run), run.config, run.seed, &PageClock, yield_to_browser)
+                    .await;
             result.set(Some(timed.map_err(|e| e.to_string())));
             measuring.set(false);
         });

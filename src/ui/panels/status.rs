@@ -25,7 +25,7 @@ pub fn Toolbar() -> impl IntoView {
                 class:busy=move || state.session.with(Option::is_none)
                 data-testid="backend-badge"
                 role="status"
-                title=move || note().unwrap_or_default()
+                title=move || note().or_else(|| state.choice_why()).unwrap_or_default()
             >
                 {badge}
             </span>
@@ -140,6 +140,13 @@ fn timing_text(state: AppState) -> String {
             String::new()
         };
         let done = state.progress.get().map(|p| format!(": {:.0} %", 100.0 * p)).unwrap_or_default();
+        let timing = state.session.with(|s| s.as_ref().is_some_and(|s| s.will_calibrate(&c)));
+        let generating = match timing {
+            true => format!(
+                "{generating}; first timing the CPU kernel and the GPU on a few short passes of this shape"
+            ),
+            false => generating,
+        };
         return format!(
             "Computing d_model {}, {} heads, {} tokens ({:.2} GFLOP{generating}){done}…",
             c.d_model,
@@ -160,8 +167,9 @@ fn timing_text(state: AppState) -> String {
         String::new()
     };
     let interim = if state.session.with(Option::is_none) { " (while the GPU starts)" } else { "" };
+    let why = r.choice.map(|c| format!(" Chosen by measurement, {}.", c.why())).unwrap_or_default();
     format!(
-        "Forward pass on {}{interim}: {}{rate} for d_model {}, {} heads of d_k = {}, {} tokens.",
+        "Forward pass on {}{interim}: {}{rate} for d_model {}, {} heads of d_k = {}, {} tokens.{why}",
         r.ran_on(),
         show_ms(r.forward_ms, step),
         r.config.d_model,

@@ -18,7 +18,7 @@ use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
 use crate::model::work::{Done, Work};
 use crate::settings::Measure;
-use crate::ui::browser::{now_ms, yield_to_browser};
+use crate::ui::browser::{now_ms, yield_to_browser, PageClock};
 use crate::ui::pool::{auto_threads, Workers};
 use crate::ui::state::{AppState, TrainedChoices};
 
@@ -28,8 +28,8 @@ pub struct Pass {
     pub out: Arc<BertOutput>,
     /// The token ids it ran on.
     pub ids: Vec<u32>,
-    /// Where it ran ("the GPU (WebGPU)").
-    pub ran_on: &'static str,
+    /// Where it ran ("the GPU (WebGPU)"), and why when a measurement chose.
+    pub ran_on: String,
     /// Why the model is not on the GPU, when it is not (as of this pass).
     pub note: Option<String>,
     /// Milliseconds it took.
@@ -40,7 +40,8 @@ impl Pass {
     async fn run(runner: &TrainedRunner, ids: Vec<u32>, heads: &HeadSet, base: Option<&BertOutput>) -> Pass {
         let t0 = now_ms();
         let out = Arc::new(runner.run(&ids, heads, base).await);
-        Pass { out, ids, ran_on: runner.ran_on(), note: runner.note(), elapsed_ms: now_ms() - t0 }
+        let ran_on = runner.ran_on(ids.len());
+        Pass { out, ids, ran_on, note: runner.note(), elapsed_ms: now_ms() - t0 }
     }
 }
 
@@ -91,7 +92,7 @@ impl TrainedView {
         let workers = StoredValue::new_local(Rc::new(Workers::new(threads, ASSET_URL)));
         let runner = LocalResource::new(move || {
             let (model, session) = (load.with(LoadState::model), app.session.get());
-            async move { Some(Rc::new(TrainedRunner::new(model?, &*session?).await)) }
+            async move { Some(Rc::new(TrainedRunner::new(model?, &*session?, &PageClock).await)) }
         });
         let tokens = Memo::new(move |_| {
             load.with(|s| s.model().map(|m| m.tokenizer.encode(&choices.text.read())).unwrap_or_default())
@@ -205,10 +206,10 @@ impl TrainedView {
     }
 
     /// Where the model runs, and why not on the GPU when it is not: as of the last pass.
-    pub fn running_on(&self) -> Option<(&'static str, Option<String>)> {
+    pub fn running_on(&self) -> Option<(String, Option<String>)> {
         match self.current.get().flatten() {
-            Some(pass) => Some((pass.ran_on, pass.note.clone())),
-            None => self.runner.get().flatten().map(|r| (r.ran_on(), r.note())),
+            Some(pass) => Some((pass.ran_on.clone(), pass.note.clone())),
+            None => self.runner.get().flatten().map(|r| (r.ran_on(self.ids().len()), r.note())),
         }
     }
 }
@@ -229,7 +230,7 @@ async fn measure_importance(
     workers: Rc<Workers>,
 ) -> Option<Rc<SentenceImportance>> {
     let wanted = || full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &base));
-    if !runner.on_gpu() && workers.parallel() {
+    if !runner.on_gpu(base.ids.len()) && workers.parallel() {
         let pieces = workers.running_on();
         let work = (0..pieces)
             .map(|i| Work::Ablate {

@@ -3,18 +3,29 @@
 //! the session when the GPU fails; the synthetic layer's pass ([`run`]) and the trained model's
 //! ([`TrainedRunner`]) on it. A GPU failure is a value here, never an error the page must handle:
 //! the pass is done again on the CPU kernel and the session remembers why.
+//!
+//! Unless the reader forced one (`?backend=`), a session with a GPU runs each pass where it was
+//! measured faster: the first pass of each model times both backends on a few short passes
+//! ([`calibrate`]) and later passes follow the lines fitted to them ([`placement`]).
+
+mod calibrate;
+pub mod placement;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use self::calibrate::Probes;
+use self::placement::Crossover;
+pub use self::placement::{Choice, Place};
 use crate::attention::clock::{more_repeats, Clock};
+use crate::attention::config::MAX_SEQ_LEN;
 use crate::attention::{ConfigError, HeadSet, Inputs, LayerWeights, ModelConfig, Weights};
 use crate::cpu::generated::GeneratedPass;
 use crate::cpu::{self, Forward, Kernel};
 use crate::gpu::{GpuBert, GpuContext, GpuError};
 use crate::model::analysis::Runner;
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
-use crate::model::pruned::PrunedBert;
+use crate::model::pruned::{self, PrunedBert};
 use crate::model::MiniLm;
 pub use crate::settings::Preference;
 
@@ -124,6 +135,10 @@ pub struct Session {
     unused: Option<GpuUnused>,
     retried: bool,
     failed: RefCell<Option<GpuError>>,
+    /// Whether each pass runs where it was measured faster (the reader left `?backend=` alone).
+    measured: bool,
+    /// The synthetic layer's calibrations so far, by shape (`d_model`, heads).
+    layers: RefCell<Vec<((usize, usize), Crossover)>>,
 }
 
 impl Session {
@@ -131,7 +146,14 @@ impl Session {
     /// for the GPU again after it failed.
     pub async fn start(preference: Preference, retried: bool) -> Session {
         let (selected, unused) = Backend::select(preference).await;
-        Session { selected, unused, retried, failed: RefCell::new(None) }
+        Session {
+            selected,
+            unused,
+            retried,
+            failed: RefCell::new(None),
+            measured: preference == Preference::Auto,
+            layers: RefCell::new(Vec::new()),
+        }
     }
 
     /// A session on the CPU kernel, with nothing to say about the GPU: the quick first passes
@@ -142,7 +164,44 @@ impl Session {
             unused: None,
             retried: false,
             failed: RefCell::new(None),
+            measured: false,
+            layers: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Whether a pass of `config` will first time both backends for its shape (the reader left
+    /// the choice to the page, it has a GPU, and the shape has not been measured yet).
+    pub fn will_calibrate(&self, config: &ModelConfig) -> bool {
+        let shape = (config.d_model, config.num_heads);
+        self.measured
+            && !config.generates_weights()
+            && self.gpu().is_some()
+            && !self.layers.borrow().iter().any(|(s, _)| *s == shape)
+    }
+
+    /// Where a pass of the synthetic layer `config` (stored weights) runs on `ctx`: `None` when
+    /// the reader forced the GPU; else the choice measured for its shape, calibrating the shape
+    /// on its first pass (a few short passes on each backend, timed on `clock`).
+    async fn layer_choice(
+        &self,
+        ctx: &Rc<GpuContext>,
+        config: &ModelConfig,
+        clock: &impl Clock,
+    ) -> Result<Option<Choice>, GpuError> {
+        if !self.measured {
+            return Ok(None);
+        }
+        let shape = (config.d_model, config.num_heads);
+        let known = self.layers.borrow().iter().find(|(s, _)| *s == shape).map(|(_, c)| *c);
+        let crossover = match known {
+            Some(c) => c,
+            None => {
+                let c = calibrate_layer(ctx, config, clock).await?;
+                self.layers.borrow_mut().push((shape, c));
+                c
+            }
+        };
+        Ok(Some(crossover.choose(config.forward_flops())))
     }
 
     /// Where passes run now.
@@ -150,6 +209,15 @@ impl Session {
         match (&self.selected, self.failed.borrow().is_some()) {
             (Backend::Gpu(_), true) => Backend::Cpu(Kernel::Simd),
             (selected, _) => selected.clone(),
+        }
+    }
+
+    /// Where passes of `run`'s model run now: where `run` ran, unless that was a GPU that has
+    /// failed since.
+    pub fn backend_for(&self, run: &Run) -> Backend {
+        match (&run.backend, self.gpu()) {
+            (Backend::Gpu(_), None) => Backend::Cpu(Kernel::Simd),
+            (backend, _) => backend.clone(),
         }
     }
 
@@ -189,6 +257,32 @@ impl Session {
     pub fn retryable(&self) -> bool {
         self.failed.borrow().is_some() || self.unused.as_ref().is_some_and(GpuUnused::retryable)
     }
+}
+
+/// Times the synthetic layer of `config`'s shape on both backends ([`calibrate::crossover`]): 4
+/// tokens and the longest power of two within [`QUICK_CPU_FLOPS`], over the lengths it accepts.
+async fn calibrate_layer(
+    ctx: &Rc<GpuContext>,
+    config: &ModelConfig,
+    clock: &impl Clock,
+) -> Result<Crossover, GpuError> {
+    let at = |n: usize| ModelConfig { seq_len: n, ..*config };
+    let largest = (1..=MAX_SEQ_LEN).rev().find(|&n| at(n).validate().is_ok()).unwrap_or(config.seq_len);
+    let probes = Probes::within(|n| at(n).forward_flops(), QUICK_CPU_FLOPS, largest);
+    let weights = Weights::generate(config.d_model, 1);
+    let inputs = [probes.small, probes.large].map(|n| Inputs::generate(&at(n), 1));
+    let (gpu, cpu) = (Backend::Gpu(ctx.clone()), Backend::Cpu(Kernel::Simd));
+    calibrate::crossover(
+        probes,
+        |n| at(n).forward_flops(),
+        clock,
+        async |place, n| {
+            let x = &inputs[usize::from(n != probes.small)].x;
+            let backend = if place == Place::Gpu { &gpu } else { &cpu };
+            backend.forward(&at(n), x, &weights).await.map(drop)
+        },
+    )
+    .await
 }
 
 /// Largest forward pass (FLOPs) drawn on the CPU kernel while the GPU is still starting: about
@@ -233,6 +327,8 @@ pub struct Run {
     pub backend: Backend,
     /// Where its weights came from.
     pub weights: WeightsIn,
+    /// The measured choice that put it there, when the page chose ([`Session::layer_choice`]).
+    pub choice: Option<Choice>,
 }
 
 impl Run {
@@ -248,6 +344,14 @@ impl Run {
             }
         }
     }
+
+    /// The badge's text: the backend, and "measured faster here" when a measurement chose it.
+    pub fn badge(&self) -> String {
+        match self.choice {
+            Some(_) => format!("{} · measured faster here", self.backend.label()),
+            None => self.backend.label(),
+        }
+    }
 }
 
 /// One forward pass of the synthetic layer `config` with seed `seed`, on `session`'s backend.
@@ -255,28 +359,39 @@ impl Run {
 /// Weights too large to store are generated inside the kernels: on a hardware GPU in its
 /// matrix-product shader; otherwise in the CPU kernel's packing, in steps, with
 /// `between_steps(progress)` awaited between them (the page paints its progress bar there).
-/// `now` is a millisecond clock.
+/// Stored weights go where the session measured them faster ([`Session::layer_choice`]).
 pub async fn run(
     session: &Session,
     config: ModelConfig,
     seed: u32,
-    now: impl Fn() -> f64,
+    clock: &impl Clock,
     mut between_steps: impl AsyncFnMut(f64),
 ) -> Result<Run, ConfigError> {
     config.validate()?;
     let inputs = Inputs::generate(&config, seed);
     let weights = LayerWeights::for_config(&config, seed);
-    let t0 = now();
     let gpu = session.gpu();
     // A software adapter generates weights about 40x slower than the CPU kernel (GPT-3 at 16
     // tokens: 40 s on SwiftShader against 1 s), so there the CPU kernel runs them.
     let usable = gpu.filter(|ctx| !(config.generates_weights() && ctx.is_software()));
+    let (usable, choice) = match usable {
+        Some(ctx) if !config.generates_weights() => match session.layer_choice(&ctx, &config, clock).await {
+            Ok(Some(choice)) => ((choice.place == Place::Gpu).then_some(ctx), Some(choice)),
+            Ok(None) => (Some(ctx), None),
+            Err(e) => {
+                session.fail(e);
+                (None, None)
+            }
+        },
+        other => (other, None),
+    };
+    let t0 = clock.now_ms();
     if let Some(ctx) = usable {
         match ctx.forward_layer(&config, &inputs.x, &weights).await {
             Ok(forward) => {
                 let weights =
                     if config.generates_weights() { WeightsIn::GpuKernel } else { WeightsIn::Memory };
-                let (backend, forward_ms) = (Backend::Gpu(ctx), now() - t0);
+                let (backend, forward_ms) = (Backend::Gpu(ctx), clock.now_ms() - t0);
                 return Ok(Run {
                     seed,
                     config,
@@ -285,6 +400,7 @@ pub async fn run(
                     forward_ms,
                     backend,
                     weights,
+                    choice,
                 });
             }
             Err(e) => session.fail(e),
@@ -306,9 +422,10 @@ pub async fn run(
         config,
         forward,
         words: inputs.words().collect(),
-        forward_ms: now() - t0,
+        forward_ms: clock.now_ms() - t0,
         backend,
         weights,
+        choice: choice.filter(|c| c.place == Place::Cpu),
     })
 }
 
@@ -445,26 +562,37 @@ pub async fn time_loop(
 }
 
 /// The trained model where the page runs it: on the GPU while that works (its weights uploaded
-/// once), else on the CPU kernel. A GPU failure moves it to the CPU for good, with a note; the
+/// once) and, unless the reader forced the GPU, where it was measured faster for the sentence's
+/// length; else on the CPU kernel. A GPU failure moves it to the CPU for good, with a note; the
 /// page's other passes are not affected.
 pub struct TrainedRunner {
     model: Rc<MiniLm>,
     gpu: RefCell<Option<Rc<GpuBert>>>,
     note: RefCell<Option<String>>,
+    crossover: Option<Crossover>,
 }
 
+/// The trained model's calibration: sentences of 8 and 64 tokens, over the 512 it accepts.
+const TRAINED_PROBES: Probes = Probes { small: 8, large: 64, largest: crate::model::bert::MAX_POSITIONS };
+
 impl TrainedRunner {
-    /// Puts `model` on `session`'s GPU, if it has one; if that fails, the runner uses the CPU
+    /// Puts `model` on `session`'s GPU, if it has one, and (unless the reader forced the GPU)
+    /// times it there and on the CPU kernel on `clock`; if that fails, the runner uses the CPU
     /// kernel and says why.
-    pub async fn new(model: Rc<MiniLm>, session: &Session) -> TrainedRunner {
-        let (mut gpu, mut note) = (None, None);
+    pub async fn new(model: Rc<MiniLm>, session: &Session, clock: &impl Clock) -> TrainedRunner {
+        let (mut gpu, mut note, mut crossover) = (None, None, None);
         if let Some(ctx) = session.gpu() {
-            match GpuBert::new(ctx, &model.bert).await {
-                Ok(g) => gpu = Some(Rc::new(g)),
+            let placed = match GpuBert::new(ctx, &model.bert).await {
+                Ok(g) if session.measured => calibrate_trained(&model, &g, clock).await.map(|c| (g, Some(c))),
+                Ok(g) => Ok((g, None)),
+                Err(e) => Err(e),
+            };
+            match placed {
+                Ok((g, c)) => (gpu, crossover) = (Some(Rc::new(g)), c),
                 Err(e) => note = Some(format!("The trained model runs on the CPU because {e}.")),
             }
         }
-        TrainedRunner { model, gpu: RefCell::new(gpu), note: RefCell::new(note) }
+        TrainedRunner { model, gpu: RefCell::new(gpu), note: RefCell::new(note), crossover }
     }
 
     /// The model.
@@ -472,17 +600,34 @@ impl TrainedRunner {
         &self.model
     }
 
-    /// Whether its passes run on the GPU now.
-    pub fn on_gpu(&self) -> bool {
-        self.gpu.borrow().is_some()
+    /// The measured choice for a sentence of `tokens` tokens, when the page chose.
+    pub fn choice(&self, tokens: usize) -> Option<Choice> {
+        let all = HeadSet::all(TOTAL_HEADS);
+        let choice = self.crossover?.choose(pruned::cost(&all, &[tokens]).total_flops);
+        self.gpu.borrow().as_ref().map(|_| choice)
     }
 
-    /// Where its passes run now, for the page.
-    pub fn ran_on(&self) -> &'static str {
-        if self.gpu.borrow().is_some() {
-            "the GPU (WebGPU)"
-        } else {
-            "the CPU kernel (wasm simd128)"
+    /// The GPU model, when a sentence of `tokens` tokens runs on it.
+    fn gpu_for(&self, tokens: usize) -> Option<Rc<GpuBert>> {
+        let wanted = self.choice(tokens).is_none_or(|c| c.place == Place::Gpu);
+        self.gpu.borrow().clone().filter(|_| wanted)
+    }
+
+    /// Whether a sentence of `tokens` tokens runs on the GPU now.
+    pub fn on_gpu(&self, tokens: usize) -> bool {
+        self.gpu_for(tokens).is_some()
+    }
+
+    /// Where a sentence of `tokens` tokens runs now, and why when a measurement chose, for the
+    /// page: "the CPU kernel (wasm simd128), measured faster here: about 12 ms against …".
+    pub fn ran_on(&self, tokens: usize) -> String {
+        let on = match self.on_gpu(tokens) {
+            true => "the GPU (WebGPU)",
+            false => "the CPU kernel (wasm simd128)",
+        };
+        match self.choice(tokens) {
+            Some(c) => format!("{on}, {}", c.why()),
+            None => on.to_string(),
         }
     }
 
@@ -528,8 +673,7 @@ impl TrainedRunner {
         let bert = &self.model.bert;
         let all = HeadSet::all(TOTAL_HEADS);
         let cut = PrunedBert::new(bert, heads);
-        let gpu = self.gpu.borrow().clone();
-        if let Some(full) = gpu {
+        if let Some(full) = self.gpu_for(ids.len()) {
             if let Ok(pruned) = GpuBert::pruned(full.context(), &cut).await {
                 let timed = interleaved(rounds, clock, &mut between, async |is_pruned| {
                     let (model, set) = if is_pruned { (&pruned, heads) } else { (&*full, &all) };
@@ -602,10 +746,29 @@ async fn interleaved<E>(
     Ok(Timed { first_ms: median(&times[0]), second_ms: median(&times[1]), step_ms })
 }
 
+/// Times the trained model on both backends ([`calibrate::crossover`]) on sentences of the
+/// word "the", with every head.
+async fn calibrate_trained(model: &MiniLm, gpu: &GpuBert, clock: &impl Clock) -> Result<Crossover, GpuError> {
+    let all = HeadSet::all(TOTAL_HEADS);
+    let ids = |n: usize| model.ids(&"the ".repeat(n - 2));
+    let sentences = [ids(TRAINED_PROBES.small), ids(TRAINED_PROBES.large)];
+    let flops = |n: usize| pruned::cost(&all, &[n]).total_flops;
+    calibrate::crossover(TRAINED_PROBES, flops, clock, async |place, n| {
+        let ids = &sentences[usize::from(n != TRAINED_PROBES.small)];
+        match place {
+            Place::Gpu => gpu.forward(&model.bert, ids, &all).await.map(drop),
+            Place::Cpu => {
+                std::hint::black_box(model.bert.forward(Kernel::Simd, ids, &all));
+                Ok(())
+            }
+        }
+    })
+    .await
+}
+
 impl Runner for TrainedRunner {
     async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput {
-        let gpu = self.gpu.borrow().clone();
-        if let Some(gpu) = gpu {
+        if let Some(gpu) = self.gpu_for(ids.len()) {
             match gpu.forward_from(&self.model.bert, ids, heads, base).await {
                 Ok(out) => return out,
                 Err(e) => {
@@ -654,6 +817,8 @@ mod tests {
             unused: Some(GpuUnused::Failed(GpuError::NoAdapter("rejected".into()))),
             retried: true,
             failed: RefCell::new(None),
+            measured: true,
+            layers: RefCell::new(Vec::new()),
         };
         assert!(retried.retryable());
         assert!(retried
@@ -734,13 +899,13 @@ mod tests {
     fn a_cpu_run_is_the_cpu_kernels_pass_and_a_bad_shape_is_refused() {
         let session = Session::cpu_only();
         let config = ModelConfig { d_model: 48, num_heads: 6, seq_len: 5 };
-        let run = pollster::block_on(run(&session, config, 9, || 0.0, async |_| {})).unwrap();
+        let run = pollster::block_on(run(&session, config, 9, &|| 0.0, async |_| {})).unwrap();
         let inputs = Inputs::generate(&config, 9);
         let want = cpu::forward(Kernel::Simd, &config, &inputs.x, &Weights::generate(48, 9));
         assert_eq!(run.ran_on(), Backend::Cpu(Kernel::Simd).label());
         assert_eq!((run.forward, run.weights, run.words.len()), (want, WeightsIn::Memory, 5));
         let bad = ModelConfig { num_heads: 7, ..config };
-        let refused = pollster::block_on(super::run(&session, bad, 9, || 0.0, async |_| {}));
+        let refused = pollster::block_on(super::run(&session, bad, 9, &|| 0.0, async |_| {}));
         assert_eq!(refused.unwrap_err(), bad.validate().unwrap_err());
     }
 }
