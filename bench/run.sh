@@ -42,5 +42,15 @@ echo "## every core: the trained model's batch work in headless Chromium, thread
 if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads.mjs "$rounds"; fi
 
 echo
+echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
+# The page's build (the Node benchmark's, for the browser), and the same with relaxed SIMD: its
+# own target directory, as RUSTFLAGS replaces .cargo/config.toml's flags and rebuilds everything.
+wasm-bindgen --target web --out-dir target/bench-web/simd128 target/wasm32-unknown-unknown/release/headlab.wasm
+RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" cargo rustc --quiet --locked --release --features bench \
+  --target wasm32-unknown-unknown --target-dir target/relaxed --lib --crate-type cdylib
+wasm-bindgen --target web --out-dir target/bench-web/relaxed target/relaxed/wasm32-unknown-unknown/release/headlab.wasm
+if [ "$shapes" = smoke ]; then node bench/relaxed.mjs 2 smoke; else node bench/relaxed.mjs "$rounds"; fi
+
+echo
 echo "## the backend per input: the page's measured choice against the CPU kernel and the GPU forced"
 if [ "$shapes" = smoke ]; then node bench/backend.mjs 1 smoke; else node bench/backend.mjs 3; fi

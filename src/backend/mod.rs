@@ -619,11 +619,11 @@ impl TrainedRunner {
     }
 
     /// Where a sentence of `tokens` tokens runs now, and why when a measurement chose, for the
-    /// page: "the CPU kernel (wasm simd128), measured faster here: about 12 ms against …".
+    /// page: "the CPU kernel (wasm simd128), faster here than on the GPU: about 12 ms against …".
     pub fn ran_on(&self, tokens: usize) -> String {
         let on = match self.on_gpu(tokens) {
-            true => "the GPU (WebGPU)",
-            false => "the CPU kernel (wasm simd128)",
+            true => "the GPU (WebGPU)".to_string(),
+            false => format!("the CPU kernel ({})", Kernel::Simd.describe()),
         };
         match self.choice(tokens) {
             Some(c) => format!("{on}, {}", c.why()),

@@ -42,6 +42,9 @@ impl Kernel {
     /// What this kernel runs on, for the page's backend badge.
     pub fn describe(self) -> &'static str {
         match self {
+            Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) => {
+                "wasm simd128 + relaxed SIMD"
+            }
             Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) => "wasm simd128",
             Kernel::Simd if cfg!(target_arch = "wasm32") => "wasm (built without simd128)",
             Kernel::Simd => "native SIMD",

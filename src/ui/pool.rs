@@ -357,8 +357,10 @@ pub fn auto_threads() -> usize {
     (window().navigator().hardware_concurrency() as usize).clamp(1, AUTO_MAX)
 }
 
-/// The addresses of this page's wasm-bindgen module and its wasm, from the preload links trunk
-/// writes into `index.html`.
+/// The addresses of this page's wasm-bindgen module and of the wasm the loader chose: the module
+/// from the preload link trunk writes into `index.html`; the wasm from `<html data-wasm>`, where
+/// the loader of a release build notes which of its two builds it loaded
+/// (`scripts/relaxed-loader.py`), else (a debug build) from trunk's preload link.
 fn loader_urls() -> Option<(String, String)> {
     let href = |selector: &str| {
         document()
@@ -368,7 +370,10 @@ fn loader_urls() -> Option<(String, String)> {
             .and_then(|e| e.get_attribute("href"))
             .map(|h| absolute(&h))
     };
-    Some((href("link[rel=modulepreload][href$='.js']")?, href("link[rel=preload][href$='_bg.wasm']")?))
+    let chosen =
+        document().document_element().and_then(|e| e.get_attribute("data-wasm")).map(|h| absolute(&h));
+    let wasm = chosen.or_else(|| href("link[rel=preload][href$='_bg.wasm']"))?;
+    Some((href("link[rel=modulepreload][href$='.js']")?, wasm))
 }
 
 /// `url` against the page's address.

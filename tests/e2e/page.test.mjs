@@ -30,7 +30,7 @@ test('the CPU page draws every head, names the backend, and drift follows toggle
   assert.equal(await page.locator('canvas.heatmap').count(), 12);
   assert.equal(await drawnHeatmaps(page, 16), 12, 'all 12 BERT-base heads drawn at 16x16');
   assert.match(await text(page, 'backend-badge'), /CPU · wasm simd128/);
-  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128: [\d.]+ ms .* d_model 768, 12 heads of d_k = 64, 16 tokens/);
+  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128( \+ relaxed SIMD)?: [\d.]+ ms .* d_model 768, 12 heads of d_k = 64, 16 tokens/);
   assert.equal(await text(page, 'drift-cosine'), '1.000000');
   assert.equal(await text(page, 'drift-active'), '12 of 12');
   await page.screenshot({ path: join(artifacts, 'page.png'), fullPage: true });
@@ -109,7 +109,7 @@ test('GPT-3 runs with its weights generated on the fly, with progress, and pruni
   assert.match(await text(page, 'timing'), /generating its 2.25 GiB of weights on the fly/);
   await page.getByTestId('heatmap-95').waitFor({ timeout: 60000 });
   assert.equal(await drawnHeatmaps(page, 16), 96);
-  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128 \(weights generated on the fly\): [\d.]+ ms .* d_model 12288, 96 heads of d_k = 128, 16 tokens/);
+  assert.match(await text(page, 'timing'), /Forward pass on CPU · wasm simd128( \+ relaxed SIMD)? \(weights generated on the fly\): [\d.]+ ms .* d_model 12288, 96 heads of d_k = 128, 16 tokens/);
   assert.equal(await page.getByTestId('pass-progress').count(), 0, 'the progress bar goes when the pass is done');
   await page.getByTestId('head-toggle-7').click();
   assert.equal(await text(page, 'drift-active'), '95 of 96');
@@ -155,8 +155,8 @@ test('by default the page times both backends and runs each pass where it was fa
   await page.waitForFunction(() => /Chosen by measurement/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
   const timing = await text(page, 'timing');
   console.log(`BERT-base, 16 tokens, automatic: ${timing}`);
-  assert.match(timing, /^Forward pass on CPU · wasm simd128: .* Chosen by measurement, faster here than on the GPU: about [\d.]+ ms against [\d.]+ (ms|s) \(timed on this machine\)/);
-  assert.equal(await text(page, 'backend-badge'), 'CPU · wasm simd128 · measured faster here');
+  assert.match(timing, /^Forward pass on CPU · wasm simd128( \+ relaxed SIMD)?: .* Chosen by measurement, faster here than on the GPU: about [\d.]+ ms against [\d.]+ (ms|s) \(timed on this machine\)/);
+  assert.match(await text(page, 'backend-badge'), /^CPU · wasm simd128( \+ relaxed SIMD)? · measured faster here$/);
   assert.match(await page.getByTestId('backend-badge').getAttribute('title'), /^faster here than on the GPU: about/);
   assert.equal(await page.getByTestId('backend-note').count(), 0, 'a measured choice is not a failure');
   // Another length of the same shape is placed on the same measurement; another shape is measured.
@@ -165,7 +165,7 @@ test('by default the page times both backends and runs each pass where it was fa
   await page.waitForFunction(() => /64 tokens\. Chosen by measurement, faster here than on the GPU/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
   // The trained model is measured too, for its own shape.
   await page.getByTestId('preset').selectOption('trained');
-  await page.waitForFunction(() => /Running on the CPU kernel \(wasm simd128\), faster here than on the GPU: about/.test(document.querySelector('[data-testid=trained-backend]')?.textContent ?? ''), null, { timeout: 120000 });
+  await page.waitForFunction(() => /Running on the CPU kernel \(wasm simd128[^)]*\), faster here than on the GPU: about/.test(document.querySelector('[data-testid=trained-backend]')?.textContent ?? ''), null, { timeout: 120000 });
   console.log(`trained model, automatic: ${await text(page, 'trained-backend')}`);
   assert.deepEqual(problems, []);
   await page.close();

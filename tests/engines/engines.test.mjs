@@ -139,9 +139,10 @@ for (const engine of engines) {
       assert.ok(facts.simd128, 'the CPU kernel needs wasm simd128');
       if (facts.adapter === 'adapter' || facts.adapter === 'fallback adapter') {
         // The page times both and runs where it measured faster (a software adapter loses).
-        assert.match(badge, /^(WebGPU|CPU · wasm simd128) · measured faster here$/, `${engine} offers a WebGPU adapter: the page must measure it`);
+        assert.match(badge, /^(WebGPU|CPU · wasm simd128( \+ relaxed SIMD)?) · measured faster here$/, `${engine} offers a WebGPU adapter: the page must measure it`);
       } else {
-        assert.equal(badge, 'CPU · wasm simd128');
+        // The relaxed-SIMD build where the engine validates relaxed SIMD, else simd128 alone.
+        assert.equal(badge, facts.relaxedSimd ? 'CPU · wasm simd128 + relaxed SIMD' : 'CPU · wasm simd128');
         const why = await driver.findElement(By.css('[data-testid=backend-note]')).getText();
         assert.match(why, /not using the GPU: this browser (does not offer WebGPU|offers no GPU adapter)/);
       }
