@@ -133,6 +133,7 @@ fn an_automatic_session_runs_each_pass_where_it_measured_it_faster() {
     let cpu = pollster::block_on(Session::start(Preference::Cpu, false));
     let auto = pollster::block_on(Session::start(Preference::Auto, false));
     assert!(auto.gpu().is_some(), "the automatic session found the adapter");
+    assert!(auto.placement_label().ends_with(", measured per pass"), "{}", auto.placement_label());
     let mut crossing = None;
     for seq_len in [5, 64, 300] {
         let run = pass(&auto, seq_len);

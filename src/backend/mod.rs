@@ -239,6 +239,19 @@ impl Session {
         self.backend().label()
     }
 
+    /// The badge's text when no single pass speaks for the page (the trained model's passes each
+    /// go where they were measured faster): where passes run, or that both are in play.
+    pub fn placement_label(&self) -> String {
+        match self.gpu() {
+            Some(ctx) if self.measured => format!(
+                "CPU · {} or WebGPU · {}, measured per pass",
+                Kernel::Simd.describe(),
+                ctx.adapter_label()
+            ),
+            _ => self.label(),
+        }
+    }
+
     /// Why the GPU is not used, when it is not (and the session has something to say).
     pub fn note(&self) -> Option<String> {
         if let Some(e) = self.failed.borrow().as_ref() {
@@ -801,6 +814,7 @@ mod tests {
     fn a_session_says_why_the_gpu_is_not_used_and_whether_to_try_again() {
         let declined = pollster::block_on(Session::start(Preference::Cpu, false));
         assert_eq!(declined.label(), Backend::Cpu(Kernel::Simd).label());
+        assert_eq!(declined.placement_label(), declined.label(), "no GPU in play: the CPU kernel alone");
         assert_eq!(declined.note().as_deref(), Some("CPU chosen with ?backend=cpu"));
         assert!(!declined.retryable() && declined.gpu().is_none());
         let quick = Session::cpu_only();

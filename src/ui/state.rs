@@ -210,11 +210,14 @@ impl AppState {
 
     /// The session's badge, note and retry offer, as of the last pass (a failing GPU pass changes
     /// the session: reading the pass makes these follow it). The badge names where the last pass
-    /// ran, and says when a measurement chose it.
+    /// ran, and says when a measurement chose it; with the trained model chosen, what the session
+    /// can run (its panel says where each pass ran).
     pub fn backend_status(&self) -> Option<(String, Option<String>, bool)> {
-        let badge = self.run().map(|r| r.badge());
-        self.session
-            .with(|s| s.as_ref().map(|s| (badge.unwrap_or_else(|| s.label()), s.note(), s.retryable())))
+        let synthetic = !self.settings.with(Settings::is_trained);
+        let badge = self.run().filter(|_| synthetic).map(|r| r.badge());
+        self.session.with(|s| {
+            s.as_ref().map(|s| (badge.unwrap_or_else(|| s.placement_label()), s.note(), s.retryable()))
+        })
     }
 
     /// Why the last pass ran where it did, when a measurement chose.
