@@ -167,10 +167,15 @@ impl AppState {
     }
 
     /// The reader asks for the GPU again; settings and pruned heads stay, and the pass repeats
-    /// on whichever backend comes back.
+    /// on whichever backend comes back: with `?backend=gpu` on the GPU, else wherever it is
+    /// measured faster (the offer is never made with `?backend=cpu`).
     pub fn retry_gpu(self) {
         self.retrying.set(true);
-        self.select_backend(Preference::Gpu, true);
+        let preference = match self.settings.with_untracked(|s| s.backend) {
+            Preference::Auto => Preference::Auto,
+            Preference::Gpu | Preference::Cpu => Preference::Gpu,
+        };
+        self.select_backend(preference, true);
     }
 
     /// The whole state as a link (the trained model's heads when it is chosen, else the
