@@ -43,12 +43,10 @@ if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads
 
 echo
 echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
-# The page's build (the Node benchmark's, for the browser), and the same with relaxed SIMD: its
-# own target directory, as RUSTFLAGS replaces .cargo/config.toml's flags and rebuilds everything.
+# The page's build (the Node benchmark's, for the browser), and the same with relaxed SIMD.
 wasm-bindgen --target web --out-dir target/bench-web/simd128 target/wasm32-unknown-unknown/release/headlab.wasm
-RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" cargo rustc --quiet --locked --release --features bench \
-  --target wasm32-unknown-unknown --target-dir target/relaxed --lib --crate-type cdylib
-wasm-bindgen --target web --out-dir target/bench-web/relaxed target/relaxed/wasm32-unknown-unknown/release/headlab.wasm
+cargo rustc --quiet --locked --release --features bench,relaxed-simd --target wasm32-unknown-unknown --lib --crate-type cdylib
+wasm-bindgen --target web --out-dir target/bench-web/relaxed target/wasm32-unknown-unknown/release/headlab.wasm
 if [ "$shapes" = smoke ]; then node bench/relaxed.mjs 2 smoke; else node bench/relaxed.mjs "$rounds"; fi
 
 echo

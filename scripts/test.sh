@@ -39,8 +39,7 @@ step "browser tests (wasm-pack, headless Chromium)" \
 # SIMD (scripts/relaxed-build.sh), whose micro-kernel uses f32x4.relaxed_madd: the kernel tests
 # against the f64 oracle (tests/cpu.rs) and the packing and edge tests of src/cpu/.
 step "browser tests of the relaxed-SIMD kernels (wasm-pack, headless Chromium)" \
-  env TMPDIR="$browser_tmp" CARGO_TARGET_DIR=target/relaxed RUSTFLAGS="-C target-feature=+simd128,+relaxed-simd" \
-  wasm-pack test --headless --chrome -- --locked --lib --test cpu -- --nocapture
+  env TMPDIR="$browser_tmp" wasm-pack test --headless --chrome -- --locked --features relaxed-simd --lib --test cpu -- --nocapture
 # The same tests in Firefox ESR (geckodriver): it offers no WebGPU adapter headless, so its
 # WebGPU tests run and check the fallback instead, and print that they did.
 step "browser tests (wasm-pack, headless Firefox ESR)" \

@@ -18,7 +18,7 @@ use headlab::cpu::{self, Kernel};
 fn vector_path_is_the_one_compiled_for_this_target() {
     let described = Kernel::Simd.describe();
     say!("CPU vector kernel under test: {described}");
-    if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) {
+    if cfg!(all(target_arch = "wasm32", feature = "relaxed-simd")) {
         // The relaxed-SIMD build's run (scripts/test.sh) must exercise its own micro-kernel.
         assert_eq!(described, "wasm simd128 + relaxed SIMD");
     } else if cfg!(target_arch = "wasm32") {

@@ -42,7 +42,7 @@ impl Kernel {
     /// What this kernel runs on, for the page's backend badge.
     pub fn describe(self) -> &'static str {
         match self {
-            Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "relaxed-simd")) => {
+            Kernel::Simd if cfg!(all(target_arch = "wasm32", feature = "relaxed-simd")) => {
                 "wasm simd128 + relaxed SIMD"
             }
             Kernel::Simd if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) => "wasm simd128",

@@ -266,14 +266,36 @@ fn micro_kernel_portable(kc: usize, panel_a: &[f32], panel_b: &[f32]) -> [f32; M
     acc
 }
 
+/// `acc + a * b` in each lane, as the micro-kernel's build has it. The simd128 build: a multiply,
+/// then an add (two roundings, the same on every engine). The relaxed-SIMD build (the
+/// `relaxed-simd` feature, loaded by the page where the browser validates relaxed SIMD:
+/// `scripts/relaxed-build.sh`): one `f32x4.relaxed_madd`, which the engine may run as a fused
+/// multiply-add (one rounding) or as the two, so the builds may differ in the last bits. In
+/// headless Chromium on this project's machine it takes 0.66x the simd128 build's time for the
+/// attention forward and 0.74x for a quality evaluation (`node bench/relaxed.mjs`).
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+macro_rules! madd {
+    ($acc:expr, $a:expr, $b:expr) => {
+        f32x4_relaxed_madd($a, $b, $acc)
+    };
+}
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
+macro_rules! madd {
+    ($acc:expr, $a:expr, $b:expr) => {
+        f32x4_add($acc, f32x4_mul($a, $b))
+    };
+}
+
 /// The simd128 micro-kernel: 4 rows x 2 `f32x4` of accumulators (8 registers, plus two for the
 /// row of `B` and one for the broadcast `A` element: within the 16 that V8 uses on x86-64). Each
-/// step is [`madd`]: a multiply and an add, or one relaxed multiply-add in a relaxed-SIMD build.
+/// step is `madd!`: a multiply and an add, or one relaxed multiply-add in the relaxed-SIMD build,
+/// which enables relaxed SIMD for this function alone.
 ///
 /// # Safety
 /// `a` must be valid for `kc * MR` reads and `b` for `kc * NR`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-#[target_feature(enable = "simd128")]
+#[cfg_attr(feature = "relaxed-simd", target_feature(enable = "simd128,relaxed-simd"))]
+#[cfg_attr(not(feature = "relaxed-simd"), target_feature(enable = "simd128"))]
 unsafe fn micro_kernel_simd128(kc: usize, a: *const f32, b: *const f32) -> [f32; MR * NR] {
     use core::arch::wasm32::*;
     let zero = f32x4_splat(0.0);
@@ -288,17 +310,17 @@ unsafe fn micro_kernel_simd128(kc: usize, a: *const f32, b: *const f32) -> [f32;
         };
         let col = unsafe { a.add(p * MR) };
         let a0 = unsafe { v128_load32_splat(col as *const u32) };
-        c00 = madd(c00, a0, b0);
-        c01 = madd(c01, a0, b1);
+        c00 = madd!(c00, a0, b0);
+        c01 = madd!(c01, a0, b1);
         let a1 = unsafe { v128_load32_splat(col.add(1) as *const u32) };
-        c10 = madd(c10, a1, b0);
-        c11 = madd(c11, a1, b1);
+        c10 = madd!(c10, a1, b0);
+        c11 = madd!(c11, a1, b1);
         let a2 = unsafe { v128_load32_splat(col.add(2) as *const u32) };
-        c20 = madd(c20, a2, b0);
-        c21 = madd(c21, a2, b1);
+        c20 = madd!(c20, a2, b0);
+        c21 = madd!(c21, a2, b1);
         let a3 = unsafe { v128_load32_splat(col.add(3) as *const u32) };
-        c30 = madd(c30, a3, b0);
-        c31 = madd(c31, a3, b1);
+        c30 = madd!(c30, a3, b0);
+        c31 = madd!(c31, a3, b1);
     }
     let mut tile = [0.0f32; MR * NR];
     for (i, v) in [c00, c01, c10, c11, c20, c21, c30, c31].into_iter().enumerate() {
@@ -306,30 +328,6 @@ unsafe fn micro_kernel_simd128(kc: usize, a: *const f32, b: *const f32) -> [f32;
         unsafe { v128_store(tile.as_mut_ptr().add(i * 4) as *mut v128, v) };
     }
     tile
-}
-
-/// `acc + a * b` in each lane. The simd128 build: a multiply, then an add (two roundings, the same
-/// on every engine). The relaxed-SIMD build (`-C target-feature=+relaxed-simd`, which the page
-/// loads where the browser validates relaxed SIMD: `scripts/relaxed-build.sh`): one
-/// `f32x4.relaxed_madd`, which the engine may run as a fused multiply-add (one rounding) or as the
-/// two, so the two builds may differ in the last bits. In headless Chromium on this project's
-/// machine it makes the matrix products 16-19 % faster (`node bench/relaxed.mjs`).
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-#[inline(always)]
-fn madd(
-    acc: core::arch::wasm32::v128,
-    a: core::arch::wasm32::v128,
-    b: core::arch::wasm32::v128,
-) -> core::arch::wasm32::v128 {
-    use core::arch::wasm32::*;
-    #[cfg(target_feature = "relaxed-simd")]
-    {
-        f32x4_relaxed_madd(a, b, acc)
-    }
-    #[cfg(not(target_feature = "relaxed-simd"))]
-    {
-        f32x4_add(acc, f32x4_mul(a, b))
-    }
 }
 
 #[cfg(test)]

@@ -357,10 +357,9 @@ pub fn auto_threads() -> usize {
     (window().navigator().hardware_concurrency() as usize).clamp(1, AUTO_MAX)
 }
 
-/// The addresses of this page's wasm-bindgen module and of the wasm the loader chose: the module
-/// from the preload link trunk writes into `index.html`; the wasm from `<html data-wasm>`, where
-/// the loader of a release build notes which of its two builds it loaded
-/// (`scripts/relaxed-loader.py`), else (a debug build) from trunk's preload link.
+/// The addresses of this page's wasm-bindgen module and wasm, as the loader chose them: from
+/// `<html data-glue data-wasm>`, where the loader of a release build notes which of its two builds
+/// it loaded (`scripts/relaxed-loader.py`), else (a debug build) from trunk's preload links.
 fn loader_urls() -> Option<(String, String)> {
     let href = |selector: &str| {
         document()
@@ -370,10 +369,10 @@ fn loader_urls() -> Option<(String, String)> {
             .and_then(|e| e.get_attribute("href"))
             .map(|h| absolute(&h))
     };
-    let chosen =
-        document().document_element().and_then(|e| e.get_attribute("data-wasm")).map(|h| absolute(&h));
-    let wasm = chosen.or_else(|| href("link[rel=preload][href$='_bg.wasm']"))?;
-    Some((href("link[rel=modulepreload][href$='.js']")?, wasm))
+    let noted = |name: &str| document().document_element()?.get_attribute(name).map(|h| absolute(&h));
+    let glue = noted("data-glue").or_else(|| href("link[rel=modulepreload][href$='.js']"))?;
+    let wasm = noted("data-wasm").or_else(|| href("link[rel=preload][href$='_bg.wasm']"))?;
+    Some((glue, wasm))
 }
 
 /// `url` against the page's address.

@@ -225,9 +225,11 @@ impl AppState {
         })
     }
 
-    /// Why the last pass ran where it did, when a measurement chose.
+    /// Why the last synthetic pass ran where it did, when a measurement chose (and the synthetic
+    /// layer is what the page shows).
     pub fn choice_why(&self) -> Option<String> {
-        self.run().and_then(|r| r.choice).map(|c| c.why())
+        let synthetic = !self.settings.with(Settings::is_trained);
+        self.run().filter(|_| synthetic).and_then(|r| r.choice).map(|c| c.why())
     }
 
     fn session_id(&self) -> usize {
