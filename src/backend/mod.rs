@@ -172,11 +172,16 @@ impl Session {
     /// Whether a pass of `config` will first time both backends for its shape (the reader left
     /// the choice to the page, it has a GPU, and the shape has not been measured yet).
     pub fn will_calibrate(&self, config: &ModelConfig) -> bool {
-        let shape = (config.d_model, config.num_heads);
         self.measured
             && !config.generates_weights()
             && self.gpu().is_some()
-            && !self.layers.borrow().iter().any(|(s, _)| *s == shape)
+            && self.calibrated(config).is_none()
+    }
+
+    /// The calibration of `config`'s shape (`d_model`, heads), once made.
+    fn calibrated(&self, config: &ModelConfig) -> Option<Crossover> {
+        let shape = (config.d_model, config.num_heads);
+        self.layers.borrow().iter().find(|(s, _)| *s == shape).map(|(_, c)| *c)
     }
 
     /// Where a pass of the synthetic layer `config` (stored weights) runs on `ctx`: `None` when
@@ -191,13 +196,11 @@ impl Session {
         if !self.measured {
             return Ok(None);
         }
-        let shape = (config.d_model, config.num_heads);
-        let known = self.layers.borrow().iter().find(|(s, _)| *s == shape).map(|(_, c)| *c);
-        let crossover = match known {
+        let crossover = match self.calibrated(config) {
             Some(c) => c,
             None => {
                 let c = calibrate_layer(ctx, config, clock).await?;
-                self.layers.borrow_mut().push((shape, c));
+                self.layers.borrow_mut().push(((config.d_model, config.num_heads), c));
                 c
             }
         };
