@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde_json::{json, Value};
 
 use super::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
+use super::pruned::cost;
 use super::task::Pairs;
 use super::work::{Done, Pair, Work};
 use crate::attention::importance::{least_important_first, random_order};
@@ -39,6 +40,10 @@ pub const SENTENCES_PER_STEP: usize = 48;
 
 /// Pairs whose gradients are taken per step of an importance measurement.
 pub const PAIRS_PER_STEP: usize = 4;
+
+/// A head-gate gradient pass (a forward and a backward pass) counted as this many forward
+/// passes of the same sentences, for the time left: the backward pass is about twice a forward.
+pub const GRADIENT_COST: u64 = 3;
 
 /// Michel et al.'s marks: 20 % of heads (their WMT result) and 40 % (BERT on MNLI).
 pub fn michel_marks() -> [usize; 2] {
@@ -227,6 +232,106 @@ enum Job {
     OnePerLayer,
 }
 
+impl Job {
+    /// Whether the first complete curve needs this job's point.
+    fn in_first_curve(self) -> bool {
+        match self {
+            Job::Evaluate(_, k) => first_curve_ks().contains(&k),
+            Job::OnePerLayer => true,
+            Job::Importance | Job::FullImportance => false,
+        }
+    }
+}
+
+/// Heads pruned at the first complete curve's points: 0, 25, 50, 75 and 100 % and Michel et
+/// al.'s marks.
+fn first_curve_ks() -> Vec<usize> {
+    (0..=TOTAL_HEADS).step_by(TOTAL_HEADS / 4).chain(michel_marks()).collect()
+}
+
+/// Floating-point operations a run has left ([`CurveRun::work_left`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkLeft {
+    /// What the first complete curve still needs.
+    pub first_curve: u64,
+    /// Everything planned so far (the knee's points are planned once the iterative curve is
+    /// known every 6 heads).
+    pub all: u64,
+}
+
+/// How fast work has run: FLOPs done over the time they took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Pace {
+    flops: u64,
+    ms: f64,
+}
+
+impl Pace {
+    /// Adds `flops` done in `ms` (a time that is not a positive number is left out).
+    pub fn record(&mut self, flops: u64, ms: f64) {
+        if ms.is_finite() && ms > 0.0 {
+            self.flops += flops;
+            self.ms += ms;
+        }
+    }
+
+    /// FLOPs timed so far.
+    pub fn flops(&self) -> u64 {
+        self.flops
+    }
+
+    /// GFLOP/s so far, once anything was timed.
+    pub fn gflops(&self) -> Option<f64> {
+        (self.ms > 0.0 && self.flops > 0).then(|| self.flops as f64 / self.ms / 1e6)
+    }
+
+    /// Seconds `flops` would take at this pace.
+    pub fn seconds(&self, flops: u64) -> Option<f64> {
+        self.gflops().map(|g| flops as f64 / (g * 1e9))
+    }
+}
+
+/// Where a run of the curves stands ([`CurveRun::standing`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Evaluations done.
+    pub done: usize,
+    /// Evaluations planned, done included.
+    pub total: usize,
+    /// The work left.
+    pub left: WorkLeft,
+    /// How fast the work done so far ran.
+    pub pace: Pace,
+    /// Whether the first complete curve is there.
+    pub first_curve_done: bool,
+}
+
+impl Progress {
+    /// How long the rest should take at the pace measured so far, e.g. "About 50 s to the
+    /// first complete curve and 3 min to every planned point, at the 61 GFLOP/s measured
+    /// here." `None` before anything was timed.
+    pub fn time_left(&self) -> Option<String> {
+        let gflops = self.pace.gflops()?;
+        let all = about(self.pace.seconds(self.left.all)?);
+        let pace = format!("at the {gflops:.0} GFLOP/s measured here");
+        Some(if self.first_curve_done || self.left.first_curve == 0 {
+            format!("About {all} to every planned point, {pace}.")
+        } else {
+            let first = about(self.pace.seconds(self.left.first_curve)?);
+            format!("About {first} to the first complete curve and {all} to every planned point, {pace}.")
+        })
+    }
+}
+
+/// A duration as a reader wants it: "8 s", "45 s", "2 min".
+fn about(seconds: f64) -> String {
+    match seconds {
+        s if s < 20.0 => format!("{} s", s.round().max(1.0)),
+        s if s < 90.0 => format!("{} s", (s / 5.0).round() * 5.0),
+        s => format!("{} min", (s / 60.0).round()),
+    }
+}
+
 /// The curves being computed; see the module's documentation.
 pub struct CurveRun<'m> {
     bert: &'m Bert,
@@ -244,6 +349,12 @@ pub struct CurveRun<'m> {
     pending: Option<(Job, HeadSet)>,
     done: usize,
     total: usize,
+    /// Tokens of each sentence, and of each sentence of the subset (for FLOP counts).
+    lengths: Vec<usize>,
+    subset_lengths: Vec<usize>,
+    /// The FLOPs of the job last completed, and how fast jobs have run.
+    last_flops: u64,
+    pace: Pace,
 }
 
 impl<'m> CurveRun<'m> {
@@ -259,6 +370,8 @@ impl<'m> CurveRun<'m> {
     ) -> Self {
         assert!(one_shot.as_ref().is_none_or(|o| o.len() == TOTAL_HEADS), "an order of every head");
         let subset = subset(pairs, &ids);
+        let lengths = ids.iter().map(Vec::len).collect();
+        let subset_lengths = subset.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
         let random = (0..RANDOM_SEEDS).map(|s| random_order(TOTAL_HEADS, 0x5eed + s)).collect();
         // The iterative order is the same whatever else changed: continue it, do not remeasure.
         let iterative = known.iterative_order.clone();
@@ -276,6 +389,10 @@ impl<'m> CurveRun<'m> {
             pending: None,
             done: 0,
             total: 0,
+            lengths,
+            subset_lengths,
+            last_flops: 0,
+            pace: Pace::default(),
         };
         run.plan();
         run
@@ -323,10 +440,76 @@ impl<'m> CurveRun<'m> {
         (self.done, self.total.max(self.done))
     }
 
+    /// Where the run stands: evaluations done and planned, the work left and how fast the
+    /// work done so far ran ([`CurveRun::timed`]).
+    pub fn standing(&self) -> Progress {
+        let (done, total) = self.progress();
+        Progress {
+            done,
+            total,
+            left: self.work_left(),
+            pace: self.pace,
+            first_curve_done: self.coarse_complete(),
+        }
+    }
+
+    /// Records that the job last completed took `ms` of the caller's clock (every piece of it,
+    /// on however many threads ran them).
+    pub fn timed(&mut self, ms: f64) {
+        self.pace.record(std::mem::take(&mut self.last_flops), ms);
+    }
+
+    /// FLOPs of one evaluation (every sentence) with `pruned` heads removed. Every head costs
+    /// the same in every layer (same width, same tokens), so which heads does not matter.
+    fn evaluation_flops(&self, pruned: usize) -> u64 {
+        cost(&HeadSet::with_pruned(TOTAL_HEADS, 0..pruned), &self.lengths).total_flops
+    }
+
+    /// FLOPs of one importance measurement (gradients on the subset) with `pruned` heads removed.
+    fn importance_flops(&self, pruned: usize) -> u64 {
+        GRADIENT_COST * cost(&HeadSet::with_pruned(TOTAL_HEADS, 0..pruned), &self.subset_lengths).total_flops
+    }
+
+    /// FLOPs still to do: for the first complete curve, and for every job planned (the one out
+    /// included), with the importance measurements the iterative order needs to get that far.
+    pub fn work_left(&self) -> WorkLeft {
+        let jobs: Vec<Job> = self.pending.iter().map(|(j, _)| *j).chain(self.jobs.iter().copied()).collect();
+        let first: Vec<Job> = jobs.iter().copied().filter(|j| j.in_first_curve()).collect();
+        WorkLeft { first_curve: self.flops_of(&first), all: self.flops_of(&jobs) }
+    }
+
+    fn flops_of(&self, jobs: &[Job]) -> u64 {
+        let evaluations: u64 = jobs
+            .iter()
+            .map(|j| match j {
+                Job::Evaluate(_, k) => self.evaluation_flops(*k),
+                Job::OnePerLayer => self.evaluation_flops(TOTAL_HEADS - LAYERS),
+                Job::Importance | Job::FullImportance => 0,
+            })
+            .sum();
+        // The iterative order is known as far as `iterative`; each measurement extends it by a step.
+        let reach = jobs
+            .iter()
+            .filter_map(|j| match j {
+                Job::Evaluate(Order::Iterative, k) if *k < TOTAL_HEADS => Some(*k),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let steps = (self.iterative.len()..reach).step_by(ITERATIVE_STEP);
+        let iterative: u64 = steps.map(|pruned| self.importance_flops(pruned)).sum();
+        // One head per layer needs the full model's importance: the iterative order's first
+        // measurement gives it, unless that came from a cache.
+        let full = jobs.contains(&Job::OnePerLayer)
+            && self.first_importance.is_none()
+            && !(self.iterative.is_empty() && reach > 0);
+        evaluations + iterative + if full { self.importance_flops(0) } else { 0 }
+    }
+
     /// Whether the first complete curve is there: every order at 0, 25, 50, 75 and 100 % of
     /// the heads pruned and at Michel et al.'s marks, and the one-head-per-layer point.
     pub fn coarse_complete(&self) -> bool {
-        let ks: Vec<usize> = (0..=TOTAL_HEADS).step_by(TOTAL_HEADS / 4).chain(michel_marks()).collect();
+        let ks = first_curve_ks();
         let orders =
             [Order::Iterative, Order::OneShot].into_iter().chain((0..RANDOM_SEEDS).map(Order::Random));
         let mut orders = orders.filter(|o| *o != Order::OneShot || self.one_shot.is_some());
@@ -409,6 +592,10 @@ impl<'m> CurveRun<'m> {
     /// Takes the results of the pieces [`CurveRun::next_job`] gave, in their order.
     pub fn complete(&mut self, done: Vec<Done>) {
         let Some((job, heads)) = self.pending.take() else { return };
+        self.last_flops = match job {
+            Job::Importance | Job::FullImportance => self.importance_flops(heads.pruned_count()),
+            _ => cost(&heads, &self.lengths).total_flops,
+        };
         match job {
             Job::Importance | Job::FullImportance => {
                 let mut sum = vec![0.0; TOTAL_HEADS];
@@ -489,5 +676,51 @@ impl<'m> CurveRun<'m> {
             .collect();
         self.total += jobs.len();
         self.jobs.extend(jobs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pace_is_the_flops_over_the_time_that_was_measured() {
+        let mut pace = Pace::default();
+        assert_eq!((pace.gflops(), pace.seconds(1)), (None, None));
+        pace.record(30_000_000_000, 1000.0);
+        pace.record(10_000_000_000, 0.0); // a clock that did not move says nothing
+        pace.record(10_000_000_000, f64::NAN);
+        pace.record(30_000_000_000, 500.0);
+        assert_eq!(pace.gflops(), Some(40.0));
+        assert_eq!(pace.seconds(400_000_000_000), Some(10.0));
+    }
+
+    #[test]
+    fn the_time_left_reads_as_a_reader_wants_it() {
+        let pace = {
+            let mut p = Pace::default();
+            p.record(60_000_000_000, 1000.0);
+            p
+        };
+        let at = |first: f64, all: f64, first_curve_done| Progress {
+            done: 3,
+            total: 98,
+            left: WorkLeft { first_curve: (first * 60e9) as u64, all: (all * 60e9) as u64 },
+            pace,
+            first_curve_done,
+        };
+        assert_eq!(
+            at(52.4, 250.0, false).time_left().unwrap(),
+            "About 50 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here."
+        );
+        assert_eq!(
+            at(7.6, 12.2, false).time_left().unwrap(),
+            "About 8 s to the first complete curve and 12 s to every planned point, at the 60 GFLOP/s measured here."
+        );
+        assert_eq!(
+            at(0.0, 0.2, true).time_left().unwrap(),
+            "About 1 s to every planned point, at the 60 GFLOP/s measured here."
+        );
+        assert_eq!(Progress { pace: Pace::default(), ..at(1.0, 2.0, false) }.time_left(), None);
     }
 }

@@ -58,9 +58,11 @@ fn CurveStatus() -> impl IntoView {
         None => "Loading the sentence pairs…".to_string(),
         Some(Err(e)) => e,
         Some(Ok(data)) => match (task.progress.get(), task.run.get()) {
-            (Some((done, all)), _) => format!(
-                "Computing the pruning curves on {} pairs: {done} of {all} evaluations, on {}{}…",
+            (Some(p), _) => format!(
+                "Computing the pruning curves on {} pairs: {} of {} evaluations, on {}{}…{}",
                 data.pairs.pairs.len(),
+                p.done,
+                p.total,
                 match task.workers.with_value(|w| w.running_on()) {
                     1 => "this page's thread".to_string(),
                     n => format!("{n} worker threads"),
@@ -69,7 +71,8 @@ fn CurveStatus() -> impl IntoView {
                     " (the one-shot order joins once this sentence's heads are ranked)"
                 } else {
                     ""
-                }
+                },
+                p.time_left().map(|t| format!(" {t}")).unwrap_or_default()
             ),
             (None, Some(CurveState::Done)) => "All points measured.".to_string(),
             (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => format!(
@@ -94,7 +97,7 @@ fn CurveStatus() -> impl IntoView {
         <p class="muted" data-testid="task-status" role="status">{status}</p>
         {move || task.workers.with_value(|w| w.note.get()).map(|note| view! { <p class="note" data-testid="task-threads-note">{note}</p> })}
         {move || {
-            task.progress.get().map(|(done, all)| view! { <progress data-testid="task-progress" max=all value=done aria-label="Pruning curves computed"></progress> })
+            task.progress.get().map(|p| view! { <progress data-testid="task-progress" max=p.total value=p.done aria-label="Pruning curves computed"></progress> })
         }}
         <div class="buttons">
             <button data-testid="task-run" disabled=done on:click=move |_| running.update(|r| *r = !*r)>

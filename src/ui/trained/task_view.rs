@@ -13,13 +13,15 @@ use crate::backend::PrunedSpeed;
 use crate::cpu::Kernel;
 use crate::model::asset::ASSET_SHA256;
 use crate::model::bert::TOTAL_HEADS;
-use crate::model::curves::{gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order};
+use crate::model::curves::{
+    gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order, Progress,
+};
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
 use crate::settings::Measure;
-use crate::ui::browser::{fetch_bytes, load, save, yield_to_browser, PageClock};
+use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser, PageClock};
 use crate::ui::pool::Workers;
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
@@ -57,8 +59,8 @@ pub struct TaskView {
     pub data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
     /// What is known of the curves (drawn as it grows).
     pub curves: RwSignal<Curves, LocalStorage>,
-    /// Evaluations done and planned, while the curves are computed.
-    pub progress: RwSignal<Option<(usize, usize)>>,
+    /// Evaluations done and planned, the work left and its pace, while the curves are computed.
+    pub progress: RwSignal<Option<Progress>>,
     /// Whether the reader asked for the curves to be computed (minutes of CPU time on a laptop,
     /// so not without asking), and has not paused them.
     pub running: RwSignal<bool>,
@@ -224,7 +226,7 @@ fn saved(order: Option<&[usize]>) -> Curves {
 }
 
 /// Where the curves' computation shows what it found, and how far it is.
-type Shown = (RwSignal<Curves, LocalStorage>, RwSignal<Option<(usize, usize)>>);
+type Shown = (RwSignal<Curves, LocalStorage>, RwSignal<Option<Progress>>);
 
 /// Runs the curves' computation on from `known`, publishing and saving every new point, until
 /// it is done or no longer `wanted` for `order` (paused, or another sentence's order).
@@ -249,14 +251,16 @@ async fn run_curves(
             }
             None => break,
         };
-        progress.set(Some(run.progress()));
+        progress.set(Some(run.standing()));
+        let started = now_ms();
         let Some(done) = workers.run(&model.bert, pieces, || wanted(&order)).await else {
             progress.set(None);
             return CurveState::Stopped;
         };
         let before = run.progress().0;
         run.complete(done);
-        progress.set(Some(run.progress()));
+        run.timed(now_ms() - started);
+        progress.set(Some(run.standing()));
         if run.progress().0 > before {
             let c = run.curves();
             curves.set(c.clone());
