@@ -21,7 +21,9 @@ if [ "${TRUNK_PROFILE:-release}" != release ]; then
 fi
 plain=$(cd "$staging" && ls headlab-*_bg.wasm | grep -v -- -relaxed_bg.wasm)
 stem=${plain%_bg.wasm}
-out=target/relaxed
+# Trunk's target directory (cargo's default, or CARGO_TARGET_DIR where the caller set one).
+target=${CARGO_TARGET_DIR:-target}
+out=$target/relaxed
 # The page's build with the relaxed-simd feature: the same target directory and flags as trunk's,
 # so only this crate is compiled again.
 cargo build --quiet --locked --release --target wasm32-unknown-unknown --bin headlab --features relaxed-simd
@@ -29,7 +31,7 @@ cargo build --quiet --locked --release --target wasm32-unknown-unknown --bin hea
 # changes the crate's symbol hashes, so the glue differs in its closure names: it ships beside the
 # wasm as headlab-HASH-relaxed.js, and must export what the page's glue exports.
 wasm-bindgen --target web --no-typescript --out-dir "$out/bindgen" --out-name headlab \
-  target/wasm32-unknown-unknown/release/headlab.wasm
+  "$target/wasm32-unknown-unknown/release/headlab.wasm"
 exports() { grep -oE '^export (async )?(function|class|const|let) [A-Za-z_$][A-Za-z0-9_$]*' "$1" | sort; }
 if ! diff <(exports "$out/bindgen/headlab.js") <(exports "$staging/$stem.js") >/dev/null; then
   echo "relaxed-build.sh: the relaxed-SIMD build's glue exports other names than the page's; refusing to ship it" >&2
