@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks: the CPU forward pass and head toggle natively and as wasm (simd128) in Node at
 # BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward against onnxruntime-web
-# in the same Node process; the GPU path per dispatch (timestamp queries) on the native adapter.
+# in the same Node process; the trained model against transformers.js (bench/transformers.mjs);
+# the GPU path per dispatch (timestamp queries) on the native adapter.
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
 #                                        with the date; smoke: BERT-base n = 128 only)
 set -euo pipefail
@@ -34,6 +35,16 @@ echo
 echo "## the trained model pruned for real: natively, and as wasm in Node"
 cargo bench --quiet --locked --features bench --bench trained -- "$rounds" pruned
 node bench/trained.mjs "$rounds" "$shapes"
+
+# The trained model against transformers.js: an ONNX export of the same checkpoint, fp32 and the
+# 8-bit form transformers.js loads by default for wasm (target/transformers/), then headlab's
+# embedding against its pipeline on both. Its smoke form is a step of its own in scripts/test.sh.
+if [ "$shapes" != smoke ]; then
+  echo
+  echo "## the trained model against transformers.js on onnxruntime-web (wasm backend), same process"
+  node bench/onnx-minilm.mjs >/dev/null
+  node bench/transformers.mjs "$rounds"
+fi
 
 echo
 echo "## every core: the trained model's batch work in headless Chromium, threads 1 against $(nproc)"

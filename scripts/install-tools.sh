@@ -4,7 +4,8 @@
 #
 #   scripts/install-tools.sh serve   # what building and serving the page needs
 #   scripts/install-tools.sh test    # the above, plus three browser engines and their WebDriver
-#                                    # servers, wasm-pack and software Vulkan
+#                                    # servers, wasm-pack, software Vulkan, transformers.js and
+#                                    # a Python venv (numpy, tokenizers) for the benchmarks
 #
 # Versions are pinned here (and wasm-bindgen is read from Cargo.lock) so a fresh Debian 12
 # machine gets the same tools as CI. See ../shared/ENVIRONMENT.md for why each choice.
@@ -83,6 +84,8 @@ if [ "$mode" = test ]; then
   apt_missing xvfb
   apt_missing xauth
   apt_missing libgl1-mesa-dri
+  # A virtual environment for the float64 reference of the trained model (below).
+  python3 -c 'import ensurepip' 2>/dev/null || apt_missing python3-venv
 fi
 install_apt
 
@@ -102,13 +105,33 @@ if [ "$mode" = test ]; then
   node_pkg axe-core 4.14.1
   # The runtime the CPU benchmark is compared with (bench/ort.mjs).
   node_pkg onnxruntime-web 1.30.0
+  # transformers.js, compared with the trained model (bench/transformers.mjs). It brings its own
+  # onnxruntime-web (a 1.31 dev build, nested under it: the one its browser users get) and
+  # onnxruntime-node (native, the benchmark's reference line): about 475 MB, 17 s cold.
+  node_pkg @huggingface/transformers 4.3.2
   # One WebDriver client for the three engines (tests/engines/); it finds no driver itself.
   node_pkg selenium-webdriver 4.49.0
 fi
 if [ ${#node_pkgs[@]} -gt 0 ]; then
   log "npm: installing ${node_pkgs[*]} into $TOOLS_DIR"
+  # ONNXRUNTIME_NODE_INSTALL=skip: onnxruntime-node's install script would fetch CUDA binaries
+  # from nuget.org (out of reach here, and unused); its CPU binaries come in the npm package.
   (cd "$TOOLS_DIR" && [ -f package.json ] || echo '{"private":true}' > "$TOOLS_DIR/package.json"; \
-   cd "$TOOLS_DIR" && npm install --silent --no-audit --no-fund "${node_pkgs[@]}")
+   cd "$TOOLS_DIR" && ONNXRUNTIME_NODE_INSTALL=skip npm install --silent --no-audit --no-fund "${node_pkgs[@]}")
+fi
+
+# --- Python: the trained model's float64 reference (tests/reference/minilm.py), with which
+# bench/transformers.mjs compares headlab's and transformers.js's embeddings, in a venv
+# (about 110 MB, 13 s cold).
+NUMPY_VERSION=2.2.6
+TOKENIZERS_VERSION=0.22.1
+if [ "$mode" = test ]; then
+  venv=$TOOLS_DIR/venv
+  if ! "$venv/bin/python" -c "import sys, numpy, tokenizers; sys.exit(numpy.__version__ != '$NUMPY_VERSION' or tokenizers.__version__ != '$TOKENIZERS_VERSION')" 2>/dev/null; then
+    log "python: numpy $NUMPY_VERSION and tokenizers $TOKENIZERS_VERSION into $venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "numpy==$NUMPY_VERSION" "tokenizers==$TOKENIZERS_VERSION"
+  fi
 fi
 
 # --- Cargo-built tools

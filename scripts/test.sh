@@ -53,5 +53,9 @@ step "end-to-end tests on three engines (WebDriver: Chromium, Firefox, WebKit)" 
   env TMPDIR="$browser_tmp" node --test tests/engines/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
 step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
+# The trained model against transformers.js on onnxruntime-web (wasm): the ONNX export of the
+# checkpoint (fp32 and transformers.js's 8-bit form, target/transformers/), then a short run.
+step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node bench/onnx-minilm.mjs
+step "benchmark smoke run: the trained model against transformers.js" node bench/transformers.mjs 2 smoke
 
 printf '\nchecks: %d passed, 0 failed (target/ holds %s)\n' "$passed" "$(du -sh target | cut -f1)"

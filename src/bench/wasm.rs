@@ -162,3 +162,53 @@ impl MhaCase {
         self.config.forward_flops() as f64
     }
 }
+
+/// The trained model as the page embeds one sentence (tokenizer, then the forward pass with
+/// every head on the simd128 kernel, mean pooling and L2 normalisation), for
+/// `bench/transformers.mjs`, which times it against transformers.js in the same process.
+#[wasm_bindgen]
+pub struct MiniLmCase {
+    model: &'static crate::model::MiniLm,
+    full: crate::model::pruned::PrunedBert<'static>,
+}
+
+#[wasm_bindgen]
+impl MiniLmCase {
+    /// The model in the page's asset (`asset`, the bytes of minilm-f16.bin), checked and decoded
+    /// once. Its weights live as long as the wasm instance (a benchmark makes one or two).
+    #[wasm_bindgen(constructor)]
+    pub fn new(asset: &[u8]) -> Result<MiniLmCase, String> {
+        let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+        let model: &'static crate::model::MiniLm = Box::leak(Box::new(model));
+        let all = HeadSet::all(crate::model::bert::TOTAL_HEADS);
+        Ok(MiniLmCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all) })
+    }
+
+    /// The token ids of `text`, `[CLS]` and `[SEP]` included, as the page reads it.
+    pub fn ids(&self, text: &str) -> Vec<u32> {
+        self.model.ids(text)
+    }
+
+    /// The sentence embedding of `text` (384 values), tokenizing included, as the page's batch
+    /// work embeds a sentence ([`crate::model::pruned::PrunedBert::embed`], every head kept).
+    pub fn embed(&self, text: &str) -> Result<Vec<f32>, String> {
+        let ids = self.checked_ids(text)?;
+        Ok(self.full.embed(Kernel::Simd, &ids))
+    }
+
+    /// The same embedding as the page's sentence view computes it ([`crate::model::bert::Bert::forward`]:
+    /// every layer's attention weights and inputs kept for the heatmaps and for pruning).
+    pub fn embed_traced(&self, text: &str) -> Result<Vec<f32>, String> {
+        let ids = self.checked_ids(text)?;
+        let all = HeadSet::all(crate::model::bert::TOTAL_HEADS);
+        Ok(self.model.bert.forward(Kernel::Simd, &ids, &all).embedding)
+    }
+
+    fn checked_ids(&self, text: &str) -> Result<Vec<u32>, String> {
+        let ids = self.model.ids(text);
+        if ids.len() > crate::model::bert::MAX_POSITIONS {
+            return Err(format!("{} tokens, the model reads at most 512", ids.len()));
+        }
+        Ok(ids)
+    }
+}

@@ -1,0 +1,205 @@
+// The trained model (all-MiniLM-L6-v2) as headlab's page embeds a sentence (wasm simd128, the
+// page's code) against transformers.js's feature-extraction pipeline (mean pooling, normalised)
+// on an ONNX export of the same checkpoint (bench/onnx-minilm.mjs: fp32 and the 8-bit file it
+// picks by default for wasm), run on onnxruntime-web's WebAssembly backend, in one Node process.
+//
+//   node bench/transformers.mjs [ROUNDS] [smoke]      (bench/run.sh builds the wasm and the export)
+//
+// Full: sentences of 8, 32, 128 and 512 tokens; onnxruntime-web with 1 and 2 threads; at least
+// 10 s of warm-up per side and length; ROUNDS (default 5) interleaved rounds; medians of times
+// and of per-round ratios; each embedding's cosine to the float64 reference
+// (tests/reference/minilm.py through bench/reference.py). Then transformers.js on
+// onnxruntime-node (native code, its default in Node) as a reference line. Smoke: 8 and 128
+// tokens, one thread, 1 s of warm-up, no onnxruntime-node line.
+//
+// transformers.js takes onnxruntime-web through its hook, globalThis[Symbol.for('onnxruntime')]:
+// in Node it would otherwise use onnxruntime-node and refuse `device: 'wasm'`. With the hook it
+// lists no device at all (4.3.2 fills its device list only for the two runtimes it imports), so
+// the pipeline is given the wasm execution provider in its session options and an empty device
+// for the model file, which makes it use them. It passes a file path, which onnxruntime-web
+// would fetch() (Node's fetch reads no files): the hook reads the file first, as a browser's
+// fetch would. onnxruntime-web's thread count is fixed when its wasm starts, so each thread
+// count runs in a child process of its own (both sides in it).
+import { createRequire } from 'node:module';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
+/** The folder of package `name` as Node finds it from `dir` (its node_modules, then its parents'). */
+function packageDir(name, dir) {
+  for (let d = dir; ; d = dirname(d)) {
+    if (existsSync(join(d, 'node_modules', name, 'package.json'))) return join(d, 'node_modules', name);
+    if (dirname(d) === d) throw new Error(`${name} is not installed (scripts/install-tools.sh test)`);
+  }
+}
+const version = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
+const transformersDir = packageDir('@huggingface/transformers', toolsDir);
+// The onnxruntime-web that transformers.js depends on (its browser users get this one).
+const ortWebDir = packageDir('onnxruntime-web', transformersDir);
+const modelsDir = join(root, 'target/transformers');
+const modelName = 'all-MiniLM-L6-v2';
+const referenceFile = join(modelsDir, 'reference.json');
+
+const args = process.argv.slice(2);
+const flag = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const positional = args.filter((a) => !a.startsWith('--'));
+const rounds = Number(positional[0] ?? 5);
+const smoke = positional[1] === 'smoke';
+const lengths = smoke ? [8, 128] : [8, 32, 128, 512];
+const warmupMs = smoke ? 1000 : 10000;
+
+const median = (v) => {
+  const s = [...v].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const cosine = (a, b) => {
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
+  return ab / Math.sqrt(aa * bb);
+};
+
+function headlab() {
+  const { MiniLmCase } = createRequire(import.meta.url)('../target/bench-node/headlab.js');
+  return new MiniLmCase(readFileSync(join(root, 'target/model/minilm-f16.bin')));
+}
+
+/** A text of exactly n tokens ([CLS] and [SEP] included) for headlab's tokenizer: plain words, one token each. */
+function sentence(model, n) {
+  const words = 'the river bank was steep and she sat on it to watch the water run past the old mill'.split(' ');
+  const text = Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
+  const got = model.ids(text).length;
+  if (got !== n) throw new Error(`a sentence meant to be ${n} tokens is ${got}`);
+  return text;
+}
+
+/** One configuration in this process: rows of the table, as JSON on stdout's last line. */
+async function child(threads, runtime) {
+  const { texts, ids, reference } = JSON.parse(readFileSync(referenceFile, 'utf8'));
+  let ortVersion;
+  if (runtime === 'web') {
+    const ort = await import(pathToFileURL(join(ortWebDir, 'dist/ort.node.min.mjs')).href);
+    ort.env.wasm.numThreads = threads;
+    ort.env.wasm.simd = true;
+    ort.env.wasm.proxy = false;
+    ort.env.wasm.wasmPaths = pathToFileURL(join(ortWebDir, 'dist')).href + '/';
+    ortVersion = `onnxruntime-web ${ort.env.versions.web}`;
+    const create = (model, options) => ort.InferenceSession.create(typeof model === 'string' ? readFileSync(model) : model, options);
+    globalThis[Symbol.for('onnxruntime')] = { ...ort, InferenceSession: { ...ort.InferenceSession, create } };
+  } else {
+    ortVersion = `onnxruntime-node ${version(packageDir('onnxruntime-node', transformersDir))}`;
+  }
+  const { pipeline, env } = await import(pathToFileURL(join(transformersDir, 'dist/transformers.node.mjs')).href);
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = modelsDir + '/';
+  env.useWasmCache = false;
+  env.useFSCache = false;
+  const options = (dtype) => (runtime === 'web'
+    ? { dtype, device: { model: '' }, session_options: { executionProviders: ['wasm'] } }
+    : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
+  const pipes = { fp32: await pipeline('feature-extraction', modelName, options('fp32')), q8: await pipeline('feature-extraction', modelName, options('q8')) };
+  const model = headlab();
+  const runs = {
+    headlab: (text) => model.embed(text),
+    fp32: async (text) => (await pipes.fp32(text, { pooling: 'mean', normalize: true })).data,
+    q8: async (text) => (await pipes.q8(text, { pooling: 'mean', normalize: true })).data,
+  };
+  const rows = [];
+  for (const [i, n] of lengths.entries()) {
+    const text = texts[i];
+    // Every side reads the same tokens.
+    const counts = { reference: ids[i].length, headlab: model.ids(text).length, 'transformers.js': pipes.fp32.tokenizer(text).input_ids.dims.at(-1) };
+    for (const [who, c] of Object.entries(counts)) if (c !== n) throw new Error(`${who} reads ${c} tokens, not ${n}`);
+    const sameIds = JSON.stringify(Array.from(model.ids(text))) === JSON.stringify(ids[i])
+      && JSON.stringify(Array.from(pipes.fp32.tokenizer(text).input_ids.data, Number)) === JSON.stringify(ids[i]);
+    if (!sameIds) throw new Error(`the token ids differ at ${n} tokens`);
+    const warm = runtime === 'web' ? warmupMs : Math.min(warmupMs, 2000);
+    const out = {};
+    for (const [k, run] of Object.entries(runs)) {
+      const t0 = performance.now();
+      do out[k] = await run(text); while (performance.now() - t0 < warm);
+    }
+    const times = { headlab: [], fp32: [], q8: [] };
+    const ratios = { fp32: [], q8: [] };
+    const order = Object.keys(runs);
+    for (let r = 0; r < rounds; r++) {
+      // Each round starts with another side, so none always runs right after the same one.
+      for (let j = 0; j < order.length; j++) {
+        const k = order[(r + j) % order.length];
+        const t0 = performance.now();
+        await runs[k](text);
+        times[k].push(performance.now() - t0);
+      }
+      ratios.fp32.push(times.headlab.at(-1) / times.fp32.at(-1));
+      ratios.q8.push(times.headlab.at(-1) / times.q8.at(-1));
+    }
+    rows.push({
+      threads, runtime, n,
+      ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
+      ratio: { fp32: median(ratios.fp32), q8: median(ratios.q8) },
+      cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], reference[i])])),
+      cosHeadlabFp32: cosine(out.headlab, out.fp32),
+    });
+    console.error(`  ${runtime}, ${threads} thread(s), ${n} tokens: headlab ${median(times.headlab).toFixed(1)} ms, fp32 ${median(times.fp32).toFixed(1)} ms, q8 ${median(times.q8).toFixed(1)} ms`);
+  }
+  console.log(JSON.stringify({ ortVersion, rows }));
+}
+
+async function main() {
+  const model = headlab();
+  const texts = lengths.map((n) => sentence(model, n));
+  // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint.
+  const python = join(toolsDir, 'venv/bin/python');
+  if (!existsSync(python)) throw new Error(`${python} is missing: scripts/install-tools.sh test makes it`);
+  const checkpoint = execFileSync(join(root, 'scripts/fetch-model.sh'), { encoding: 'utf8' }).trim();
+  const ref = JSON.parse(execFileSync(python, [join(root, 'bench/reference.py')], {
+    input: JSON.stringify({ model: checkpoint, texts }), encoding: 'utf8', maxBuffer: 1 << 26,
+  }));
+  writeFileSync(referenceFile, JSON.stringify({ texts, ids: ref.ids, reference: ref.embeddings }));
+  if (!existsSync(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
+    throw new Error(`no export in ${modelsDir}/${modelName}: run node bench/onnx-minilm.mjs first`);
+  }
+
+  const configs = smoke ? [[1, 'web']] : [[1, 'web'], [2, 'web'], [1, 'node'], [2, 'node']];
+  const results = [];
+  for (const [threads, runtime] of configs) {
+    const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--runtime=${runtime}`],
+      { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 24 });
+    if (run.status !== 0) throw new Error(`the ${runtime} run with ${threads} thread(s) failed (exit ${run.status}): ${run.stdout}`);
+    results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
+  }
+
+  const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
+  const tjs = version(transformersDir);
+  const ortWeb = results.find((r) => r.ortVersion.startsWith('onnxruntime-web'))?.ortVersion;
+  const ortNode = results.find((r) => r.ortVersion.startsWith('onnxruntime-node'))?.ortVersion;
+  console.log(`all-MiniLM-L6-v2, one sentence, headlab (wasm simd128, 1 thread) against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; CPU: ${cpu}, ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} logical cores; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log('| runtime | threads | tokens | headlab ms | fp32 ms | q8 ms | headlab / fp32 | headlab / q8 | cos f64: headlab | cos f64: fp32 | cos f64: q8 |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  for (const { rows } of results) {
+    for (const r of rows) {
+      const name = r.runtime === 'web' ? 'onnxruntime-web (wasm)' : 'onnxruntime-node (native, reference only)';
+      console.log(`| ${name} | ${r.threads} | ${r.n} | ${r.ms.headlab.toFixed(1)} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${r.ratio.fp32.toFixed(2)} | ${r.ratio.q8.toFixed(2)} | ${r.cos.headlab.toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
+    }
+  }
+  // The targets: headlab <= 0.70x transformers.js fp32 (onnxruntime-web, one thread) at 128
+  // tokens and <= 1.0x at every length.
+  const single = results[0].rows;
+  const at128 = single.find((r) => r.n === 128)?.ratio.fp32;
+  const worst = Math.max(...single.map((r) => r.ratio.fp32));
+  console.log(`targets (onnxruntime-web, 1 thread, fp32): 128 tokens ${at128.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
+  const fp32Export = Math.min(...single.map((r) => r.cos.fp32));
+  const headlabMin = Math.min(...single.map((r) => r.cos.headlab));
+  const agree = Math.min(...single.map((r) => r.cosHeadlabFp32));
+  console.log(`cosine to the float64 reference, lowest over the lengths: fp32 export 1 - ${(1 - fp32Export).toExponential(1)} (> 0.99999: ${fp32Export > 0.99999 ? 'yes' : 'NO'}), headlab (f16 weights) 1 - ${(1 - headlabMin).toExponential(1)}; headlab against the fp32 export 1 - ${(1 - agree).toExponential(1)}`);
+  if (!(fp32Export > 0.99999)) process.exitCode = 1;
+}
+
+const threads = flag('threads');
+if (threads) await child(Number(threads), flag('runtime') ?? 'web');
+else await main();
