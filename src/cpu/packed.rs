@@ -57,8 +57,19 @@ fn fill_strip_by_rows(
 impl PanelSource for MatRef<'_> {
     fn fill_strip(&self, pc: usize, kc: usize, j0: usize, width: usize, strip: &mut [f32]) {
         if self.is_column_major() {
-            // A transposed row-major matrix (K^T in the attention scores): each of the strip's
-            // columns is a contiguous run of the source, scattered NR apart.
+            // A transposed row-major matrix (K^T in the attention scores, W^T in the trained
+            // model's projections): each of the strip's columns is a contiguous run of the source.
+            if width == NR {
+                // Eight whole columns: interleaved four by four (every weight of a projection
+                // passes here on each product, so this is the packing's hot path).
+                let column = |j: usize| match self.col_run(pc, j0 + j, kc) {
+                    Some(run) => run,
+                    None => unreachable!("rs == 1"),
+                };
+                interleave(&std::array::from_fn(column), strip);
+                return;
+            }
+            // A narrower last strip: its columns scattered NR apart, zero past `width`.
             for j in 0..width {
                 let Some(column) = self.col_run(pc, j0 + j, kc) else { unreachable!("rs == 1") };
                 for (row, &v) in strip.chunks_exact_mut(NR).zip(column) {
@@ -84,6 +95,74 @@ impl PanelSource for MatRef<'_> {
         match self.row_run(p, j0, NR).and_then(|run| <&[f32; NR]>::try_from(run).ok()) {
             Some(run) => *out = *run,
             None => self.fill_row(p, j0, out),
+        }
+    }
+}
+
+/// `strip[p * NR + j] = columns[j][p]`: `NR` columns of equal length `kc` interleaved into `kc`
+/// rows of `NR` (`strip.len() == kc * NR`).
+fn interleave(columns: &[&[f32]; NR], strip: &mut [f32]) {
+    let kc = strip.len() / NR;
+    assert!(
+        strip.len() == kc * NR && columns.iter().all(|c| c.len() == kc),
+        "columns of kc, a strip of kc x NR"
+    );
+    // Four rows at a time as 4 x 4 transposes of vectors; the rest one row at a time.
+    let whole = kc / 4 * 4;
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    // safety: the assert above: every column holds kc >= whole floats and the strip kc * NR.
+    unsafe {
+        interleave_simd128(columns, whole, strip)
+    };
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    interleave_portable(columns, whole, strip);
+    for p in whole..kc {
+        for (j, column) in columns.iter().enumerate() {
+            strip[p * NR + j] = column[p];
+        }
+    }
+}
+
+/// The portable twin of [`interleave_simd128`]: rows `0..whole` of the strip.
+#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
+fn interleave_portable(columns: &[&[f32]; NR], whole: usize, strip: &mut [f32]) {
+    for p in (0..whole).step_by(4) {
+        for (j, column) in columns.iter().enumerate() {
+            for (q, &v) in column[p..p + 4].iter().enumerate() {
+                strip[(p + q) * NR + j] = v;
+            }
+        }
+    }
+}
+
+/// Rows `0..whole` (a multiple of 4) of the strip: for each group of four rows and each half of
+/// the columns, four vector loads, a 4 x 4 transpose in registers and four vector stores.
+///
+/// # Safety
+/// Every column must be valid for `whole` reads and `strip` for `whole * NR` writes.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[target_feature(enable = "simd128")]
+unsafe fn interleave_simd128(columns: &[&[f32]; NR], whole: usize, strip: &mut [f32]) {
+    use core::arch::wasm32::*;
+    let out = strip.as_mut_ptr();
+    for p in (0..whole).step_by(4) {
+        for half in 0..NR / 4 {
+            // safety: p + 3 < whole, so each load reads column[p..p + 4] inside the column.
+            let [a0, a1, a2, a3] = std::array::from_fn(|i| unsafe {
+                v128_load(columns[half * 4 + i].as_ptr().add(p) as *const v128)
+            });
+            let (t0, t1) = (i32x4_shuffle::<0, 4, 1, 5>(a0, a1), i32x4_shuffle::<2, 6, 3, 7>(a0, a1));
+            let (t2, t3) = (i32x4_shuffle::<0, 4, 1, 5>(a2, a3), i32x4_shuffle::<2, 6, 3, 7>(a2, a3));
+            let rows = [
+                i64x2_shuffle::<0, 2>(t0, t2),
+                i64x2_shuffle::<1, 3>(t0, t2),
+                i64x2_shuffle::<0, 2>(t1, t3),
+                i64x2_shuffle::<1, 3>(t1, t3),
+            ];
+            for (q, row) in rows.into_iter().enumerate() {
+                // safety: (p + q) * NR + half * 4 + 3 < whole * NR: inside the strip.
+                unsafe { v128_store(out.add((p + q) * NR + half * 4) as *mut v128, row) };
+            }
         }
     }
 }
@@ -391,9 +470,15 @@ mod tests {
     #[test]
     fn transposed_views_pack_like_row_major_copies() {
         let mut checked = 0;
-        for (m, k, n) in
-            [(1, 1, 1), (5, 3, 7), (MR, NR, NR), (9, 64, 130), (64, KC + 5, 17), (33, 70, NC + 3)]
-        {
+        for (m, k, n) in [
+            (1, 1, 1),
+            (5, 3, 7),
+            (MR, NR, NR),
+            (3, 6, 2 * NR),
+            (9, 64, 130),
+            (64, KC + 5, 17),
+            (33, 70, NC + 3),
+        ] {
             // a_t is A^T stored row-major (k x m), b_t is B^T (n x k).
             let a_t: Vec<f32> = (0..k * m).map(|i| value(4, i)).collect();
             let b_t: Vec<f32> = (0..n * k).map(|i| value(5, i)).collect();
@@ -420,6 +505,6 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 18);
+        assert_eq!(checked, 21);
     }
 }
