@@ -597,7 +597,9 @@ fn curves_computed_in_pieces_through_the_wire_equal_curves_computed_in_place() {
     let mut there = CurveRun::new(&bert, &pairs, ids, None, Curves::default());
     for job in 0..8 {
         assert!(here.step(Kernel::Simd));
+        let before = there.work_left().all;
         let pieces = there.next_job().expect("as many jobs as in place");
+        let flops: Option<u64> = pieces.iter().map(Work::flops).sum();
         // As a worker would: every piece as bytes, checked, run, and its result as bytes; the
         // pieces done in reverse order and put back in theirs.
         let mut done: Vec<(usize, Done)> = pieces
@@ -613,6 +615,8 @@ fn curves_computed_in_pieces_through_the_wire_equal_curves_computed_in_place() {
         done.sort_by_key(|d| d.0);
         there.complete(done.into_iter().map(|d| d.1).collect());
         assert_eq!(there.curves(), here.curves(), "after job {job}");
+        // The pieces' own FLOP counts add up to what the run counted for the job.
+        assert_eq!(Some(before - there.work_left().all), flops, "job {job}");
     }
     assert!(here.curves().points.values().map(|p| p.len()).sum::<usize>() >= 3);
     assert!(here.curves().iterative_order.len() >= 12, "importance was measured in pieces too");

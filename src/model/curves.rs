@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
 use super::pruned::cost;
 use super::task::Pairs;
-use super::work::{Done, Pair, Work};
+use super::work::{Done, Pair, Work, GRADIENT_COST};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
@@ -40,10 +40,6 @@ pub const SENTENCES_PER_STEP: usize = 48;
 
 /// Pairs whose gradients are taken per step of an importance measurement.
 pub const PAIRS_PER_STEP: usize = 4;
-
-/// A head-gate gradient pass (a forward and a backward pass) counted as this many forward
-/// passes of the same sentences, for the time left: the backward pass is about twice a forward.
-pub const GRADIENT_COST: u64 = 3;
 
 /// Michel et al.'s marks: 20 % of heads (their WMT result) and 40 % (BERT on MNLI).
 pub fn michel_marks() -> [usize; 2] {
@@ -311,16 +307,34 @@ impl Progress {
     /// first complete curve and 3 min to every planned point, at the 61 GFLOP/s measured
     /// here." `None` before anything was timed.
     pub fn time_left(&self) -> Option<String> {
-        let gflops = self.pace.gflops()?;
-        let all = about(self.pace.seconds(self.left.all)?);
-        let pace = format!("at the {gflops:.0} GFLOP/s measured here");
-        Some(if self.first_curve_done || self.left.first_curve == 0 {
-            format!("About {all} to every planned point, {pace}.")
-        } else {
-            let first = about(self.pace.seconds(self.left.first_curve)?);
-            format!("About {first} to the first complete curve and {all} to every planned point, {pace}.")
-        })
+        let first = (!self.first_curve_done).then_some(self.left.first_curve);
+        Some(format!("About {}.", time_for(first, self.left.all, &self.pace)?))
     }
+}
+
+impl WorkLeft {
+    /// How long this work would take at `pace`, e.g. "about 1.4 TFLOP: 25 s to the first
+    /// complete curve and 4 min to every planned point, at the 58 GFLOP/s measured here";
+    /// `None` before anything was timed.
+    pub fn estimate(&self, pace: &Pace) -> Option<String> {
+        let first = (self.first_curve > 0).then_some(self.first_curve);
+        Some(format!("about {:.1} TFLOP: {}", self.all as f64 / 1e12, time_for(first, self.all, pace)?))
+    }
+}
+
+/// "50 s to the first complete curve and 3 min to every planned point, at the 61 GFLOP/s
+/// measured here" (without the first part when `first` is `None` or 0).
+fn time_for(first: Option<u64>, all: u64, pace: &Pace) -> Option<String> {
+    let gflops = pace.gflops()?;
+    let all = about(pace.seconds(all)?);
+    let pace_words = format!("at the {gflops:.0} GFLOP/s measured here");
+    Some(match first.filter(|&f| f > 0) {
+        None => format!("{all} to every planned point, {pace_words}"),
+        Some(f) => format!(
+            "{} to the first complete curve and {all} to every planned point, {pace_words}",
+            about(pace.seconds(f)?)
+        ),
+    })
 }
 
 /// A duration as a reader wants it: "8 s", "45 s", "2 min".
@@ -451,6 +465,13 @@ impl<'m> CurveRun<'m> {
             pace: self.pace,
             first_curve_done: self.coarse_complete(),
         }
+    }
+
+    /// This run with the pace measured by earlier work of the same kind (for the time left
+    /// before its own first job is timed).
+    pub fn with_pace(mut self, pace: Pace) -> Self {
+        self.pace = pace;
+        self
     }
 
     /// Records that the job last completed took `ms` of the caller's clock (every piece of it,
@@ -722,5 +743,11 @@ mod tests {
             "About 1 s to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(Progress { pace: Pace::default(), ..at(1.0, 2.0, false) }.time_left(), None);
+        let planned = WorkLeft { first_curve: 1_500_000_000_000, all: 12_900_000_000_000 };
+        assert_eq!(
+            planned.estimate(&pace).unwrap(),
+            "about 12.9 TFLOP: 25 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here"
+        );
+        assert_eq!(planned.estimate(&Pace::default()), None);
     }
 }

@@ -23,9 +23,13 @@
 
 use super::bert::{Bert, TOTAL_HEADS};
 use super::gradient::{gates, pair_gradients};
-use super::pruned::PrunedBert;
+use super::pruned::{cost, PrunedBert};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
+
+/// A head-gate gradient pass (a forward and a backward pass) counted as this many forward
+/// passes of the same sentences, for timing estimates: the backward pass is about twice a forward.
+pub const GRADIENT_COST: u64 = 3;
 
 /// Most sentences (or pairs) in one piece.
 pub const MAX_ITEMS: usize = 4096;
@@ -107,6 +111,22 @@ impl std::fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 impl Work {
+    /// Floating-point operations this piece takes, counted from its shapes (gradients as
+    /// [`GRADIENT_COST`] forward passes); `None` for an ablation sweep, whose passes reuse
+    /// earlier layers.
+    pub fn flops(&self) -> Option<u64> {
+        match self {
+            Work::Embed { heads, ids } => {
+                Some(cost(heads, &ids.iter().map(Vec::len).collect::<Vec<_>>()).total_flops)
+            }
+            Work::Gradients { heads, pairs } => {
+                let lengths: Vec<usize> = pairs.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
+                Some(GRADIENT_COST * cost(heads, &lengths).total_flops)
+            }
+            Work::Ablate { .. } => None,
+        }
+    }
+
     /// Runs the piece on `bert` with `kernel`. The piece must fit the model ([`Work::check`]).
     pub fn run(&self, bert: &Bert, kernel: Kernel) -> Done {
         match self {

@@ -23,9 +23,10 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use super::browser::yield_to_browser;
+use super::browser::{now_ms, yield_to_browser};
 use crate::cpu::Kernel;
 use crate::model::bert::Bert;
+use crate::model::curves::Pace;
 use crate::model::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -245,6 +246,8 @@ pub struct Workers {
     pub note: RwSignal<Option<String>>,
     /// Threads the last work ran on (0 before any ran).
     pub used: RwSignal<usize>,
+    /// How fast the work whose FLOPs are known ran ([`Work::flops`]), the pool's start left out.
+    pub pace: RwSignal<Pace>,
 }
 
 impl Workers {
@@ -256,6 +259,7 @@ impl Workers {
             state: RefCell::new(PoolState::Idle),
             note: RwSignal::new(None),
             used: RwSignal::new(0),
+            pace: RwSignal::new(Pace::default()),
         }
     }
 
@@ -326,10 +330,13 @@ impl Workers {
     /// Runs `pieces` for `bert`: on the workers, or here with the browser's turn between pieces
     /// while `wanted()`; `None` once it is not.
     pub async fn run(&self, bert: &Bert, pieces: Vec<Work>, wanted: impl Fn() -> bool) -> Option<Vec<Done>> {
+        let flops: Option<u64> = pieces.iter().map(Work::flops).sum();
         if let Some(pool) = self.pool().await {
+            let started = now_ms();
             match pool.run(pieces.clone()).await {
                 Ok(done) => {
                     self.used.set(self.threads);
+                    self.timed(flops, now_ms() - started);
                     return wanted().then_some(done);
                 }
                 Err(e) => {
@@ -338,7 +345,7 @@ impl Workers {
                 }
             }
         }
-        let mut out = Vec::with_capacity(pieces.len());
+        let (mut out, started) = (Vec::with_capacity(pieces.len()), now_ms());
         for work in &pieces {
             yield_to_browser().await;
             if !wanted() {
@@ -347,7 +354,14 @@ impl Workers {
             out.push(work.run(bert, Kernel::Simd));
         }
         self.used.set(1);
+        self.timed(flops, now_ms() - started);
         Some(out)
+    }
+
+    fn timed(&self, flops: Option<u64>, ms: f64) {
+        if let Some(flops) = flops {
+            self.pace.update(|p| p.record(flops, ms));
+        }
     }
 }
 

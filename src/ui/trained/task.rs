@@ -54,6 +54,8 @@ pub fn TaskPanel() -> impl IntoView {
 #[component]
 fn CurveStatus() -> impl IntoView {
     let task = TaskView::get();
+    // What the curves still need, at the pace the workers' last work ran.
+    let estimate = move || task.planned.get()?.estimate(&task.workers.with_value(|w| w.pace.get()));
     let status = move || match task.data.get().flatten() {
         None => "Loading the sentence pairs…".to_string(),
         Some(Err(e)) => e,
@@ -75,14 +77,19 @@ fn CurveStatus() -> impl IntoView {
                 p.time_left().map(|t| format!(" {t}")).unwrap_or_default()
             ),
             (None, Some(CurveState::Done)) => "All points measured.".to_string(),
-            (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => format!(
-                "Computing the curves takes {} evaluations of {} sentences: minutes of this computer's CPU.",
-                "about 100",
-                data.ids.len()
-            ),
-            (None, Some(CurveState::Stopped)) => {
-                "Stopped; the points measured so far are kept (in this browser too).".to_string()
+            (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => {
+                match estimate() {
+                    Some(e) => format!("Computing the curves takes about 100 evaluations of {} sentences, {e}.", data.ids.len()),
+                    None => format!(
+                        "Computing the curves takes about 100 evaluations of {} sentences: minutes of this computer's CPU.",
+                        data.ids.len()
+                    ),
+                }
             }
+            (None, Some(CurveState::Stopped)) => format!(
+                "Stopped; the points measured so far are kept (in this browser too).{}",
+                estimate().map(|e| format!(" The rest is {e}.")).unwrap_or_default()
+            ),
             _ => "Waiting for this sentence's head ranking…".to_string(),
         },
     };

@@ -14,7 +14,7 @@ use crate::cpu::Kernel;
 use crate::model::asset::ASSET_SHA256;
 use crate::model::bert::TOTAL_HEADS;
 use crate::model::curves::{
-    gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order, Progress,
+    gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order, Progress, WorkLeft,
 };
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::{Pairs, PAIRS_SHA256};
@@ -61,6 +61,9 @@ pub struct TaskView {
     pub curves: RwSignal<Curves, LocalStorage>,
     /// Evaluations done and planned, the work left and its pace, while the curves are computed.
     pub progress: RwSignal<Option<Progress>>,
+    /// The work the curves still need, while they are not being computed (for the estimate
+    /// the page gives before the reader starts them).
+    pub planned: RwSignal<Option<WorkLeft>>,
     /// Whether the reader asked for the curves to be computed (minutes of CPU time on a laptop,
     /// so not without asking), and has not paused them.
     pub running: RwSignal<bool>,
@@ -91,7 +94,7 @@ impl TaskView {
         });
         let workers = view.workers;
         let curves = RwSignal::new_local(Curves::default());
-        let (progress, running) = (RwSignal::new(None), RwSignal::new(false));
+        let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
         let task_wanted = Memo::new(move |was: Option<&bool>| {
             was.copied().unwrap_or(false) || view.choices.measure.get() == Measure::Task
         });
@@ -115,6 +118,11 @@ impl TaskView {
                 let known = saved(order.as_deref());
                 curves.set(known.clone());
                 match (data, model) {
+                    (Some(Ok(data)), Some(model)) if !go => {
+                        let run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order, known);
+                        planned.set(Some(run.work_left()));
+                        CurveState::Stopped
+                    }
                     _ if !go => CurveState::Stopped,
                     (Some(Ok(data)), Some(model)) => {
                         let wanted =
@@ -152,6 +160,7 @@ impl TaskView {
             data,
             curves,
             progress,
+            planned,
             running,
             run,
             quality,
@@ -240,7 +249,8 @@ async fn run_curves(
     wanted: impl Fn(&Option<Vec<usize>>) -> bool,
 ) -> CurveState {
     let (base_key, shot_key) = cache_keys(order.as_deref());
-    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known);
+    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known)
+        .with_pace(workers.pace.get_untracked());
     loop {
         yield_to_browser().await;
         let pieces = match run.next_job() {
