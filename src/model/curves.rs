@@ -318,7 +318,7 @@ impl WorkLeft {
     /// `None` before anything was timed.
     pub fn estimate(&self, pace: &Pace) -> Option<String> {
         let first = (self.first_curve > 0).then_some(self.first_curve);
-        Some(format!("about {:.1} TFLOP: {}", self.all as f64 / 1e12, time_for(first, self.all, pace)?))
+        Some(format!("about {:.1}\u{a0}TFLOP: {}", self.all as f64 / 1e12, time_for(first, self.all, pace)?))
     }
 }
 
@@ -327,7 +327,7 @@ impl WorkLeft {
 fn time_for(first: Option<u64>, all: u64, pace: &Pace) -> Option<String> {
     let gflops = pace.gflops()?;
     let all = about(pace.seconds(all)?);
-    let pace_words = format!("at the {gflops:.0} GFLOP/s measured here");
+    let pace_words = format!("at the {gflops:.0}\u{a0}GFLOP/s measured here");
     Some(match first.filter(|&f| f > 0) {
         None => format!("{all} to every planned point, {pace_words}"),
         Some(f) => format!(
@@ -337,12 +337,13 @@ fn time_for(first: Option<u64>, all: u64, pace: &Pace) -> Option<String> {
     })
 }
 
-/// A duration as a reader wants it: "8 s", "45 s", "2 min".
+/// A duration as a reader wants it: "8 s", "45 s", "2 min" (a no-break space before the unit,
+/// so a line never ends between the two).
 fn about(seconds: f64) -> String {
     match seconds {
-        s if s < 20.0 => format!("{} s", s.round().max(1.0)),
-        s if s < 90.0 => format!("{} s", (s / 5.0).round() * 5.0),
-        s => format!("{} min", (s / 60.0).round()),
+        s if s < 20.0 => format!("{}\u{a0}s", s.round().max(1.0)),
+        s if s < 90.0 => format!("{}\u{a0}s", (s / 5.0).round() * 5.0),
+        s => format!("{}\u{a0}min", (s / 60.0).round()),
     }
 }
 
@@ -723,6 +724,8 @@ mod tests {
             p.record(60_000_000_000, 1000.0);
             p
         };
+        // Numbers and units are joined by no-break spaces; read here as plain ones.
+        let plain = |t: Option<String>| t.map(|t| t.replace('\u{a0}', " "));
         let at = |first: f64, all: f64, first_curve_done| Progress {
             done: 3,
             total: 98,
@@ -731,21 +734,21 @@ mod tests {
             first_curve_done,
         };
         assert_eq!(
-            at(52.4, 250.0, false).time_left().unwrap(),
+            plain(at(52.4, 250.0, false).time_left()).unwrap(),
             "About 50 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(
-            at(7.6, 12.2, false).time_left().unwrap(),
+            plain(at(7.6, 12.2, false).time_left()).unwrap(),
             "About 8 s to the first complete curve and 12 s to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(
-            at(0.0, 0.2, true).time_left().unwrap(),
+            plain(at(0.0, 0.2, true).time_left()).unwrap(),
             "About 1 s to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(Progress { pace: Pace::default(), ..at(1.0, 2.0, false) }.time_left(), None);
         let planned = WorkLeft { first_curve: 1_500_000_000_000, all: 12_900_000_000_000 };
         assert_eq!(
-            planned.estimate(&pace).unwrap(),
+            plain(planned.estimate(&pace)).unwrap(),
             "about 12.9 TFLOP: 25 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here"
         );
         assert_eq!(planned.estimate(&Pace::default()), None);

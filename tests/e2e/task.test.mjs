@@ -44,7 +44,7 @@ test('the pruning curves compute on request, coarsest first, through a new sente
     return (c.points.iterative ?? []).some((p) => p[0] === 72);
   }, null, { timeout: 60000 });
   // Once the first jobs are timed, the page says how long the rest should take, at its measured pace.
-  await page.waitForFunction(() => /About \d+ (s|min) to the first complete curve and \d+ (s|min) to every planned point, at the \d+ GFLOP\/s measured here\./.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
+  await page.waitForFunction(() => /About \d+\s(s|min) to the first complete curve and \d+\s(s|min) to every planned point, at the \d+\sGFLOP\/s measured here\./.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
   console.log(await text(page, 'task-status'));
   let c = await curves(page);
   const full = at(c, 'iterative', 0);
