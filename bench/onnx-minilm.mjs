@@ -26,62 +26,10 @@ import { readFileSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { Writer } from './protobuf.mjs';
 
 const FLOAT = 1, UINT8 = 2, INT8 = 3, INT64 = 7;
 const D = 384, HEADS = 12, DK = 32, LAYERS = 6, LN_EPS = 1e-12;
-
-/** Protobuf writer that keeps large payloads as typed-array chunks (the model is ~90 MB). */
-class Writer {
-  constructor() { this.parts = []; this.length = 0; this.small = []; }
-  flush() {
-    if (this.small.length) { this.parts.push(Uint8Array.from(this.small)); this.small = []; }
-  }
-  push(b) { this.small.push(b); this.length++; }
-  varint(v) {
-    let n = BigInt.asUintN(64, BigInt(v));
-    do {
-      let b = Number(n & 0x7fn);
-      n >>= 7n;
-      if (n) b |= 0x80;
-      this.push(b);
-    } while (n);
-    return this;
-  }
-  tag(field, wire) { return this.varint((field << 3) | wire); }
-  int(field, v) { return this.tag(field, 0).varint(v); }
-  float(field, v) {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setFloat32(0, v, true);
-    this.tag(field, 5);
-    b.forEach((x) => this.push(x));
-    return this;
-  }
-  raw(field, bytes) {
-    this.tag(field, 2).varint(bytes.length);
-    this.flush();
-    this.parts.push(bytes);
-    this.length += bytes.length;
-    return this;
-  }
-  string(field, s) { return this.raw(field, new TextEncoder().encode(s)); }
-  message(field, build) {
-    const inner = new Writer();
-    build(inner);
-    inner.flush();
-    this.tag(field, 2).varint(inner.length);
-    this.flush();
-    this.parts.push(...inner.parts);
-    this.length += inner.length;
-    return this;
-  }
-  bytes() {
-    this.flush();
-    const out = new Uint8Array(this.length);
-    let at = 0;
-    for (const p of this.parts) { out.set(p, at); at += p.length; }
-    return out;
-  }
-}
 
 /** TensorProto: dims=1, data_type=2, name=8, raw_data=9 (little-endian). */
 function tensorFields(w, name, dims, type, data) {

@@ -1,48 +1,15 @@
 // Builds ONNX models of the multi-head attention forward that headlab computes, for the
-// onnxruntime-web comparison (bench/ort.mjs). A minimal protobuf writer stands in for the `onnx`
-// package: only the fields these graphs use (field numbers from onnx/onnx.proto).
+// onnxruntime-web comparison (bench/ort.mjs). The protobuf writer of bench/protobuf.mjs stands in
+// for the `onnx` package: only the fields these graphs use (field numbers from onnx/onnx.proto).
 //
 //   plain: y = concat_h(softmax(x Wq_h (x Wk_h)^T / sqrt(d_k)) x Wv_h) Wo, from standard ops
 //   fused: the same with com.microsoft's Attention op (QKV projection, all heads) and one MatMul
 // Weights are initializers, so onnxruntime may pre-pack them as it does for a deployed model.
 
+import { Writer } from './protobuf.mjs';
+
 const FLOAT = 1;
 const INT64 = 7;
-
-/** Protobuf wire encoding. */
-class Writer {
-  constructor() { this.bytes = []; }
-  varint(v) {
-    let n = BigInt.asUintN(64, BigInt(v));
-    do {
-      let b = Number(n & 0x7fn);
-      n >>= 7n;
-      if (n) b |= 0x80;
-      this.bytes.push(b);
-    } while (n);
-    return this;
-  }
-  tag(field, wire) { return this.varint((field << 3) | wire); }
-  int(field, v) { return this.tag(field, 0).varint(v); }
-  bytesField(field, data) {
-    this.tag(field, 2).varint(data.length);
-    for (const b of data) this.bytes.push(b);
-    return this;
-  }
-  string(field, s) { return this.bytesField(field, new TextEncoder().encode(s)); }
-  message(field, build) {
-    const inner = new Writer();
-    build(inner);
-    return this.bytesField(field, inner.bytes);
-  }
-  float(field, v) {
-    const b = new Uint8Array(4);
-    new DataView(b.buffer).setFloat32(0, v, true);
-    this.tag(field, 5);
-    for (const x of b) this.bytes.push(x);
-    return this;
-  }
-}
 
 /** TensorProto: dims=1, data_type=2, name=8, raw_data=9 (little-endian). */
 function tensor(w, name, dims, values, type = FLOAT) {
@@ -51,7 +18,7 @@ function tensor(w, name, dims, values, type = FLOAT) {
   w.string(8, name);
   const raw = type === FLOAT ? new Uint8Array(Float32Array.from(values).buffer)
     : new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer);
-  w.bytesField(9, raw);
+  w.raw(9, raw);
 }
 
 /** ValueInfoProto for a float tensor of fixed shape: name=1, type=2 -> tensor_type=1 -> elem_type=1, shape=2 -> dim=1 -> dim_value=1. */
@@ -134,5 +101,5 @@ export function mhaModel(kind, { n, d, h, wQkv, wO }) {
   });
   model.message(8, (o) => o.string(1, '').int(2, 17)); // opset_import: ai.onnx 17
   if (kind === 'fused') model.message(8, (o) => o.string(1, 'com.microsoft').int(2, 1));
-  return Uint8Array.from(model.bytes);
+  return model.bytes();
 }
