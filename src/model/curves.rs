@@ -315,8 +315,9 @@ impl Progress {
 impl WorkLeft {
     /// How long this work would take at `pace`, e.g. "about 1.4 TFLOP: 25 s to the first
     /// complete curve and 4 min to every planned point, at the 58 GFLOP/s measured here";
-    /// `None` before anything was timed.
+    /// `None` before anything was timed, and when nothing is left.
     pub fn estimate(&self, pace: &Pace) -> Option<String> {
+        (self.all > 0).then_some(())?;
         let first = (self.first_curve > 0).then_some(self.first_curve);
         Some(format!("about {:.1}\u{a0}TFLOP: {}", self.all as f64 / 1e12, time_for(first, self.all, pace)?))
     }
@@ -752,5 +753,6 @@ mod tests {
             "about 12.9 TFLOP: 25 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here"
         );
         assert_eq!(planned.estimate(&Pace::default()), None);
+        assert_eq!(WorkLeft::default().estimate(&pace), None, "nothing left, nothing to say");
     }
 }
