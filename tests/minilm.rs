@@ -530,25 +530,23 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
     let ids = pairs.ids(&tok);
     let one_shot: Vec<usize> = (0..TOTAL_HEADS).rev().collect();
     let mut run = CurveRun::new(&bert, &pairs, ids.clone(), Some(one_shot.clone()), Curves::default());
-    // The work left is counted before anything runs; each job's FLOPs are recorded as it is timed.
+    // The work left is counted before anything runs; each job's pieces count their own FLOPs.
     let predicted = run.work_left();
     assert!(predicted.first_curve > 0 && predicted.all > predicted.first_curve);
-    let mut steps = 0;
+    let (mut steps, mut done_flops) = (0, 0u64);
     while !run.coarse_complete() {
-        assert!(run.step(Kernel::Simd), "finished before the first complete curve");
-        let left = run.work_left();
-        run.timed(1000.0);
+        let pieces = run.next_job().expect("finished before the first complete curve");
+        done_flops += pieces.iter().map(|w| w.flops().expect("evaluations and gradients count")).sum::<u64>();
+        run.complete(pieces.iter().map(|w| w.run(&bert, Kernel::Simd)).collect());
         steps += 1;
         // What was done and what is left add up to the prediction (the iterative order's
         // importance measurements included, whichever heads they turned out to be).
-        assert_eq!(
-            run.standing().pace.flops() + left.first_curve,
-            predicted.first_curve,
-            "after {steps} jobs"
-        );
+        assert_eq!(done_flops + run.work_left().first_curve, predicted.first_curve, "after {steps} jobs");
     }
     assert_eq!(run.work_left().first_curve, 0);
-    assert!(run.standing().time_left().unwrap().starts_with("About "));
+    let mut pace = headlab::model::curves::Pace::default();
+    pace.record(done_flops, 1000.0);
+    assert!(run.standing().time_left(&pace).unwrap().starts_with("About "));
     let c = run.curves().clone();
     println!("first complete curve after {steps} steps, {:?} evaluations", run.progress());
     // Both ends are shared by every order; the random band holds the other orders there.

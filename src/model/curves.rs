@@ -271,11 +271,6 @@ impl Pace {
         }
     }
 
-    /// FLOPs timed so far.
-    pub fn flops(&self) -> u64 {
-        self.flops
-    }
-
     /// GFLOP/s so far, once anything was timed.
     pub fn gflops(&self) -> Option<f64> {
         (self.ms > 0.0 && self.flops > 0).then(|| self.flops as f64 / self.ms / 1e6)
@@ -296,19 +291,17 @@ pub struct Progress {
     pub total: usize,
     /// The work left.
     pub left: WorkLeft,
-    /// How fast the work done so far ran.
-    pub pace: Pace,
     /// Whether the first complete curve is there.
     pub first_curve_done: bool,
 }
 
 impl Progress {
-    /// How long the rest should take at the pace measured so far, e.g. "About 50 s to the
-    /// first complete curve and 3 min to every planned point, at the 61 GFLOP/s measured
-    /// here." `None` before anything was timed.
-    pub fn time_left(&self) -> Option<String> {
+    /// How long the rest should take at `pace` (the workers' own, [`Work::flops`] over time),
+    /// e.g. "About 50 s to the first complete curve and 3 min to every planned point, at the
+    /// 61 GFLOP/s measured here." `None` before anything was timed.
+    pub fn time_left(&self, pace: &Pace) -> Option<String> {
         let first = (!self.first_curve_done).then_some(self.left.first_curve);
-        Some(format!("About {}.", time_for(first, self.left.all, &self.pace)?))
+        Some(format!("About {}.", time_for(first, self.left.all, pace)?))
     }
 }
 
@@ -368,9 +361,6 @@ pub struct CurveRun<'m> {
     /// Tokens of each sentence, and of each sentence of the subset (for FLOP counts).
     lengths: Vec<usize>,
     subset_lengths: Vec<usize>,
-    /// The FLOPs of the job last completed, and how fast jobs have run.
-    last_flops: u64,
-    pace: Pace,
 }
 
 impl<'m> CurveRun<'m> {
@@ -407,8 +397,6 @@ impl<'m> CurveRun<'m> {
             total: 0,
             lengths,
             subset_lengths,
-            last_flops: 0,
-            pace: Pace::default(),
         };
         run.plan();
         run
@@ -456,30 +444,10 @@ impl<'m> CurveRun<'m> {
         (self.done, self.total.max(self.done))
     }
 
-    /// Where the run stands: evaluations done and planned, the work left and how fast the
-    /// work done so far ran ([`CurveRun::timed`]).
+    /// Where the run stands: evaluations done and planned, and the work left.
     pub fn standing(&self) -> Progress {
         let (done, total) = self.progress();
-        Progress {
-            done,
-            total,
-            left: self.work_left(),
-            pace: self.pace,
-            first_curve_done: self.coarse_complete(),
-        }
-    }
-
-    /// This run with the pace measured by earlier work of the same kind (for the time left
-    /// before its own first job is timed).
-    pub fn with_pace(mut self, pace: Pace) -> Self {
-        self.pace = pace;
-        self
-    }
-
-    /// Records that the job last completed took `ms` of the caller's clock (every piece of it,
-    /// on however many threads ran them).
-    pub fn timed(&mut self, ms: f64) {
-        self.pace.record(std::mem::take(&mut self.last_flops), ms);
+        Progress { done, total, left: self.work_left(), first_curve_done: self.coarse_complete() }
     }
 
     /// FLOPs of one evaluation (every sentence) with `pruned` heads removed. Every head costs
@@ -615,10 +583,6 @@ impl<'m> CurveRun<'m> {
     /// Takes the results of the pieces [`CurveRun::next_job`] gave, in their order.
     pub fn complete(&mut self, done: Vec<Done>) {
         let Some((job, heads)) = self.pending.take() else { return };
-        self.last_flops = match job {
-            Job::Importance | Job::FullImportance => self.importance_flops(heads.pruned_count()),
-            _ => cost(&heads, &self.lengths).total_flops,
-        };
         match job {
             Job::Importance | Job::FullImportance => {
                 let mut sum = vec![0.0; TOTAL_HEADS];
@@ -731,22 +695,21 @@ mod tests {
             done: 3,
             total: 98,
             left: WorkLeft { first_curve: (first * 60e9) as u64, all: (all * 60e9) as u64 },
-            pace,
             first_curve_done,
         };
         assert_eq!(
-            plain(at(52.4, 250.0, false).time_left()).unwrap(),
+            plain(at(52.4, 250.0, false).time_left(&pace)).unwrap(),
             "About 50 s to the first complete curve and 4 min to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(
-            plain(at(7.6, 12.2, false).time_left()).unwrap(),
+            plain(at(7.6, 12.2, false).time_left(&pace)).unwrap(),
             "About 8 s to the first complete curve and 12 s to every planned point, at the 60 GFLOP/s measured here."
         );
         assert_eq!(
-            plain(at(0.0, 0.2, true).time_left()).unwrap(),
+            plain(at(0.0, 0.2, true).time_left(&pace)).unwrap(),
             "About 1 s to every planned point, at the 60 GFLOP/s measured here."
         );
-        assert_eq!(Progress { pace: Pace::default(), ..at(1.0, 2.0, false) }.time_left(), None);
+        assert_eq!(at(1.0, 2.0, false).time_left(&Pace::default()), None);
         let planned = WorkLeft { first_curve: 1_500_000_000_000, all: 12_900_000_000_000 };
         assert_eq!(
             plain(planned.estimate(&pace)).unwrap(),

@@ -54,8 +54,10 @@ pub fn TaskPanel() -> impl IntoView {
 #[component]
 fn CurveStatus() -> impl IntoView {
     let task = TaskView::get();
-    // What the curves still need, at the pace the workers' last work ran.
-    let estimate = move || task.planned.get()?.estimate(&task.workers.with_value(|w| w.pace.get()));
+    // The pace of the workers' work so far (the curves' own jobs included).
+    let pace = move || task.workers.with_value(|w| w.pace.get());
+    // What the curves still need, at that pace.
+    let estimate = move || task.planned.get()?.estimate(&pace());
     let status = move || match task.data.get().flatten() {
         None => "Loading the sentence pairs…".to_string(),
         Some(Err(e)) => e,
@@ -74,7 +76,7 @@ fn CurveStatus() -> impl IntoView {
                 } else {
                     ""
                 },
-                p.time_left().map(|t| format!(" {t}")).unwrap_or_default()
+                p.time_left(&pace()).map(|t| format!(" {t}")).unwrap_or_default()
             ),
             (None, Some(CurveState::Done)) => "All points measured.".to_string(),
             (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => {

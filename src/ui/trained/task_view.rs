@@ -21,7 +21,7 @@ use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::work::{Done, Work};
 use crate::model::MiniLm;
 use crate::settings::Measure;
-use crate::ui::browser::{fetch_bytes, load, now_ms, save, yield_to_browser, PageClock};
+use crate::ui::browser::{fetch_bytes, load, save, yield_to_browser, PageClock};
 use crate::ui::pool::Workers;
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
@@ -249,8 +249,7 @@ async fn run_curves(
     wanted: impl Fn(&Option<Vec<usize>>) -> bool,
 ) -> CurveState {
     let (base_key, shot_key) = cache_keys(order.as_deref());
-    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known)
-        .with_pace(workers.pace.get_untracked());
+    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known);
     loop {
         yield_to_browser().await;
         let pieces = match run.next_job() {
@@ -262,14 +261,12 @@ async fn run_curves(
             None => break,
         };
         progress.set(Some(run.standing()));
-        let started = now_ms();
         let Some(done) = workers.run(&model.bert, pieces, || wanted(&order)).await else {
             progress.set(None);
             return CurveState::Stopped;
         };
         let before = run.progress().0;
         run.complete(done);
-        run.timed(now_ms() - started);
         progress.set(Some(run.standing()));
         if run.progress().0 > before {
             let c = run.curves();
