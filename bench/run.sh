@@ -2,7 +2,8 @@
 # The benchmarks: the CPU forward pass and head toggle natively and as wasm (simd128) in Node at
 # BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward against onnxruntime-web
 # in the same Node process; the trained model against transformers.js (bench/transformers.mjs);
-# the GPU path per dispatch (timestamp queries) on the native adapter.
+# one pass cut across threads (bench/split.mjs); the GPU path per dispatch (timestamp queries)
+# on the native adapter.
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
 #                                        with the date; smoke: BERT-base n = 128 only)
 set -euo pipefail
@@ -26,6 +27,10 @@ node bench/node.mjs "$rounds" "$shapes"
 echo
 echo "## wasm32 + simd128 against onnxruntime-web (wasm backend), same process"
 node bench/ort.mjs "$rounds" "$shapes"
+
+echo
+echo "## one pass cut across threads (worker_threads, no shared memory) against 1 thread and onnxruntime-web on as many"
+node bench/split.mjs "$rounds" "$shapes"
 
 echo
 echo "## GPU (native adapter: lavapipe here, a real GPU elsewhere)"

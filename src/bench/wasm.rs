@@ -6,6 +6,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use super::{generated_report, normwise_error, profile, run};
 use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
+use crate::model::split::{BertShard, SplitPass, Step};
 
 #[wasm_bindgen]
 extern "C" {
@@ -161,6 +162,52 @@ impl MhaCase {
     pub fn flops(&self) -> f64 {
         self.config.forward_flops() as f64
     }
+
+    /// Heads `lo..hi` of a pass on `x` (a thread's share, [`cpu::split::forward_heads`]), as the
+    /// flat buffer a message carries.
+    pub fn forward_heads(&self, x: &[f32], lo: usize, hi: usize) -> Result<Vec<f32>, String> {
+        let (n, d) = (self.config.seq_len, self.config.d_model);
+        if x.len() != n * d || lo > hi || hi > self.config.num_heads {
+            return Err(format!(
+                "heads {lo}..{hi} of a {n} x {d} input with {} heads",
+                self.config.num_heads
+            ));
+        }
+        Ok(cpu::split::forward_heads(Kernel::Simd, &self.config, x, &self.weights, lo..hi).data)
+    }
+
+    /// The first of `count` shards of a pass on this case's input ([`cpu::split::head_ranges`]),
+    /// computed here and placed in the output buffers; [`MhaCase::assemble`] adds the others.
+    pub fn forward_first(&mut self, count: usize) -> Result<(), String> {
+        let heads = cpu::split::head_ranges(self.config.num_heads, count.max(1))[0].clone();
+        let data = self.forward_heads(&self.inputs.x, heads.start, heads.end)?;
+        cpu::split::place(&self.config, &heads, &data, &mut self.out);
+        Ok(())
+    }
+
+    /// The pass from the first shard ([`MhaCase::forward_first`]) and the other threads' shards
+    /// of the same cut into `count` (`others`: their flat buffers one after the other, in head
+    /// order), into [`MhaCase::output`].
+    pub fn assemble(&mut self, count: usize, others: &[f32]) -> Result<(), String> {
+        let ranges = cpu::split::head_ranges(self.config.num_heads, count.max(1));
+        let lens: Vec<usize> =
+            ranges.iter().map(|r| cpu::split::HeadShard::len_for(&self.config, r)).collect();
+        if others.len() != lens[1..].iter().sum::<usize>() {
+            return Err(format!(
+                "{} values from the other threads, {} expected",
+                others.len(),
+                lens[1..].iter().sum::<usize>()
+            ));
+        }
+        let mut rest = others;
+        for (heads, len) in ranges.iter().zip(&lens).skip(1) {
+            let (data, tail) = rest.split_at(*len);
+            cpu::split::place(&self.config, heads, data, &mut self.out);
+            rest = tail;
+        }
+        cpu::split::sum_contributions(&mut self.out);
+        Ok(())
+    }
 }
 
 /// The trained model as the page embeds one sentence (tokenizer, then the forward pass with
@@ -170,6 +217,16 @@ impl MhaCase {
 pub struct MiniLmCase {
     model: &'static crate::model::MiniLm,
     full: crate::model::pruned::PrunedBert<'static>,
+    split: Option<Split>,
+}
+
+/// A sentence's pass cut across threads, driven from here: this thread's shard (the first of
+/// `count`), the pass, and this thread's partial branch of the current step.
+struct Split {
+    count: usize,
+    shard: BertShard,
+    pass: SplitPass<'static>,
+    mine: Vec<f32>,
 }
 
 #[wasm_bindgen]
@@ -181,7 +238,65 @@ impl MiniLmCase {
         let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
         let model: &'static crate::model::MiniLm = Box::leak(Box::new(model));
         let all = HeadSet::all(crate::model::bert::TOTAL_HEADS);
-        Ok(MiniLmCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all) })
+        Ok(MiniLmCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all), split: None })
+    }
+
+    /// Starts `text`'s pass cut into `count` shards (1 to 12), this thread holding the first
+    /// ([`crate::model::split`]); the other threads hold [`MiniLmShard`]s of the same cut.
+    pub fn split_begin(&mut self, text: &str, count: usize) -> Result<(), String> {
+        if !(1..=crate::model::bert::HEADS).contains(&count) {
+            return Err(format!("{count} shards: 1 to 12"));
+        }
+        let ids = self.checked_ids(text)?;
+        let shard = match self.split.take() {
+            Some(s) if s.count == count => s.shard,
+            _ => BertShard::new(&self.model.bert, 0, count),
+        };
+        self.split =
+            Some(Split { count, shard, pass: SplitPass::new(&self.model.bert, &ids), mine: Vec::new() });
+        Ok(())
+    }
+
+    /// The current step's code ([`crate::model::split::Step::code`]), or -1 once the pass is done.
+    pub fn split_step(&self) -> i32 {
+        self.split.as_ref().and_then(|s| s.pass.step()).map_or(-1, |step| step.code() as i32)
+    }
+
+    /// The current step's input, for the other threads.
+    pub fn split_input(&self) -> Vec<f32> {
+        self.split.as_ref().map_or_else(Vec::new, |s| s.pass.input().to_vec())
+    }
+
+    /// This thread's partial branch of the current step, kept for [`MiniLmCase::split_absorb`].
+    pub fn split_local(&mut self) -> Result<(), String> {
+        let s = self.split.as_mut().ok_or("no pass begun")?;
+        let step = s.pass.step().ok_or("the pass is done")?;
+        s.mine = s.shard.run(Kernel::Simd, step, s.pass.input());
+        Ok(())
+    }
+
+    /// Adds this thread's partial branch and the other threads' (`others`: theirs one after the
+    /// other) and moves to the next step.
+    pub fn split_absorb(&mut self, others: &[f32]) -> Result<(), String> {
+        let s = self.split.as_mut().ok_or("no pass begun")?;
+        let len = s.mine.len();
+        if len == 0 || s.pass.step().is_none() || others.len() != len * (s.count - 1) {
+            return Err(format!(
+                "{} values from the other threads, {} expected",
+                others.len(),
+                len * (s.count - 1)
+            ));
+        }
+        let mut parts = vec![s.mine.as_slice()];
+        parts.extend(others.chunks_exact(len));
+        s.pass.absorb(&parts);
+        s.mine.clear();
+        Ok(())
+    }
+
+    /// The sentence embedding once every step is absorbed.
+    pub fn split_embedding(&self) -> Result<Vec<f32>, String> {
+        self.split.as_ref().and_then(|s| s.pass.embedding()).ok_or_else(|| "the pass is not done".to_string())
     }
 
     /// The token ids of `text`, `[CLS]` and `[SEP]` included, as the page reads it.
@@ -210,5 +325,33 @@ impl MiniLmCase {
             return Err(format!("{} tokens, the model reads at most 512", ids.len()));
         }
         Ok(ids)
+    }
+}
+
+/// Another thread's share of the trained model ([`BertShard`]), for a pass cut across threads.
+#[wasm_bindgen]
+pub struct MiniLmShard {
+    shard: BertShard,
+}
+
+#[wasm_bindgen]
+impl MiniLmShard {
+    /// Shard `index` of `count` of the model in the page's asset (`asset`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(asset: &[u8], index: usize, count: usize) -> Result<MiniLmShard, String> {
+        if index >= count || count > crate::model::bert::HEADS {
+            return Err(format!("shard {index} of {count}: at most 12 shards"));
+        }
+        let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+        Ok(MiniLmShard { shard: BertShard::new(&model.bert, index, count) })
+    }
+
+    /// This shard's partial branch of the step `code` for the layer input `x`.
+    pub fn run(&self, code: u32, x: &[f32]) -> Result<Vec<f32>, String> {
+        let step = Step::from_code(code).ok_or_else(|| format!("no step {code}"))?;
+        if x.is_empty() || !x.len().is_multiple_of(crate::model::bert::D_MODEL) {
+            return Err(format!("{} values are no layer input", x.len()));
+        }
+        Ok(self.shard.run(Kernel::Simd, step, x))
     }
 }

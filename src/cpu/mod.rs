@@ -21,6 +21,7 @@ pub mod head_loop;
 pub mod mat;
 pub mod packed;
 pub mod softmax;
+pub mod split;
 
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};

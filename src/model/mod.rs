@@ -8,6 +8,7 @@ pub mod curves;
 pub mod gradient;
 pub mod pruned;
 pub mod roles;
+pub mod split;
 pub mod task;
 pub mod tokenizer;
 pub mod work;

@@ -27,7 +27,7 @@ pub struct PrunedAttention {
 }
 
 impl PrunedAttention {
-    fn new(layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
+    pub(super) fn new(layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
         let rows = |lin: &Linear| Linear {
             w: kept
                 .iter()
@@ -48,6 +48,31 @@ impl PrunedAttention {
     /// Width of the kept heads together.
     fn width(&self) -> usize {
         self.kept.len() * D_K
+    }
+
+    /// The attention branch for sentences of `lengths` tokens whose rows follow each other in
+    /// `x` (`rows x D_MODEL`), into `branch` (the same shape): the kept heads' projections over
+    /// all rows at once, attention sentence by sentence, then the output projection and its bias.
+    pub fn branch(&self, kernel: Kernel, x: &[f32], lengths: &[usize], branch: &mut [f32]) {
+        let (rows, w) = (x.len() / D_MODEL, self.width());
+        if w == 0 {
+            // No head left: the branch is the output projection's bias.
+            branch.chunks_exact_mut(D_MODEL).for_each(|row| row.copy_from_slice(&self.out.b));
+            return;
+        }
+        let mut qkv = vec![0.0f32; rows * 3 * w];
+        for (i, lin) in self.qkv.iter().enumerate() {
+            linear(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w);
+        }
+        let mut concat = vec![0.0f32; rows * w];
+        let mut s = 0;
+        for &n in lengths {
+            let mut probs = vec![0.0f32; self.kept.len() * n * n];
+            let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
+            attend(kernel, sentence, n, self.kept.len(), D_K, &mut probs, &mut concat[s * w..(s + n) * w]);
+            s += n;
+        }
+        linear(kernel, &concat, rows, &self.out, branch, D_MODEL);
     }
 }
 
@@ -97,48 +122,24 @@ impl<'m> PrunedBert<'m> {
     /// together.
     pub fn embed_batch(&self, kernel: Kernel, batch: &[Vec<u32>]) -> Vec<Vec<f32>> {
         let d = D_MODEL;
-        let starts: Vec<usize> =
-            batch.iter().scan(0, |at, s| Some(std::mem::replace(at, *at + s.len()))).collect();
+        let lengths: Vec<usize> = batch.iter().map(Vec::len).collect();
         let rows = batch.iter().map(Vec::len).sum::<usize>();
         let mut x = Vec::with_capacity(rows * d);
         batch.iter().for_each(|ids| x.extend(self.base.embed(ids)));
         let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * FFN]);
         for (layer, att) in self.base.layers.iter().zip(&self.attention) {
-            self.attend_all(kernel, att, &x, batch, &starts, &mut branch);
+            att.branch(kernel, &x, &lengths, &mut branch);
             layer.finish(kernel, &mut x, &mut branch, &mut hidden);
         }
-        batch.iter().zip(&starts).map(|(ids, &s)| pool(&x[s * d..(s + ids.len()) * d])).collect()
-    }
-
-    /// The attention branch of one layer for every sentence, into `branch` (`rows x D_MODEL`):
-    /// the kept heads' projections over all rows at once, attention sentence by sentence.
-    fn attend_all(
-        &self,
-        kernel: Kernel,
-        att: &PrunedAttention,
-        x: &[f32],
-        batch: &[Vec<u32>],
-        starts: &[usize],
-        branch: &mut [f32],
-    ) {
-        let (rows, w) = (x.len() / D_MODEL, att.width());
-        if w == 0 {
-            // No head left: the branch is the output projection's bias.
-            branch.chunks_exact_mut(D_MODEL).for_each(|row| row.copy_from_slice(&att.out.b));
-            return;
-        }
-        let mut qkv = vec![0.0f32; rows * 3 * w];
-        for (i, lin) in att.qkv.iter().enumerate() {
-            linear(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w);
-        }
-        let mut concat = vec![0.0f32; rows * w];
-        for (ids, &s) in batch.iter().zip(starts) {
-            let n = ids.len();
-            let mut probs = vec![0.0f32; att.kept.len() * n * n];
-            let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
-            attend(kernel, sentence, n, att.kept.len(), D_K, &mut probs, &mut concat[s * w..(s + n) * w]);
-        }
-        linear(kernel, &concat, rows, &att.out, branch, D_MODEL);
+        let mut start = 0;
+        lengths
+            .iter()
+            .map(|&n| {
+                let rows = &x[start * d..(start + n) * d];
+                start += n;
+                pool(rows)
+            })
+            .collect()
     }
 }
 

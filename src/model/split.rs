@@ -1,0 +1,189 @@
+//! One sentence's pass through the trained model cut across threads that share no memory (web
+//! workers, each with its own wasm instance and its own copy of the weights).
+//!
+//! Shard `s` of `S` holds, in every layer, a range of the twelve heads (their rows of `W_q`,
+//! `W_k`, `W_v` and columns of `W_o`, as [`super::pruned::PrunedAttention`] cuts them) and a
+//! range of the 1536 feed-forward units (their rows of `W_in` and columns of `W_out`). A layer is
+//! two steps; in each, every shard computes a partial branch from the same input `x`
+//! (`tokens x 384`), and the thread that drives the pass ([`SplitPass`]) adds them up:
+//!
+//! ```text
+//! attention:     x <- LayerNorm1(x + b_o   + sum_s  concat_s(x) W_o[:, s]^T)
+//! feed-forward:  x <- LayerNorm2(x + b_out + sum_s  GELU(x W_in[s]^T + b_in[s]) W_out[:, s]^T)
+//! ```
+//!
+//! Each product's sum over its inner dimension is cut in two places instead of one, so the
+//! result differs from the single-thread pass by rounding only (the tests bound it).
+
+use super::bert::{layer_norm, linear, pool, Bert, Layer, Linear, D_MODEL, FFN, HEADS, LAYERS};
+use super::pruned::PrunedAttention;
+use crate::cpu::gelu::gelu_in_place;
+use crate::cpu::split::head_ranges;
+use crate::cpu::Kernel;
+
+/// One step of a layer: what every shard computes next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Layer `l`'s attention branch.
+    Attention(usize),
+    /// Layer `l`'s feed-forward branch.
+    FeedForward(usize),
+}
+
+impl Step {
+    /// The step as one number, for a message: `2 l` or `2 l + 1`.
+    pub fn code(self) -> u32 {
+        match self {
+            Step::Attention(l) => 2 * l as u32,
+            Step::FeedForward(l) => 2 * l as u32 + 1,
+        }
+    }
+
+    /// The step a [`Step::code`] names; `None` past the last layer.
+    pub fn from_code(code: u32) -> Option<Step> {
+        let l = (code / 2) as usize;
+        (l < LAYERS).then_some(if code.is_multiple_of(2) { Step::Attention(l) } else { Step::FeedForward(l) })
+    }
+
+    fn next(self) -> Option<Step> {
+        Step::from_code(self.code() + 1)
+    }
+}
+
+/// One layer's share of a shard, without biases (the driver adds them once).
+#[derive(Clone, Debug)]
+struct ShardLayer {
+    attention: PrunedAttention,
+    ffn_in: Linear,
+    ffn_out: Linear,
+}
+
+/// Shard `index` of `count` of the model: its heads and feed-forward units in every layer.
+#[derive(Clone, Debug)]
+pub struct BertShard {
+    layers: Vec<ShardLayer>,
+}
+
+/// `0..len` cut into `count` even ranges, the `index`-th.
+fn share(len: usize, index: usize, count: usize) -> std::ops::Range<usize> {
+    head_ranges(len, count)[index].clone()
+}
+
+impl BertShard {
+    /// Shard `index` of `count` (`index < count <= 12`) of `base`.
+    pub fn new(base: &Bert, index: usize, count: usize) -> Self {
+        assert!(index < count && count <= HEADS, "shard {index} of {count}: at most {HEADS} shards");
+        let (heads, units) = (share(HEADS, index, count), share(FFN, index, count));
+        let layers = base
+            .layers
+            .iter()
+            .map(|layer| {
+                let mut attention = PrunedAttention::new(layer, heads.clone().collect());
+                attention.out.b.fill(0.0);
+                ShardLayer {
+                    attention,
+                    ffn_in: rows_of(&layer.ffn_in, &units),
+                    ffn_out: columns_of(layer, &units),
+                }
+            })
+            .collect();
+        BertShard { layers }
+    }
+
+    /// This shard's partial branch of `step` for a sentence whose layer input is `x`
+    /// (`tokens x 384`), the same shape.
+    pub fn run(&self, kernel: Kernel, step: Step, x: &[f32]) -> Vec<f32> {
+        assert!(x.len().is_multiple_of(D_MODEL), "x must be tokens x {D_MODEL}");
+        let rows = x.len() / D_MODEL;
+        let mut out = vec![0.0f32; x.len()];
+        match step {
+            Step::Attention(l) => self.layers[l].attention.branch(kernel, x, &[rows], &mut out),
+            Step::FeedForward(l) => {
+                let layer = &self.layers[l];
+                let units = layer.ffn_in.b.len();
+                let mut hidden = vec![0.0f32; rows * units];
+                linear(kernel, x, rows, &layer.ffn_in, &mut hidden, units);
+                gelu_in_place(kernel, &mut hidden);
+                linear(kernel, &hidden, rows, &layer.ffn_out, &mut out, D_MODEL);
+            }
+        }
+        out
+    }
+}
+
+/// Rows `units` of `lin` (output features) and their biases.
+fn rows_of(lin: &Linear, units: &std::ops::Range<usize>) -> Linear {
+    let inp = lin.w.len() / lin.b.len();
+    Linear { w: lin.w[units.start * inp..units.end * inp].to_vec(), b: lin.b[units.clone()].to_vec() }
+}
+
+/// Columns `units` of the layer's `W_out` (`384 x 1536`), with a zero bias.
+fn columns_of(layer: &Layer, units: &std::ops::Range<usize>) -> Linear {
+    let w = layer.ffn_out.w.chunks_exact(FFN).flat_map(|row| row[units.clone()].iter().copied()).collect();
+    Linear { w, b: vec![0.0; D_MODEL] }
+}
+
+/// A sentence's pass driven step by step: the driver hands out [`SplitPass::step`] and its
+/// input, each shard runs it, and [`SplitPass::absorb`] adds their partial branches.
+#[derive(Clone, Debug)]
+pub struct SplitPass<'m> {
+    base: &'m Bert,
+    x: Vec<f32>,
+    next: Option<Step>,
+}
+
+impl<'m> SplitPass<'m> {
+    /// The pass of `ids` (1 to 512 token ids), at its first step.
+    pub fn new(base: &'m Bert, ids: &[u32]) -> Self {
+        SplitPass { base, x: base.embed(ids), next: Some(Step::Attention(0)) }
+    }
+
+    /// What the shards compute next, `None` once the pass is done.
+    pub fn step(&self) -> Option<Step> {
+        self.next
+    }
+
+    /// The input of the next step (`tokens x 384`).
+    pub fn input(&self) -> &[f32] {
+        &self.x
+    }
+
+    /// Adds every shard's partial branch of the current step (each `tokens x 384`; together
+    /// the shards of one cut) and moves on.
+    pub fn absorb(&mut self, partials: &[&[f32]]) {
+        let step = self.next.expect("the pass is done: nothing to absorb");
+        assert!(partials.iter().all(|p| p.len() == self.x.len()), "a partial branch of another length");
+        let (bias, norm) = match step {
+            Step::Attention(l) => (&self.base.layers[l].out.b, &self.base.layers[l].ln1),
+            Step::FeedForward(l) => (&self.base.layers[l].ffn_out.b, &self.base.layers[l].ln2),
+        };
+        for (i, row) in self.x.chunks_exact_mut(D_MODEL).enumerate() {
+            for (j, (v, b)) in row.iter_mut().zip(bias).enumerate() {
+                let branch = partials.iter().fold(0.0f32, |sum, p| sum + p[i * D_MODEL + j]);
+                *v += branch + b;
+            }
+        }
+        layer_norm(&mut self.x, norm);
+        self.next = step.next();
+    }
+
+    /// The sentence embedding, once every step is absorbed.
+    pub fn embedding(&self) -> Option<Vec<f32>> {
+        self.next.is_none().then(|| pool(&self.x))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_count_through_every_layer_and_stop() {
+        let steps: Vec<Step> = std::iter::successors(Some(Step::Attention(0)), |s| s.next()).collect();
+        assert_eq!(steps.len(), 2 * LAYERS);
+        assert_eq!(steps[1], Step::FeedForward(0));
+        assert_eq!(steps.last(), Some(&Step::FeedForward(LAYERS - 1)));
+        assert!(steps.iter().all(|s| Step::from_code(s.code()) == Some(*s)));
+        assert_eq!(Step::from_code(2 * LAYERS as u32), None);
+    }
+}
