@@ -12,7 +12,8 @@
 // embedding of a 128-token sentence (smoke) and a 512-token one, headlab alone (its peer,
 // transformers.js, is in bench/transformers.mjs). Threads: every logical core (at least 2).
 // Each split output is compared with the single-thread one (largest |difference| relative to
-// the largest value).
+// the largest value; more than the native tests' 2e-6 fails the run). SPLIT_NO_ORT=1 leaves
+// onnxruntime-web out, so that its idle threads cannot take a core.
 import { createRequire } from 'node:module';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';

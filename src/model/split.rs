@@ -157,11 +157,12 @@ impl<'m> SplitPass<'m> {
             Step::Attention(l) => (&self.base.layers[l].out.b, &self.base.layers[l].ln1),
             Step::FeedForward(l) => (&self.base.layers[l].ffn_out.b, &self.base.layers[l].ln2),
         };
-        for (i, row) in self.x.chunks_exact_mut(D_MODEL).enumerate() {
-            for (j, (v, b)) in row.iter_mut().zip(bias).enumerate() {
-                let branch = partials.iter().fold(0.0f32, |sum, p| sum + p[i * D_MODEL + j]);
-                *v += branch + b;
-            }
+        let mut branch = vec![0.0f32; self.x.len()];
+        for p in partials {
+            branch.iter_mut().zip(*p).for_each(|(s, v)| *s += v);
+        }
+        for (row, branch) in self.x.chunks_exact_mut(D_MODEL).zip(branch.chunks_exact(D_MODEL)) {
+            row.iter_mut().zip(branch).zip(bias).for_each(|((v, s), b)| *v += s + b);
         }
         layer_norm(&mut self.x, norm);
         self.next = step.next();
