@@ -12,8 +12,10 @@
 //! feed-forward:  x <- LayerNorm2(x + b_out + sum_s  GELU(x W_in[s]^T + b_in[s]) W_out[:, s]^T)
 //! ```
 //!
-//! Each product's sum over its inner dimension is cut in two places instead of one, so the
-//! result differs from the single-thread pass by rounding only (the tests bound it).
+//! The products into the residual stream (`W_o`, `W_out`) sum over heads and units: each shard
+//! sums its own, and the driver adds the shards' sums. The terms are the single-thread pass's,
+//! grouped differently, so the result differs from it by rounding only (`tests/minilm.rs` bounds
+//! it; one shard gives the same bits).
 
 use super::bert::{layer_norm, linear, pool, Bert, Layer, Linear, D_MODEL, FFN, HEADS, LAYERS};
 use super::pruned::PrunedAttention;
@@ -93,21 +95,27 @@ impl BertShard {
     /// This shard's partial branch of `step` for a sentence whose layer input is `x`
     /// (`tokens x 384`), the same shape.
     pub fn run(&self, kernel: Kernel, step: Step, x: &[f32]) -> Vec<f32> {
-        assert!(x.len().is_multiple_of(D_MODEL), "x must be tokens x {D_MODEL}");
-        let rows = x.len() / D_MODEL;
         let mut out = vec![0.0f32; x.len()];
+        self.run_into(kernel, step, x, &mut out);
+        out
+    }
+
+    /// [`BertShard::run`] into `out` (the shape of `x`; every element written).
+    pub fn run_into(&self, kernel: Kernel, step: Step, x: &[f32], out: &mut [f32]) {
+        assert!(x.len().is_multiple_of(D_MODEL), "x must be tokens x {D_MODEL}");
+        assert_eq!(out.len(), x.len(), "the partial branch has the shape of x");
+        let rows = x.len() / D_MODEL;
         match step {
-            Step::Attention(l) => self.layers[l].attention.branch(kernel, x, &[rows], &mut out),
+            Step::Attention(l) => self.layers[l].attention.branch(kernel, x, &[rows], out),
             Step::FeedForward(l) => {
                 let layer = &self.layers[l];
                 let units = layer.ffn_in.b.len();
                 let mut hidden = vec![0.0f32; rows * units];
                 linear(kernel, x, rows, &layer.ffn_in, &mut hidden, units);
                 gelu_in_place(kernel, &mut hidden);
-                linear(kernel, &hidden, rows, &layer.ffn_out, &mut out, D_MODEL);
+                linear(kernel, &hidden, rows, &layer.ffn_out, out, D_MODEL);
             }
         }
-        out
     }
 }
 
