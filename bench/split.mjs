@@ -3,7 +3,7 @@
 // their buffers, no SharedArrayBuffer. headlab's single-thread pass against the same pass cut
 // into one shard per thread (src/cpu/split.rs: heads; src/model/split.rs: heads and feed-forward
 // units, two steps per layer), and onnxruntime-web's wasm backend with the same thread count, in
-// one Node process, interleaved rounds, medians of per-round ratios.
+// one Node process, interleaved rounds, medians of per-round ratios. The threads: bench/split-pool.mjs.
 //
 //   node bench/split.mjs [ROUNDS] [smoke]     (bench/run.sh builds the wasm first)
 //
@@ -15,47 +15,12 @@
 // the largest value; more than the native tests' 2e-6 fails the run). SPLIT_NO_ORT=1 leaves
 // onnxruntime-web out, so that its idle threads cannot take a core.
 import { createRequire } from 'node:module';
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, homedir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { SplitPool, assetPath } from './split-pool.mjs';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const require = createRequire(import.meta.url);
-const wasm = () => require('../target/bench-node/headlab.js');
-const assetPath = join(root, 'target/model/minilm-f16.bin');
-
-/** A worker: one shard of each pass the driver cuts, answered with its buffer transferred. */
-function serve() {
-  const { MhaCase, MiniLmShard } = wasm();
-  const { index, count } = workerData;
-  const cases = new Map();
-  let shard = null;
-  parentPort.on('message', (m) => {
-    let out;
-    if (m.kind === 'mha') {
-      const key = `${m.d}/${m.h}/${m.n}`;
-      if (!cases.has(key)) cases.set(key, new MhaCase(m.d, m.h, m.n));
-      out = cases.get(key).forward_heads(m.x, m.lo, m.hi);
-    } else if (m.kind === 'minilm') {
-      shard ??= new MiniLmShard(readFileSync(assetPath), index, count);
-      out = shard.run(m.code, m.x);
-    }
-    parentPort.postMessage(out, [out.buffer]);
-  });
-}
-
-/** Head ranges as src/cpu/split.rs cuts them (the first ranges one longer). */
-function headRanges(heads, count) {
-  const base = Math.floor(heads / count), extra = heads % count;
-  let start = 0;
-  return Array.from({ length: count }, (_, s) => {
-    const len = base + (s < extra ? 1 : 0);
-    start += len;
-    return [start - len, start];
-  });
-}
 
 const median = (v) => {
   const s = [...v].sort((a, b) => a - b);
@@ -72,32 +37,12 @@ const relDiff = (a, b) => {
   return worst / scale;
 };
 
-function concat(parts) {
-  if (parts.length === 1) return parts[0];
-  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
-  let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
-  return out;
-}
-
 async function main() {
   const rounds = Number(process.argv[2] ?? 9);
   const smoke = process.argv[3] === 'smoke';
   const threads = Math.max(2, availableParallelism());
-  const { MhaCase, MiniLmCase } = wasm();
-  const workers = Array.from({ length: threads - 1 }, (_, i) =>
-    new Worker(fileURLToPath(import.meta.url), { workerData: { index: i + 1, count: threads } }));
-  // One message out to every worker, every answer back, in worker order (one question at a
-  // time per worker: each answer settles the one waiting).
-  const waiting = workers.map(() => null);
-  workers.forEach((w, i) => {
-    w.on('message', (answer) => waiting[i].resolve(answer));
-    w.on('error', (e) => waiting[i]?.reject(e));
-  });
-  const ask = (messages, transfer = []) => Promise.all(workers.map((w, i) => new Promise((resolve, reject) => {
-    waiting[i] = { resolve, reject };
-    w.postMessage(messages[i], transfer);
-  })));
+  const { MhaCase, MiniLmCase } = require('../target/bench-node/headlab.js');
+  const pool = new SplitPool(threads);
 
   const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
   const ort = createRequire(join(toolsDir, 'package.json'))('onnxruntime-web');
@@ -117,7 +62,6 @@ async function main() {
     const [d, h] = [768, 12];
     const c = new MhaCase(d, h, n);
     const x = c.x();
-    const ranges = headRanges(h, threads);
     const weights = { n, d, h, wQkv: c.w_qkv(), wO: c.w_o() };
     const session = (kind) => ort.InferenceSession.create(mhaModel(kind, weights), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
     const noOrt = process.env.SPLIT_NO_ORT === '1';
@@ -127,14 +71,7 @@ async function main() {
     const feedFused = { x: new ort.Tensor('float32', x, [1, n, d]) };
     const runs = {
       one: async () => { c.forward(); return c.output(); },
-      split: async () => {
-        // The input goes out (copied, as a page's message would), the first shard is computed
-        // here meanwhile, then the others come back transferred.
-        const pending = ask(ranges.slice(1).map(([lo, hi]) => ({ kind: 'mha', d, h, n, lo, hi, x })));
-        c.forward_first(threads);
-        c.assemble(threads, concat(await pending));
-        return c.output();
-      },
+      split: async () => { await pool.mha(c, d, h, n, x); return c.output(); },
       ort: plain ? async () => (await plain.run(feedPlain)).y.data : null,
       fused: fused ? async () => (await fused.run(feedFused)).y.data : null,
     };
@@ -151,21 +88,12 @@ async function main() {
     if (model.ids(text).length !== n) throw new Error(`a sentence meant to be ${n} tokens is ${model.ids(text).length}`);
     const runs = {
       one: async () => model.embed(text),
-      split: async () => {
-        model.split_begin(text, threads);
-        for (let code = model.split_step(); code >= 0; code = model.split_step()) {
-          const x = model.split_input();
-          const pending = ask(workers.map(() => ({ kind: 'minilm', code, x })), workers.length === 1 ? [x.buffer] : []);
-          model.split_local();
-          model.split_absorb(concat(await pending));
-        }
-        return model.split_embedding();
-      },
+      split: () => pool.embed(model, text),
     };
     rows.push(await measure(`all-MiniLM-L6-v2 embedding, ${n} tokens`, runs, rounds, threads));
   }
   model.free();
-  await Promise.all(workers.map((w) => w.terminate()));
+  await pool.close();
 
   // The targets of issue 14 on this machine, at the shapes they name.
   const bert = rows[0], minilm = rows.find((r) => r.name.includes('128 tokens'));
@@ -199,5 +127,4 @@ async function measure(name, runs, rounds, threads) {
   return { name, speedup: median(ratio.speedup), vsOrt: ratio.ort.length ? median(ratio.ort) : NaN };
 }
 
-if (!isMainThread) serve();
-else await main();
+await main();

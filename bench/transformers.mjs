@@ -10,7 +10,9 @@
 // and of per-round ratios; each embedding's cosine to the float64 reference
 // (tests/reference/minilm.py through bench/reference.py). Then transformers.js on
 // onnxruntime-node (native code, its default in Node) as a reference line. Smoke: 8 and 128
-// tokens, one thread, 1 s of warm-up, no onnxruntime-node line.
+// tokens, one thread, 1 s of warm-up, no onnxruntime-node line. With two threads, headlab's
+// sentence also runs cut across both (bench/split-pool.mjs: heads and feed-forward units), so
+// that its time on two threads stands beside transformers.js's on two, in the same rounds.
 //
 // transformers.js takes onnxruntime-web through its hook, globalThis[Symbol.for('onnxruntime')]:
 // in Node it would otherwise use onnxruntime-node and refuse `device: 'wasm'`. With the hook it
@@ -26,6 +28,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SplitPool } from './split-pool.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -104,8 +107,12 @@ async function child(threads, runtime) {
     : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
   const pipes = { fp32: await pipeline('feature-extraction', modelName, options('fp32')), q8: await pipeline('feature-extraction', modelName, options('q8')) };
   const model = headlab();
+  // With more than one thread, headlab also runs each sentence cut across that many threads
+  // (bench/split-pool.mjs): the same process, the same rounds.
+  const pool = threads > 1 && runtime === 'web' ? new SplitPool(threads) : null;
   const runs = {
     headlab: (text) => model.embed(text),
+    ...(pool ? { split: (text) => pool.embed(model, text) } : {}),
     fp32: async (text) => (await pipes.fp32(text, { pooling: 'mean', normalize: true })).data,
     q8: async (text) => (await pipes.q8(text, { pooling: 'mean', normalize: true })).data,
   };
@@ -124,8 +131,12 @@ async function child(threads, runtime) {
       const t0 = performance.now();
       do out[k] = await run(text); while (performance.now() - t0 < warm);
     }
-    const times = { headlab: [], fp32: [], q8: [] };
-    const ratios = { fp32: [], q8: [] };
+    if (pool) {
+      const worst = out.split.reduce((m, v, j) => Math.max(m, Math.abs(v - out.headlab[j])), 0);
+      if (!(worst <= 2e-6)) throw new Error(`the split embedding differs from one thread's by ${worst} at ${n} tokens`);
+    }
+    const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+    const ratios = { fp32: [], q8: [], split: [] };
     const order = Object.keys(runs);
     for (let r = 0; r < rounds; r++) {
       // Each round starts with another side, so none always runs right after the same one.
@@ -137,16 +148,18 @@ async function child(threads, runtime) {
       }
       ratios.fp32.push(times.headlab.at(-1) / times.fp32.at(-1));
       ratios.q8.push(times.headlab.at(-1) / times.q8.at(-1));
+      if (pool) ratios.split.push(times.split.at(-1) / times.fp32.at(-1));
     }
     rows.push({
       threads, runtime, n,
       ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
-      ratio: { fp32: median(ratios.fp32), q8: median(ratios.q8) },
+      ratio: { fp32: median(ratios.fp32), q8: median(ratios.q8), split: pool ? median(ratios.split) : null },
       cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], reference[i])])),
       cosHeadlabFp32: cosine(out.headlab, out.fp32),
     });
-    console.error(`  ${runtime}, ${threads} thread(s), ${n} tokens: headlab ${median(times.headlab).toFixed(1)} ms, fp32 ${median(times.fp32).toFixed(1)} ms, q8 ${median(times.q8).toFixed(1)} ms`);
+    console.error(`  ${runtime}, ${threads} thread(s), ${n} tokens: headlab ${median(times.headlab).toFixed(1)} ms${pool ? `, on ${threads} threads ${median(times.split).toFixed(1)} ms` : ''}, fp32 ${median(times.fp32).toFixed(1)} ms, q8 ${median(times.q8).toFixed(1)} ms`);
   }
+  await pool?.close();
   console.log(JSON.stringify({ ortVersion, rows }));
 }
 
@@ -179,12 +192,13 @@ async function main() {
   const ortWeb = results.find((r) => r.ortVersion.startsWith('onnxruntime-web'))?.ortVersion;
   const ortNode = results.find((r) => r.ortVersion.startsWith('onnxruntime-node'))?.ortVersion;
   console.log(`all-MiniLM-L6-v2, one sentence, headlab (wasm simd128, 1 thread) against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; CPU: ${cpu}, ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} logical cores; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
-  console.log('| runtime | threads | tokens | headlab ms | fp32 ms | q8 ms | headlab / fp32 | headlab / q8 | cos f64: headlab | cos f64: fp32 | cos f64: q8 |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| runtime | threads | tokens | headlab ms | headlab on the threads ms | fp32 ms | q8 ms | headlab / fp32 | headlab on the threads / fp32 | headlab / q8 | cos f64: headlab | cos f64: fp32 | cos f64: q8 |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const { rows } of results) {
     for (const r of rows) {
       const name = r.runtime === 'web' ? 'onnxruntime-web (wasm)' : 'onnxruntime-node (native, reference only)';
-      console.log(`| ${name} | ${r.threads} | ${r.n} | ${r.ms.headlab.toFixed(1)} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${r.ratio.fp32.toFixed(2)} | ${r.ratio.q8.toFixed(2)} | ${r.cos.headlab.toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
+      const split = r.ratio.split == null ? ['-', '-'] : [r.ms.split.toFixed(1), r.ratio.split.toFixed(2)];
+      console.log(`| ${name} | ${r.threads} | ${r.n} | ${r.ms.headlab.toFixed(1)} | ${split[0]} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${r.ratio.fp32.toFixed(2)} | ${split[1]} | ${r.ratio.q8.toFixed(2)} | ${r.cos.headlab.toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
     }
   }
   // The targets: headlab <= 0.70x transformers.js fp32 (onnxruntime-web, one thread) at 128
