@@ -75,7 +75,7 @@ async function main() {
       ort: plain ? async () => (await plain.run(feedPlain)).y.data : null,
       fused: fused ? async () => (await fused.run(feedFused)).y.data : null,
     };
-    rows.push(await measure(`MHA forward, BERT-base 768/12, n = ${n}`, runs, rounds, threads));
+    rows.push(await measure(`MHA forward, BERT-base 768/12, n = ${n}`, runs, rounds));
     await plain?.release();
     await fused?.release();
     c.free();
@@ -90,7 +90,7 @@ async function main() {
       one: async () => model.embed(text),
       split: () => pool.embed(model, text),
     };
-    rows.push(await measure(`all-MiniLM-L6-v2 embedding, ${n} tokens`, runs, rounds, threads));
+    rows.push(await measure(`all-MiniLM-L6-v2 embedding, ${n} tokens`, runs, rounds));
   }
   model.free();
   await pool.close();
@@ -102,7 +102,7 @@ async function main() {
 }
 
 /** Warm-up, the split output against the single-thread one, then interleaved timed rounds. */
-async function measure(name, runs, rounds, threads) {
+async function measure(name, runs, rounds) {
   const active = Object.entries(runs).filter(([, run]) => run);
   const outputs = {};
   for (let warm = 0; warm < 3; warm++) for (const [k, run] of active) outputs[k] = await run();
