@@ -10,11 +10,11 @@
 // only at 16 words in the full run: on a software adapter it takes minutes).
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
+import { median } from './stats.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const smoke = process.argv[3] === 'smoke';
 const trainedOnly = process.argv[3] === 'trained';
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const modes = ['auto', 'cpu', 'gpu'];
 const query = (mode) => (mode === 'auto' ? '' : `&backend=${mode}`);
 

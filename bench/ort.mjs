@@ -9,6 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
 import { mhaModel } from './onnx.mjs';
+import { median } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 const { MhaCase } = require('../target/bench-node/headlab.js');
@@ -25,11 +26,6 @@ const shapes = process.argv[3] === 'smoke'
   : [['Transformer', 512, 8, [16, 64, 128, 512]], ['BERT-base', 768, 12, [16, 64, 128, 512]],
     ['GPT-2 Large', 1280, 20, [16, 64, 128, 512]]];
 
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 console.log(`MHA forward, single thread, ${rounds} interleaved rounds; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''}`);
 console.log('| shape | n | headlab ms | ORT ms | ORT fused ms | headlab / ORT | headlab / ORT fused | headlab GFLOP/s | error headlab | error ORT | error ORT fused |');

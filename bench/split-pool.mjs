@@ -15,16 +15,9 @@ const require = createRequire(import.meta.url);
 const wasm = () => require('../target/bench-node/headlab.js');
 export const assetPath = fileURLToPath(new URL('../target/model/minilm-f16.bin', import.meta.url));
 
-/** Head ranges as src/cpu/split.rs cuts them (the first ranges one longer). */
-export function headRanges(heads, count) {
-  const base = Math.floor(heads / count), extra = heads % count;
-  let start = 0;
-  return Array.from({ length: count }, (_, s) => {
-    const len = base + (s < extra ? 1 : 0);
-    start += len;
-    return [start - len, start];
-  });
-}
+/** How far a cut pass may be from the single-thread one: the native tests' bound
+ * (src/cpu/split.rs: the same bits; tests/minilm.rs: 2e-6 relative). */
+export const SPLIT_BOUND = 2e-6;
 
 function concat(parts) {
   if (parts.length === 1) return parts[0];
@@ -58,7 +51,9 @@ export class SplitPool {
 
   /** The MHA pass of `c` (an MhaCase of d, h, n) cut by heads; its output is then c.output(). */
   async mha(c, d, h, n, x) {
-    const ranges = headRanges(h, this.threads);
+    // The heads cut as the Rust side cuts them (src/cpu/split.rs), pairs [start, end].
+    const cut = wasm().even_ranges(h, this.threads);
+    const ranges = Array.from({ length: cut.length / 2 }, (_, s) => [cut[2 * s], cut[2 * s + 1]]);
     // The input goes out (copied, as a page's message would), the first shard is computed here
     // meanwhile, then the others come back transferred.
     const pending = this.ask(ranges.slice(1).map(([lo, hi]) => ({ kind: 'mha', d, h, n, lo, hi, x })));

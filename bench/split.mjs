@@ -18,24 +18,12 @@ import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { availableParallelism, cpus, homedir } from 'node:os';
 import { join } from 'node:path';
-import { SplitPool, assetPath } from './split-pool.mjs';
+import { SPLIT_BOUND, SplitPool, assetPath } from './split-pool.mjs';
+import { median, relativeDifference } from './stats.mjs';
 
 const require = createRequire(import.meta.url);
 
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
-const relDiff = (a, b) => {
-  let scale = 0, worst = 0;
-  for (let i = 0; i < a.length; i++) {
-    scale = Math.max(scale, Math.abs(b[i]));
-    worst = Math.max(worst, Math.abs(a[i] - b[i]));
-  }
-  return worst / scale;
-};
 
 async function main() {
   const rounds = Number(process.argv[2] ?? 9);
@@ -106,9 +94,8 @@ async function measure(name, runs, rounds) {
   const active = Object.entries(runs).filter(([, run]) => run);
   const outputs = {};
   for (let warm = 0; warm < 3; warm++) for (const [k, run] of active) outputs[k] = await run();
-  const diff = relDiff(outputs.split, outputs.one);
-  // The bound of the native tests (src/cpu/split.rs: the same bits; tests/minilm.rs: 2e-6).
-  if (!(diff <= 2e-6)) throw new Error(`${name}: the split pass differs from the single-thread one by ${diff}`);
+  const diff = relativeDifference(outputs.split, outputs.one);
+  if (!(diff <= SPLIT_BOUND)) throw new Error(`${name}: the split pass differs from the single-thread one by ${diff}`);
   const times = Object.fromEntries(active.map(([k]) => [k, []]));
   const ratio = { speedup: [], ort: [], fused: [] };
   for (let r = 0; r < rounds; r++) {

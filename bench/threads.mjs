@@ -14,7 +14,6 @@ import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
 const full = process.argv[4] === 'full';
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 const app = await serveDist();
 const browser = await launch({ webgpu: false });

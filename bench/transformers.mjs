@@ -28,7 +28,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { SplitPool } from './split-pool.mjs';
+import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
+import { median, relativeDifference } from './stats.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -55,11 +56,6 @@ const smoke = positional[1] === 'smoke';
 const lengths = smoke ? [8, 128] : [8, 32, 128, 512];
 const warmupMs = smoke ? 1000 : 10000;
 
-const median = (v) => {
-  const s = [...v].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const cosine = (a, b) => {
   let ab = 0, aa = 0, bb = 0;
   for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
@@ -132,8 +128,8 @@ async function child(threads, runtime) {
       do out[k] = await run(text); while (performance.now() - t0 < warm);
     }
     if (pool) {
-      const worst = out.split.reduce((m, v, j) => Math.max(m, Math.abs(v - out.headlab[j])), 0);
-      if (!(worst <= 2e-6)) throw new Error(`the split embedding differs from one thread's by ${worst} at ${n} tokens`);
+      const worst = relativeDifference(out.split, out.headlab);
+      if (!(worst <= SPLIT_BOUND)) throw new Error(`the split embedding differs from one thread's by ${worst} at ${n} tokens`);
     }
     const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
     const ratios = { fp32: [], q8: [], split: [] };

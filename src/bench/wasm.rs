@@ -176,10 +176,10 @@ impl MhaCase {
         Ok(cpu::split::forward_heads(Kernel::Simd, &self.config, x, &self.weights, lo..hi).data)
     }
 
-    /// The first of `count` shards of a pass on this case's input ([`cpu::split::head_ranges`]),
+    /// The first of `count` shards of a pass on this case's input ([`cpu::split::even_ranges`]),
     /// computed here and placed in the output buffers; [`MhaCase::assemble`] adds the others.
     pub fn forward_first(&mut self, count: usize) -> Result<(), String> {
-        let heads = cpu::split::head_ranges(self.config.num_heads, count.max(1))[0].clone();
+        let heads = cpu::split::even_ranges(self.config.num_heads, count.max(1))[0].clone();
         let data = self.forward_heads(&self.inputs.x, heads.start, heads.end)?;
         cpu::split::place(&self.config, &heads, &data, &mut self.out);
         Ok(())
@@ -189,7 +189,7 @@ impl MhaCase {
     /// of the same cut into `count` (`others`: their flat buffers one after the other, in head
     /// order), into [`MhaCase::output`].
     pub fn assemble(&mut self, count: usize, others: &[f32]) -> Result<(), String> {
-        let ranges = cpu::split::head_ranges(self.config.num_heads, count.max(1));
+        let ranges = cpu::split::even_ranges(self.config.num_heads, count.max(1));
         let lens: Vec<usize> =
             ranges.iter().map(|r| cpu::split::HeadShard::len_for(&self.config, r)).collect();
         if others.len() != lens[1..].iter().sum::<usize>() {
@@ -208,6 +208,16 @@ impl MhaCase {
         cpu::split::sum_contributions(&mut self.out);
         Ok(())
     }
+}
+
+/// `0..len` cut into `count` ranges as the split passes cut heads ([`cpu::split::even_ranges`]),
+/// as `[start, end, start, end, ...]`, for the threads a benchmark hands them to.
+#[wasm_bindgen]
+pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
+    cpu::split::even_ranges(len, count.max(1))
+        .into_iter()
+        .flat_map(|r| [r.start as u32, r.end as u32])
+        .collect()
 }
 
 /// The trained model as the page embeds one sentence (tokenizer, then the forward pass with

@@ -45,14 +45,15 @@ impl HeadShard {
     }
 }
 
-/// The heads `0..num_heads` cut into `shards` ranges as even as possible (the first ones one
-/// head longer); fewer ranges when there are fewer heads than shards. `shards` must be positive.
-pub fn head_ranges(num_heads: usize, shards: usize) -> Vec<Range<usize>> {
-    assert!(shards > 0, "a pass needs at least one shard");
-    let shards = shards.min(num_heads.max(1));
-    let (base, extra) = (num_heads / shards, num_heads % shards);
+/// `0..len` cut into `count` ranges as even as possible (the first ones one longer): the heads
+/// of a pass, or the trained model's feed-forward units. Fewer ranges when `len < count`;
+/// `count` must be positive.
+pub fn even_ranges(len: usize, count: usize) -> Vec<Range<usize>> {
+    assert!(count > 0, "a pass needs at least one shard");
+    let count = count.min(len.max(1));
+    let (base, extra) = (len / count, len % count);
     let mut start = 0;
-    (0..shards)
+    (0..count)
         .map(|s| {
             let len = base + usize::from(s < extra);
             start += len;
@@ -162,10 +163,10 @@ mod tests {
 
     #[test]
     fn heads_are_cut_evenly_and_the_first_shards_take_the_rest() {
-        assert_eq!(head_ranges(12, 2), vec![0..6, 6..12]);
-        assert_eq!(head_ranges(12, 5), vec![0..3, 3..6, 6..8, 8..10, 10..12]);
-        assert_eq!(head_ranges(3, 8), vec![0..1, 1..2, 2..3]);
-        assert_eq!(head_ranges(1, 1), vec![0..1]);
+        assert_eq!(even_ranges(12, 2), vec![0..6, 6..12]);
+        assert_eq!(even_ranges(12, 5), vec![0..3, 3..6, 6..8, 8..10, 10..12]);
+        assert_eq!(even_ranges(3, 8), vec![0..1, 1..2, 2..3]);
+        assert_eq!(even_ranges(1, 1), vec![0..1]);
     }
 
     /// Shapes with odd lengths and head widths (d_k 1, 5, 7, 16, 64), cut into 1, 2, 3 and H shards.
@@ -179,7 +180,7 @@ mod tests {
                 let mut whole = Forward::filled(&config, f32::NAN);
                 super::super::forward_into(kernel, &config, &x, &weights, &mut whole);
                 for shards in [1, 2, 3, h] {
-                    let cut: Vec<HeadShard> = head_ranges(h, shards)
+                    let cut: Vec<HeadShard> = even_ranges(h, shards)
                         .into_iter()
                         .rev()
                         .map(|r| forward_heads(kernel, &config, &x, &weights, r))

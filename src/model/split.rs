@@ -20,7 +20,7 @@
 use super::bert::{layer_norm, linear, pool, Bert, Layer, Linear, D_MODEL, FFN, HEADS, LAYERS};
 use super::pruned::PrunedAttention;
 use crate::cpu::gelu::gelu_in_place;
-use crate::cpu::split::head_ranges;
+use crate::cpu::split::even_ranges;
 use crate::cpu::Kernel;
 
 /// One step of a layer: what every shard computes next.
@@ -66,16 +66,12 @@ pub struct BertShard {
     layers: Vec<ShardLayer>,
 }
 
-/// `0..len` cut into `count` even ranges, the `index`-th.
-fn share(len: usize, index: usize, count: usize) -> std::ops::Range<usize> {
-    head_ranges(len, count)[index].clone()
-}
-
 impl BertShard {
     /// Shard `index` of `count` (`index < count <= 12`) of `base`.
     pub fn new(base: &Bert, index: usize, count: usize) -> Self {
         assert!(index < count && count <= HEADS, "shard {index} of {count}: at most {HEADS} shards");
-        let (heads, units) = (share(HEADS, index, count), share(FFN, index, count));
+        let (heads, units) =
+            (even_ranges(HEADS, count)[index].clone(), even_ranges(FFN, count)[index].clone());
         let layers = base
             .layers
             .iter()
