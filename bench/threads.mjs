@@ -10,6 +10,7 @@
 // three importance measurements of 16 pairs each).
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
+import { median } from './stats.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
