@@ -1,18 +1,21 @@
-// headlab's wasm simd128 multi-head attention against onnxruntime-web's wasm backend, in one
-// Node process, single thread, same inputs and weights, interleaved rounds.
-//   node bench/ort.mjs [ROUNDS] [SHAPES]     (bench/run.sh builds the wasm first)
+// headlab's wasm multi-head attention against onnxruntime-web's wasm backend, in one Node
+// process, single thread, same inputs and weights, interleaved rounds.
+//   node --experimental-wasm-relaxed-simd bench/ort.mjs [ROUNDS] [SHAPES]
+// (bench/run.sh builds the wasm first). Both of the page's builds run where Node validates relaxed
+// SIMD (the flag; bench/builds.mjs): simd128, and relaxed SIMD, which Chromium and Firefox load.
 // SHAPES: "all" (Transformer 512/8, BERT-base 768/12, GPT-2 Large 1280/20 at n = 16, 64, 128,
 // 512) or "smoke" (BERT-base at n = 128). Prints a Markdown table: median times, the median of
 // per-round time ratios (headlab / onnxruntime), GFLOP/s, and each output's error against the
-// naive f64 oracle.
+// naive f64 oracle, for each build.
 import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
 import { mhaModel } from './onnx.mjs';
 import { median } from './stats.mjs';
+import { buildsNote, headlabBuilds } from './builds.mjs';
 
-const require = createRequire(import.meta.url);
-const { MhaCase } = require('../target/bench-node/headlab.js');
+const builds = headlabBuilds();
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
 const ort = createRequire(join(toolsDir, 'package.json'))('onnxruntime-web');
 ort.env.wasm.numThreads = 1;
@@ -27,12 +30,18 @@ const shapes = process.argv[3] === 'smoke'
     ['GPT-2 Large', 1280, 20, [16, 64, 128, 512]]];
 
 
-console.log(`MHA forward, single thread, ${rounds} interleaved rounds; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''}`);
-console.log('| shape | n | headlab ms | ORT ms | ORT fused ms | headlab / ORT | headlab / ORT fused | headlab GFLOP/s | error headlab | error ORT | error ORT fused |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
+console.log(`MHA forward, single thread, ${rounds} interleaved rounds; CPU: ${cpu}; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''}`);
+console.log(buildsNote(builds));
+// Per build: its time, its ratios to both graphs, its GFLOP/s and its error.
+const perBuild = (f) => builds.map((b) => f(b.label)).join(' | ');
+console.log(`| shape | n | ${perBuild((l) => `headlab ${l} ms`)} | ORT ms | ORT fused ms | ${perBuild((l) => `${l} / ORT | ${l} / ORT fused`)} | ${perBuild((l) => `${l} GFLOP/s`)} | ${perBuild((l) => `error ${l}`)} | error ORT | error ORT fused |`);
+console.log(`|---|---:|${'---:|'.repeat(2 + builds.length * 5 + 2)}`);
 for (const [name, d, h, lengths] of shapes) {
   for (const n of lengths) {
-    const c = new MhaCase(d, h, n);
+    // The same seeded shape in every build: the same inputs and weights.
+    const cases = builds.map((b) => new b.lib.MhaCase(d, h, n));
+    const c = cases[0];
     const x = c.x();
     const weights = { n, d, h, wQkv: c.w_qkv(), wO: c.w_o() };
     const plain = await ort.InferenceSession.create(mhaModel('plain', weights), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
@@ -45,7 +54,7 @@ for (const [name, d, h, lengths] of shapes) {
     const feedPlain = { x: new ort.Tensor('float32', x, [n, d]) };
     const feedFused = { x: new ort.Tensor('float32', x, [1, n, d]) };
     const runs = {
-      headlab: async () => { c.forward(); return c.output(); },
+      ...Object.fromEntries(builds.map((b, i) => [b.name, async () => { cases[i].forward(); return cases[i].output(); }])),
       ort: async () => (await plain.run(feedPlain)).y.data,
       fused: fused ? async () => (await fused.run(feedFused)).y.data : null,
     };
@@ -53,31 +62,39 @@ for (const [name, d, h, lengths] of shapes) {
     const outputs = {};
     for (const [k, run] of Object.entries(runs)) if (run) outputs[k] = await run();
     const reference = c.oracle();
-    const error = (k) => (outputs[k] ? MhaCase.error(outputs[k], reference).toExponential(1) : '-');
-    const times = { headlab: [], ort: [], fused: [] };
-    const ratio = { ort: [], fused: [] };
+    const error = (k) => (outputs[k] ? builds[0].lib.MhaCase.error(outputs[k], reference).toExponential(1) : '-');
+    const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+    // ratio[build][graph]: medians of per-round ratios.
+    const ratio = Object.fromEntries(builds.map((b) => [b.name, { ort: [], fused: [] }]));
+    const order = Object.keys(runs).filter((k) => runs[k]);
     for (let r = 0; r < rounds; r++) {
-      for (const [k, run] of Object.entries(runs)) {
-        if (!run) continue;
+      // Each round starts with another side, so none always runs right after the same one.
+      for (let j = 0; j < order.length; j++) {
+        const k = order[(r + j) % order.length];
         const t0 = performance.now();
-        await run();
+        await runs[k]();
         times[k].push(performance.now() - t0);
       }
-      ratio.ort.push(times.headlab.at(-1) / times.ort.at(-1));
-      if (fused) ratio.fused.push(times.headlab.at(-1) / times.fused.at(-1));
+      for (const b of builds) {
+        ratio[b.name].ort.push(times[b.name].at(-1) / times.ort.at(-1));
+        if (fused) ratio[b.name].fused.push(times[b.name].at(-1) / times.fused.at(-1));
+      }
     }
     const ms = (k) => (times[k].length ? median(times[k]).toFixed(2) : '-');
-    const rt = (k) => (ratio[k].length ? median(ratio[k]).toFixed(2) : '-');
-    const gflops = (c.flops() / 1e6 / median(times.headlab)).toFixed(1);
-    console.log(`| ${name} ${d}/${h} | ${n} | ${ms('headlab')} | ${ms('ort')} | ${ms('fused')} | ${rt('ort')} | ${rt('fused')} | ${gflops} | ${error('headlab')} | ${error('ort')} | ${error('fused')} |`);
+    const rt = (b, k) => (ratio[b][k].length ? median(ratio[b][k]).toFixed(2) : '-');
+    const gflops = (b) => (c.flops() / 1e6 / median(times[b])).toFixed(1);
+    const each = (f) => builds.map((b) => f(b.name)).join(' | ');
+    console.log(`| ${name} ${d}/${h} | ${n} | ${each(ms)} | ${ms('ort')} | ${ms('fused')} | ${each((b) => `${rt(b, 'ort')} | ${rt(b, 'fused')}`)} | ${each(gflops)} | ${each(error)} | ${error('ort')} | ${error('fused')} |`);
     await plain.release();
     await fused?.release();
-    c.free();
+    cases.forEach((x) => x.free());
   }
 }
 
-// Where the time goes at the shape the target is set for.
-const c = new MhaCase(768, 12, 128);
-console.log();
-console.log(c.profile(rounds));
-c.free();
+// Where the time goes at the shape the target is set for, in each build.
+for (const b of builds) {
+  const c = new b.lib.MhaCase(768, 12, 128);
+  console.log();
+  console.log(c.profile(rounds));
+  c.free();
+}

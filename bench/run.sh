@@ -17,16 +17,26 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
 cargo bench --quiet --locked --features bench --bench mha -- "$rounds"
 
+# The library as a cdylib, in both of the page's builds (the app's bin is built by trunk): simd128,
+# and relaxed SIMD (the micro-kernel's f32x4.relaxed_madd), each for Node (the benchmarks against
+# onnxruntime-web and transformers.js measure both: bench/builds.mjs) and for the browser
+# (bench/relaxed.mjs). Node 20 runs relaxed SIMD behind a flag.
+wasm=target/wasm32-unknown-unknown/release/headlab.wasm
+cargo rustc --quiet --locked --release --features bench --target wasm32-unknown-unknown --lib --crate-type cdylib
+wasm-bindgen --target nodejs --out-dir target/bench-node "$wasm"
+wasm-bindgen --target web --out-dir target/bench-web/simd128 "$wasm"
+cargo rustc --quiet --locked --release --features bench,relaxed-simd --target wasm32-unknown-unknown --lib --crate-type cdylib
+wasm-bindgen --target nodejs --out-dir target/bench-node-relaxed "$wasm"
+wasm-bindgen --target web --out-dir target/bench-web/relaxed "$wasm"
+node_relaxed=(node --experimental-wasm-relaxed-simd)
+
 echo
 echo "## wasm32 + simd128 in Node $(node --version)"
-# The library as a cdylib for wasm-bindgen's Node target; the app's bin is built by trunk.
-cargo rustc --quiet --locked --release --features bench --target wasm32-unknown-unknown --lib --crate-type cdylib
-wasm-bindgen --target nodejs --out-dir target/bench-node target/wasm32-unknown-unknown/release/headlab.wasm
 node bench/node.mjs "$rounds" "$shapes"
 
 echo
-echo "## wasm32 + simd128 against onnxruntime-web (wasm backend), same process"
-node bench/ort.mjs "$rounds" "$shapes"
+echo "## wasm32 (simd128, and relaxed SIMD) against onnxruntime-web (wasm backend), same process"
+"${node_relaxed[@]}" bench/ort.mjs "$rounds" "$shapes"
 
 echo
 echo "## one pass cut across threads (worker_threads, no shared memory) against 1 thread and onnxruntime-web on as many"
@@ -48,7 +58,7 @@ if [ "$shapes" != smoke ]; then
   echo
   echo "## the trained model against transformers.js on onnxruntime-web (wasm backend), same process"
   node bench/onnx-minilm.mjs >/dev/null
-  node bench/transformers.mjs "$rounds"
+  "${node_relaxed[@]}" bench/transformers.mjs "$rounds"
 fi
 
 echo
@@ -59,10 +69,7 @@ if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads
 
 echo
 echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
-# The page's build (the Node benchmark's, for the browser), and the same with relaxed SIMD.
-wasm-bindgen --target web --out-dir target/bench-web/simd128 target/wasm32-unknown-unknown/release/headlab.wasm
-cargo rustc --quiet --locked --release --features bench,relaxed-simd --target wasm32-unknown-unknown --lib --crate-type cdylib
-wasm-bindgen --target web --out-dir target/bench-web/relaxed target/wasm32-unknown-unknown/release/headlab.wasm
+# Both builds, made above for the browser.
 if [ "$shapes" = smoke ]; then node bench/relaxed.mjs 2 smoke; else node bench/relaxed.mjs "$rounds"; fi
 
 echo

@@ -1,9 +1,10 @@
-// The trained model (all-MiniLM-L6-v2) as headlab's page embeds a sentence (wasm simd128, the
-// page's code) against transformers.js's feature-extraction pipeline (mean pooling, normalised)
+// The trained model (all-MiniLM-L6-v2) as headlab's page embeds a sentence (the page's code, in
+// both of its wasm builds where Node runs relaxed SIMD: bench/builds.mjs) against transformers.js's feature-extraction pipeline (mean pooling, normalised)
 // on an ONNX export of the same checkpoint (bench/onnx-minilm.mjs: fp32 and the 8-bit file it
 // picks by default for wasm), run on onnxruntime-web's WebAssembly backend, in one Node process.
 //
-//   node bench/transformers.mjs [ROUNDS] [smoke]      (bench/run.sh builds the wasm and the export)
+//   node --experimental-wasm-relaxed-simd bench/transformers.mjs [ROUNDS] [smoke]
+//   (bench/run.sh builds the wasm and the export; without the flag, the simd128 build alone)
 //
 // Full: sentences of 8, 32, 128 and 512 tokens; onnxruntime-web with 1 and 2 threads; at least
 // 10 s of warm-up per side and length; ROUNDS (default 5) interleaved rounds; medians of times
@@ -30,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
+import { buildsNote, headlabBuilds } from './builds.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -62,9 +64,10 @@ const cosine = (a, b) => {
   return ab / Math.sqrt(aa * bb);
 };
 
+/** The trained model in each build: `[{ name, label, model }]`, the simd128 build first. */
 function headlab() {
-  const { MiniLmCase } = createRequire(import.meta.url)('../target/bench-node/headlab.js');
-  return new MiniLmCase(readFileSync(join(root, 'target/model/minilm-f16.bin')));
+  const asset = readFileSync(join(root, 'target/model/minilm-f16.bin'));
+  return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.MiniLmCase(asset) }));
 }
 
 /** A text of exactly n tokens ([CLS] and [SEP] included) for headlab's tokenizer: plain words, one token each. */
@@ -102,12 +105,13 @@ async function child(threads, runtime) {
     ? { dtype, device: { model: '' }, session_options: { executionProviders: ['wasm'] } }
     : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
   const pipes = { fp32: await pipeline('feature-extraction', modelName, options('fp32')), q8: await pipeline('feature-extraction', modelName, options('q8')) };
-  const model = headlab();
+  const builds = headlab();
+  const model = builds[0].model;
   // With more than one thread, headlab also runs each sentence cut across that many threads
   // (bench/split-pool.mjs): the same process, the same rounds.
   const pool = threads > 1 && runtime === 'web' ? new SplitPool(threads) : null;
   const runs = {
-    headlab: (text) => model.embed(text),
+    ...Object.fromEntries(builds.map((b) => [b.name, (text) => b.model.embed(text)])),
     ...(pool ? { split: (text) => pool.embed(model, text) } : {}),
     fp32: async (text) => (await pipes.fp32(text, { pooling: 'mean', normalize: true })).data,
     q8: async (text) => (await pipes.q8(text, { pooling: 'mean', normalize: true })).data,
@@ -128,11 +132,13 @@ async function child(threads, runtime) {
       do out[k] = await run(text); while (performance.now() - t0 < warm);
     }
     if (pool) {
-      const worst = relativeDifference(out.split, out.headlab);
+      const worst = relativeDifference(out.split, out.simd128);
       if (!(worst <= SPLIT_BOUND)) throw new Error(`the split embedding differs from one thread's by ${worst} at ${n} tokens`);
     }
     const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
-    const ratios = { fp32: [], q8: [], split: [] };
+    // ratios[side][peer]: headlab's builds, and the cut pass, against each transformers.js model.
+    const sides = [...builds.map((b) => b.name), ...(pool ? ['split'] : [])];
+    const ratios = Object.fromEntries(sides.map((k) => [k, { fp32: [], q8: [] }]));
     const order = Object.keys(runs);
     for (let r = 0; r < rounds; r++) {
       // Each round starts with another side, so none always runs right after the same one.
@@ -142,25 +148,27 @@ async function child(threads, runtime) {
         await runs[k](text);
         times[k].push(performance.now() - t0);
       }
-      ratios.fp32.push(times.headlab.at(-1) / times.fp32.at(-1));
-      ratios.q8.push(times.headlab.at(-1) / times.q8.at(-1));
-      if (pool) ratios.split.push(times.split.at(-1) / times.fp32.at(-1));
+      for (const k of sides) {
+        ratios[k].fp32.push(times[k].at(-1) / times.fp32.at(-1));
+        ratios[k].q8.push(times[k].at(-1) / times.q8.at(-1));
+      }
     }
     rows.push({
       threads, runtime, n,
       ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
-      ratio: { fp32: median(ratios.fp32), q8: median(ratios.q8), split: pool ? median(ratios.split) : null },
+      ratio: Object.fromEntries(sides.map((k) => [k, { fp32: median(ratios[k].fp32), q8: median(ratios[k].q8) }])),
       cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], reference[i])])),
-      cosHeadlabFp32: cosine(out.headlab, out.fp32),
+      cosHeadlabFp32: Math.min(...builds.map((b) => cosine(out[b.name], out.fp32))),
     });
-    console.error(`  ${runtime}, ${threads} thread(s), ${n} tokens: headlab ${median(times.headlab).toFixed(1)} ms${pool ? `, on ${threads} threads ${median(times.split).toFixed(1)} ms` : ''}, fp32 ${median(times.fp32).toFixed(1)} ms, q8 ${median(times.q8).toFixed(1)} ms`);
+    const said = Object.keys(runs).map((k) => `${k} ${median(times[k]).toFixed(1)} ms`).join(', ');
+    console.error(`  ${runtime}, ${threads} thread(s), ${n} tokens: ${said}`);
   }
   await pool?.close();
-  console.log(JSON.stringify({ ortVersion, rows }));
+  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label }) => ({ name, label })), rows }));
 }
 
 async function main() {
-  const model = headlab();
+  const model = headlab()[0].model;
   const texts = lengths.map((n) => sentence(model, n));
   // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint.
   const python = join(toolsDir, 'venv/bin/python');
@@ -177,7 +185,7 @@ async function main() {
   const configs = smoke ? [[1, 'web']] : [[1, 'web'], [2, 'web'], [1, 'node'], [2, 'node']];
   const results = [];
   for (const [threads, runtime] of configs) {
-    const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--runtime=${runtime}`],
+    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--runtime=${runtime}`],
       { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 24 });
     if (run.status !== 0) throw new Error(`the ${runtime} run with ${threads} thread(s) failed (exit ${run.status}): ${run.stdout}`);
     results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
@@ -187,26 +195,32 @@ async function main() {
   const tjs = version(transformersDir);
   const ortWeb = results.find((r) => r.ortVersion.startsWith('onnxruntime-web'))?.ortVersion;
   const ortNode = results.find((r) => r.ortVersion.startsWith('onnxruntime-node'))?.ortVersion;
-  console.log(`all-MiniLM-L6-v2, one sentence, headlab (wasm simd128, 1 thread) against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; CPU: ${cpu}, ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} logical cores; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
-  console.log('| runtime | threads | tokens | headlab ms | headlab on the threads ms | fp32 ms | q8 ms | headlab / fp32 | headlab on the threads / fp32 | headlab / q8 | cos f64: headlab | cos f64: fp32 | cos f64: q8 |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const builds = results[0].builds;
+  const each = (f) => builds.map(f).join(' | ');
+  const cos = (r) => Math.min(...builds.map((b) => r.cos[b.name]));
+  console.log(`all-MiniLM-L6-v2, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; CPU: ${cpu}, ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} logical cores; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(buildsNote(builds));
+  console.log(`| runtime | threads | tokens | ${each((b) => `headlab ${b.label} ms`)} | headlab on the threads ms | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | headlab on the threads / fp32 | ${each((b) => `${b.label} / q8`)} | cos f64: headlab | cos f64: fp32 | cos f64: q8 |`);
+  console.log(`|---|---:|---:|${'---:|'.repeat(3 * builds.length + 7)}`);
   for (const { rows } of results) {
     for (const r of rows) {
       const name = r.runtime === 'web' ? 'onnxruntime-web (wasm)' : 'onnxruntime-node (native, reference only)';
-      const split = r.ratio.split == null ? ['-', '-'] : [r.ms.split.toFixed(1), r.ratio.split.toFixed(2)];
-      console.log(`| ${name} | ${r.threads} | ${r.n} | ${r.ms.headlab.toFixed(1)} | ${split[0]} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${r.ratio.fp32.toFixed(2)} | ${split[1]} | ${r.ratio.q8.toFixed(2)} | ${r.cos.headlab.toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
+      const split = r.ratio.split == null ? ['-', '-'] : [r.ms.split.toFixed(1), r.ratio.split.fp32.toFixed(2)];
+      console.log(`| ${name} | ${r.threads} | ${r.n} | ${each((b) => r.ms[b.name].toFixed(1))} | ${split[0]} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${split[1]} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${cos(r).toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
     }
   }
   // The targets: headlab <= 0.70x transformers.js fp32 (onnxruntime-web, one thread) at 128
-  // tokens and <= 1.0x at every length.
+  // tokens and <= 1.0x at every length, for each build.
   const single = results[0].rows;
-  const at128 = single.find((r) => r.n === 128)?.ratio.fp32;
-  const worst = Math.max(...single.map((r) => r.ratio.fp32));
-  console.log(`targets (onnxruntime-web, 1 thread, fp32): 128 tokens ${at128.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
+  for (const b of builds) {
+    const at128 = single.find((r) => r.n === 128)?.ratio[b.name].fp32;
+    const worst = Math.max(...single.map((r) => r.ratio[b.name].fp32));
+    console.log(`targets, ${b.label} build (onnxruntime-web, 1 thread, fp32): 128 tokens ${at128.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
+  }
   const fp32Export = Math.min(...single.map((r) => r.cos.fp32));
-  const headlabMin = Math.min(...single.map((r) => r.cos.headlab));
+  const headlabMin = Math.min(...single.map(cos));
   const agree = Math.min(...single.map((r) => r.cosHeadlabFp32));
-  console.log(`cosine to the float64 reference, lowest over the lengths: fp32 export 1 - ${(1 - fp32Export).toExponential(1)} (> 0.99999: ${fp32Export > 0.99999 ? 'yes' : 'NO'}), headlab (f16 weights) 1 - ${(1 - headlabMin).toExponential(1)}; headlab against the fp32 export 1 - ${(1 - agree).toExponential(1)}`);
+  console.log(`cosine to the float64 reference, lowest over the lengths: fp32 export 1 - ${(1 - fp32Export).toExponential(1)} (> 0.99999: ${fp32Export > 0.99999 ? 'yes' : 'NO'}), headlab (f16 weights, every build) 1 - ${(1 - headlabMin).toExponential(1)}; headlab against the fp32 export 1 - ${(1 - agree).toExponential(1)}`);
   if (!(fp32Export > 0.99999)) process.exitCode = 1;
 }
 

@@ -56,6 +56,8 @@ step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench
 # The trained model against transformers.js on onnxruntime-web (wasm): the ONNX export of the
 # checkpoint (fp32 and transformers.js's 8-bit form, target/transformers/), then a short run.
 step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node bench/onnx-minilm.mjs
-step "benchmark smoke run: the trained model against transformers.js" node bench/transformers.mjs 2 smoke
+# Both of the page's wasm builds (bench/run.sh made them); Node 20 runs relaxed SIMD behind a flag.
+step "benchmark smoke run: the trained model against transformers.js" \
+  node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke
 
 printf '\nchecks: %d passed, 0 failed (target/ holds %s)\n' "$passed" "$(du -sh target | cut -f1)"
