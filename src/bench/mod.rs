@@ -158,6 +158,22 @@ pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Str
         time(3, &mut || out.contributions.recompose_into(&HeadSet::all(h_count), &mut out.output));
     }
     let total: f64 = stages.iter().map(|s| median(s.2.clone())).sum();
+    // What the products could reach: the micro-kernel alone on panels in L1 (98 MFLOP a round).
+    let reps = 4000;
+    // Short calls first, for 200 ms, so that the engine has optimised it (a wasm engine tiers a
+    // function up between calls, not inside one).
+    let t0 = now();
+    while now() - t0 < 200.0 {
+        std::hint::black_box(cpu::packed::micro_kernel_ceiling(reps / 40));
+    }
+    let ceiling: Vec<f64> = (0..rounds.max(1))
+        .map(|_| {
+            let t0 = now();
+            std::hint::black_box(cpu::packed::micro_kernel_ceiling(reps));
+            now() - t0
+        })
+        .collect();
+    let ceiling = (reps * cpu::packed::CEILING_FLOPS_PER_REP) as f64 / 1e6 / median(ceiling);
     let mut text = format!(
         "Profile of one forward pass, d_model {d} / {h_count} heads / n = {n}, {} kernel:\n| stage | median ms | share | GFLOP/s |\n|---|---:|---:|---:|\n",
         kernel.describe()
@@ -166,7 +182,10 @@ pub fn profile(now: &dyn Fn() -> f64, config: ModelConfig, rounds: usize) -> Str
         let ms = median(times);
         text += &format!("| {name} | {ms:.3} | {:.0} % | {:.1} |\n", 100.0 * ms / total, flops / 1e6 / ms);
     }
-    text + &format!("| total | {total:.3} | 100 % | {:.1} |", config.forward_flops() as f64 / 1e6 / total)
+    text += &format!("| total | {total:.3} | 100 % | {:.1} |", config.forward_flops() as f64 / 1e6 / total);
+    text + &format!(
+        "\n| the micro-kernel alone, panels in L1 (what a product can reach) | | | {ceiling:.1} |"
+    )
 }
 
 /// GPT-3's layer (12288 wide, 96 heads) at `seq_len` with its weights generated inside the

@@ -330,6 +330,22 @@ fn micro_kernel(kc: usize, panel_a: &[f32], panel_b: &[f32]) -> [f32; MR * NR] {
     }
 }
 
+/// The micro-kernel alone, `reps` times over one `KC`-deep pair of panels that stay in L1: the
+/// arithmetic ceiling a product can approach on this engine and CPU, for the benchmarks' profile
+/// (`2 * MR * NR * KC` FLOPs per rep). Returns a sum of the tiles, so the work cannot be dropped.
+#[cfg(feature = "bench")]
+pub fn micro_kernel_ceiling(reps: usize) -> f32 {
+    let (a, b) = (vec![1e-3f32; KC * MR], vec![1e-3f32; KC * NR]);
+    (0..reps)
+        .map(|_| std::hint::black_box(micro_kernel(KC, std::hint::black_box(&a), std::hint::black_box(&b))))
+        .map(|tile| tile.iter().sum::<f32>())
+        .sum()
+}
+
+/// FLOPs of one [`micro_kernel_ceiling`] rep.
+#[cfg(feature = "bench")]
+pub const CEILING_FLOPS_PER_REP: usize = 2 * MR * NR * KC;
+
 /// The portable twin of the simd128 micro-kernel: the same products, summed in the same order.
 #[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
 fn micro_kernel_portable(kc: usize, panel_a: &[f32], panel_b: &[f32]) -> [f32; MR * NR] {
