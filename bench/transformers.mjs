@@ -1,7 +1,8 @@
 // The trained model (all-MiniLM-L6-v2) as headlab's page embeds a sentence (the page's code, in
-// both of its wasm builds where Node runs relaxed SIMD: bench/builds.mjs) against transformers.js's feature-extraction pipeline (mean pooling, normalised)
-// on an ONNX export of the same checkpoint (bench/onnx-minilm.mjs: fp32 and the 8-bit file it
-// picks by default for wasm), run on onnxruntime-web's WebAssembly backend, in one Node process.
+// both of its wasm builds where Node runs relaxed SIMD: bench/builds.mjs) against
+// transformers.js's feature-extraction pipeline (mean pooling, normalised) on an ONNX export of
+// the same checkpoint (bench/onnx-minilm.mjs: fp32 and the 8-bit file it picks by default for
+// wasm), run on onnxruntime-web's WebAssembly backend, in one Node process.
 //
 //   node --experimental-wasm-relaxed-simd bench/transformers.mjs [ROUNDS] [smoke]
 //   (bench/run.sh builds the wasm and the export; without the flag, the simd128 build alone)
@@ -23,7 +24,6 @@
 // would fetch() (Node's fetch reads no files): the hook reads the file first, as a browser's
 // fetch would. onnxruntime-web's thread count is fixed when its wasm starts, so each thread
 // count runs in a child process of its own (both sides in it).
-import { createRequire } from 'node:module';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -31,7 +31,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
-import { buildsNote, headlabBuilds } from './builds.mjs';
+import { buildsNote, headlabBuilds, simd128 } from './builds.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -65,9 +65,10 @@ const cosine = (a, b) => {
 };
 
 /** The trained model in each build: `[{ name, label, model }]`, the simd128 build first. */
+const asset = () => readFileSync(join(root, 'target/model/minilm-f16.bin'));
 function headlab() {
-  const asset = readFileSync(join(root, 'target/model/minilm-f16.bin'));
-  return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.MiniLmCase(asset) }));
+  const bytes = asset();
+  return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.MiniLmCase(bytes) }));
 }
 
 /** A text of exactly n tokens ([CLS] and [SEP] included) for headlab's tokenizer: plain words, one token each. */
@@ -168,7 +169,8 @@ async function child(threads, runtime) {
 }
 
 async function main() {
-  const model = headlab()[0].model;
+  // The simd128 build's tokenizer (the same code in both builds) makes the texts.
+  const model = new (simd128().MiniLmCase)(asset());
   const texts = lengths.map((n) => sentence(model, n));
   // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint.
   const python = join(toolsDir, 'venv/bin/python');
