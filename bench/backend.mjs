@@ -8,9 +8,9 @@
 // Two tables: the synthetic layer's forward pass (BERT-base at 16, 128 and 512 tokens), and the
 // trained model's 72-pass importance sweep of a sentence of 16 and of 128 words (the GPU forced
 // only at 16 words in the full run: on a software adapter it takes minutes).
-import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { median } from './stats.mjs';
+import { cpuLine } from './machine.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const smoke = process.argv[3] === 'smoke';
@@ -67,8 +67,7 @@ async function sweep(page, words, variant) {
   return { s: (performance.now() - t0) / 1000, on: await page.getByTestId('trained-backend').textContent() };
 }
 
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-console.log(`CPU: ${cpu}, ${cpus().length} logical cores; Chromium headless with its WebGPU adapter; ${rounds} round(s)`);
+console.log(`${cpuLine()}; Chromium headless with its WebGPU adapter; ${rounds} round(s)`);
 console.log('');
 console.log('| BERT-base, tokens | page chose | its pass | CPU kernel | GPU forced | chosen / faster | request to that pass: chosen, CPU |');
 console.log('|---:|---|---:|---:|---:|---:|---:|');

@@ -8,12 +8,12 @@
 // per-round time ratios (headlab / onnxruntime), GFLOP/s, and each output's error against the
 // naive f64 oracle, for each build.
 import { createRequire } from 'node:module';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
 import { mhaModel } from './onnx.mjs';
 import { median } from './stats.mjs';
 import { buildsNote, headlabBuilds } from './builds.mjs';
+import { cpuLine } from './machine.mjs';
 
 const builds = headlabBuilds();
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -30,8 +30,7 @@ const shapes = process.argv[3] === 'smoke'
     ['GPT-2 Large', 1280, 20, [16, 64, 128, 512]]];
 
 
-const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
-console.log(`MHA forward, single thread, ${rounds} interleaved rounds; CPU: ${cpu}; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''}`);
+console.log(`MHA forward, single thread, ${rounds} interleaved rounds; ${cpuLine()}; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''}`);
 console.log(buildsNote(builds));
 // Per build: its time, its ratios to both graphs, its GFLOP/s and its error.
 const perBuild = (f) => builds.map((b) => f(b.label)).join(' | ');

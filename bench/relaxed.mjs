@@ -7,9 +7,9 @@
 // Two measures: the multi-head attention forward at BERT-base, 128 tokens (5 passes a sample),
 // and one quality evaluation of the trained model (454 sentences, the pruning curves' unit).
 import { readFile } from 'node:fs/promises';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { launch, openPage, root, serveDist } from '../tests/e2e/harness.mjs';
+import { cpuLine } from './machine.mjs';
 
 const rounds = Number(process.argv[2] ?? 5);
 const smoke = process.argv[3] === 'smoke';
@@ -70,7 +70,7 @@ const result = await page.evaluate(async ({ builds, rounds, smoke }) => {
 }, { builds, rounds, smoke });
 
 const version = browser.version();
-console.log(`CPU: ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} logical cores; headless Chromium ${version}; relaxed SIMD validates: ${result.relaxed}; ${rounds} interleaved rounds, medians`);
+console.log(`${cpuLine()}; headless Chromium ${version}; relaxed SIMD validates: ${result.relaxed}; ${rounds} interleaved rounds, medians`);
 console.log('| measure | simd128 (the page) | relaxed SIMD | relaxed / simd128 (median of per-round ratios) | error to the f64 oracle or quality |');
 console.log('|---|---:|---:|---:|---|');
 console.log(`| MHA forward, BERT-base, 128 tokens | ${result.forward.simd128.toFixed(2)} ms | ${result.forward.relaxed.toFixed(2)} ms | ${result.ratio.toFixed(2)}x | ${result.error.simd128.toExponential(1)} and ${result.error.relaxed.toExponential(1)} |`);

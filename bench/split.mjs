@@ -16,10 +16,11 @@
 // onnxruntime-web out, so that its idle threads cannot take a core.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
-import { availableParallelism, cpus, homedir } from 'node:os';
+import { availableParallelism, homedir } from 'node:os';
 import { join } from 'node:path';
 import { SPLIT_BOUND, SplitPool, assetPath } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
+import { cpuLine } from './machine.mjs';
 
 const require = createRequire(import.meta.url);
 
@@ -40,8 +41,7 @@ async function main() {
   ort.env.logLevel = 'error';
   const { mhaModel } = await import('./onnx.mjs');
 
-  const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  console.log(`One pass on ${threads} threads (worker_threads, no shared memory) against 1 thread; ${rounds} interleaved rounds; CPU: ${cpu}, ${availableParallelism()} logical cores; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''} with numThreads = ${threads}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(`One pass on ${threads} threads (worker_threads, no shared memory) against 1 thread; ${rounds} interleaved rounds; ${cpuLine()}; Node ${process.version}, onnxruntime-web ${ort.env.versions?.web ?? ''} with numThreads = ${threads}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(`| pass | 1 thread ms | ${threads} threads ms | speed-up | ORT ${threads} threads ms | ORT fused ${threads} threads ms | headlab ${threads} / ORT | headlab ${threads} / ORT fused | split vs 1 thread |`);
   console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
   const rows = [];

@@ -11,6 +11,7 @@
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { median } from './stats.mjs';
+import { cpuLine } from './machine.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
@@ -88,8 +89,7 @@ async function firstCompleteCurve(threads) {
   return seconds;
 }
 
-const cpu = cpus()[0]?.model ?? 'unknown CPU';
-console.log(`CPU: ${cpu}, ${cpus().length} logical cores; Chromium headless; threads 1 against ${many}`);
+console.log(`${cpuLine()}; Chromium headless; threads 1 against ${many}`);
 const pages = [await open(1), await open(many)];
 const times = { 1: [], [many]: [] };
 for (let r = 0; r < rounds; r++) {

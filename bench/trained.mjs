@@ -4,9 +4,11 @@
 //   node bench/trained.mjs [ROUNDS] [all|smoke]
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
+import { cpuLine } from './machine.mjs';
 
 const { bench_pruned, bench_evaluation } = createRequire(import.meta.url)('../target/bench-node/headlab.js');
 const rounds = Number(process.argv[2] ?? 15);
+console.log(cpuLine());
 const lengths = process.argv[3] === 'smoke' ? [8] : [8, 32, 128];
 const asset = readFileSync(new URL('../target/model/minilm-f16.bin', import.meta.url));
 console.log(bench_pruned(asset, new Uint32Array(lengths), rounds));

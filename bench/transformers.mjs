@@ -32,6 +32,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds, simd128 } from './builds.mjs';
+import { cpuLine } from './machine.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -193,14 +194,13 @@ async function main() {
     results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
   }
 
-  const cpu = readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/)?.[1] ?? 'unknown CPU';
   const tjs = version(transformersDir);
   const ortWeb = results.find((r) => r.ortVersion.startsWith('onnxruntime-web'))?.ortVersion;
   const ortNode = results.find((r) => r.ortVersion.startsWith('onnxruntime-node'))?.ortVersion;
   const builds = results[0].builds;
   const each = (f) => builds.map(f).join(' | ');
   const cos = (r) => Math.min(...builds.map((b) => r.cos[b.name]));
-  console.log(`all-MiniLM-L6-v2, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; CPU: ${cpu}, ${spawnSync('nproc', { encoding: 'utf8' }).stdout.trim()} logical cores; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(`all-MiniLM-L6-v2, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; ${cpuLine()}; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(buildsNote(builds));
   console.log(`| runtime | threads | tokens | ${each((b) => `headlab ${b.label} ms`)} | headlab on the threads ms | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | headlab on the threads / fp32 | ${each((b) => `${b.label} / q8`)} | cos f64: headlab | cos f64: fp32 | cos f64: q8 |`);
   console.log(`|---|---:|---:|${'---:|'.repeat(3 * builds.length + 7)}`);

@@ -36,6 +36,7 @@ fn main() {
     let peak_size = if software { 512 } else { 4096 };
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
+    println!("{}", headlab::bench::cpu_line());
     match pollster::block_on(headlab::bench::gpu::gpu_report(&ctx, &now, &configs, peak_size, rounds)) {
         Ok(report) => print!("{report}"),
         Err(e) => {

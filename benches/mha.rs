@@ -10,5 +10,6 @@ fn main() {
     let bert = preset_by_id("bert-base").expect("BERT-base is a preset").with_seq_len(128);
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
+    println!("{}", headlab::bench::cpu_line());
     println!("{}", headlab::bench::run(&now, bert, rounds));
 }

@@ -43,6 +43,7 @@ fn main() {
     let model = MiniLm { bert, tokenizer };
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
+    println!("{}", headlab::bench::cpu_line());
     if what != "curves" {
         println!("{}", headlab::bench::trained::pruned_report(&now, &model, &[8, 32, 128], rounds));
     }

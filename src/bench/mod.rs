@@ -29,6 +29,19 @@ pub struct Report {
     pub rounds: usize,
 }
 
+/// "CPU: <model name>, N logical cores", read from `/proc/cpuinfo` (every table holds only for the
+/// CPU it was measured on, so each native benchmark prints this first; "unknown CPU" where there is
+/// no such file).
+pub fn cpu_line() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim()))
+        .unwrap_or("unknown CPU");
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    format!("CPU: {model}, {cores} logical cores")
+}
+
 /// The median of `times` (NaN for none).
 fn median(times: Vec<f64>) -> f64 {
     crate::attention::stats::median(&times).unwrap_or(f64::NAN)
