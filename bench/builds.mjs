@@ -26,18 +26,18 @@ export const relaxedSimd = WebAssembly.validate(RELAXED_PROBE);
 export const simd128 = () => require(folder('bench-node'));
 
 /**
- * The builds to measure: `[{ name, label, lib }]`, the simd128 build first, then the relaxed-SIMD
+ * The builds to measure: `[{ name, label, folder, lib }]` (`folder` under target/), the simd128 build first, then the relaxed-SIMD
  * build where this engine runs it. Refuses a relaxed-capable engine without the relaxed build, so
  * that a table never silently lacks the build a Chromium reader gets.
  */
 export function headlabBuilds() {
-  const builds = [{ name: 'simd128', label: 'simd128', lib: simd128() }];
+  const builds = [{ name: 'simd128', label: 'simd128', folder: 'bench-node', lib: simd128() }];
   if (!relaxedSimd) return builds;
   const path = folder('bench-node-relaxed');
   if (!existsSync(path)) {
     throw new Error(`${path} is missing: build it as bench/run.sh does (cargo rustc ... --features bench,relaxed-simd, then wasm-bindgen --target nodejs --out-dir target/bench-node-relaxed)`);
   }
-  builds.push({ name: 'relaxed', label: 'relaxed SIMD', lib: require(path) });
+  builds.push({ name: 'relaxed', label: 'relaxed SIMD', folder: 'bench-node-relaxed', lib: require(path) });
   return builds;
 }
 

@@ -12,7 +12,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const wasm = () => require('../target/bench-node/headlab.js');
+/** The wasm build in target/`folder` (bench/builds.mjs names them; the simd128 one by default). */
+const wasm = (folder = 'bench-node') => require(`../target/${folder}/headlab.js`);
 export const assetPath = fileURLToPath(new URL('../target/model/minilm-f16.bin', import.meta.url));
 
 /** How far a cut pass may be from the single-thread one: the native tests' bound
@@ -28,11 +29,13 @@ function concat(parts) {
 }
 
 export class SplitPool {
-  /** `threads` in all (this one and threads - 1 workers). */
-  constructor(threads) {
+  /** `threads` in all (this one and threads - 1 workers), the workers on the build in
+   * target/`folder`: the one the driving thread's model comes from. */
+  constructor(threads, folder = 'bench-node') {
     this.threads = threads;
+    this.folder = folder;
     this.workers = Array.from({ length: threads - 1 }, (_, i) =>
-      new Worker(fileURLToPath(import.meta.url), { workerData: { index: i + 1, count: threads } }));
+      new Worker(fileURLToPath(import.meta.url), { workerData: { index: i + 1, count: threads, folder } }));
     // One question at a time per worker: each answer settles the one waiting.
     this.waiting = this.workers.map(() => null);
     this.workers.forEach((w, i) => {
@@ -52,7 +55,7 @@ export class SplitPool {
   /** The MHA pass of `c` (an MhaCase of d, h, n) cut by heads; its output is then c.output(). */
   async mha(c, d, h, n, x) {
     // The heads cut as the Rust side cuts them (src/cpu/split.rs), pairs [start, end].
-    const cut = wasm().even_ranges(h, this.threads);
+    const cut = wasm(this.folder).even_ranges(h, this.threads);
     const ranges = Array.from({ length: cut.length / 2 }, (_, s) => [cut[2 * s], cut[2 * s + 1]]);
     // The input goes out (copied, as a page's message would), the first shard is computed here
     // meanwhile, then the others come back transferred.
@@ -80,8 +83,8 @@ export class SplitPool {
 
 /** A worker: one shard of each pass the driver cuts, answered with its buffer transferred. */
 function serve() {
-  const { MhaCase, MiniLmShard } = wasm();
-  const { index, count } = workerData;
+  const { index, count, folder } = workerData;
+  const { MhaCase, MiniLmShard } = wasm(folder);
   const cases = new Map();
   let shard = null;
   parentPort.on('message', (m) => {
