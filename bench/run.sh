@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmarks: the CPU forward pass and head toggle natively and as wasm (simd128) in Node at
-# BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward against onnxruntime-web
-# in the same Node process; the trained model against transformers.js (bench/transformers.mjs);
+# BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward (both of the page's
+# builds, simd128 and relaxed SIMD) against onnxruntime-web in the same Node process; the trained
+# model against transformers.js (bench/transformers.mjs, both builds);
 # one pass cut across threads (bench/split.mjs); the GPU path per dispatch (timestamp queries)
 # on the native adapter.
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
