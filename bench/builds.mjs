@@ -15,19 +15,20 @@ const require = createRequire(import.meta.url);
 const folder = (name) => fileURLToPath(new URL(`../target/${name}/headlab.js`, import.meta.url));
 
 /** A module holding one relaxed-SIMD instruction (i8x16.relaxed_swizzle): valid where the engine
- * has relaxed SIMD. The page's loader asks the same question. */
-const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
+ * has relaxed SIMD. The page's loader asks the same question; bench/relaxed.mjs asks it in the
+ * browser with these bytes. */
+export const RELAXED_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
   0, 10, 15, 1, 13, 0, 65, 0, 253, 15, 65, 0, 253, 15, 253, 128, 2, 11]);
 
 /** Whether this engine runs relaxed SIMD. */
-export const relaxedSimd = WebAssembly.validate(RELAXED_PROBE);
+const relaxedSimd = WebAssembly.validate(RELAXED_PROBE);
 
 /** The simd128 build (the one every engine runs). */
 export const simd128 = () => require(folder('bench-node'));
 
 /**
- * The builds to measure: `[{ name, label, folder, lib }]` (`folder` under target/), the simd128 build first, then the relaxed-SIMD
- * build where this engine runs it. Refuses a relaxed-capable engine without the relaxed build, so
+ * The builds to measure: `[{ name, label, folder, lib }]` (`folder` under target/), the simd128
+ * build first, then the relaxed-SIMD build where this engine runs it. Refuses a relaxed-capable engine without the relaxed build, so
  * that a table never silently lacks the build a Chromium reader gets.
  */
 export function headlabBuilds() {

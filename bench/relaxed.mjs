@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launch, openPage, root, serveDist } from '../tests/e2e/harness.mjs';
 import { cpuLine } from './machine.mjs';
+import { RELAXED_PROBE } from './builds.mjs';
 
 const rounds = Number(process.argv[2] ?? 5);
 const smoke = process.argv[3] === 'smoke';
@@ -29,7 +30,7 @@ const app = await serveDist({
 const browser = await launch({ webgpu: false });
 const { page } = await openPage(browser, `${app.base}/bench.html`);
 
-const result = await page.evaluate(async ({ builds, rounds, smoke }) => {
+const result = await page.evaluate(async ({ builds, rounds, smoke, probe }) => {
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const mods = {};
   for (const b of builds) {
@@ -37,8 +38,7 @@ const result = await page.evaluate(async ({ builds, rounds, smoke }) => {
     await mods[b].default({ module_or_path: `/${b}/headlab_bg.wasm` });
   }
   // Does this engine validate a module with a relaxed-SIMD instruction (i8x16.relaxed_swizzle)?
-  const relaxed = WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10,
-    15, 1, 13, 0, 65, 0, 253, 15, 65, 0, 253, 15, 253, 128, 2, 11]));
+  const relaxed = WebAssembly.validate(new Uint8Array(probe));
   const cases = Object.fromEntries(builds.map((b) => [b, new mods[b].MhaCase(768, 12, 128)]));
   const forward = { simd128: [], relaxed: [] };
   const ratios = [];
@@ -67,7 +67,7 @@ const result = await page.evaluate(async ({ builds, rounds, smoke }) => {
     evalRatios.push(evals.relaxed.at(-1) / evals.simd128.at(-1));
   }
   return { ...out, evaluation: Object.fromEntries(builds.map((b) => [b, median(evals[b])])), evalRatio: median(evalRatios), quality };
-}, { builds, rounds, smoke });
+}, { builds, rounds, smoke, probe: Array.from(RELAXED_PROBE) });
 
 const version = browser.version();
 console.log(`${cpuLine()}; headless Chromium ${version}; relaxed SIMD validates: ${result.relaxed}; ${rounds} interleaved rounds, medians`);

@@ -65,8 +65,8 @@ const cosine = (a, b) => {
   return ab / Math.sqrt(aa * bb);
 };
 
-/** The trained model in each build: `[{ name, label, model }]`, the simd128 build first. */
 const asset = () => readFileSync(join(root, 'target/model/minilm-f16.bin'));
+/** The trained model in each build: `[{ name, label, model }]`, the simd128 build first. */
 function headlab() {
   const bytes = asset();
   return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.MiniLmCase(bytes) }));
@@ -200,7 +200,7 @@ async function main() {
   const ortWeb = results.find((r) => r.ortVersion.startsWith('onnxruntime-web'))?.ortVersion;
   const ortNode = results.find((r) => r.ortVersion.startsWith('onnxruntime-node'))?.ortVersion;
   const builds = results[0].builds;
-  const cutLabel = results.find((r) => r.rows.some((row) => row.ms.split != null))?.cutLabel ?? builds.at(-1).label;
+  const cutLabel = results[0].cutLabel;
   const each = (f) => builds.map(f).join(' | ');
   const cos = (r) => Math.min(...builds.map((b) => r.cos[b.name]));
   console.log(`all-MiniLM-L6-v2, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; ${cpuLine()}; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
