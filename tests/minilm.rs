@@ -34,7 +34,7 @@ fn tokenizer_matches_the_reference_ids_on_every_case() {
 }
 
 use headlab::cpu::Kernel;
-use headlab::model::bert::{Bert, HEADS, LAYERS, TOTAL_HEADS};
+use headlab::model::bert::{Bert, BertOutput, HEADS, LAYERS, TOTAL_HEADS};
 
 /// The fp32 checkpoint, read with the safetensors crate.
 fn checkpoint() -> Bert {
@@ -215,6 +215,21 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
         assert_eq!(reused.embedding, scratch.embedding, "first layer {first}");
         assert_eq!(reused.attention, scratch.attention, "first layer {first}");
         assert_eq!(reused.layer_inputs, scratch.layer_inputs, "first layer {first}");
+        assert_eq!(reused.head_outputs, scratch.head_outputs, "first layer {first}");
+        assert_eq!(reused.head_outputs.len(), LAYERS);
+    }
+    // A trace without the heads' outputs (as the GPU gives it) is reused up to the layer's input,
+    // and the heads of that layer are computed again: the same bits.
+    let gpu_like = BertOutput { head_outputs: Vec::new(), ..full.clone() };
+    for (mask, first) in staged_masks() {
+        let reused = bert.forward_from(Kernel::Simd, &ids, &mask, Some(&gpu_like));
+        assert_eq!(reused.first_computed, first, "{mask:?}");
+        assert_eq!(
+            reused.embedding,
+            bert.forward(Kernel::Simd, &ids, &mask).embedding,
+            "first layer {first}"
+        );
+        assert_eq!(reused.head_outputs.len(), if first == 0 { LAYERS } else { 0 }, "kept only without a gap");
     }
     // Another sentence cannot reuse the trace: everything is computed.
     let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();

@@ -403,20 +403,19 @@ impl GpuBert {
         // Final hidden states, then each computed layer's attention, then each one's input.
         let d = D_MODEL;
         let (hidden_states, mut rest) = data.split_at(n * d);
-        let reused =
-            |v: fn(&BertOutput) -> &Vec<Vec<f32>>| base.map_or(Vec::new(), |b| v(b)[..start].to_vec());
-        let mut attention = reused(|b| &b.attention);
+        let mut attention = base.map_or(Vec::new(), |b| b.attention[..start].to_vec());
         for w in &self.layers[start..] {
             let (layer, more) = rest.split_at(w.kept.len() * n * n);
-            attention.push(layer.to_vec());
+            attention.push(std::sync::Arc::new(layer.to_vec()));
             rest = more;
         }
         let new_inputs = rest;
-        let mut layer_inputs = reused(|b| &b.layer_inputs);
+        let mut layer_inputs = base.map_or(Vec::new(), |b| b.layer_inputs[..start].to_vec());
         layer_inputs.extend(new_inputs.chunks_exact(n * d).map(<[f32]>::to_vec));
         Ok(BertOutput {
             embedding: crate::model::bert::pool(hidden_states),
             attention,
+            head_outputs: Vec::new(),
             seq_len: n,
             layer_inputs,
             heads: heads.clone(),

@@ -11,6 +11,8 @@
 //! Weights keep PyTorch's `[out, in]` layout; products use the transposed view, so nothing is
 //! copied at load time.
 
+use std::sync::Arc;
+
 use crate::attention::HeadSet;
 use crate::cpu::gelu::gelu_in_place;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
@@ -190,7 +192,9 @@ impl Bert {
     }
 
     /// [`Bert::forward`], reusing from `base` (a pass on the same `ids`) every layer before the
-    /// first one whose pruned heads differ: the result is the same, bit for bit.
+    /// first one whose pruned heads differ, and in that layer the heads' outputs and attention
+    /// when `base` kept them (its input is `base`'s, so only the output projection and the
+    /// feed-forward layer change): the result is the same, bit for bit.
     pub fn forward_from(
         &self,
         kernel: Kernel,
@@ -201,39 +205,58 @@ impl Bert {
         let n = ids.len();
         let d = D_MODEL;
         let start = first_changed_layer(base, n, heads);
-        let (mut attention, mut layer_inputs, mut x) = match base {
-            Some(b) if start > 0 => {
-                if start == LAYERS {
-                    return BertOutput { first_computed: LAYERS, ..b.clone() };
-                }
-                (
-                    b.attention[..start].to_vec(),
-                    b.layer_inputs[..start].to_vec(),
-                    b.layer_inputs[start].clone(),
-                )
-            }
-            _ => (Vec::with_capacity(LAYERS), Vec::with_capacity(LAYERS), self.embed(ids)),
+        let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == LAYERS);
+        let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
+            Some(b) if start == LAYERS => return BertOutput { first_computed: LAYERS, ..b.clone() },
+            Some(b) => (
+                b.attention[..start].to_vec(),
+                b.head_outputs.get(..start).map_or(Vec::new(), <[_]>::to_vec),
+                b.layer_inputs[..start].to_vec(),
+                b.layer_inputs[start].clone(),
+            ),
+            None => (
+                Vec::with_capacity(LAYERS),
+                Vec::with_capacity(LAYERS),
+                Vec::with_capacity(LAYERS),
+                self.embed(ids),
+            ),
         };
-        let (mut qkv, mut concat) = (vec![0.0f32; n * 3 * d], vec![0.0f32; n * d]);
-        let (mut tmp, mut hidden) = (vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
+        let mut first = trace
+            .filter(|b| b.head_outputs.len() == LAYERS)
+            .map(|b| (b.attention[start].clone(), b.head_outputs[start].clone()));
+        let mut qkv = vec![0.0f32; n * 3 * d];
+        let (mut concat, mut tmp, mut hidden) =
+            (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
             layer_inputs.push(x.clone());
-            for (i, lin) in layer.qkv.iter().enumerate() {
-                linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
-            }
-            let mut att = vec![0.0f32; HEADS * n * n];
-            attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut concat);
+            let (att, outs) = first.take().unwrap_or_else(|| {
+                for (i, lin) in layer.qkv.iter().enumerate() {
+                    linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
+                }
+                let mut att = vec![0.0f32; HEADS * n * n];
+                let mut outs = vec![0.0f32; n * d];
+                attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut outs);
+                (Arc::new(att), Arc::new(outs))
+            });
+            concat.copy_from_slice(&outs);
             attention.push(att);
+            head_outputs.push(outs);
             for h in heads.pruned_in_layer(l, HEADS) {
                 concat.chunks_exact_mut(d).for_each(|row| row[h * D_K..(h + 1) * D_K].fill(0.0));
             }
             linear(kernel, &concat, n, &layer.out, &mut tmp, d);
             layer.finish(kernel, &mut x, &mut tmp, &mut hidden);
         }
+        // A trace with a gap (the layers before `start` from a backend that kept no head outputs)
+        // is not kept: a later pass recomputes that layer's heads.
+        if head_outputs.len() != LAYERS {
+            head_outputs.clear();
+        }
 
         BertOutput {
             embedding: pool(&x),
             attention,
+            head_outputs,
             seq_len: n,
             layer_inputs,
             heads: heads.clone(),
@@ -274,8 +297,13 @@ pub fn pool(hidden: &[f32]) -> Vec<f32> {
 pub struct BertOutput {
     /// The L2-normalised mean-pooled sentence embedding, 384 values.
     pub embedding: Vec<f32>,
-    /// Per layer, every head's attention weights: `12 x n x n`.
-    pub attention: Vec<Vec<f32>>,
+    /// Per layer, every head's attention weights: `12 x n x n` (shared with the passes that
+    /// reuse the layer).
+    pub attention: Vec<Arc<Vec<f32>>>,
+    /// Per layer, every head's output before the output projection (`n x 384`, pruned heads
+    /// included), or nothing where the backend does not keep them (the GPU): a later pass that
+    /// prunes heads of layer `l` first reuses layer `l`'s heads, not only its input.
+    pub head_outputs: Vec<Arc<Vec<f32>>>,
     /// Number of tokens.
     pub seq_len: usize,
     /// Per layer, its input hidden states (`n x 384`): a later pass that prunes only heads of

@@ -15,6 +15,8 @@
 //! Otherwise the head has no role here. When two focused roles pass the threshold the larger
 //! wins. Rows of `[CLS]` and `[SEP]` are left out (their neighbours are special tokens).
 
+use std::sync::Arc;
+
 use super::bert::{HEADS, TOTAL_HEADS};
 
 /// Mean attention on one kind of token above which a head is labelled with that role.
@@ -113,7 +115,7 @@ impl Default for RoleCounter {
 impl RoleCounter {
     /// Adds one sentence: `attention[l]` is layer `l`'s `HEADS x n x n` weights, and
     /// `punctuation[j]` whether token `j` is punctuation.
-    pub fn add(&mut self, attention: &[Vec<f32>], punctuation: &[bool]) {
+    pub fn add(&mut self, attention: &[Arc<Vec<f32>>], punctuation: &[bool]) {
         let n = punctuation.len();
         if n < 3 {
             return;
@@ -191,9 +193,13 @@ mod tests {
     use crate::model::bert::LAYERS;
 
     /// One layer of `n x n` maps for every head, head `h`'s rows made by `row(h, i)`.
-    fn layers(n: usize, row: impl Fn(usize, usize) -> Vec<f32>) -> Vec<Vec<f32>> {
+    fn layers(n: usize, row: impl Fn(usize, usize) -> Vec<f32>) -> Vec<Arc<Vec<f32>>> {
         (0..LAYERS)
-            .map(|_| (0..HEADS).flat_map(|h| (0..n).flat_map(|i| row(h, i)).collect::<Vec<_>>()).collect())
+            .map(|_| {
+                Arc::new(
+                    (0..HEADS).flat_map(|h| (0..n).flat_map(|i| row(h, i)).collect::<Vec<_>>()).collect(),
+                )
+            })
             .collect()
     }
 

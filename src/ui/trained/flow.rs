@@ -14,7 +14,7 @@ use crate::viz::flow::{picture, Picture};
 pub const MAX_FLOW_TOKENS: usize = 192;
 
 fn layers(out: &BertOutput) -> Vec<&[f32]> {
-    out.attention.iter().map(Vec::as_slice).collect()
+    out.attention.iter().map(|a| a.as_slice()).collect()
 }
 
 /// The trained model's flow picture and what pruning changed in it.
