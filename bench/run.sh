@@ -50,7 +50,7 @@ cargo bench --quiet --locked --features bench --bench gpu -- "$rounds" "$shapes"
 echo
 echo "## the trained model pruned for real: natively, and as wasm in Node"
 cargo bench --quiet --locked --features bench --bench trained -- "$rounds" pruned
-node bench/trained.mjs "$rounds" "$shapes"
+"${node_relaxed[@]}" bench/trained.mjs "$rounds" "$shapes"
 
 # The trained model against transformers.js: an ONNX export of the same checkpoint, fp32 and the
 # 8-bit form transformers.js loads by default for wasm (target/transformers/), then headlab's
@@ -66,7 +66,7 @@ echo
 echo "## every core: the trained model's batch work in headless Chromium, threads 1 against $(nproc)"
 # What is measured is the built page; build it if this checkout has none.
 [ -f dist/index.html ] || trunk build --release --offline
-if [ "$shapes" = smoke ]; then node bench/threads.mjs 1; else node bench/threads.mjs "$rounds"; fi
+if [ "$shapes" = smoke ]; then node bench/threads.mjs 1 "$(nproc)" smoke; else node bench/threads.mjs "$rounds" "$(nproc)" all; fi
 
 echo
 echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"

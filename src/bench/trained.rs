@@ -9,6 +9,7 @@ use crate::model::bert::{HEADS, TOTAL_HEADS};
 use crate::model::curves::{michel_marks, CurveRun, Curves, Order};
 use crate::model::pruned::{cost, PrunedBert};
 use crate::model::task::Pairs;
+use crate::model::work::Work;
 use crate::model::MiniLm;
 
 /// The sets the table prunes: Michel et al.'s 20 % and 40 % and one head per layer (66), each
@@ -81,6 +82,45 @@ pub fn pruned_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], r
                 mib(c1.weight_bytes)
             );
         }
+    }
+    text
+}
+
+/// FLOPs of the importance sweep of one sentence of `n` tokens as [`Work::Ablate`] runs it: one
+/// unpruned pass, then per head the layers after its own, and in its own layer the output
+/// projection and the feed-forward layer (its heads' outputs are the unpruned pass's).
+fn sweep_flops(n: usize) -> u64 {
+    use crate::model::bert::{D_K, D_MODEL, LAYERS};
+    let layer = cost(&HeadSet::all(TOTAL_HEADS), &[n]).total_flops / LAYERS as u64;
+    let (n, d, heads) = (n as u64, D_MODEL as u64, HEADS as u64);
+    let own_heads = 2 * n * d * 3 * d + 2 * 2 * heads * n * n * D_K as u64;
+    let per_layer_heads =
+        (0..LAYERS as u64).map(|l| heads * ((LAYERS as u64 - 1 - l) * layer + layer - own_heads));
+    LAYERS as u64 * layer + per_layer_heads.sum::<u64>()
+}
+
+/// The importance sweep of one sentence at each of `lengths` tokens as one thread runs it
+/// ([`Work::Ablate`] of every head: one unpruned pass, then one pass per head without it, each
+/// from the head's own layer), the median of `rounds`, with its FLOPs ([`sweep_flops`]).
+pub fn sweep_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], rounds: usize) -> String {
+    let all = HeadSet::all(TOTAL_HEADS);
+    let mut text = format!(
+        "The importance sweep (72 heads, one thread), {} kernel, median of {rounds}\n| tokens | sweep ms | GFLOP | GFLOP/s |\n|---:|---:|---:|---:|\n",
+        Kernel::Simd.describe()
+    );
+    for &n in lengths {
+        let ids = sentence(model, n);
+        let sweep = Work::Ablate { heads: all.clone(), ids: ids.clone(), ablate: (0..TOTAL_HEADS).collect() };
+        std::hint::black_box(model.bert.forward(Kernel::Simd, &ids, &all)); // warm-up
+        let times: Vec<f64> = (0..rounds.max(1))
+            .map(|_| {
+                let t0 = now();
+                std::hint::black_box(sweep.run(&model.bert, Kernel::Simd));
+                now() - t0
+            })
+            .collect();
+        let (ms, gflop) = (median(times), sweep_flops(n) as f64 / 1e9);
+        text += &format!("| {n} | {ms:.0} | {gflop:.0} | {:.1} |\n", gflop / ms * 1e3);
     }
     text
 }

@@ -37,6 +37,14 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
 
+/// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens.
+#[wasm_bindgen]
+pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
+    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let lengths: Vec<usize> = lengths.iter().map(|&n| n.clamp(2, 512) as usize).collect();
+    Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
+}
+
 /// One quality evaluation of the page's sentence pairs (`pairs`, the bytes of sts-pairs.tsv):
 /// every sentence embedded by the model with `pruned` heads removed, in the curves' pieces of
 /// [`crate::model::curves::SENTENCES_PER_STEP`] sentences; the median of `rounds`, and GFLOP/s.
