@@ -1,13 +1,14 @@
 // Every core, in the browser: the trained model's batch work in the built page (dist/) in
 // headless Chromium with ?threads=1 (the page's own thread) against ?threads=N (N web workers),
 // measured in the same run, interleaved round by round.
-//   node bench/threads.mjs [ROUNDS] [THREADS] [full]
-// (default 3 rounds, every core the browser has; `full` also times the first complete curve,
-// about 2 + 4 minutes on 2 cores)
-// Two measures: one quality evaluation of the reader's set (454 sentences embedded by the really
-// pruned model, what happens on every change of the pruned heads), and the first points of the
-// pruning curves (both ends, then 14 heads pruned in the iterative order: three evaluations and
-// three importance measurements of 16 pairs each).
+//   node bench/threads.mjs [ROUNDS] [THREADS] [smoke|all|full]
+// (default 3 rounds, every core the browser has, all). Three measures: one quality evaluation of
+// the reader's set (454 sentences embedded by the really pruned model, what happens on every
+// change of the pruned heads); the importance sweep of a 100-word sentence; and the first points
+// of the pruning curves (both ends, then 14 heads pruned in the iterative order: three
+// evaluations and three importance measurements of 16 pairs each). `all` adds the sweep of a
+// 500-word paragraph (the model takes its first 512 tokens; about 30 s a round on 2 cores),
+// `full` also the first complete curve (about 2 + 4 minutes on 2 cores).
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { median } from './stats.mjs';
@@ -15,7 +16,9 @@ import { cpuLine } from './machine.mjs';
 
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
-const full = process.argv[4] === 'full';
+const mode = process.argv[4] ?? 'all';
+if (!['smoke', 'all', 'full'].includes(mode)) throw new Error(`mode ${mode}: smoke, all or full`);
+const full = mode === 'full';
 
 const app = await serveDist();
 const browser = await launch({ webgpu: false });
@@ -45,16 +48,28 @@ async function evaluation({ page }, h) {
 }
 
 /** Seconds for the importance sweep (72 passes, one head removed in each) of a new sentence
- * of `words` words: from typing it to the grid's prune-k slider being ready again. */
+ * of `words` words: from leaving the box to the grid's prune-k slider being ready again. The
+ * times are taken in the page, when the slider's `disabled` changes (a poll from here would wait
+ * behind the passes the page runs once the ranking is in). */
 async function sweep({ page }, words) {
   const base = 'the river bank was steep and the water ran fast under the old stone bridge near town'.split(' ');
   const sentence = Array.from({ length: words }, (_, i) => base[i % base.length]).join(' ') + '.';
   await page.getByTestId('text').fill(sentence);
-  const t0 = performance.now();
+  await page.evaluate(() => {
+    const slider = document.querySelector('[data-testid=trained-prune-k]');
+    window.__sweep = { t0: performance.now(), off: null, on: null };
+    new MutationObserver((_, observer) => {
+      const s = window.__sweep;
+      if (slider.disabled && s.off === null) s.off = performance.now();
+      if (!slider.disabled && s.off !== null) {
+        s.on = performance.now();
+        observer.disconnect();
+      }
+    }).observe(slider, { attributes: true, attributeFilter: ['disabled'] });
+  });
   await page.getByTestId('text').blur();
-  await page.waitForFunction(() => document.querySelector('[data-testid=trained-prune-k]')?.disabled, null, { timeout: 60000 });
-  await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]')?.disabled, null, { timeout: 600000, polling: 100 });
-  return (performance.now() - t0) / 1000;
+  await page.waitForFunction(() => window.__sweep.on !== null, null, { timeout: 600000, polling: 250 });
+  return page.evaluate(() => (window.__sweep.on - window.__sweep.t0) / 1000);
 }
 
 /** Seconds until the curves have both ends and the first iterative point. */
@@ -99,6 +114,13 @@ const sweeps = { 1: [], [many]: [] };
 for (let r = 0; r < rounds; r++) {
   for (const p of pages) sweeps[p.threads].push(await sweep(p, 100 + r));
 }
+// The longest input: 500 words, cut by the model at 512 tokens (the box takes 4000 characters).
+const long = { 1: [], [many]: [] };
+if (mode !== 'smoke') {
+  for (let r = 0; r < rounds; r++) {
+    for (const p of pages) long[p.threads].push(await sweep(p, 500 + r));
+  }
+}
 const curves = {};
 for (const p of pages) curves[p.threads] = await firstCurvePoints(p);
 const [one, n] = [median(times[1]), median(times[many])];
@@ -107,6 +129,10 @@ console.log('|---|---:|---:|---:|');
 console.log(`| one quality evaluation (454 sentences), median of ${rounds} | ${one.toFixed(2)} s | ${n.toFixed(2)} s | ${(one / n).toFixed(2)}x |`);
 const [s1, sn] = [median(sweeps[1]), median(sweeps[many])];
 console.log(`| importance sweep of a 100-word sentence (72 passes), median of ${rounds} | ${s1.toFixed(2)} s | ${sn.toFixed(2)} s | ${(s1 / sn).toFixed(2)}x |`);
+if (mode !== 'smoke') {
+  const [l1, ln] = [median(long[1]), median(long[many])];
+  console.log(`| importance sweep of a 500-word paragraph (512 tokens, 72 passes), median of ${rounds} | ${l1.toFixed(2)} s | ${ln.toFixed(2)} s | ${(l1 / ln).toFixed(2)}x |`);
+}
 console.log(`| pruning curves: both ends and 14 pruned (3 evaluations, 3 importance measurements) | ${curves[1].toFixed(1)} s | ${curves[many].toFixed(1)} s | ${(curves[1] / curves[many]).toFixed(2)}x |`);
 for (const p of pages) await p.context.close();
 if (full) {
