@@ -260,5 +260,6 @@ impl Settings {
     }
 }
 
-/// Longest sentence a link carries for the trained model, in characters.
-pub const MAX_TEXT_CHARS: usize = 2000;
+/// Longest text the trained model's box and a link take, in characters: room for a paragraph of
+/// 500 words, which the model itself cuts at its 512 tokens.
+pub const MAX_TEXT_CHARS: usize = 4000;

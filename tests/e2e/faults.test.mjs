@@ -201,7 +201,10 @@ test('asset faults: a damaged model is refused by its hash, a stalled download g
   await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
   console.log(`damaged asset refused by hash; stalled download abandoned after ${waited.toFixed(1)} s; retry loaded the model`);
   // A sentence longer than the model reads is cut at 512 tokens, and the page says so.
-  await page.getByTestId('text').fill('a, '.repeat(600)); // 1 800 characters, 1 200 tokens
+  // A paragraph of 540 words (2 580 characters, 602 tokens): the box takes it whole.
+  const paragraph = 'the bank was steep and the water ran fast. '.repeat(60);
+  await page.getByTestId('text').fill(paragraph);
+  assert.equal((await page.getByTestId('text').inputValue()).length, paragraph.length);
   await page.getByTestId('text').blur();
   await page.getByTestId('tokens-cut').waitFor();
   assert.equal(await page.locator('[data-testid=tokens] .token').count(), 512);
