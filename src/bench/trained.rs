@@ -90,13 +90,13 @@ pub fn pruned_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], r
 /// unpruned pass, then per head the layers after its own, and in its own layer the output
 /// projection and the feed-forward layer (its heads' outputs are the unpruned pass's).
 fn sweep_flops(n: usize) -> u64 {
-    use crate::model::bert::{D_K, D_MODEL, LAYERS};
-    let layer = cost(&HeadSet::all(TOTAL_HEADS), &[n]).total_flops / LAYERS as u64;
-    let (n, d, heads) = (n as u64, D_MODEL as u64, HEADS as u64);
-    let own_heads = 2 * n * d * 3 * d + 2 * 2 * heads * n * n * D_K as u64;
-    let per_layer_heads =
-        (0..LAYERS as u64).map(|l| heads * ((LAYERS as u64 - 1 - l) * layer + layer - own_heads));
-    LAYERS as u64 * layer + per_layer_heads.sum::<u64>()
+    use crate::model::bert::{D_MODEL, LAYERS};
+    let (layers, all) = (LAYERS as u64, cost(&HeadSet::all(TOTAL_HEADS), &[n]));
+    let layer = all.total_flops / layers;
+    // The head's own layer: the feed-forward layer and the output projection (`n x 384 x 384`).
+    let own = layer - all.attention_flops / layers + 2 * (n * D_MODEL * D_MODEL) as u64;
+    let per_layer_heads = (0..layers).map(|l| HEADS as u64 * ((layers - 1 - l) * layer + own));
+    layers * layer + per_layer_heads.sum::<u64>()
 }
 
 /// The importance sweep of one sentence at each of `lengths` tokens as one thread runs it
