@@ -113,9 +113,9 @@ fn fp32_forward_matches_the_reference_on_both_kernels() {
     }
 }
 
-#[test]
-fn f16_asset_stays_within_its_documented_bounds() {
-    // Encode the checkpoint exactly as convert-model does, decode it as the page does.
+/// The model the page runs: the checkpoint encoded as convert-model does (f16 weights), decoded
+/// as the page does, with its tokenizer and the encoded bytes.
+fn f16_model() -> (Bert, Tokenizer, Vec<u8>) {
     let bytes = std::fs::read(model_dir().join("model.safetensors")).unwrap();
     let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
     let tensors: Vec<_> = headlab::model::bert::tensor_names()
@@ -128,14 +128,20 @@ fn f16_asset_stays_within_its_documented_bounds() {
         .collect();
     let vocab = std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap();
     let encoded = headlab::model::asset::encode(&tensors, &vocab);
+    let mut asset = headlab::model::asset::decode(&encoded).unwrap();
+    let bert = Bert::from_tensors(|name| asset.tensors.remove(name)).unwrap();
+    let tok = Tokenizer::from_vocab(&asset.vocab).unwrap();
+    (bert, tok, encoded)
+}
+
+#[test]
+fn f16_asset_stays_within_its_documented_bounds() {
+    let (bert, tok, encoded) = f16_model();
     // The page accepts exactly this file: the converter is deterministic, so its hash is fixed.
     assert_eq!(headlab::model::asset::sha256_hex(&encoded), headlab::model::asset::ASSET_SHA256);
     let mut damaged = encoded.clone();
     damaged[encoded.len() / 2] ^= 1;
     assert!(headlab::model::asset::verify(&damaged).unwrap_err().to_string().contains("damaged"));
-    let mut asset = headlab::model::asset::decode(&encoded).unwrap();
-    let bert = Bert::from_tensors(|name| asset.tensors.remove(name)).unwrap();
-    let tok = Tokenizer::from_vocab(&asset.vocab).unwrap();
     let (mut worst_attention, mut worst_cosine) = (0.0f64, 1.0f64);
     for case in fixture("minilm-forward.json").as_array().unwrap() {
         let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
@@ -702,4 +708,38 @@ fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
     let forced = pollster::block_on(Session::start(Preference::Gpu, false));
     let runner = pollster::block_on(TrainedRunner::new(model, &forced, &clock));
     assert!(runner.choice(10).is_none() && runner.on_gpu(10) && runner.on_gpu(500));
+}
+
+/// How many digits of the page's "cosine of the pruned sentence embedding to the full one" its
+/// f16 weights support: the same cosine from the fp32 checkpoint, over the fixture's sentences and
+/// masks from one head to 66 pruned.
+#[test]
+fn the_pruned_cosine_of_the_f16_model_is_the_fp32_models_to_the_digits_the_page_shows() {
+    let (f16, tok, _) = f16_model();
+    let fp32 = checkpoint();
+    let (mut worst_abs, mut worst_rel) = (0.0f64, 0.0f64);
+    let own = |bert: &Bert, ids: &[u32], heads: &HeadSet| {
+        let full = bert.forward(Kernel::Simd, ids, &HeadSet::all(TOTAL_HEADS)).embedding;
+        let pruned = bert.forward(Kernel::Simd, ids, heads).embedding;
+        headlab::attention::prune::cosine(&pruned, &full)
+    };
+    let mut sets = pruned_sets();
+    sets.push(("one head", HeadSet::with_pruned(TOTAL_HEADS, [40])));
+    for case in fixture("minilm-forward.json").as_array().unwrap() {
+        let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
+        for (name, heads) in sets.iter().skip(1) {
+            let (a, b) = (own(&f16, &ids, heads), own(&fp32, &ids, heads));
+            let rel = (a - b).abs() / (1.0 - b);
+            println!(
+                "{name:>20}: fp32 {b:.7} f16 {a:.7} |diff| {:.1e} relative to 1 - cosine {rel:.1e}",
+                (a - b).abs()
+            );
+            worst_abs = worst_abs.max((a - b).abs());
+            worst_rel = worst_rel.max(rel);
+        }
+    }
+    println!("worst |diff| {worst_abs:.1e}, relative to 1 - cosine {worst_rel:.1e}");
+    // The bounds the page's digits are chosen from (`analysis::cosine_text`).
+    assert!(worst_abs < analysis::COSINE_ABS_ERROR, "{worst_abs:e}");
+    assert!(worst_rel < analysis::COSINE_DRIFT_ERROR, "{worst_rel:e}");
 }

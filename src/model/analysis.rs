@@ -36,6 +36,23 @@ pub fn embedding_drift(full: &BertOutput, pruned: &BertOutput) -> f64 {
     1.0 - cosine(&full.embedding, &pruned.embedding)
 }
 
+/// How far the page's f16 weights may move the cosine of a pruned sentence embedding to the
+/// full one from the float32 checkpoint's, at most: [`COSINE_ABS_ERROR`] absolutely, and
+/// [`COSINE_DRIFT_ERROR`] of the drift `1 - cosine` (`tests/minilm.rs` measures both, with
+/// headroom: 2.2e-4 and 1.2e-3 over its sentences and masks from one head to 66 pruned).
+pub const COSINE_ABS_ERROR: f64 = 3e-4;
+/// See [`COSINE_ABS_ERROR`].
+pub const COSINE_DRIFT_ERROR: f64 = 2e-3;
+
+/// A cosine of a pruned embedding to the full one, with the decimals the f16 weights support:
+/// the last one shown is above the error bound of [`COSINE_ABS_ERROR`], so a large drift shows
+/// three decimals and a tiny one up to six (a small drift is known to a fixed share of itself).
+pub fn cosine_text(c: f64) -> String {
+    let error = COSINE_ABS_ERROR.min(COSINE_DRIFT_ERROR * (1.0 - c).abs());
+    let decimals = if error > 0.0 { (-error.log10()).floor().clamp(3.0, 6.0) as usize } else { 6 };
+    format!("{c:.decimals$}")
+}
+
 /// Every head's importance on one sentence: how far removing that head alone moves the
 /// sentence embedding (`1 - cosine`). One pass per head, each reusing the unpruned pass's layers
 /// before the head's own; [`ImportanceSweep::step`] runs one, so the caller decides what happens
@@ -257,6 +274,21 @@ impl MarginImportance {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    #[test]
+    fn a_cosine_shows_the_decimals_the_f16_weights_support() {
+        use super::cosine_text;
+        // 1 - cosine 0.43: the error bound is 3e-4, three decimals.
+        assert_eq!(cosine_text(0.571_278), "0.571");
+        // 1 - cosine 0.1: 2e-4, still three.
+        assert_eq!(cosine_text(0.894_423), "0.894");
+        // 1 - cosine 0.003: 6e-6, five.
+        assert_eq!(cosine_text(0.996_943_5), "0.99694");
+        // 1 - cosine 3e-5: 6e-8, capped at six; nothing pruned is exactly one.
+        assert_eq!(cosine_text(0.999_970_12), "0.999970");
+        assert_eq!(cosine_text(1.0), "1.000000");
+        assert_eq!(cosine_text(-0.25), "-0.250");
+    }
+
     use super::*;
     use crate::attention::synthetic::hash32;
     use crate::model::bert::{Layer, Linear, Norm, D_MODEL, FFN, LAYERS, MAX_POSITIONS};

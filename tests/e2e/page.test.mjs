@@ -36,7 +36,7 @@ test('the CPU page draws every head, names the backend, and drift follows toggle
   await page.screenshot({ path: join(artifacts, 'page.png'), fullPage: true });
 
   await page.getByTestId('head-toggle-3').click();
-  await page.waitForFunction(() => /^0\.\d{6}$/.test(document.querySelector('[data-testid=drift-cosine]')?.textContent ?? ''));
+  await page.waitForFunction(() => /^0\.\d{3,6}$/.test(document.querySelector('[data-testid=drift-cosine]')?.textContent ?? ''));
   const cosine = Number(await text(page, 'drift-cosine'));
   const rel = Number(await text(page, 'drift-rel-l2'));
   assert.ok(cosine > 0 && cosine < 1, `cosine ${cosine}`);
@@ -230,6 +230,10 @@ test('a lost GPU device switches to the CPU and keeps the reader\'s settings', a
 });
 
 /** Which heads the page shows as pruned. */
+/** The trained model's pruned cosine at full precision (the text is rounded to the digits the
+ * f16 weights support). */
+const cosineValue = async (page) => Number(await page.getByTestId('trained-cosine').getAttribute('data-value'));
+
 const prunedHeads = (page) => page.evaluate(() => [...document.querySelectorAll('[data-testid^=head-toggle-]')]
   .filter((b) => b.getAttribute('aria-pressed') === 'false').map((b) => Number(b.dataset.testid.split('-')[2])));
 
@@ -389,19 +393,22 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   assert.equal(await text(page, 'trained-cosine'), '1.000000');
   await page.getByTestId('grid-1-5').click();
   await page.getByTestId('grid-4-6').click();
-  await page.waitForFunction(() => /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
-  const cosine = Number(await text(page, 'trained-cosine'));
+  await page.waitForFunction(() => /^0\.\d{3,6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
+  const cosine = await cosineValue(page);
   assert.ok(cosine > 0.9 && cosine < 1, `cosine after pruning 2 heads: ${cosine}`);
   assert.match(await text(page, 'trained-check'), /Full model: "The financial institution approved my loan\."/);
   // Half the heads, least important first: the embedding barely moves, as the contrast says.
   await page.waitForFunction(() => !document.querySelector('[data-testid=trained-prune-k]').disabled);
   await page.getByTestId('trained-prune-k').fill('36');
   await page.waitForFunction(() => (document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('36 of 72')
-    && /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
-  const half = Number(await text(page, 'trained-cosine'));
-  const claimed = Number((await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1]);
+    && /^0\.\d{3,6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')));
+  const half = await cosineValue(page);
+  const claimed = (await text(page, 'trained-contrast')).match(/still leaves the embedding at cosine (\d\.\d+)/)[1];
   console.log(`trained model, 36 least important heads pruned: cosine ${half}; ${await text(page, 'trained-contrast')}`);
-  assert.ok(Math.abs(half - claimed) < 1e-4, `${half} vs ${claimed}`);
+  // The same pass, the same number, shown to the digits the f16 weights support (a drift of
+  // about 0.1: three decimals).
+  assert.equal(await text(page, 'trained-cosine'), claimed);
+  assert.equal(claimed, half.toFixed(3));
   // Without layer 1's heads the model loses the context and picks the sentence sharing "bank".
   await page.getByTestId('trained-restore').click();
   for (let h = 0; h < 12; h++) await page.getByTestId(`grid-0-${h}`).click();
@@ -443,8 +450,8 @@ test('the trained model runs on WebGPU where the page has it, with the CPU kerne
     assert.match(await text(page, 'trained-backend'), backend === 'gpu' ? /Running on the GPU \(WebGPU\)/ : /Running on the CPU kernel/);
     for (const id of ['grid-0-3', 'grid-2-7', 'grid-5-0']) await page.getByTestId(id).click();
     await page.waitForFunction(() => (document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('3 of 72')
-      && /^0\.\d{6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')), null, { timeout: 120000 });
-    results[backend] = Number(await text(page, 'trained-cosine'));
+      && /^0\.\d{3,6}$/.test((document.querySelector('[data-testid=trained-cosine]')?.textContent ?? '')), null, { timeout: 120000 });
+    results[backend] = await cosineValue(page);
     // On SwiftShader the GPU's passes share this machine's two cores with the page's workers.
     await page.waitForFunction(() => /Pruned:/.test((document.querySelector('[data-testid=trained-check]')?.textContent ?? '')), null, { timeout: 120000 });
     assert.deepEqual(problems, [], backend);
