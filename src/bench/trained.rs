@@ -86,17 +86,9 @@ pub fn pruned_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], r
     text
 }
 
-/// FLOPs of the importance sweep of one sentence of `n` tokens as [`Work::Ablate`] runs it: one
-/// unpruned pass, then per head the layers after its own, and in its own layer the output
-/// projection and the feed-forward layer (its heads' outputs are the unpruned pass's).
+/// FLOPs of the importance sweep of one sentence of `n` tokens as [`Work::Ablate`] runs it.
 fn sweep_flops(n: usize) -> u64 {
-    use crate::model::bert::{D_MODEL, LAYERS};
-    let (layers, all) = (LAYERS as u64, cost(&HeadSet::all(TOTAL_HEADS), &[n]));
-    let layer = all.total_flops / layers;
-    // The head's own layer: the feed-forward layer and the output projection (`n x 384 x 384`).
-    let own = layer - all.attention_flops / layers + 2 * (n * D_MODEL * D_MODEL) as u64;
-    let per_layer_heads = (0..layers).map(|l| HEADS as u64 * ((layers - 1 - l) * layer + own));
-    layers * layer + per_layer_heads.sum::<u64>()
+    crate::model::work::ablation_flops(n, &(0..TOTAL_HEADS).collect::<Vec<_>>())
 }
 
 /// The importance sweep of one sentence at each of `lengths` tokens as one thread runs it

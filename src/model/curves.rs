@@ -280,6 +280,15 @@ impl Pace {
     pub fn seconds(&self, flops: u64) -> Option<f64> {
         self.gflops().map(|g| flops as f64 / (g * 1e9))
     }
+
+    /// How long `flops` should take at this pace, for a status line: "about 14 s at the
+    /// 27 GFLOP/s measured here"; `None` before anything was timed, or under `at_least` seconds
+    /// (not worth saying).
+    pub fn duration(&self, flops: u64, at_least: f64) -> Option<String> {
+        let (gflops, seconds) = (self.gflops()?, self.seconds(flops)?);
+        (seconds >= at_least)
+            .then(|| format!("about {} at the {gflops:.0}\u{a0}GFLOP/s measured here", about(seconds)))
+    }
 }
 
 /// Where a run of the curves stands ([`CurveRun::standing`]).
@@ -680,6 +689,14 @@ mod tests {
         pace.record(30_000_000_000, 500.0);
         assert_eq!(pace.gflops(), Some(40.0));
         assert_eq!(pace.seconds(400_000_000_000), Some(10.0));
+        // A status line's estimate, said only when it is long enough to matter.
+        let plain = |t: Option<String>| t.map(|t| t.replace('\u{a0}', " "));
+        assert_eq!(
+            plain(pace.duration(560_000_000_000, 3.0)).unwrap(),
+            "about 14 s at the 40 GFLOP/s measured here"
+        );
+        assert_eq!(pace.duration(80_000_000_000, 3.0), None, "2 s: not worth saying");
+        assert_eq!(Pace::default().duration(560_000_000_000, 3.0), None, "nothing timed yet");
     }
 
     #[test]

@@ -21,7 +21,7 @@
 //! Decoding checks every length against what is left and against the limits below, so a
 //! damaged message is refused with a [`WireError`], never half-read.
 
-use super::bert::{Bert, TOTAL_HEADS};
+use super::bert::{Bert, D_MODEL, HEADS, LAYERS, TOTAL_HEADS};
 use super::gradient::{gates, pair_gradients};
 use super::pruned::{cost, PrunedBert};
 use crate::attention::HeadSet;
@@ -39,6 +39,33 @@ pub const MAX_TOKENS: usize = 512;
 
 /// Two sentences' token ids and their similarity score in `[0, 1]`.
 pub type Pair = (Vec<u32>, Vec<u32>, f64);
+
+/// FLOPs of [`Work::Ablate`] on a sentence of `n` tokens: one unpruned pass, then for each head
+/// of `ablate` the layers after its own and, in its own layer, the output projection and the
+/// feed-forward layer (its heads' outputs are the unpruned pass's: [`Bert::forward_from`]). The
+/// passes run the masked model, which computes every head, so each layer costs a full one.
+pub fn ablation_flops(n: usize, ablate: &[usize]) -> u64 {
+    let (layers, all) = (LAYERS as u64, cost(&HeadSet::all(TOTAL_HEADS), &[n]));
+    let layer = all.total_flops / layers;
+    // The head's own layer: all but its attention, then the output projection (`n x 384 x 384`).
+    let own = layer - all.attention_flops / layers + 2 * (n * D_MODEL * D_MODEL) as u64;
+    let passes = ablate.iter().map(|&h| (layers - 1 - (h / HEADS) as u64) * layer + own);
+    layers * layer + passes.sum::<u64>()
+}
+
+/// The importance sweep of the sentence `ids` (every head removed alone from the full model) as
+/// `pieces` pieces of [`Work::Ablate`], one per thread: head `h` goes to piece `h % pieces`, so
+/// every piece holds heads of every layer and their passes cost about the same.
+pub fn ablation_pieces(ids: &[u32], pieces: usize) -> Vec<Work> {
+    let pieces = pieces.clamp(1, TOTAL_HEADS);
+    (0..pieces)
+        .map(|i| Work::Ablate {
+            heads: HeadSet::all(TOTAL_HEADS),
+            ids: ids.to_vec(),
+            ablate: (i..TOTAL_HEADS).step_by(pieces).collect(),
+        })
+        .collect()
+}
 
 /// A piece of work.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,8 +139,7 @@ impl std::error::Error for WireError {}
 
 impl Work {
     /// Floating-point operations this piece takes, counted from its shapes (gradients as
-    /// [`GRADIENT_COST`] forward passes); `None` for an ablation sweep, whose passes reuse
-    /// earlier layers.
+    /// [`GRADIENT_COST`] forward passes, an ablation as [`ablation_flops`]).
     pub fn flops(&self) -> Option<u64> {
         match self {
             Work::Embed { heads, ids } => {
@@ -123,7 +149,7 @@ impl Work {
                 let lengths: Vec<usize> = pairs.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
                 Some(GRADIENT_COST * cost(heads, &lengths).total_flops)
             }
-            Work::Ablate { .. } => None,
+            Work::Ablate { ids, ablate, .. } => Some(ablation_flops(ids.len(), ablate)),
         }
     }
 
@@ -410,6 +436,60 @@ mod tests {
             Work::Gradients { heads: heads.clone(), pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
             Work::Ablate { heads, ids: vec![101, 7592, 102], ablate: vec![1, 2, 70] },
         ]
+    }
+
+    #[test]
+    fn an_ablation_counts_the_unpruned_pass_and_each_heads_layers_from_its_own() {
+        // Counted here from the shapes: a layer is Q, K, V, scores, weighted sums, output
+        // projection and the feed-forward layer; a head's own layer is the last two.
+        let (d, f) = (384u64, 1536u64);
+        let layer = |n: u64| 2 * n * d * 3 * d + 2 * 2 * n * n * d + 2 * n * d * d + 2 * 2 * n * d * f;
+        let own = |n: u64| 2 * n * d * d + 2 * 2 * n * d * f;
+        for n in [1usize, 32, 512] {
+            let m = n as u64;
+            assert_eq!(ablation_flops(n, &[]), 6 * layer(m));
+            // Layer 1's head 0: its own layer's end, then five whole layers; layer 6's: only its own.
+            assert_eq!(ablation_flops(n, &[0]), 6 * layer(m) + own(m) + 5 * layer(m));
+            assert_eq!(ablation_flops(n, &[71]), 6 * layer(m) + own(m));
+            // Dealt out in pieces, each piece adds its own unpruned pass.
+            let every: Vec<usize> = (0..TOTAL_HEADS).collect();
+            let (even, odd): (Vec<usize>, Vec<usize>) = every.iter().partition(|&&h| h % 2 == 0);
+            assert_eq!(
+                ablation_flops(n, &even) + ablation_flops(n, &odd),
+                ablation_flops(n, &every) + 6 * layer(m)
+            );
+        }
+        // The sweeps of BENCHMARKS.md 6: 27 GFLOP at 32 tokens, 510 at 512.
+        let sweep = |n| ablation_flops(n, &(0..TOTAL_HEADS).collect::<Vec<_>>()) as f64 / 1e9;
+        assert_eq!((sweep(32).round(), sweep(512).round()), (27.0, 510.0));
+        let piece =
+            Work::Ablate { heads: HeadSet::all(TOTAL_HEADS), ids: vec![101; 32], ablate: vec![3, 40] };
+        assert_eq!(piece.flops(), Some(ablation_flops(32, &[3, 40])));
+    }
+
+    #[test]
+    fn a_sweep_is_dealt_out_with_every_head_once_and_every_layer_in_every_piece() {
+        for pieces in [0, 1, 2, 5, 12, 72, 100] {
+            let work = ablation_pieces(&[101, 7592, 102], pieces);
+            assert_eq!(work.len(), pieces.clamp(1, 72));
+            let mut seen: Vec<usize> = work
+                .iter()
+                .flat_map(|w| match w {
+                    Work::Ablate { heads, ids, ablate } => {
+                        assert!(!heads.any_pruned() && ids == &[101, 7592, 102]);
+                        if pieces <= HEADS {
+                            // Every layer in every piece, and pieces within one head of each other.
+                            assert!((0..LAYERS).all(|l| ablate.iter().any(|h| h / HEADS == l)), "{pieces}");
+                            assert!(ablate.len().abs_diff(TOTAL_HEADS / work.len()) <= 1);
+                        }
+                        ablate.clone()
+                    }
+                    _ => panic!("an ablation"),
+                })
+                .collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..TOTAL_HEADS).collect::<Vec<_>>());
+        }
     }
 
     #[test]

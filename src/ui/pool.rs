@@ -358,6 +358,11 @@ impl Workers {
         Some(out)
     }
 
+    /// Adds work done elsewhere on the CPU kernel (`flops` in `ms`) to the page's pace.
+    pub fn record(&self, flops: u64, ms: f64) {
+        self.timed(Some(flops), ms);
+    }
+
     fn timed(&self, flops: Option<u64>, ms: f64) {
         if let Some(flops) = flops {
             self.pace.update(|p| p.record(flops, ms));

@@ -203,11 +203,24 @@ test('asset faults: a damaged model is refused by its hash, a stalled download g
   // A sentence longer than the model reads is cut at 512 tokens, and the page says so.
   // A paragraph of 540 words (2 580 characters, 602 tokens): the box takes it whole.
   const paragraph = 'the bank was steep and the water ran fast. '.repeat(60);
+  // Once the first sentence's importance is in, its pace gives the next sweep's estimate.
+  await page.waitForFunction(() => !/^Measuring/.test(document.querySelector('[data-testid=importance-status]')?.textContent ?? 'Measuring'), null, { timeout: 120000 });
   await page.getByTestId('text').fill(paragraph);
   assert.equal((await page.getByTestId('text').inputValue()).length, paragraph.length);
   await page.getByTestId('text').blur();
   await page.getByTestId('tokens-cut').waitFor();
   assert.equal(await page.locator('[data-testid=tokens] .token').count(), 512);
+  assert.match(await text(page, 'token-count'), /^512 tokens/);
+  // The 512 tokens scroll in a box of a few lines instead of pushing the heatmaps a screen down.
+  const box = await page.getByTestId('tokens').evaluate((e) => [e.clientHeight, e.scrollHeight]);
+  assert.ok(box[0] < 200 && box[1] > 2 * box[0], `token box ${box}`);
+  // 72 passes over 512 tokens take a while on the CPU kernel: the page says about how long.
+  const started = Date.now();
+  await page.waitForFunction(() => /^Measuring: one pass per head on this sentence, about \d+\s(s|min) at the \d+\sGFLOP\/s measured here…$/
+    .test(document.querySelector('[data-testid=importance-status]')?.textContent ?? ''), null, { timeout: 30000 });
+  const estimate = await text(page, 'importance-status');
+  await page.waitForFunction(() => !/^Measuring/.test(document.querySelector('[data-testid=importance-status]')?.textContent ?? 'Measuring'), null, { timeout: 240000 });
+  console.log(`512 tokens: "${estimate}"; the sweep took ${((Date.now() - started) / 1000).toFixed(1)} s`);
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -69,7 +69,10 @@ pub fn MeasureChoice() -> impl IntoView {
         <p class="muted" data-testid="importance-status" aria-live="polite">
             {move || match (measure.get(), task.importance_now().is_some()) {
                 (_, true) => measure_note(view),
-                (Measure::Drift, false) => "Measuring: one pass per head on this sentence…".to_string(),
+                (Measure::Drift, false) => format!(
+                    "Measuring: one pass per head on this sentence{}…",
+                    view.sweep_estimate().map(|e| format!(", {e}")).unwrap_or_default()
+                ),
                 (Measure::Margin, false) => "Measuring: the meaning check without each head (3 passes per head)…".to_string(),
                 (Measure::Task, false) => "Measuring: the task's loss gradient on 16 pairs…".to_string(),
             }}

@@ -16,7 +16,7 @@ use crate::model::analysis::{
 };
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
-use crate::model::work::{Done, Work};
+use crate::model::work::{ablation_flops, ablation_pieces, Done, Work};
 use crate::settings::Measure;
 use crate::ui::browser::{now_ms, yield_to_browser, PageClock};
 use crate::ui::pool::{auto_threads, Workers};
@@ -205,6 +205,22 @@ impl TrainedView {
         (imp.ids == self.ids()).then_some(imp)
     }
 
+    /// How long this sentence's importance sweep should take on the CPU kernel, at the pace the
+    /// page's batch work has run so far ("about 14 s at the 27 GFLOP/s measured here"); `None`
+    /// on the GPU, before anything was timed, and for a sweep of a few seconds.
+    pub fn sweep_estimate(&self) -> Option<String> {
+        let (runner, n) = (self.runner.get().flatten()?, self.tokens.with(Vec::len));
+        if runner.on_gpu(n) {
+            return None;
+        }
+        let workers = self.workers.get_value();
+        let flops = match workers.parallel() {
+            true => ablation_pieces(&vec![0; n], workers.running_on()).iter().filter_map(Work::flops).sum(),
+            false => local_sweep_flops(n),
+        };
+        workers.pace.get().duration(flops, 3.0)
+    }
+
     /// Where the model runs, and why not on the GPU when it is not: as of the last pass.
     pub fn running_on(&self) -> Option<(String, Option<String>)> {
         match self.current.get().flatten() {
@@ -214,15 +230,19 @@ impl TrainedView {
     }
 }
 
+/// FLOPs of the sweep on the page's own thread: every head's pass, from the page's unpruned one.
+fn local_sweep_flops(n: usize) -> u64 {
+    ablation_flops(n, &(0..TOTAL_HEADS).collect::<Vec<_>>()) - ablation_flops(n, &[])
+}
+
 fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
     tokens.with(|t| t.iter().map(|t| t.id).collect())
 }
 
 /// The importance sweep over `base`'s sentence, one pass per head; abandoned (`None`) as soon
 /// as `full` holds another pass (the sentence or the backend changed, and a newer sweep is due).
-/// On the CPU kernel with workers, the heads are shared among them (every worker gets heads of
-/// every layer, so their passes cost about the same); else the passes run here, with the
-/// browser's turn between.
+/// On the CPU kernel with workers, the heads are shared among them ([`ablation_pieces`]); else
+/// the passes run here, with the browser's turn between.
 async fn measure_importance(
     runner: Rc<TrainedRunner>,
     base: Rc<Pass>,
@@ -231,14 +251,7 @@ async fn measure_importance(
 ) -> Option<Rc<SentenceImportance>> {
     let wanted = || full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &base));
     if !runner.on_gpu(base.ids.len()) && workers.parallel() {
-        let pieces = workers.running_on();
-        let work = (0..pieces)
-            .map(|i| Work::Ablate {
-                heads: HeadSet::all(TOTAL_HEADS),
-                ids: base.ids.clone(),
-                ablate: (i..TOTAL_HEADS).step_by(pieces).collect(),
-            })
-            .collect::<Vec<_>>();
+        let work = ablation_pieces(&base.ids, workers.running_on());
         let done = workers.run(&runner.model().bert, work.clone(), wanted).await?;
         let mut values = vec![0.0; TOTAL_HEADS];
         for (w, d) in work.iter().zip(done) {
@@ -248,15 +261,23 @@ async fn measure_importance(
         }
         return Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: Ranking::new(values) }));
     }
-    let mut sweep = ImportanceSweep::new(base.ids.clone(), base.out.clone());
+    let (mut sweep, mut busy_ms) = (ImportanceSweep::new(base.ids.clone(), base.out.clone()), 0.0);
     loop {
         yield_to_browser().await;
         if !wanted() {
             return None;
         }
-        if !sweep.step(&*runner).await {
+        let started = now_ms();
+        let more = sweep.step(&*runner).await;
+        busy_ms += now_ms() - started;
+        if !more {
             break;
         }
+    }
+    // On the CPU kernel the sweep's pace is the page's too (the next long sentence's estimate),
+    // counted without the browser's turns between the passes.
+    if !runner.on_gpu(base.ids.len()) {
+        workers.record(local_sweep_flops(base.ids.len()), busy_ms);
     }
     Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: sweep.ranking()? }))
 }
