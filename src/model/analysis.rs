@@ -274,9 +274,12 @@ impl MarginImportance {
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    use super::*;
+    use crate::attention::synthetic::hash32;
+    use crate::model::bert::{Layer, Linear, Norm, D_MODEL, FFN, LAYERS, MAX_POSITIONS};
+
     #[test]
     fn a_cosine_shows_the_decimals_the_f16_weights_support() {
-        use super::cosine_text;
         // 1 - cosine 0.43: the error bound is 3e-4, three decimals.
         assert_eq!(cosine_text(0.571_278), "0.571");
         // 1 - cosine 0.1: 2e-4, still three.
@@ -288,10 +291,6 @@ mod tests {
         assert_eq!(cosine_text(1.0), "1.000000");
         assert_eq!(cosine_text(-0.25), "-0.250");
     }
-
-    use super::*;
-    use crate::attention::synthetic::hash32;
-    use crate::model::bert::{Layer, Linear, Norm, D_MODEL, FFN, LAYERS, MAX_POSITIONS};
 
     /// `len` deterministic values uniform in `(-scale, scale)`, a different stream for every `seed`.
     fn values(len: usize, seed: u32, scale: f32) -> Vec<f32> {
