@@ -710,9 +710,9 @@ fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
     assert!(runner.choice(10).is_none() && runner.on_gpu(10) && runner.on_gpu(500));
 }
 
-/// How many digits of the page's "cosine of the pruned sentence embedding to the full one" its
-/// f16 weights support: the same cosine from the fp32 checkpoint, over the fixture's sentences and
-/// masks from one head to 66 pruned.
+/// How many digits of the page's "cosine of the pruned sentence embedding to the full one" (and
+/// of the meaning check's margin) its f16 weights support: the same numbers from the fp32
+/// checkpoint, over the fixture's sentences and masks from one head to 66 pruned.
 #[test]
 fn the_pruned_cosine_of_the_f16_model_is_the_fp32_models_to_the_digits_the_page_shows() {
     let (f16, tok, _) = f16_model();
@@ -739,6 +739,17 @@ fn the_pruned_cosine_of_the_f16_model_is_the_fp32_models_to_the_digits_the_page_
         }
     }
     println!("worst |diff| {worst_abs:.1e}, relative to 1 - cosine {worst_rel:.1e}");
+    // The meaning check's margin (a difference of two cosines between different sentences).
+    let mut worst_margin = 0.0f64;
+    for (name, heads) in &sets {
+        let check =
+            |bert: &Bert| pollster::block_on(analysis::meaning_check(bert, &tok, heads)).margin_toward(1);
+        let (a, b) = (check(&f16), check(&fp32));
+        println!("{name:>20}: margin fp32 {b:.6} f16 {a:.6} |diff| {:.1e}", (a - b).abs());
+        worst_margin = worst_margin.max((a - b).abs());
+    }
+    println!("worst margin |diff| {worst_margin:.1e}");
+    assert!(worst_margin < analysis::MARGIN_ERROR, "{worst_margin:e}");
     // The bounds the page's digits are chosen from (`analysis::cosine_text`).
     assert!(worst_abs < analysis::COSINE_ABS_ERROR, "{worst_abs:e}");
     assert!(worst_rel < analysis::COSINE_DRIFT_ERROR, "{worst_rel:e}");

@@ -44,13 +44,33 @@ pub const COSINE_ABS_ERROR: f64 = 3e-4;
 /// See [`COSINE_ABS_ERROR`].
 pub const COSINE_DRIFT_ERROR: f64 = 2e-3;
 
+/// How far the f16 weights may move the meaning check's margin (a difference of two cosines
+/// between different sentences) from the float32 checkpoint's: `tests/minilm.rs` measures
+/// 2.4e-4 over the masks it tries.
+pub const MARGIN_ERROR: f64 = 3e-4;
+
+/// Decimals whose last one is still above `error` (three to six).
+fn decimals_above(error: f64) -> usize {
+    if error > 0.0 {
+        (-error.log10()).floor().clamp(3.0, 6.0) as usize
+    } else {
+        6
+    }
+}
+
 /// A cosine of a pruned embedding to the full one, with the decimals the f16 weights support:
 /// the last one shown is above the error bound of [`COSINE_ABS_ERROR`], so a large drift shows
 /// three decimals and a tiny one up to six (a small drift is known to a fixed share of itself).
 pub fn cosine_text(c: f64) -> String {
-    let error = COSINE_ABS_ERROR.min(COSINE_DRIFT_ERROR * (1.0 - c).abs());
-    let decimals = if error > 0.0 { (-error.log10()).floor().clamp(3.0, 6.0) as usize } else { 6 };
+    let decimals = decimals_above(COSINE_ABS_ERROR.min(COSINE_DRIFT_ERROR * (1.0 - c).abs()));
     format!("{c:.decimals$}")
+}
+
+/// The meaning check's margin, or a change of it, with the decimals the f16 weights support
+/// ([`MARGIN_ERROR`]).
+pub fn margin_text(m: f64) -> String {
+    let decimals = decimals_above(MARGIN_ERROR);
+    format!("{m:.decimals$}")
 }
 
 /// Every head's importance on one sentence: how far removing that head alone moves the
@@ -290,6 +310,8 @@ mod tests {
         assert_eq!(cosine_text(0.999_970_12), "0.999970");
         assert_eq!(cosine_text(1.0), "1.000000");
         assert_eq!(cosine_text(-0.25), "-0.250");
+        // A margin's error is 3e-4 whatever its size: three decimals.
+        assert_eq!((margin_text(0.022_814), margin_text(-0.004_23)), ("0.023".into(), "-0.004".into()));
     }
 
     /// `len` deterministic values uniform in `(-scale, scale)`, a different stream for every `seed`.

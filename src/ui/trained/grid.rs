@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use super::task_view::TaskView;
 use super::view::TrainedView;
 use crate::attention::HeadSet;
+use crate::model::analysis::margin_text;
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
 use crate::model::roles::Role;
 use crate::settings::Measure;
@@ -95,16 +96,25 @@ fn measure_note(view: TrainedView) -> String {
             let most = m.ranking().ranked.last().copied();
             match (flips.as_slice(), most) {
                 ([], Some(h)) => format!(
-                    "No single head's removal flips the meaning check (margin {:.4}); {} moves it most, to {:.4}.",
-                    m.full_margin(),
+                    "No single head's removal flips the meaning check (margin {}); {} moves it most, to {}.",
+                    margin_text(m.full_margin()),
                     name(h),
-                    m.margins[h]
+                    margin_text(m.margins[h])
                 ),
                 ([], None) => String::new(),
                 (heads, _) => format!(
                     "Removing one head alone flips the meaning check for {}: {}.",
                     if heads.len() == 1 { "this head" } else { "each of these heads" },
-                    heads.iter().map(|&h| format!("{} (margin {:.4} → {:.4})", name(h), m.full_margin(), m.margins[h])).collect::<Vec<_>>().join(", ")
+                    heads
+                        .iter()
+                        .map(|&h| format!(
+                            "{} (margin {} → {})",
+                            name(h),
+                            margin_text(m.full_margin()),
+                            margin_text(m.margins[h])
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             }
         }
@@ -147,7 +157,7 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
 fn value_text(measure: Measure, v: f64) -> String {
     match measure {
         Measure::Drift => format!("removing it alone moves the embedding by {v:.5} (1 - cosine)"),
-        Measure::Margin => format!("removing it alone moves the check's margin by {v:.4}"),
+        Measure::Margin => format!("removing it alone moves the check's margin by {}", margin_text(v)),
         Measure::Task => format!("|dL/d gate| {v:.5} on the task's pairs"),
     }
 }
