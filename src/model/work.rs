@@ -451,6 +451,12 @@ mod tests {
             // Layer 1's head 0: its own layer's end, then five whole layers; layer 6's: only its own.
             assert_eq!(ablation_flops(n, &[0]), 6 * layer(m) + own(m) + 5 * layer(m));
             assert_eq!(ablation_flops(n, &[71]), 6 * layer(m) + own(m));
+            // The page's own sweep is given the unpruned pass.
+            let every: Vec<usize> = (0..TOTAL_HEADS).collect();
+            assert_eq!(
+                super::super::analysis::ImportanceSweep::flops(n),
+                ablation_flops(n, &every) - 6 * layer(m)
+            );
             // Dealt out in pieces, each piece adds its own unpruned pass.
             let every: Vec<usize> = (0..TOTAL_HEADS).collect();
             let (even, odd): (Vec<usize>, Vec<usize>) = every.iter().partition(|&&h| h % 2 == 0);

@@ -145,12 +145,11 @@ impl TaskView {
             // Timed once this sentence's importance and this set's quality are in: the passes
             // computing them share the cores (a timing beside them would be slow, and would slow
             // them: ten passes of a 512-token sentence take a core for 5 s).
-            let importance_in = |ids: &[u32]| view.importance.get().flatten().is_some_and(|i| i.ids == ids);
             let quality_in = match data.get().flatten() {
                 Some(Ok(_)) => quality.get().flatten().is_some_and(|(set, _)| set == heads),
                 _ => true, // no set of pairs: no quality to wait for
             };
-            let settled = full.as_ref().is_some_and(|f| importance_in(&f.ids)) && quality_in;
+            let settled = view.drift_importance().is_some() && quality_in;
             async move {
                 let (runner, full) = (runner?, full?);
                 (heads.any_pruned() && settled).then_some(())?;
