@@ -90,13 +90,6 @@ impl ImportanceSweep {
         ImportanceSweep { ids, full, values: Vec::with_capacity(TOTAL_HEADS) }
     }
 
-    /// FLOPs of a sweep over `n` tokens on the CPU kernel: every head's pass, each from its own
-    /// layer ([`super::work::ablation_flops`] without the unpruned pass, which the sweep is given).
-    pub fn flops(n: usize) -> u64 {
-        let all: Vec<usize> = (0..TOTAL_HEADS).collect();
-        super::work::ablation_flops(n, &all) - super::work::ablation_flops(n, &[])
-    }
-
     /// Heads measured so far.
     pub fn done(&self) -> usize {
         self.values.len()
@@ -245,13 +238,6 @@ impl MarginSweep {
     /// The answer with every head active.
     pub fn full(&self) -> &CheckAnswer {
         &self.full
-    }
-
-    /// FLOPs of a sweep over `n` tokens on the CPU kernel: every head's pass, each from its own
-    /// layer ([`super::work::ablation_flops`] without the unpruned pass, which the sweep is given).
-    pub fn flops(n: usize) -> u64 {
-        let all: Vec<usize> = (0..TOTAL_HEADS).collect();
-        super::work::ablation_flops(n, &all) - super::work::ablation_flops(n, &[])
     }
 
     /// Heads measured so far.

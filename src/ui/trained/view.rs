@@ -16,7 +16,7 @@ use crate::model::analysis::{
 };
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
-use crate::model::work::{ablation_pieces, Done, Work};
+use crate::model::work::{ablation_pieces, given_sweep_flops, Done, Work};
 use crate::settings::Measure;
 use crate::ui::browser::{now_ms, yield_to_browser, PageClock};
 use crate::ui::pool::{auto_threads, Workers};
@@ -216,7 +216,7 @@ impl TrainedView {
         let workers = self.workers.get_value();
         let flops = match workers.parallel() {
             true => ablation_pieces(&vec![0; n], workers.running_on()).iter().filter_map(Work::flops).sum(),
-            false => ImportanceSweep::flops(n),
+            false => given_sweep_flops(n),
         };
         workers.pace.get().duration(flops, 3.0)
     }
@@ -272,7 +272,7 @@ async fn measure_importance(
     // On the CPU kernel the sweep's pace is the page's too (the next long sentence's estimate),
     // counted without the browser's turns between the passes.
     if !runner.on_gpu(base.ids.len()) {
-        workers.record(ImportanceSweep::flops(base.ids.len()), busy_ms);
+        workers.record(given_sweep_flops(base.ids.len()), busy_ms);
     }
     Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: sweep.ranking()? }))
 }
