@@ -162,10 +162,41 @@ pub struct CheckAnswer {
     pub heads: HeadSet,
 }
 
+/// What a pruned model's answer to the meaning check says against the full model's, as far as the
+/// page's f16 weights can tell: a margin within [`MARGIN_ERROR`] of zero may have either sign in
+/// the float32 checkpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The full model's choice still wins, by more than the weights' error.
+    Holds,
+    /// The two cosines are within the weights' error of each other.
+    TooClose,
+    /// The other sentence wins, by more than the weights' error.
+    Flips,
+}
+
+impl Verdict {
+    /// The verdict of a margin toward the full model's choice.
+    pub fn of_margin(margin: f64) -> Verdict {
+        if margin.abs() <= MARGIN_ERROR {
+            Verdict::TooClose
+        } else if margin < 0.0 {
+            Verdict::Flips
+        } else {
+            Verdict::Holds
+        }
+    }
+}
+
 impl CheckAnswer {
-    /// Whether this answer picks another sentence than `full`'s.
+    /// Whether this answer picks another sentence than `full`'s (whatever the margin).
     pub fn flipped_from(&self, full: &CheckAnswer) -> bool {
         self.closer != full.closer
+    }
+
+    /// This answer against `full`'s choice, with the weights' error in mind.
+    pub fn verdict_from(&self, full: &CheckAnswer) -> Verdict {
+        Verdict::of_margin(self.margin_toward(full.closer))
     }
 }
 
@@ -286,9 +317,12 @@ impl MarginImportance {
         Ranking::new(self.margins.iter().map(|m| (full - m).abs()).collect())
     }
 
-    /// The heads whose removal alone flips the answer (margin below 0), in increasing order.
-    pub fn flips(&self) -> Vec<usize> {
-        self.margins.iter().enumerate().filter(|(_, &m)| m < 0.0).map(|(h, _)| h).collect()
+    /// The heads whose removal alone gives `verdict`, in increasing order: [`Verdict::Flips`] for
+    /// the heads that flip the answer beyond the weights' error, [`Verdict::TooClose`] for those
+    /// that leave it too close to call.
+    pub fn heads_with(&self, verdict: Verdict) -> Vec<usize> {
+        let heads = self.margins.iter().enumerate();
+        heads.filter(|(_, &m)| Verdict::of_margin(m) == verdict).map(|(h, _)| h).collect()
     }
 }
 
@@ -297,6 +331,23 @@ mod tests {
     use super::*;
     use crate::attention::synthetic::hash32;
     use crate::model::bert::{Layer, Linear, Norm, D_MODEL, FFN, LAYERS, MAX_POSITIONS};
+
+    #[test]
+    fn a_margin_within_the_weights_error_of_zero_is_too_close_to_call() {
+        // What the explain test's page showed as "0.023 -> -0.000": about -2e-4.
+        assert_eq!(Verdict::of_margin(-2e-4), Verdict::TooClose);
+        assert_eq!(Verdict::of_margin(2e-4), Verdict::TooClose);
+        assert_eq!(Verdict::of_margin(0.0), Verdict::TooClose);
+        assert_eq!(Verdict::of_margin(MARGIN_ERROR), Verdict::TooClose);
+        assert_eq!(Verdict::of_margin(-MARGIN_ERROR * 1.01), Verdict::Flips);
+        assert_eq!(Verdict::of_margin(MARGIN_ERROR * 1.01), Verdict::Holds);
+        assert_eq!(Verdict::of_margin(-0.3), Verdict::Flips);
+        let full = CheckAnswer { closer: 1, cosines: [0.5, 0.52], heads: HeadSet::all(2) };
+        let near = CheckAnswer { closer: 0, cosines: [0.6101, 0.61], heads: HeadSet::with_pruned(2, [0]) };
+        assert!(near.flipped_from(&full), "the closer sentence changed");
+        assert_eq!(near.verdict_from(&full), Verdict::TooClose, "by 1e-4 only");
+        assert_eq!(full.verdict_from(&full), Verdict::Holds);
+    }
 
     #[test]
     fn a_cosine_shows_the_decimals_the_f16_weights_support() {
@@ -404,9 +455,14 @@ mod tests {
         for (h, m) in result.margins.iter().enumerate() {
             assert!((ranking.per_head[h] - (full_margin - m).abs()).abs() < 1e-15, "head {h}");
         }
-        let flips = result.flips();
+        let flips = result.heads_with(Verdict::Flips);
         assert!(flips.windows(2).all(|w| w[0] < w[1]), "{flips:?}");
-        assert_eq!(flips, (0..TOTAL_HEADS).filter(|&h| result.margins[h] < 0.0).collect::<Vec<_>>());
+        assert_eq!(
+            flips,
+            (0..TOTAL_HEADS).filter(|&h| result.margins[h] < -MARGIN_ERROR).collect::<Vec<_>>()
+        );
+        let (holds, close) = (result.heads_with(Verdict::Holds), result.heads_with(Verdict::TooClose));
+        assert_eq!(flips.len() + holds.len() + close.len(), TOTAL_HEADS, "every head has one verdict");
         assert!(result.margins.iter().any(|&m| m != full_margin), "some head matters");
     }
 
@@ -415,7 +471,9 @@ mod tests {
         let answer = CheckAnswer { closer: 1, cosines: [0.25, 0.75], heads: HeadSet::all(2) };
         assert_eq!((answer.margin_toward(1), answer.margin_toward(0)), (0.5, -0.5));
         let result = MarginImportance { full: answer, margins: vec![0.5, -0.125, 0.0, 0.625, -1.0] };
-        assert_eq!(result.flips(), vec![1, 4]);
+        assert_eq!(result.heads_with(Verdict::Flips), vec![1, 4]);
+        assert_eq!(result.heads_with(Verdict::TooClose), vec![2]);
+        assert_eq!(result.heads_with(Verdict::Holds), vec![0, 3]);
         assert_eq!(result.ranking().per_head, vec![0.0, 0.625, 0.5, 0.125, 1.5]);
         assert_eq!(result.ranking().rank(4), Some(1));
     }

@@ -17,7 +17,7 @@ use leptos::prelude::*;
 
 use crate::attention::clock::show_ms;
 use crate::export::attention_csv;
-use crate::model::analysis::{cosine_text, ANCHOR, CANDIDATES};
+use crate::model::analysis::{cosine_text, Verdict, ANCHOR, CANDIDATES};
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
 use crate::model::tokenizer::MAX_TOKENS;
 use crate::settings::MAX_TEXT_CHARS;
@@ -197,7 +197,11 @@ fn check_text(view: TrainedView) -> String {
         name(n.closer),
         n.cosines[0],
         n.cosines[1],
-        if n.flipped_from(&f) { " — the answer flipped." } else { "." }
+        match n.verdict_from(&f) {
+            Verdict::Holds => ".",
+            Verdict::Flips => " — the answer flipped.",
+            Verdict::TooClose => " — too close to call: the two cosines are within the f16 weights' error of each other.",
+        }
     )
 }
 
