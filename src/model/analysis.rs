@@ -67,9 +67,12 @@ pub fn cosine_text(c: f64) -> String {
 }
 
 /// The meaning check's margin, or a change of it, with the decimals the f16 weights support
-/// ([`MARGIN_ERROR`]).
+/// ([`MARGIN_ERROR`]); one more where those would round it to zero, so that a small margin's
+/// sign shows ("-0.0004", not "-0.000", for a head that flips the check by just over the error).
 pub fn margin_text(m: f64) -> String {
     let decimals = decimals_above(MARGIN_ERROR);
+    let decimals =
+        if m != 0.0 && m.abs() < 0.5 * 10f64.powi(-(decimals as i32)) { decimals + 1 } else { decimals };
     format!("{m:.decimals$}")
 }
 
@@ -363,6 +366,10 @@ mod tests {
         assert_eq!(cosine_text(-0.25), "-0.250");
         // A margin's error is 3e-4 whatever its size: three decimals.
         assert_eq!((margin_text(0.022_814), margin_text(-0.004_23)), ("0.023".into(), "-0.004".into()));
+        // Three decimals would show both as "-0.000": a flip by just over the error, and one
+        // within it (too close to call), each with its sign.
+        assert_eq!((margin_text(-4.1e-4), margin_text(-1.6e-4)), ("-0.0004".into(), "-0.0002".into()));
+        assert_eq!((margin_text(0.0), margin_text(5e-4)), ("0.000".into(), "0.001".into()));
     }
 
     /// `len` deterministic values uniform in `(-scale, scale)`, a different stream for every `seed`.
