@@ -1,8 +1,9 @@
 // The trained model pruned for real, as wasm in Node: full against structurally pruned forward
 // time at 8, 32 and 128 tokens, one quality evaluation of the pruning curves (simd128), and the
 // importance sweep of one sentence (72 passes, each without one head) at 128, 256 and 512 tokens
-// on each of the page's builds (bench/builds.mjs; bench/run.sh builds the wasm and the model
-// asset first, and passes --experimental-wasm-relaxed-simd so that the relaxed build is measured).
+// and one encoder layer's time stage by stage at 128 and 512, on each of the page's builds
+// (bench/builds.mjs; bench/run.sh builds the wasm and the model asset first, and passes
+// --experimental-wasm-relaxed-simd so that the relaxed build is measured).
 //   node [--experimental-wasm-relaxed-simd] bench/trained.mjs [ROUNDS] [all|smoke]
 import { readFileSync } from 'node:fs';
 import { cpuLine } from './machine.mjs';
@@ -23,4 +24,8 @@ const builds = headlabBuilds();
 console.log(buildsNote(builds));
 for (const { label, lib } of builds) {
   console.log(`${label}: ${lib.bench_sweep(asset, new Uint32Array(smoke ? [32] : [128, 256, 512]), smoke ? 1 : Math.min(rounds, 3))}`);
+}
+// Where a pass's time goes: one encoder layer, stage by stage, on each build.
+for (const { label, lib } of builds) {
+  console.log(`${label}:\n${lib.bench_layer_profile(asset, new Uint32Array(smoke ? [32] : [128, 512]), smoke ? 1 : Math.min(rounds, 9))}`);
 }

@@ -117,6 +117,73 @@ pub fn sweep_report(now: &dyn Fn() -> f64, model: &MiniLm, lengths: &[usize], ro
     text
 }
 
+/// Where one encoder layer's time goes at `n` tokens (layer 1 of the model, the page's kernel),
+/// stage by stage, medians of `rounds` after 300 ms of warm-up rounds, with each stage's GFLOP/s:
+/// what the importance sweep's passes spend their time on.
+pub fn layer_profile(now: &dyn Fn() -> f64, model: &MiniLm, n: usize, rounds: usize) -> String {
+    use crate::cpu::{attend, gelu::gelu_in_place, softmax::softmax_rows};
+    use crate::model::bert::{layer_norm, linear, D_K, D_MODEL as D, FFN};
+    let (layer, k, input) = (&model.bert.layers[0], Kernel::Simd, model.bert.embed(&sentence(model, n)));
+    let (mut qkv, mut att, mut outs) = (vec![0.0; n * 3 * D], vec![0.0; HEADS * n * n], vec![0.0; n * D]);
+    let (mut branch, mut hidden, mut scores) =
+        (vec![0.0; n * D], vec![0.0; n * FFN], vec![0.0; HEADS * n * n]);
+    let (nf, d, f) = (n as f64, D as f64, FFN as f64);
+    let mut stages: Vec<(&str, f64, Vec<f64>)> = vec![
+        ("Q, K, V projections (3 GEMMs n x 384 x 384, bias)", 6.0 * nf * d * d, vec![]),
+        ("attention: 12 heads' Q K^T (k = 32), softmax, P V", 4.0 * nf * nf * d, vec![]),
+        ("of which the softmax alone (12 n x n)", 0.0, vec![]),
+        ("output projection (n x 384 x 384, bias)", 2.0 * nf * d * d, vec![]),
+        ("feed-forward in (n x 384 x 1536, bias)", 2.0 * nf * d * f, vec![]),
+        ("GELU (n x 1536)", 0.0, vec![]),
+        ("feed-forward out (n x 1536 x 384, bias)", 2.0 * nf * f * d, vec![]),
+        ("residuals and the two LayerNorms", 0.0, vec![]),
+    ];
+    let mut round = |stages: &mut Vec<(&str, f64, Vec<f64>)>| {
+        let time = |f: &mut dyn FnMut()| {
+            let t0 = now();
+            f();
+            now() - t0
+        };
+        let finish = |x: &mut Vec<f32>, branch: &[f32], norm| {
+            x.iter_mut().zip(branch).for_each(|(a, b)| *a += b);
+            layer_norm(x, norm);
+        };
+        let (mut x, mut t) = (input.clone(), [0.0; 8]);
+        t[0] = time(&mut || (0..3).for_each(|i| linear(k, &x, n, &layer.qkv[i], &mut qkv[i * D..], 3 * D)));
+        t[1] = time(&mut || attend(k, &qkv, n, HEADS, D_K, &mut att, &mut outs));
+        scores.copy_from_slice(&att);
+        t[2] = time(&mut || softmax_rows(k, &mut scores, n));
+        t[3] = time(&mut || linear(k, &outs, n, &layer.out, &mut branch, D));
+        t[7] = time(&mut || finish(&mut x, &branch, &layer.ln1));
+        t[4] = time(&mut || linear(k, &x, n, &layer.ffn_in, &mut hidden, FFN));
+        t[5] = time(&mut || gelu_in_place(k, &mut hidden));
+        t[6] = time(&mut || linear(k, &hidden, n, &layer.ffn_out, &mut branch, D));
+        t[7] += time(&mut || finish(&mut x, &branch, &layer.ln2));
+        stages.iter_mut().zip(t).for_each(|(stage, ms)| stage.2.push(ms));
+    };
+    let (t0, mut warm) = (now(), 0);
+    while warm == 0 || now() - t0 < 300.0 {
+        round(&mut stages);
+        warm += 1;
+    }
+    stages.iter_mut().for_each(|s| s.2.clear());
+    (0..rounds.max(1)).for_each(|_| round(&mut stages));
+    let rows: Vec<(&str, f64, f64)> =
+        stages.into_iter().map(|(name, flops, times)| (name, flops, median(times))).collect();
+    // The softmax is timed again on its own, inside the attention row already.
+    let total: f64 = rows.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, r)| r.2).sum();
+    let layer_flops: f64 = rows.iter().map(|r| r.1).sum();
+    let mut text = format!(
+        "One encoder layer at {n} tokens, {}, median of {rounds}\n| stage | ms | share | GFLOP/s |\n|---|---:|---:|---:|\n",
+        k.describe()
+    );
+    for (name, flops, ms) in rows {
+        let rate = if flops > 0.0 { format!("{:.1}", flops / 1e6 / ms) } else { "-".into() };
+        text += &format!("| {name} | {ms:.2} | {:.0} % | {rate} |\n", 100.0 * ms / total);
+    }
+    text + &format!("| layer | {total:.2} | 100 % | {:.1} |", layer_flops / 1e6 / total)
+}
+
 /// The pruning curves on `pairs` (one-shot order: the ablation ranking of the page's first
 /// example sentence), with the time to the first complete curve and to the end, as text.
 pub fn curves_report(now: &dyn Fn() -> f64, model: &MiniLm, pairs: &Pairs, one_shot: Vec<usize>) -> String {

@@ -45,6 +45,16 @@ pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<Str
     Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
 }
 
+/// [`super::trained::layer_profile`] on the page's model asset at each of `lengths` tokens.
+#[wasm_bindgen]
+pub fn bench_layer_profile(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
+    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let tables = lengths
+        .iter()
+        .map(|&n| super::trained::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
+    Ok(tables.collect::<Vec<_>>().join("\n\n"))
+}
+
 /// One quality evaluation of the page's sentence pairs (`pairs`, the bytes of sts-pairs.tsv):
 /// every sentence embedded by the model with `pruned` heads removed, in the curves' pieces of
 /// [`crate::model::curves::SENTENCES_PER_STEP`] sentences; the median of `rounds`, and GFLOP/s.

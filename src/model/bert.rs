@@ -326,7 +326,7 @@ pub fn first_changed_layer(base: Option<&BertOutput>, ids_len: usize, heads: &He
 }
 
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
-pub(super) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
+pub(crate) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
     let (out, inp) = (lin.b.len(), lin.w.len() / lin.b.len());
     sgemm(
         kernel,
@@ -342,7 +342,7 @@ pub(super) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut 
 }
 
 /// LayerNorm over each row of width 384, statistics in f64.
-pub(super) fn layer_norm(x: &mut [f32], norm: &Norm) {
+pub(crate) fn layer_norm(x: &mut [f32], norm: &Norm) {
     for row in x.chunks_exact_mut(D_MODEL) {
         let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
         let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
