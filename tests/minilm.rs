@@ -758,3 +758,33 @@ fn the_pruned_cosine_of_the_f16_model_is_the_fp32_models_to_the_digits_the_page_
     assert!(worst_abs < analysis::COSINE_ABS_ERROR, "{worst_abs:e}");
     assert!(worst_rel < analysis::COSINE_DRIFT_ERROR, "{worst_rel:e}");
 }
+
+/// The page calls a head's removal a flip of the meaning check only where its f16 weights'
+/// margin is beyond their error of zero (`analysis::Verdict`): over the whole 72-head sweep, every
+/// flip is a flip in the fp32 checkpoint and every head that holds holds there too.
+#[test]
+fn every_flip_and_hold_the_page_names_is_the_fp32_models_too() {
+    let (f16, tok, _) = f16_model();
+    let fp32 = checkpoint();
+    let sweep = |bert: &Bert| {
+        pollster::block_on(async {
+            let start = analysis::MarginSweep::start(bert, &tok).await;
+            start.finish(bert).await
+        })
+    };
+    let (page, reference) = (sweep(&f16), sweep(&fp32));
+    assert_eq!(page.full.closer, reference.full.closer);
+    let mut worst = 0.0f64;
+    for (h, (&a, &b)) in page.margins.iter().zip(&reference.margins).enumerate() {
+        worst = worst.max((a - b).abs());
+        match analysis::Verdict::of_margin(a) {
+            analysis::Verdict::Flips => assert!(b < 0.0, "head {h}: f16 {a} flips, fp32 {b} does not"),
+            analysis::Verdict::Holds => assert!(b > 0.0, "head {h}: f16 {a} holds, fp32 {b} flips"),
+            analysis::Verdict::TooClose => println!("head {h}: too close to call: f16 {a:.6}, fp32 {b:.6}"),
+        }
+    }
+    let flips = page.heads_with(analysis::Verdict::Flips);
+    println!("flips {flips:?}, worst margin |diff| {worst:.1e}");
+    assert!(!flips.is_empty(), "some single heads flip the check");
+    assert!(worst < analysis::MARGIN_ERROR, "{worst:e}");
+}
