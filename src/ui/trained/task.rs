@@ -228,7 +228,7 @@ fn PrunedLine() -> impl IntoView {
         let heads = view.choices.heads.get();
         let k = heads.pruned_count();
         if k == 0 {
-            return "Prune heads in the grid below (or with the slider) to see what the really pruned model costs and saves.".to_string();
+            return "Prune heads in the grid above (or with its slider) to see what the really pruned model costs and saves.".to_string();
         }
         let lengths = vec![view.ids().len()];
         let (full, cut) = (cost(&HeadSet::all(TOTAL_HEADS), &lengths), cost(&heads, &lengths));
