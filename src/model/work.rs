@@ -61,18 +61,24 @@ pub fn given_sweep_flops(n: usize) -> u64 {
     ablation_flops(n, &all) - ablation_flops(n, &[])
 }
 
-/// The importance sweep of the sentence `ids` (every head removed alone from the full model) as
-/// `pieces` pieces of [`Work::Ablate`], one per thread: head `h` goes to piece `h % pieces`, so
-/// every piece holds heads of every layer and their passes cost about the same.
-pub fn ablation_pieces(ids: &[u32], pieces: usize) -> Vec<Work> {
+/// The heads of an importance sweep dealt out to `pieces` threads: head `h` goes to piece
+/// `h % pieces`, so every piece holds heads of every layer and their passes cost about the same.
+pub fn ablation_deal(pieces: usize) -> Vec<Vec<usize>> {
     let pieces = pieces.clamp(1, TOTAL_HEADS);
-    (0..pieces)
-        .map(|i| Work::Ablate {
-            heads: HeadSet::all(TOTAL_HEADS),
-            ids: ids.to_vec(),
-            ablate: (i..TOTAL_HEADS).step_by(pieces).collect(),
-        })
-        .collect()
+    (0..pieces).map(|i| (i..TOTAL_HEADS).step_by(pieces).collect()).collect()
+}
+
+/// The importance sweep of the sentence `ids` (every head removed alone from the full model) as
+/// pieces of [`Work::Ablate`], one per thread, dealt as [`ablation_deal`] deals them.
+pub fn ablation_pieces(ids: &[u32], pieces: usize) -> Vec<Work> {
+    let piece = |ablate| Work::Ablate { heads: HeadSet::all(TOTAL_HEADS), ids: ids.to_vec(), ablate };
+    ablation_deal(pieces).into_iter().map(piece).collect()
+}
+
+/// FLOPs of the importance sweep of `n` tokens on `pieces` threads: every piece runs its own
+/// unpruned pass, then its heads' ([`ablation_flops`] of each piece of [`ablation_deal`]).
+pub fn dealt_sweep_flops(n: usize, pieces: usize) -> u64 {
+    ablation_deal(pieces).iter().map(|heads| ablation_flops(n, heads)).sum()
 }
 
 /// A piece of work.
@@ -500,7 +506,14 @@ mod tests {
                 .collect();
             seen.sort_unstable();
             assert_eq!(seen, (0..TOTAL_HEADS).collect::<Vec<_>>());
+            // What the page's estimate counts is what the pieces run.
+            let ids = vec![101; 40];
+            let run: u64 = ablation_pieces(&ids, pieces).iter().filter_map(Work::flops).sum();
+            assert_eq!(dealt_sweep_flops(40, pieces), run, "{pieces} pieces");
         }
+        // Two threads: one more unpruned pass than the page's own-thread sweep and its given one.
+        let every: Vec<usize> = (0..TOTAL_HEADS).collect();
+        assert_eq!(dealt_sweep_flops(40, 2), ablation_flops(40, &every) + ablation_flops(40, &[]));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use crate::model::analysis::{
 };
 use crate::model::bert::{BertOutput, TOTAL_HEADS};
 use crate::model::tokenizer::Token;
-use crate::model::work::{ablation_pieces, given_sweep_flops, Done, Work};
+use crate::model::work::{ablation_pieces, dealt_sweep_flops, given_sweep_flops, Done, Work};
 use crate::settings::Measure;
 use crate::ui::browser::{now_ms, yield_to_browser, PageClock};
 use crate::ui::pool::{auto_threads, Workers};
@@ -215,7 +215,7 @@ impl TrainedView {
         }
         let workers = self.workers.get_value();
         let flops = match workers.parallel() {
-            true => ablation_pieces(&vec![0; n], workers.running_on()).iter().filter_map(Work::flops).sum(),
+            true => dealt_sweep_flops(n, workers.running_on()),
             false => given_sweep_flops(n),
         };
         workers.pace.get().duration(flops, 3.0)
