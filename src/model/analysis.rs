@@ -327,6 +327,41 @@ impl MarginImportance {
         let heads = self.margins.iter().enumerate();
         heads.filter(|(_, &m)| Verdict::of_margin(m) == verdict).map(|(h, _)| h).collect()
     }
+
+    /// What the margins say, in a sentence or two for the page: which heads flip the check alone
+    /// (or, if none does, which moves it most), and which leave it too close to call.
+    pub fn summary(&self) -> String {
+        let name = |h: usize| format!("layer {} head {}", h / HEADS + 1, h % HEADS);
+        let full = margin_text(self.full_margin());
+        let listed = |heads: &[usize]| {
+            let each = heads
+                .iter()
+                .map(|&h| format!("{} (margin {full} → {})", name(h), margin_text(self.margins[h])));
+            each.collect::<Vec<_>>().join(", ")
+        };
+        let first = match (self.heads_with(Verdict::Flips).as_slice(), self.ranking().ranked.last().copied())
+        {
+            ([], Some(h)) => format!(
+                "No single head's removal flips the meaning check (margin {full}); {} moves it most, to {}.",
+                name(h),
+                margin_text(self.margins[h])
+            ),
+            ([], None) => return String::new(),
+            (heads, _) => format!(
+                "Removing one head alone flips the meaning check for {}: {}.",
+                if heads.len() == 1 { "this head" } else { "each of these heads" },
+                listed(heads)
+            ),
+        };
+        match self.heads_with(Verdict::TooClose).as_slice() {
+            [] => first,
+            close => format!(
+                "{first} Too close to call for {}: the margin is within the f16 weights' error \
+                 ({MARGIN_ERROR}) of zero, so the float32 model may answer either way.",
+                listed(close)
+            ),
+        }
+    }
 }
 
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -481,6 +516,23 @@ mod tests {
         assert_eq!(result.heads_with(Verdict::Flips), vec![1, 4]);
         assert_eq!(result.heads_with(Verdict::TooClose), vec![2]);
         assert_eq!(result.heads_with(Verdict::Holds), vec![0, 3]);
+        assert_eq!(
+            result.summary(),
+            "Removing one head alone flips the meaning check for each of these heads: layer 1 head 1 \
+             (margin 0.500 → -0.125), layer 1 head 4 (margin 0.500 → -1.000). Too close to call for \
+             layer 1 head 2 (margin 0.500 → 0.000): the margin is within the f16 weights' error \
+             (0.0003) of zero, so the float32 model may answer either way."
+        );
+        // No flip: the head that moves it most; a margin just over the error keeps its sign.
+        let full = result.full.clone();
+        let calm = MarginImportance { full: full.clone(), margins: vec![0.5, 0.25, 0.45] };
+        assert_eq!(
+            calm.summary(),
+            "No single head's removal flips the meaning check (margin 0.500); layer 1 head 1 moves it \
+             most, to 0.250."
+        );
+        let one = MarginImportance { full, margins: vec![0.5, -4.1e-4, 0.45] };
+        assert!(one.summary().starts_with("Removing one head alone flips the meaning check for this head: layer 1 head 1 (margin 0.500 → -0.0004)."));
         assert_eq!(result.ranking().per_head, vec![0.0, 0.625, 0.5, 0.125, 1.5]);
         assert_eq!(result.ranking().rank(4), Some(1));
     }

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use super::task_view::TaskView;
 use super::view::TrainedView;
 use crate::attention::HeadSet;
-use crate::model::analysis::{margin_text, MarginImportance, Verdict, MARGIN_ERROR};
+use crate::model::analysis::margin_text;
 use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
 use crate::model::roles::Role;
 use crate::settings::Measure;
@@ -89,39 +89,7 @@ fn measure_note(view: TrainedView) -> String {
             "Head-gate gradients on the full model, as the iterative curve's first step measures them."
                 .to_string()
         }
-        Measure::Margin => view.margin.get().flatten().map(|m| margin_note(&m)).unwrap_or_default(),
-    }
-}
-
-/// Which heads flip the meaning check alone, and which leave it too close to call.
-fn margin_note(m: &MarginImportance) -> String {
-    let name = |h: usize| format!("layer {} head {}", h / HEADS + 1, h % HEADS);
-    let full = margin_text(m.full_margin());
-    let listed = |heads: &[usize]| {
-        let each =
-            heads.iter().map(|&h| format!("{} (margin {full} → {})", name(h), margin_text(m.margins[h])));
-        each.collect::<Vec<_>>().join(", ")
-    };
-    let first = match (m.heads_with(Verdict::Flips).as_slice(), m.ranking().ranked.last().copied()) {
-        ([], Some(h)) => format!(
-            "No single head's removal flips the meaning check (margin {full}); {} moves it most, to {}.",
-            name(h),
-            margin_text(m.margins[h])
-        ),
-        ([], None) => return String::new(),
-        (heads, _) => format!(
-            "Removing one head alone flips the meaning check for {}: {}.",
-            if heads.len() == 1 { "this head" } else { "each of these heads" },
-            listed(heads)
-        ),
-    };
-    match m.heads_with(Verdict::TooClose).as_slice() {
-        [] => first,
-        close => format!(
-            "{first} Too close to call for {}: the margin is within the f16 weights' error ({MARGIN_ERROR}) \
-             of zero, so the float32 model may answer either way.",
-            listed(close)
-        ),
+        Measure::Margin => view.margin.get().flatten().map(|m| m.summary()).unwrap_or_default(),
     }
 }
 
