@@ -71,14 +71,26 @@ pub fn MeasureChoice() -> impl IntoView {
             {move || match (measure.get(), task.importance_now().is_some()) {
                 (_, true) => measure_note(view),
                 (Measure::Drift, false) => format!(
-                    "Measuring: one pass per head on this sentence{}…",
-                    view.sweep_estimate().map(|e| format!(", {e}")).unwrap_or_default()
+                    "Measuring: one pass per head on this sentence{}{}…",
+                    view.sweep_estimate().map(|e| format!(", {e}")).unwrap_or_default(),
+                    heads_done(view.drift_swept())
                 ),
-                (Measure::Margin, false) => "Measuring: the meaning check without each head (3 passes per head)…".to_string(),
+                (Measure::Margin, false) => format!(
+                    "Measuring: the meaning check without each head (3 passes per head){}…",
+                    heads_done(view.swept.with(|s| s.margin))
+                ),
                 (Measure::Task, false) => "Measuring: the task's loss gradient on 16 pairs…".to_string(),
             }}
         </p>
     }
+}
+
+/// " (23 of 72 heads done)" once a sweep on the page's thread has measured some heads.
+fn heads_done(done: usize) -> String {
+    if done == 0 {
+        return String::new();
+    }
+    format!(" ({done} of {TOTAL_HEADS} heads done)")
 }
 
 /// What the chosen measure says beyond the ranking: for the margin, which heads flip the check.

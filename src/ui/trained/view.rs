@@ -81,6 +81,18 @@ pub struct TrainedView {
     pub margin: LocalResource<Option<Rc<MarginImportance>>>,
     /// Where batch work on the CPU kernel runs: the page's web workers, or its own thread.
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
+    /// Heads measured so far by a sweep that runs pass by pass on the page's thread (on the GPU,
+    /// or with `?threads=1`), for the drift and for the margin; 0 until its first pass is in.
+    pub swept: RwSignal<Swept>,
+}
+
+/// How far the page's own-thread sweeps have come: heads measured, per measure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// The sentence (token ids) the drift sweep measures, and its heads measured.
+    pub drift: Option<(Vec<u32>, usize)>,
+    /// Heads of the margin sweep measured.
+    pub margin: usize,
 }
 
 impl TrainedView {
@@ -112,10 +124,11 @@ impl TrainedView {
                 Some(Rc::new(Pass::run(&runner, full.ids.clone(), &heads, Some(&full.out)).await))
             }
         });
+        let swept = RwSignal::new(Swept::default());
         let importance = LocalResource::new(move || {
             let (runner, base) = (runner.get().flatten(), full.get().flatten());
             let workers = workers.get_value();
-            async move { measure_importance(runner?, base?, full, workers).await }
+            async move { measure_importance(runner?, base?, full, workers, swept).await }
         });
         let contrast = LocalResource::new(move || {
             let (runner, base, imp) =
@@ -142,8 +155,10 @@ impl TrainedView {
             let (runner, wanted) = (runner.get().flatten(), margin_wanted.get());
             async move {
                 let runner = runner.filter(|_| wanted)?;
+                swept.update(|s| s.margin = 0);
                 let mut sweep = MarginSweep::start(&*runner, &runner.model().tokenizer).await;
                 while sweep.step(&*runner).await {
+                    swept.update(|s| s.margin = sweep.done());
                     yield_to_browser().await;
                 }
                 sweep.result().map(Rc::new)
@@ -162,6 +177,7 @@ impl TrainedView {
             check_now,
             margin,
             workers,
+            swept,
         }
     }
 
@@ -197,6 +213,13 @@ impl TrainedView {
     pub fn cosine(&self) -> Option<f64> {
         let (full, now) = (self.full.get().flatten()?, self.current_for_heads()?);
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
+    }
+
+    /// Heads of the current sentence's drift sweep measured so far on the page's thread (0 when
+    /// the sweep runs on the workers, or has not measured one yet).
+    pub fn drift_swept(&self) -> usize {
+        let ids = self.ids();
+        self.swept.with(|s| s.drift.as_ref().filter(|(of, _)| *of == ids).map_or(0, |(_, done)| *done))
     }
 
     /// The embedding-drift ranking, when it is the current sentence's.
@@ -243,6 +266,7 @@ async fn measure_importance(
     base: Rc<Pass>,
     full: LocalResource<Option<Rc<Pass>>>,
     workers: Rc<Workers>,
+    swept: RwSignal<Swept>,
 ) -> Option<Rc<SentenceImportance>> {
     let wanted = || full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &base));
     if !runner.on_gpu(base.ids.len()) && workers.parallel() {
@@ -265,6 +289,10 @@ async fn measure_importance(
         let started = now_ms();
         let more = sweep.step(&*runner).await;
         busy_ms += now_ms() - started;
+        // A sweep abandoned meanwhile leaves the count to the one that replaced it.
+        if wanted() {
+            swept.update(|s| s.drift = Some((base.ids.clone(), sweep.done())));
+        }
         if !more {
             break;
         }
