@@ -192,11 +192,6 @@ impl Verdict {
 }
 
 impl CheckAnswer {
-    /// Whether this answer picks another sentence than `full`'s (whatever the margin).
-    pub fn flipped_from(&self, full: &CheckAnswer) -> bool {
-        self.closer != full.closer
-    }
-
     /// This answer against `full`'s choice, with the weights' error in mind.
     pub fn verdict_from(&self, full: &CheckAnswer) -> Verdict {
         Verdict::of_margin(self.margin_toward(full.closer))
@@ -382,7 +377,7 @@ mod tests {
         assert_eq!(Verdict::of_margin(-0.3), Verdict::Flips);
         let full = CheckAnswer { closer: 1, cosines: [0.5, 0.52], heads: HeadSet::all(2) };
         let near = CheckAnswer { closer: 0, cosines: [0.6101, 0.61], heads: HeadSet::with_pruned(2, [0]) };
-        assert!(near.flipped_from(&full), "the closer sentence changed");
+        assert_ne!(near.closer, full.closer, "the closer sentence changed");
         assert_eq!(near.verdict_from(&full), Verdict::TooClose, "by 1e-4 only");
         assert_eq!(full.verdict_from(&full), Verdict::Holds);
     }
@@ -492,7 +487,7 @@ mod tests {
                 pollster::block_on(meaning_check(&bert, &tok, &HeadSet::with_pruned(TOTAL_HEADS, [h])));
             let margin = direct.margin_toward(result.full.closer);
             assert!((result.margins[h] - margin).abs() < 1e-9, "head {h}: {} vs {margin}", result.margins[h]);
-            assert_eq!(direct.flipped_from(&result.full), margin < 0.0, "head {h}");
+            assert_eq!(direct.closer != result.full.closer, margin < 0.0, "head {h}");
         }
         for (h, m) in result.margins.iter().enumerate() {
             assert!((ranking.per_head[h] - (full_margin - m).abs()).abs() < 1e-15, "head {h}");

@@ -81,8 +81,8 @@ pub struct TrainedView {
     pub margin: LocalResource<Option<Rc<MarginImportance>>>,
     /// Where batch work on the CPU kernel runs: the page's web workers, or its own thread.
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
-    /// Heads measured so far by a sweep that runs pass by pass on the page's thread (on the GPU,
-    /// or with `?threads=1`), for the drift and for the margin; 0 until its first pass is in.
+    /// Heads measured so far by the sweeps that run pass by pass on the page's thread (the drift
+    /// on the GPU or with `?threads=1`, the margin always), for the status line.
     pub swept: RwSignal<Swept>,
 }
 
