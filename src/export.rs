@@ -90,6 +90,20 @@ pub fn importance_csv(ranking: &Ranking, heads: &HeadSet, measure: &str) -> Stri
     out
 }
 
+/// `head,layer,head_in_layer,<measure>,rank,pruned`: [`importance_csv`] for a model of several
+/// layers of `per_layer` heads, each head also named by its layer (from 1, as the page labels
+/// layers) and its index in the layer (from 0).
+pub fn layered_importance_csv(ranking: &Ranking, heads: &HeadSet, measure: &str, per_layer: usize) -> String {
+    let per_layer = per_layer.max(1);
+    let mut out = format!("head,layer,head_in_layer,{measure},rank,pruned\n");
+    for (h, value) in ranking.per_head.iter().enumerate() {
+        let rank = ranking.rank(h).unwrap_or(0);
+        let pruned = h < heads.len() && heads.is_pruned(h);
+        let _ = writeln!(out, "{h},{},{},{value},{rank},{pruned}", h / per_layer + 1, h % per_layer);
+    }
+    out
+}
+
 /// `heads_pruned,least_important_first_rel_l2,random_mean_rel_l2`: the drift curve, k = 0..=heads.
 pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
     let mut out = String::from("heads_pruned,least_important_first_rel_l2,random_mean_rel_l2\n");
@@ -203,6 +217,19 @@ mod tests {
         assert_eq!(
             rows[1..],
             [["0", "0.3", "1", "false"], ["1", "0.1", "3", "true"], ["2", "0.2", "2", "false"]]
+        );
+        // Two layers of two heads: each head named by its layer too.
+        let layered = Ranking::new(vec![0.3, 0.1, 0.2, 0.4]);
+        let csv = layered_importance_csv(&layered, &HeadSet::with_pruned(4, [2]), "m", 2);
+        assert_eq!(
+            parse(&csv),
+            [
+                ["head", "layer", "head_in_layer", "m", "rank", "pruned"],
+                ["0", "1", "0", "0.3", "2", "false"],
+                ["1", "1", "1", "0.1", "4", "false"],
+                ["2", "2", "0", "0.2", "3", "true"],
+                ["3", "2", "1", "0.4", "1", "false"]
+            ]
         );
         let rows = parse(&drift_curve_csv(&[0.0, 0.5], &[0.0, 0.6, 1.0]));
         assert_eq!(rows[1..], [["0", "0", "0"], ["1", "0.5", "0.6"], ["2", "", "1"]]);

@@ -9,23 +9,39 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// What each top-level module may import, besides itself. `attention` is the pure core; `cpu`,
-/// `model` and `gpu` build on it in that order; `backend` runs them; `ui` shows everything.
-/// `settings`, `embed`, `export` and `viz` are pure and serve `ui`.
-const ALLOWED: [(&str, &[&str]); 12] = [
+/// `model` and `gpu` build on it in that order; `backend` runs them; `jobs` runs the trained
+/// model's long work on the backend; `ui` shows everything and reaches the kernels only through
+/// `backend` and `jobs` (it imports neither `cpu` nor `gpu`). `settings`, `embed`, `export` and
+/// `viz` are pure and serve `ui`; `settings` knows no model's shape.
+const ALLOWED: [(&str, &[&str]); 13] = [
     ("attention", &[]),
     ("cpu", &["attention"]),
     ("model", &["attention", "cpu"]),
     ("gpu", &["attention", "cpu", "model"]),
-    ("settings", &["attention", "model"]),
+    ("settings", &["attention"]),
     ("embed", &["settings"]),
     ("export", &["attention"]),
     ("viz", &["attention"]),
     ("backend", &["attention", "cpu", "model", "gpu", "settings"]),
-    ("bench", &["attention", "cpu", "model", "gpu"]),
-    ("ui", &["attention", "cpu", "model", "gpu", "backend", "settings", "embed", "export", "viz"]),
+    ("jobs", &["attention", "cpu", "model", "backend"]),
+    ("bench", &["attention", "cpu", "model", "gpu", "jobs"]),
+    ("ui", &["attention", "model", "backend", "jobs", "settings", "embed", "export", "viz"]),
     (
         "lib",
-        &["attention", "cpu", "model", "gpu", "backend", "settings", "embed", "export", "viz", "bench", "ui"],
+        &[
+            "attention",
+            "cpu",
+            "model",
+            "gpu",
+            "backend",
+            "jobs",
+            "settings",
+            "embed",
+            "export",
+            "viz",
+            "bench",
+            "ui",
+        ],
     ),
 ];
 

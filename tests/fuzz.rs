@@ -315,7 +315,7 @@ fn head_lists_keep_only_heads_that_exist() {
 fn the_tokenizer_takes_any_text() {
     use headlab::model::tokenizer::Tokenizer;
     let vocab = std::fs::read_to_string(common::model_dir().join("vocab.txt")).unwrap();
-    let tok = Tokenizer::from_vocab(&vocab).unwrap();
+    let tok = Tokenizer::from_vocab(&vocab, 512).unwrap();
     let vocab_size = vocab.lines().count() as u32;
     let fragments = [
         "the",

@@ -4,6 +4,10 @@
 use super::placement::{gpu_needs_large_probe, CostLine, Crossover, Place};
 use crate::attention::clock::{more_repeats, Clock};
 
+/// Largest forward pass (FLOPs) drawn on the CPU kernel while the GPU is still starting: about
+/// 10 ms in wasm, so the first heatmaps do not wait for the GPU.
+pub const QUICK_CPU_FLOPS: u64 = 300_000_000;
+
 /// The sequence lengths a calibration times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Probes {

@@ -1,4 +1,4 @@
-//! The GPU benchmark (`benches/gpu.rs`): the adapter's matrix-product peak, then per
+//! The GPU benchmark (`bench/native/gpu.rs`): the adapter's matrix-product peak, then per
 //! configuration the end-to-end forward time and each dispatch's GPU time.
 
 use super::median;
@@ -7,7 +7,7 @@ use crate::attention::{Inputs, ModelConfig, Weights};
 /// The GPU benchmark: the adapter's matrix-product peak (a `peak_size` cube on the forward
 /// pass's own kernel), then for each configuration the end-to-end forward time (upload, three
 /// dispatches, readback; wall clock) and each dispatch's GPU time from timestamp queries, with
-/// GFLOP/s against that peak. `now` is a millisecond clock. Natively: `benches/gpu.rs`.
+/// GFLOP/s against that peak. `now` is a millisecond clock. Natively: `bench/native/gpu.rs`.
 pub async fn gpu_report(
     ctx: &crate::gpu::GpuContext,
     now: &dyn Fn() -> f64,

@@ -1,8 +1,8 @@
 //! The benchmarks, built only with the `bench` feature (the shipped page carries none of it):
 //! the CPU forward pass on each kernel and the head-toggle path, interleaved round by round so
 //! that ratios compare like with like on a noisy machine, its per-stage profile and GPT-3 with
-//! generated weights ([`run`], [`profile`], [`generated_report`]; natively `benches/mha.rs`, as
-//! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `benches/gpu.rs`).
+//! generated weights ([`run`], [`profile`], [`generated_report`]; natively `bench/native/mha.rs`, as
+//! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `bench/native/gpu.rs`).
 
 pub mod gpu;
 pub mod trained;

@@ -6,7 +6,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use super::{generated_report, normwise_error, profile, run};
 use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
-use crate::model::split::{BertShard, SplitPass, Step};
+use crate::model::sharded::{BertShard, SplitPass, Step};
 
 #[wasm_bindgen]
 extern "C" {
@@ -32,7 +32,7 @@ pub fn bench_report(
 /// minilm-f16.bin) at `lengths` tokens.
 #[wasm_bindgen]
 pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     let lengths: Vec<usize> = lengths.iter().map(|&n| n as usize).collect();
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
@@ -40,7 +40,7 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
 /// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens.
 #[wasm_bindgen]
 pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     let lengths: Vec<usize> = lengths.iter().map(|&n| n.clamp(2, 512) as usize).collect();
     Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
 }
@@ -48,7 +48,7 @@ pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<Str
 /// [`super::trained::layer_profile`] on the page's model asset at each of `lengths` tokens.
 #[wasm_bindgen]
 pub fn bench_layer_profile(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     let tables = lengths
         .iter()
         .map(|&n| super::trained::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
@@ -57,7 +57,7 @@ pub fn bench_layer_profile(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Re
 
 /// One quality evaluation of the page's sentence pairs (`pairs`, the bytes of sts-pairs.tsv):
 /// every sentence embedded by the model with `pruned` heads removed, in the curves' pieces of
-/// [`crate::model::curves::SENTENCES_PER_STEP`] sentences; the median of `rounds`, and GFLOP/s.
+/// [`crate::jobs::task::SENTENCES_PER_PIECE`] sentences; the median of `rounds`, and GFLOP/s.
 #[wasm_bindgen]
 pub fn bench_evaluation(
     asset: &[u8],
@@ -65,17 +65,14 @@ pub fn bench_evaluation(
     pruned: Vec<u32>,
     rounds: usize,
 ) -> Result<String, String> {
-    use crate::model::bert::TOTAL_HEADS;
     use crate::model::work::{Done, Work};
-    let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
+    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     let pairs = crate::model::task::Pairs::from_file(pairs).map_err(|e| e.to_string())?;
-    let ids = pairs.ids(&model.tokenizer);
-    let heads =
-        HeadSet::with_pruned(TOTAL_HEADS, pruned.iter().map(|&h| h as usize).filter(|&h| h < TOTAL_HEADS));
-    let pieces: Vec<Work> = ids
-        .chunks(crate::model::curves::SENTENCES_PER_STEP)
-        .map(|ids| Work::Embed { heads: heads.clone(), ids: ids.to_vec() })
-        .collect();
+    let data = crate::jobs::task::TaskData::new(pairs, &model.tokenizer);
+    let (pairs, ids) = (&data.pairs, &data.ids);
+    let total = model.spec().total_heads();
+    let heads = HeadSet::with_pruned(total, pruned.iter().map(|&h| h as usize));
+    let pieces: Vec<Work> = data.evaluation(&heads);
     let mut times = Vec::new();
     let mut quality = 0.0;
     for _ in 0..rounds.max(1) {
@@ -86,7 +83,7 @@ pub fn bench_evaluation(
     }
     let ms = crate::attention::stats::median(&times).unwrap_or(f64::NAN);
     let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
-    let gflop = crate::model::pruned::cost(&heads, &lengths).total_flops as f64 / 1e9;
+    let gflop = crate::model::pruned::cost(model.spec(), &heads, &lengths).total_flops as f64 / 1e9;
     Ok(format!(
         "one evaluation, {} pruned: {} sentences, {} tokens, {gflop:.1} GFLOP in {ms:.0} ms ({:.1} GFLOP/s), quality {quality:.6}",
         heads.pruned_count(),
@@ -181,7 +178,7 @@ impl MhaCase {
         self.config.forward_flops() as f64
     }
 
-    /// Heads `lo..hi` of a pass on `x` (a thread's share, [`cpu::split::forward_heads`]), as the
+    /// Heads `lo..hi` of a pass on `x` (a thread's share, [`cpu::head_shards::forward_heads`]), as the
     /// flat buffer a message carries.
     pub fn forward_heads(&self, x: &[f32], lo: usize, hi: usize) -> Result<Vec<f32>, String> {
         let (n, d) = (self.config.seq_len, self.config.d_model);
@@ -191,15 +188,15 @@ impl MhaCase {
                 self.config.num_heads
             ));
         }
-        Ok(cpu::split::forward_heads(Kernel::Simd, &self.config, x, &self.weights, lo..hi).data)
+        Ok(cpu::head_shards::forward_heads(Kernel::Simd, &self.config, x, &self.weights, lo..hi).data)
     }
 
-    /// The first of `count` shards of a pass on this case's input ([`cpu::split::even_ranges`]),
+    /// The first of `count` shards of a pass on this case's input ([`cpu::head_shards::even_ranges`]),
     /// computed here and placed in the output buffers; [`MhaCase::assemble`] adds the others.
     pub fn forward_first(&mut self, count: usize) -> Result<(), String> {
-        let heads = cpu::split::even_ranges(self.config.num_heads, count.max(1))[0].clone();
+        let heads = cpu::head_shards::even_ranges(self.config.num_heads, count.max(1))[0].clone();
         let data = self.forward_heads(&self.inputs.x, heads.start, heads.end)?;
-        cpu::split::place(&self.config, &heads, &data, &mut self.out);
+        cpu::head_shards::place(&self.config, &heads, &data, &mut self.out);
         Ok(())
     }
 
@@ -207,9 +204,9 @@ impl MhaCase {
     /// of the same cut into `count` (`others`: their flat buffers one after the other, in head
     /// order), into [`MhaCase::output`].
     pub fn assemble(&mut self, count: usize, others: &[f32]) -> Result<(), String> {
-        let ranges = cpu::split::even_ranges(self.config.num_heads, count.max(1));
+        let ranges = cpu::head_shards::even_ranges(self.config.num_heads, count.max(1));
         let lens: Vec<usize> =
-            ranges.iter().map(|r| cpu::split::HeadShard::len_for(&self.config, r)).collect();
+            ranges.iter().map(|r| cpu::head_shards::HeadShard::len_for(&self.config, r)).collect();
         if others.len() != lens[1..].iter().sum::<usize>() {
             return Err(format!(
                 "{} values from the other threads, {} expected",
@@ -220,19 +217,19 @@ impl MhaCase {
         let mut rest = others;
         for (heads, len) in ranges.iter().zip(&lens).skip(1) {
             let (data, tail) = rest.split_at(*len);
-            cpu::split::place(&self.config, heads, data, &mut self.out);
+            cpu::head_shards::place(&self.config, heads, data, &mut self.out);
             rest = tail;
         }
-        cpu::split::sum_contributions(&mut self.out);
+        cpu::head_shards::sum_contributions(&mut self.out);
         Ok(())
     }
 }
 
-/// `0..len` cut into `count` ranges as the split passes cut heads ([`cpu::split::even_ranges`]),
+/// `0..len` cut into `count` ranges as the split passes cut heads ([`cpu::head_shards::even_ranges`]),
 /// as `[start, end, start, end, ...]`, for the threads a benchmark hands them to.
 #[wasm_bindgen]
 pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
-    cpu::split::even_ranges(len, count.max(1))
+    cpu::head_shards::even_ranges(len, count.max(1))
         .into_iter()
         .flat_map(|r| [r.start as u32, r.end as u32])
         .collect()
@@ -243,7 +240,7 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
 /// `bench/transformers.mjs`, which times it against transformers.js in the same process.
 #[wasm_bindgen]
 pub struct MiniLmCase {
-    model: &'static crate::model::MiniLm,
+    model: &'static crate::model::Model,
     full: crate::model::pruned::PrunedBert<'static>,
     split: Option<Split>,
 }
@@ -263,17 +260,18 @@ impl MiniLmCase {
     /// once. Its weights live as long as the wasm instance (a benchmark makes one or two).
     #[wasm_bindgen(constructor)]
     pub fn new(asset: &[u8]) -> Result<MiniLmCase, String> {
-        let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
-        let model: &'static crate::model::MiniLm = Box::leak(Box::new(model));
-        let all = HeadSet::all(crate::model::bert::TOTAL_HEADS);
+        let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+        let model: &'static crate::model::Model = Box::leak(Box::new(model));
+        let all = HeadSet::all(model.spec().total_heads());
         Ok(MiniLmCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all), split: None })
     }
 
     /// Starts `text`'s pass cut into `count` shards (1 to 12), this thread holding the first
-    /// ([`crate::model::split`]); the other threads hold [`MiniLmShard`]s of the same cut.
+    /// ([`crate::model::sharded`]); the other threads hold [`MiniLmShard`]s of the same cut.
     pub fn split_begin(&mut self, text: &str, count: usize) -> Result<(), String> {
-        if !(1..=crate::model::bert::HEADS).contains(&count) {
-            return Err(format!("{count} shards: 1 to 12"));
+        let heads = self.model.spec().heads;
+        if !(1..=heads).contains(&count) {
+            return Err(format!("{count} shards: 1 to {heads}"));
         }
         let ids = self.checked_ids(text)?;
         let shard = match self.split.take() {
@@ -285,7 +283,7 @@ impl MiniLmCase {
         Ok(())
     }
 
-    /// The current step's code ([`crate::model::split::Step::code`]), or -1 once the pass is done.
+    /// The current step's code ([`crate::model::sharded::Step::code`]), or -1 once the pass is done.
     pub fn split_step(&self) -> i32 {
         self.split.as_ref().and_then(|s| s.pass.step()).map_or(-1, |step| step.code() as i32)
     }
@@ -332,7 +330,7 @@ impl MiniLmCase {
         self.model.ids(text)
     }
 
-    /// The sentence embedding of `text` (384 values), tokenizing included, as the page's batch
+    /// The sentence embedding of `text` (d_model values), tokenizing included, as the page's batch
     /// work embeds a sentence ([`crate::model::pruned::PrunedBert::embed`], every head kept).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, String> {
         let ids = self.checked_ids(text)?;
@@ -343,14 +341,14 @@ impl MiniLmCase {
     /// every layer's attention weights and inputs kept for the heatmaps and for pruning).
     pub fn embed_traced(&self, text: &str) -> Result<Vec<f32>, String> {
         let ids = self.checked_ids(text)?;
-        let all = HeadSet::all(crate::model::bert::TOTAL_HEADS);
+        let all = HeadSet::all(self.model.spec().total_heads());
         Ok(self.model.bert.forward(Kernel::Simd, &ids, &all).embedding)
     }
 
     fn checked_ids(&self, text: &str) -> Result<Vec<u32>, String> {
-        let ids = self.model.ids(text);
-        if ids.len() > crate::model::bert::MAX_POSITIONS {
-            return Err(format!("{} tokens, the model reads at most 512", ids.len()));
+        let (ids, positions) = (self.model.ids(text), self.model.spec().positions);
+        if ids.len() > positions {
+            return Err(format!("{} tokens, the model reads at most {positions}", ids.len()));
         }
         Ok(ids)
     }
@@ -359,6 +357,7 @@ impl MiniLmCase {
 /// Another thread's share of the trained model ([`BertShard`]), for a pass cut across threads.
 #[wasm_bindgen]
 pub struct MiniLmShard {
+    spec: crate::model::spec::ModelSpec,
     shard: BertShard,
 }
 
@@ -367,17 +366,18 @@ impl MiniLmShard {
     /// Shard `index` of `count` of the model in the page's asset (`asset`).
     #[wasm_bindgen(constructor)]
     pub fn new(asset: &[u8], index: usize, count: usize) -> Result<MiniLmShard, String> {
-        if index >= count || count > crate::model::bert::HEADS {
-            return Err(format!("shard {index} of {count}: at most 12 shards"));
+        let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+        let spec = *model.spec();
+        if index >= count || count > spec.heads {
+            return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
-        let model = crate::model::MiniLm::from_asset(asset).map_err(|e| e.to_string())?;
-        Ok(MiniLmShard { shard: BertShard::new(&model.bert, index, count) })
+        Ok(MiniLmShard { spec, shard: BertShard::new(&model.bert, index, count) })
     }
 
     /// This shard's partial branch of the step `code` for the layer input `x`.
     pub fn run(&self, code: u32, x: &[f32]) -> Result<Vec<f32>, String> {
-        let step = Step::from_code(code).ok_or_else(|| format!("no step {code}"))?;
-        if x.is_empty() || !x.len().is_multiple_of(crate::model::bert::D_MODEL) {
+        let step = Step::from_code(code, self.spec.layers).ok_or_else(|| format!("no step {code}"))?;
+        if x.is_empty() || !x.len().is_multiple_of(self.spec.d_model) {
             return Err(format!("{} values are no layer input", x.len()));
         }
         Ok(self.shard.run(Kernel::Simd, step, x))

@@ -5,7 +5,7 @@
 //!     cargo run --release --bin convert-model -- MODEL_DIR OUT_FILE
 //!     cargo run --release --bin convert-model -- --pairs STS_TEST_CSV OUT_FILE
 
-use headlab::model::{asset, bert, task};
+use headlab::model::{asset, bert, spec::ModelSpec, task};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -30,7 +30,7 @@ fn convert(model_dir: &std::path::Path, out: &std::path::Path) -> Result<(), Box
     let vocab = std::fs::read_to_string(model_dir.join("vocab.txt"))?;
     let st = safetensors::SafeTensors::deserialize(&bytes)?;
     let mut tensors = Vec::new();
-    for (name, shape) in bert::tensor_names() {
+    for (name, shape) in bert::tensor_names(&ModelSpec::MINILM_L6_V2) {
         let t = st.tensor(&name)?;
         if t.dtype() != safetensors::Dtype::F32 || t.shape() != shape.as_slice() {
             return Err(

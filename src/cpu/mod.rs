@@ -18,10 +18,10 @@ pub mod gelu;
 pub mod gemm;
 pub mod generated;
 pub mod head_loop;
+pub mod head_shards;
 pub mod mat;
 pub mod packed;
 pub mod softmax;
-pub mod split;
 
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};

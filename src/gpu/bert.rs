@@ -17,10 +17,9 @@ use super::forward::{AttentionParams, MatmulParams};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{shaders, GpuContext, GpuError};
 use crate::attention::HeadSet;
-use crate::model::bert::{
-    first_changed_layer, Bert, BertOutput, D_K, D_MODEL, FFN, HEADS, LAYERS, TOTAL_HEADS,
-};
+use crate::model::bert::{first_changed_layer, pool, Bert, BertOutput};
 use crate::model::pruned::PrunedBert;
+use crate::model::spec::{Activation, ModelSpec};
 
 /// Uniforms of `bert.wgsl` (same field order), padded to 32 bytes.
 #[repr(C)]
@@ -28,7 +27,7 @@ use crate::model::pruned::PrunedBert;
 struct RowParams {
     rows: u32,
     cols: u32,
-    /// `bias_act`: 1 applies GELU after the bias, 0 adds the bias only.
+    /// `bias_act`: 1 applies the exact GELU after the bias, 0 adds the bias only.
     gelu: u32,
     /// `mask_heads`: columns per head.
     head_width: u32,
@@ -38,15 +37,23 @@ struct RowParams {
 }
 
 impl RowParams {
-    fn new(rows: usize, cols: usize) -> Self {
-        RowParams { rows: rows as u32, cols: cols as u32, gelu: 0, head_width: 0, eps: 1e-12, _pad: [0; 3] }
+    fn new(spec: &ModelSpec, rows: usize, cols: usize) -> Self {
+        let eps = spec.layer_norm_eps as f32;
+        RowParams { rows: rows as u32, cols: cols as u32, gelu: 0, head_width: 0, eps, _pad: [0; 3] }
+    }
+
+    /// `bias_act`'s code for the model's activation.
+    fn activation(self, activation: Activation) -> Self {
+        match activation {
+            Activation::Gelu => RowParams { gelu: 1, ..self },
+        }
     }
 }
 
 struct LayerBuffers {
     /// The heads it has, as indices within the layer.
     kept: Vec<usize>,
-    w_qkv: wgpu::Buffer, // [Wq; Wk; Wv], 3 * kept * D_K x 384 as stored by PyTorch
+    w_qkv: wgpu::Buffer, // [Wq; Wk; Wv], 3 * kept * d_k x d_model as stored by PyTorch
     b_qkv: wgpu::Buffer,
     w_out: wgpu::Buffer,
     b_out: wgpu::Buffer,
@@ -114,7 +121,7 @@ const PLANS_KEPT: usize = 4;
 struct Plan {
     n: usize,
     x: wgpu::Buffer,
-    /// Per layer: its attention weights (`HEADS x n x n`), and one flag per head (1.0 = active).
+    /// Per layer: its attention weights (`kept heads x n x n`), and one flag per head (1.0 = active).
     /// Storage bindings at an offset must be 256-byte aligned, which slices of one buffer would not be.
     attn: Vec<wgpu::Buffer>,
     keep: Vec<wgpu::Buffer>,
@@ -129,21 +136,22 @@ struct Plan {
 
 impl Plan {
     /// The final hidden states, every layer's attention and every layer's input.
-    fn readback_bytes(&self) -> u64 {
-        let n = self.n as u64;
+    fn readback_bytes(&self, spec: &ModelSpec) -> u64 {
+        let (n, d) = (self.n as u64, spec.d_model as u64);
         let attention: u64 = self.attn.iter().map(|a| a.size()).sum();
-        4 * (n * D_MODEL as u64 + LAYERS as u64 * n * D_MODEL as u64) + attention
+        4 * (n * d + spec.layers as u64 * n * d) + attention
     }
 
-    fn take_readback(&self, device: &wgpu::Device) -> wgpu::Buffer {
+    fn take_readback(&self, device: &wgpu::Device, spec: &ModelSpec) -> wgpu::Buffer {
         let free = self.free_readbacks.borrow_mut().pop();
-        free.unwrap_or_else(|| self.owned.keep(resources::readback(device, self.readback_bytes())))
+        free.unwrap_or_else(|| self.owned.keep(resources::readback(device, self.readback_bytes(spec))))
     }
 }
 
 /// The model's weights on the device and the pipelines that run it.
 pub struct GpuBert {
     ctx: Rc<GpuContext>,
+    spec: ModelSpec,
     layers: Vec<LayerBuffers>,
     bias_act: wgpu::ComputePipeline,
     residual_norm: wgpu::ComputePipeline,
@@ -155,9 +163,10 @@ pub struct GpuBert {
 }
 
 impl GpuBert {
-    /// Uploads `bert`'s layer weights (about 85 MiB as f32) and builds the pipelines.
+    /// Uploads `bert`'s layer weights (all-MiniLM-L6-v2's: about 85 MiB as f32) and builds the
+    /// pipelines.
     pub async fn new(ctx: Rc<GpuContext>, bert: &Bert) -> Result<GpuBert, GpuError> {
-        GpuBert::pruned(ctx, &PrunedBert::new(bert, &HeadSet::all(TOTAL_HEADS))).await
+        GpuBert::pruned(ctx, &PrunedBert::new(bert, &HeadSet::all(bert.spec().total_heads()))).await
     }
 
     /// [`GpuBert::new`] for a really pruned model: each layer's kept heads' weights only.
@@ -216,6 +225,7 @@ impl GpuBert {
         }
         Ok(GpuBert {
             ctx,
+            spec: *model.base().spec(),
             layers,
             bias_act,
             residual_norm,
@@ -271,7 +281,8 @@ impl GpuBert {
     fn make_plan(&self, n: usize) -> Plan {
         let (dev, q) = (&self.ctx.device, &self.ctx.queue);
         let owned = Owned::default();
-        let d = D_MODEL;
+        let spec = &self.spec;
+        let (d, ffn) = (spec.d_model, spec.ffn);
         let f32s = |count: usize| (count * 4) as u64;
         let storage = |label, floats: usize, extra| {
             owned.keep(resources::storage(dev, label, f32s(floats.max(1)), extra))
@@ -287,11 +298,11 @@ impl GpuBert {
             branch: storage("branch", n * d, none),
             // Stays zero: the attention branch of a layer with no head left.
             zeros: storage("no heads", n * d, none),
-            hidden: storage("hidden", n * FFN, none),
-            u_in: uniform(bytemuck::bytes_of(&linear_params(n, d, FFN))),
-            u_ffn_out: uniform(bytemuck::bytes_of(&linear_params(n, FFN, d))),
-            u_gelu: uniform(bytemuck::bytes_of(&RowParams { gelu: 1, ..RowParams::new(n, FFN) })),
-            u_norm: uniform(bytemuck::bytes_of(&RowParams::new(n, d))),
+            hidden: storage("hidden", n * ffn, none),
+            u_in: uniform(bytemuck::bytes_of(&linear_params(n, d, ffn))),
+            u_ffn_out: uniform(bytemuck::bytes_of(&linear_params(n, ffn, d))),
+            u_gelu: uniform(bytemuck::bytes_of(&RowParams::new(spec, n, ffn).activation(spec.activation))),
+            u_norm: uniform(bytemuck::bytes_of(&RowParams::new(spec, n, d))),
         };
         let attn: Vec<wgpu::Buffer> =
             self.layers.iter().map(|w| storage("attention", w.kept.len() * n * n, copy)).collect();
@@ -319,7 +330,9 @@ impl GpuBert {
         uniform: &dyn Fn(&[u8]) -> wgpu::Buffer,
     ) -> Vec<Dispatch> {
         let dev = &self.ctx.device;
-        let (n, d, width) = (b.n, D_MODEL, w.kept.len() * D_K);
+        let spec = &self.spec;
+        let (n, d, ffn, d_k) = (b.n, spec.d_model, spec.ffn, spec.d_k());
+        let width = w.kept.len() * d_k;
         let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| Dispatch {
             step,
             group: resources::bind_in_order(dev, self.pipeline(step), buffers),
@@ -331,12 +344,12 @@ impl GpuBert {
         } else {
             let u_qkv = uniform(bytemuck::bytes_of(&linear_params(n, d, 3 * width)));
             let u_out = uniform(bytemuck::bytes_of(&linear_params(n, width, d)));
-            let att = AttentionParams::new(n as u32, width as u32, D_K as u32, w.kept.len() as u32);
+            let att = AttentionParams::new(n as u32, width as u32, d_k as u32, w.kept.len() as u32);
             let u_att = uniform(bytemuck::bytes_of(&att));
-            let u_bias_qkv = uniform(bytemuck::bytes_of(&RowParams::new(n, 3 * width)));
+            let u_bias_qkv = uniform(bytemuck::bytes_of(&RowParams::new(spec, n, 3 * width)));
             let u_mask = uniform(bytemuck::bytes_of(&RowParams {
-                head_width: D_K as u32,
-                ..RowParams::new(n, width)
+                head_width: d_k as u32,
+                ..RowParams::new(spec, n, width)
             }));
             vec![
                 // Attention: QKV projection + bias, heads, flagged-off heads zeroed, output
@@ -355,8 +368,8 @@ impl GpuBert {
         };
         dispatches.extend([
             // Feed-forward: GELU(x W_i^T + b_i) W_2^T, then x = LayerNorm(x + that + b_2).
-            dispatch(Step::Matmul, &[&b.u_in, &b.x, &w.w_in, &b.hidden], (tiles(FFN), tiles(n))),
-            dispatch(Step::BiasAct, &[&b.u_gelu, &b.hidden, &w.b_in], (elementwise_groups(n * FFN), 1)),
+            dispatch(Step::Matmul, &[&b.u_in, &b.x, &w.w_in, &b.hidden], (tiles(ffn), tiles(n))),
+            dispatch(Step::BiasAct, &[&b.u_gelu, &b.hidden, &w.b_in], (elementwise_groups(n * ffn), 1)),
             dispatch(Step::Matmul, &[&b.u_ffn_out, &b.hidden, &w.w_ffn_out, &b.branch], (tiles(d), tiles(n))),
             dispatch(Step::ResidualNorm, &[&b.u_norm, &b.branch, &w.b_ffn_out, &b.x, &w.ln2], (n as u32, 1)),
         ]);
@@ -380,10 +393,12 @@ impl GpuBert {
     ) -> Result<BertOutput, GpuError> {
         let ctx = &self.ctx;
         ctx.check()?;
-        let n = ids.len();
-        let start = first_changed_layer(base, n, heads);
+        let (n, spec) = (ids.len(), &self.spec);
+        let start = first_changed_layer(spec, base, n, heads);
         let x0 = match base {
-            Some(b) if start == LAYERS => return Ok(BertOutput { first_computed: LAYERS, ..b.clone() }),
+            Some(b) if start == spec.layers => {
+                return Ok(BertOutput { first_computed: spec.layers, ..b.clone() })
+            }
             Some(b) if start > 0 => b.layer_inputs[start].clone(),
             _ => bert.embed(ids),
         };
@@ -391,17 +406,17 @@ impl GpuBert {
         ctx.queue.write_buffer(&plan.x, 0, bytemuck::cast_slice(&x0));
         for (l, (flags, w)) in plan.keep.iter().zip(&self.layers).enumerate().skip(start) {
             let keep: Vec<f32> =
-                w.kept.iter().map(|&h| if heads.is_active(l * HEADS + h) { 1.0 } else { 0.0 }).collect();
+                w.kept.iter().map(|&h| if heads.is_active(l * spec.heads + h) { 1.0 } else { 0.0 }).collect();
             if !keep.is_empty() {
                 ctx.queue.write_buffer(flags, 0, bytemuck::cast_slice(&keep));
             }
         }
-        let readback = plan.take_readback(&ctx.device);
+        let readback = plan.take_readback(&ctx.device, spec);
         let data = self.submit_and_read(&plan, start, &readback).await?;
         plan.free_readbacks.borrow_mut().push(readback);
 
         // Final hidden states, then each computed layer's attention, then each one's input.
-        let d = D_MODEL;
+        let d = spec.d_model;
         let (hidden_states, mut rest) = data.split_at(n * d);
         let mut attention = base.map_or(Vec::new(), |b| b.attention[..start].to_vec());
         for w in &self.layers[start..] {
@@ -413,7 +428,7 @@ impl GpuBert {
         let mut layer_inputs = base.map_or(Vec::new(), |b| b.layer_inputs[..start].to_vec());
         layer_inputs.extend(new_inputs.chunks_exact(n * d).map(<[f32]>::to_vec));
         Ok(BertOutput {
-            embedding: crate::model::bert::pool(hidden_states),
+            embedding: pool(spec, hidden_states),
             attention,
             head_outputs: Vec::new(),
             seq_len: n,
@@ -433,8 +448,8 @@ impl GpuBert {
     ) -> Result<Vec<f32>, GpuError> {
         let (ctx, n) = (&self.ctx, plan.n as u64);
         let attn_bytes = |w: &LayerBuffers| 4 * w.kept.len() as u64 * n * n;
-        let x_bytes = 4 * n * D_MODEL as u64;
-        let computed = (LAYERS - start) as u64;
+        let x_bytes = 4 * n * self.spec.d_model as u64;
+        let computed = (self.spec.layers - start) as u64;
         let inputs_at = x_bytes + self.layers[start..].iter().map(attn_bytes).sum::<u64>();
         let mut enc =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("bert") });

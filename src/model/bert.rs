@@ -1,10 +1,11 @@
-//! all-MiniLM-L6-v2's forward pass on the CPU kernel, with any set of its heads pruned.
+//! A BERT encoder's forward pass on the CPU kernel, with any set of its heads pruned; its shape
+//! is the model's [`ModelSpec`] (all-MiniLM-L6-v2's: 6 layers of 12 heads of 32).
 //!
 //! ```text
 //! x = LayerNorm(word[id] + position[t] + token_type[0])
-//! 6 times:  QKV = x W_{q,k,v}^T + b             (heads of 32, attention as in crate::cpu::attend)
-//!           x = LayerNorm(x + concat_masked(heads) W_o^T + b_o)
-//!           x = LayerNorm(x + GELU(x W_i^T + b_i) W_2^T + b_2)
+//! per layer: QKV = x W_{q,k,v}^T + b            (heads of d_k, attention as in crate::cpu::attend)
+//!            x = LayerNorm(x + concat_masked(heads) W_o^T + b_o)
+//!            x = LayerNorm(x + GELU(x W_i^T + b_i) W_2^T + b_2)
 //! embedding = normalize(mean over tokens of x)
 //! ```
 //!
@@ -13,26 +14,12 @@
 
 use std::sync::Arc;
 
+use super::spec::{Activation, ModelSpec, Pooling};
+use crate::attention::synthetic::hash32;
 use crate::attention::HeadSet;
 use crate::cpu::gelu::gelu_in_place;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
-
-/// Width of the residual stream.
-pub const D_MODEL: usize = 384;
-/// Heads per layer.
-pub const HEADS: usize = 12;
-/// Per-head width.
-pub const D_K: usize = D_MODEL / HEADS;
-/// Layers.
-pub const LAYERS: usize = 6;
-/// Heads in the whole model, numbered `layer * HEADS + head`.
-pub const TOTAL_HEADS: usize = LAYERS * HEADS;
-/// Width of the feed-forward layer.
-pub const FFN: usize = 1536;
-/// Positions the model has embeddings for.
-pub const MAX_POSITIONS: usize = 512;
-const LN_EPS: f64 = 1e-12;
 
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,33 +57,49 @@ pub struct Layer {
 }
 
 impl Layer {
-    /// The layer after its attention branch (in `branch`, `rows x D_MODEL`):
+    /// The layer after its attention branch (in `branch`, `rows x d_model`):
     /// `x <- LayerNorm1(x + branch)`, then `x <- LayerNorm2(x + GELU(x W_i^T + b_i) W_2^T + b_2)`,
-    /// with `branch` and `hidden` (`rows x FFN`) as scratch.
-    pub(super) fn finish(&self, kernel: Kernel, x: &mut [f32], branch: &mut [f32], hidden: &mut [f32]) {
-        let rows = x.len() / D_MODEL;
+    /// with `branch` and `hidden` (`rows x ffn`) as scratch.
+    pub(super) fn finish(
+        &self,
+        kernel: Kernel,
+        spec: &ModelSpec,
+        x: &mut [f32],
+        branch: &mut [f32],
+        hidden: &mut [f32],
+    ) {
+        let rows = x.len() / spec.d_model;
         x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
-        layer_norm(x, &self.ln1);
-        linear(kernel, x, rows, &self.ffn_in, hidden, FFN);
-        gelu_in_place(kernel, hidden);
-        linear(kernel, hidden, rows, &self.ffn_out, branch, D_MODEL);
+        layer_norm(x, &self.ln1, spec.layer_norm_eps);
+        linear(kernel, x, rows, &self.ffn_in, hidden, spec.ffn);
+        activate(kernel, spec.activation, hidden);
+        linear(kernel, hidden, rows, &self.ffn_out, branch, spec.d_model);
         x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
-        layer_norm(x, &self.ln2);
+        layer_norm(x, &self.ln2, spec.layer_norm_eps);
     }
 }
 
-/// Every weight of the model.
+/// The feed-forward activation `activation`, in place.
+pub(crate) fn activate(kernel: Kernel, activation: Activation, x: &mut [f32]) {
+    match activation {
+        Activation::Gelu => gelu_in_place(kernel, x),
+    }
+}
+
+/// Every weight of the model, and its shape.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Bert {
-    /// `vocab x 384`.
+    /// The shape: every size below is the spec's.
+    pub spec: ModelSpec,
+    /// `vocab x d_model`.
     pub word: Vec<f32>,
-    /// `512 x 384`.
+    /// `positions x d_model`.
     pub position: Vec<f32>,
-    /// Token type 0's embedding, `384`.
+    /// Token type 0's embedding, `d_model`.
     pub token_type: Vec<f32>,
     /// LayerNorm of the embeddings.
     pub ln_embed: Norm,
-    /// The six layers.
+    /// The layers.
     pub layers: Vec<Layer>,
 }
 
@@ -110,43 +113,49 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-/// The names and shapes the model needs, in the checkpoint's naming.
-pub fn tensor_names() -> Vec<(String, Vec<usize>)> {
+/// Token types a BERT checkpoint's table holds (the page uses the first).
+pub const TOKEN_TYPES: usize = 2;
+
+/// The names and shapes a model of shape `spec` needs, in the checkpoint's naming.
+pub fn tensor_names(spec: &ModelSpec) -> Vec<(String, Vec<usize>)> {
+    let (d, ffn) = (spec.d_model, spec.ffn);
     let mut names = vec![
-        ("embeddings.word_embeddings.weight".to_string(), vec![30522, D_MODEL]),
-        ("embeddings.position_embeddings.weight".into(), vec![MAX_POSITIONS, D_MODEL]),
-        ("embeddings.token_type_embeddings.weight".into(), vec![2, D_MODEL]),
-        ("embeddings.LayerNorm.weight".into(), vec![D_MODEL]),
-        ("embeddings.LayerNorm.bias".into(), vec![D_MODEL]),
+        ("embeddings.word_embeddings.weight".to_string(), vec![spec.vocab, d]),
+        ("embeddings.position_embeddings.weight".into(), vec![spec.positions, d]),
+        ("embeddings.token_type_embeddings.weight".into(), vec![TOKEN_TYPES, d]),
+        ("embeddings.LayerNorm.weight".into(), vec![d]),
+        ("embeddings.LayerNorm.bias".into(), vec![d]),
     ];
-    for l in 0..LAYERS {
+    for l in 0..spec.layers {
         let p = format!("encoder.layer.{l}.");
         for (name, out, inp) in [
-            ("attention.self.query", D_MODEL, D_MODEL),
-            ("attention.self.key", D_MODEL, D_MODEL),
-            ("attention.self.value", D_MODEL, D_MODEL),
-            ("attention.output.dense", D_MODEL, D_MODEL),
-            ("intermediate.dense", FFN, D_MODEL),
-            ("output.dense", D_MODEL, FFN),
+            ("attention.self.query", d, d),
+            ("attention.self.key", d, d),
+            ("attention.self.value", d, d),
+            ("attention.output.dense", d, d),
+            ("intermediate.dense", ffn, d),
+            ("output.dense", d, ffn),
         ] {
             names.push((format!("{p}{name}.weight"), vec![out, inp]));
             names.push((format!("{p}{name}.bias"), vec![out]));
         }
         for name in ["attention.output.LayerNorm", "output.LayerNorm"] {
-            names.push((format!("{p}{name}.weight"), vec![D_MODEL]));
-            names.push((format!("{p}{name}.bias"), vec![D_MODEL]));
+            names.push((format!("{p}{name}.weight"), vec![d]));
+            names.push((format!("{p}{name}.bias"), vec![d]));
         }
     }
     names
 }
 
 impl Bert {
-    /// Builds the model from a source of named f32 tensors (a checkpoint or the page's asset),
-    /// checking every shape.
+    /// Builds a model of shape `spec` from a source of named f32 tensors (a checkpoint or the
+    /// page's asset), checking every shape against the spec.
     pub fn from_tensors(
+        spec: ModelSpec,
         mut get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Bert, LoadError> {
-        let shapes: std::collections::HashMap<String, Vec<usize>> = tensor_names().into_iter().collect();
+        spec.validate().map_err(|e| LoadError(e.0))?;
+        let shapes: std::collections::HashMap<String, Vec<usize>> = tensor_names(&spec).into_iter().collect();
         let mut take = |name: &str| -> Result<Vec<f32>, LoadError> {
             let (shape, data) = get(name).ok_or_else(|| LoadError(format!("{name} is missing")))?;
             let want = &shapes[name];
@@ -155,8 +164,8 @@ impl Bert {
             }
             Ok(data)
         };
-        let mut layers = Vec::with_capacity(LAYERS);
-        for l in 0..LAYERS {
+        let mut layers = Vec::with_capacity(spec.layers);
+        for l in 0..spec.layers {
             let p = format!("encoder.layer.{l}.");
             let mut lin = |name: &str| -> Result<Linear, LoadError> {
                 Ok(Linear { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
@@ -172,21 +181,67 @@ impl Bert {
         }
         let token_types = take("embeddings.token_type_embeddings.weight")?;
         Ok(Bert {
+            spec,
             word: take("embeddings.word_embeddings.weight")?,
             position: take("embeddings.position_embeddings.weight")?,
-            token_type: token_types[..D_MODEL].to_vec(),
+            token_type: token_types[..spec.d_model].to_vec(),
             ln_embed: Norm { w: take("embeddings.LayerNorm.weight")?, b: take("embeddings.LayerNorm.bias")? },
             layers,
         })
     }
 
-    /// Vocabulary size (rows of the word embedding).
-    pub fn vocab_size(&self) -> usize {
-        self.word.len() / D_MODEL
+    /// A model of shape `spec` with seeded random weights: uniform, each dense layer of unit gain
+    /// (variance `1 / inputs`), LayerNorm scales near 1. For tests and benchmarks of shapes the
+    /// page has no checkpoint for; never shown as a trained model.
+    pub fn random(spec: ModelSpec, seed: u32) -> Bert {
+        let stream = std::cell::Cell::new(seed.wrapping_mul(0x9e37_79b9));
+        // `len` values uniform in `(-scale, scale)`, a new stream each call.
+        let values = |len: usize, scale: f32| {
+            stream.set(hash32(stream.get() ^ 0x0dd_ba11));
+            let key = stream.get();
+            (0..len as u32)
+                .map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0))
+                .collect()
+        };
+        let linear = |out: usize, inp: usize| Linear {
+            w: values(out * inp, (3.0 / inp as f32).sqrt()),
+            b: values(out, 0.1),
+        };
+        let norm =
+            |d: usize| Norm { w: values(d, 0.2).iter().map(|v: &f32| 1.0 + v).collect(), b: values(d, 0.1) };
+        let (d, ffn) = (spec.d_model, spec.ffn);
+        let layers = (0..spec.layers)
+            .map(|_| Layer {
+                qkv: [linear(d, d), linear(d, d), linear(d, d)],
+                out: linear(d, d),
+                ln1: norm(d),
+                ffn_in: linear(ffn, d),
+                ffn_out: linear(d, ffn),
+                ln2: norm(d),
+            })
+            .collect();
+        Bert {
+            spec,
+            word: values(spec.vocab * d, 1.0),
+            position: values(spec.positions * d, 0.3),
+            token_type: values(d, 0.1),
+            ln_embed: norm(d),
+            layers,
+        }
     }
 
-    /// Runs the model on `ids` (at most 512, each below the vocabulary size) with only `heads`
-    /// (of [`TOTAL_HEADS`], numbered `layer * HEADS + head`) active.
+    /// The model's shape.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// Vocabulary size (rows of the word embedding).
+    pub fn vocab_size(&self) -> usize {
+        self.word.len() / self.spec.d_model
+    }
+
+    /// Runs the model on `ids` (1 to the spec's positions, each below the vocabulary size) with
+    /// only `heads` (of the spec's total, numbered `layer * heads + head`) active.
     pub fn forward(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet) -> BertOutput {
         self.forward_from(kernel, ids, heads, None)
     }
@@ -202,12 +257,12 @@ impl Bert {
         heads: &HeadSet,
         base: Option<&BertOutput>,
     ) -> BertOutput {
-        let n = ids.len();
-        let d = D_MODEL;
-        let start = first_changed_layer(base, n, heads);
-        let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == LAYERS);
+        let spec = &self.spec;
+        let (n, d, layers) = (ids.len(), spec.d_model, spec.layers);
+        let start = first_changed_layer(spec, base, n, heads);
+        let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == layers);
         let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
-            Some(b) if start == LAYERS => return BertOutput { first_computed: LAYERS, ..b.clone() },
+            Some(b) if start == layers => return BertOutput { first_computed: layers, ..b.clone() },
             Some(b) => (
                 b.attention[..start].to_vec(),
                 b.head_outputs.get(..start).map_or(Vec::new(), <[_]>::to_vec),
@@ -215,46 +270,47 @@ impl Bert {
                 b.layer_inputs[start].clone(),
             ),
             None => (
-                Vec::with_capacity(LAYERS),
-                Vec::with_capacity(LAYERS),
-                Vec::with_capacity(LAYERS),
+                Vec::with_capacity(layers),
+                Vec::with_capacity(layers),
+                Vec::with_capacity(layers),
                 self.embed(ids),
             ),
         };
         let mut first = trace
-            .filter(|b| b.head_outputs.len() == LAYERS)
+            .filter(|b| b.head_outputs.len() == layers)
             .map(|b| (b.attention[start].clone(), b.head_outputs[start].clone()));
         let mut qkv = vec![0.0f32; n * 3 * d];
         let (mut concat, mut tmp, mut hidden) =
-            (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * FFN]);
+            (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * spec.ffn]);
+        let (heads_per_layer, d_k) = (spec.heads, spec.d_k());
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
             layer_inputs.push(x.clone());
             let (att, outs) = first.take().unwrap_or_else(|| {
                 for (i, lin) in layer.qkv.iter().enumerate() {
                     linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
                 }
-                let mut att = vec![0.0f32; HEADS * n * n];
+                let mut att = vec![0.0f32; heads_per_layer * n * n];
                 let mut outs = vec![0.0f32; n * d];
-                attend(kernel, &qkv, n, HEADS, D_K, &mut att, &mut outs);
+                attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
                 (Arc::new(att), Arc::new(outs))
             });
             concat.copy_from_slice(&outs);
             attention.push(att);
             head_outputs.push(outs);
-            for h in heads.pruned_in_layer(l, HEADS) {
-                concat.chunks_exact_mut(d).for_each(|row| row[h * D_K..(h + 1) * D_K].fill(0.0));
+            for h in heads.pruned_in_layer(l, heads_per_layer) {
+                concat.chunks_exact_mut(d).for_each(|row| row[h * d_k..(h + 1) * d_k].fill(0.0));
             }
             linear(kernel, &concat, n, &layer.out, &mut tmp, d);
-            layer.finish(kernel, &mut x, &mut tmp, &mut hidden);
+            layer.finish(kernel, spec, &mut x, &mut tmp, &mut hidden);
         }
         // A trace with a gap (the layers before `start` from a backend that kept no head outputs)
         // is not kept: a later pass recomputes that layer's heads.
-        if head_outputs.len() != LAYERS {
+        if head_outputs.len() != layers {
             head_outputs.clear();
         }
 
         BertOutput {
-            embedding: pool(&x),
+            embedding: pool(spec, &x),
             attention,
             head_outputs,
             seq_len: n,
@@ -266,8 +322,8 @@ impl Bert {
 
     /// The input of the first layer: `LayerNorm(word[id] + position[t] + token_type[0])`.
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
-        let (n, d) = (ids.len(), D_MODEL);
-        assert!((1..=MAX_POSITIONS).contains(&n), "1 to 512 tokens");
+        let (n, d) = (ids.len(), self.spec.d_model);
+        assert!((1..=self.spec.positions).contains(&n), "1 to {} tokens", self.spec.positions);
         let mut x = vec![0.0f32; n * d];
         for (t, &id) in ids.iter().enumerate() {
             let id = id as usize;
@@ -276,53 +332,66 @@ impl Bert {
                 x[t * d + j] = self.word[id * d + j] + self.position[t * d + j] + self.token_type[j];
             }
         }
-        layer_norm(&mut x, &self.ln_embed);
+        layer_norm(&mut x, &self.ln_embed, self.spec.layer_norm_eps);
         x
     }
 }
 
-/// The sentence embedding: the mean of the last layer's rows, L2-normalised.
-pub fn pool(hidden: &[f32]) -> Vec<f32> {
-    let n = (hidden.len() / D_MODEL).max(1);
-    let mut pooled = vec![0.0f64; D_MODEL];
-    for row in hidden.chunks_exact(D_MODEL) {
-        pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+/// The sentence embedding of the last layer's rows (`tokens x d_model`), pooled as `spec` says:
+/// the mean of the rows, L2-normalised.
+pub fn pool(spec: &ModelSpec, hidden: &[f32]) -> Vec<f32> {
+    let d = spec.d_model;
+    match spec.pooling {
+        Pooling::MeanNormalized => {
+            let n = (hidden.len() / d).max(1);
+            let mut pooled = vec![0.0f64; d];
+            for row in hidden.chunks_exact(d) {
+                pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+            }
+            let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
+            pooled.iter().map(|v| (v / norm) as f32).collect()
+        }
     }
-    let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
-    pooled.iter().map(|v| (v / norm) as f32).collect()
 }
 
 /// What a forward pass of the trained model produces.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BertOutput {
-    /// The L2-normalised mean-pooled sentence embedding, 384 values.
+    /// The pooled sentence embedding, `d_model` values.
     pub embedding: Vec<f32>,
-    /// Per layer, every head's attention weights: `12 x n x n` (shared with the passes that
+    /// Per layer, every head's attention weights: `heads x n x n` (shared with the passes that
     /// reuse the layer).
     pub attention: Vec<Arc<Vec<f32>>>,
-    /// Per layer, every head's output before the output projection (`n x 384`, pruned heads
+    /// Per layer, every head's output before the output projection (`n x d_model`, pruned heads
     /// included), or nothing where the backend does not keep them (the GPU): a later pass that
     /// prunes heads of layer `l` first reuses layer `l`'s heads, not only its input.
     pub head_outputs: Vec<Arc<Vec<f32>>>,
     /// Number of tokens.
     pub seq_len: usize,
-    /// Per layer, its input hidden states (`n x 384`): a later pass that prunes only heads of
+    /// Per layer, its input hidden states (`n x d_model`): a later pass that prunes only heads of
     /// layer `l` or later starts from `layer_inputs[l]`.
     pub layer_inputs: Vec<Vec<f32>>,
     /// The heads that were active.
     pub heads: HeadSet,
-    /// The first layer this pass computed (0 for a full pass, `LAYERS` if nothing changed).
+    /// The first layer this pass computed (0 for a full pass, the layer count if nothing changed).
     pub first_computed: usize,
 }
 
-/// The first layer whose computation changes when `base`'s active heads become `heads`:
-/// layers before it can be reused. `0` if `base` cannot be reused (other tokens, no trace).
-pub fn first_changed_layer(base: Option<&BertOutput>, ids_len: usize, heads: &HeadSet) -> usize {
-    assert_eq!(heads.len(), TOTAL_HEADS, "a set of the model's {TOTAL_HEADS} heads");
-    let Some(base) = base.filter(|b| b.seq_len == ids_len && b.layer_inputs.len() == LAYERS) else {
+/// The first layer of a model of shape `spec` whose computation changes when `base`'s active
+/// heads become `heads`: layers before it can be reused. `0` if `base` cannot be reused (other
+/// tokens, no trace).
+pub fn first_changed_layer(
+    spec: &ModelSpec,
+    base: Option<&BertOutput>,
+    ids_len: usize,
+    heads: &HeadSet,
+) -> usize {
+    let total = spec.total_heads();
+    assert_eq!(heads.len(), total, "a set of the model's {total} heads");
+    let Some(base) = base.filter(|b| b.seq_len == ids_len && b.layer_inputs.len() == spec.layers) else {
         return 0;
     };
-    base.heads.first_differing_layer(heads, HEADS).unwrap_or(LAYERS)
+    base.heads.first_differing_layer(heads, spec.heads).unwrap_or(spec.layers)
 }
 
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
@@ -341,12 +410,13 @@ pub(crate) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut 
     }
 }
 
-/// LayerNorm over each row of width 384, statistics in f64.
-pub(crate) fn layer_norm(x: &mut [f32], norm: &Norm) {
-    for row in x.chunks_exact_mut(D_MODEL) {
-        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
-        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
-        let inv = 1.0 / (var + LN_EPS).sqrt();
+/// LayerNorm over each row (of the norm's width), statistics in f64.
+pub(crate) fn layer_norm(x: &mut [f32], norm: &Norm, eps: f64) {
+    let d = norm.w.len();
+    for row in x.chunks_exact_mut(d) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / d as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / d as f64;
+        let inv = 1.0 / (var + eps).sqrt();
         for ((v, w), b) in row.iter_mut().zip(&norm.w).zip(&norm.b) {
             *v = ((*v as f64 - mean) * inv) as f32 * w + b;
         }

@@ -10,14 +10,11 @@
 //! and normalisation, each layer's LayerNorms, feed-forward layer (exact GELU), output
 //! projection, the gates, and attention (softmax included) down to the first layer.
 
-use super::bert::{linear, Bert, Layer, Norm, D_K, D_MODEL, FFN, HEADS, LAYERS, TOTAL_HEADS};
+use super::bert::{activate, linear, Bert, Layer, Norm};
+use super::spec::{Activation, ModelSpec, Pooling};
 use crate::attention::HeadSet;
-use crate::cpu::gelu::gelu_in_place;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
-
-/// LayerNorm's epsilon, as in [`Bert`].
-const LN_EPS: f64 = 1e-12;
 
 /// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major.
 fn matmul(kernel: Kernel, a: &[f32], b: &[f32], n: usize, inner: usize, cols: usize) -> Vec<f32> {
@@ -39,7 +36,7 @@ struct Trace {
     n: usize,
     qkv: Vec<f32>,
     probs: Vec<f32>,
-    /// Head outputs before their gates, `n x D_MODEL`.
+    /// Head outputs before their gates, `n x d_model`.
     heads: Vec<f32>,
     /// LayerNorm 1's normalised input and inverse deviations.
     norm1: (Vec<f32>, Vec<f64>),
@@ -49,13 +46,14 @@ struct Trace {
 }
 
 /// LayerNorm that also returns `x̂` and each row's `1 / sqrt(var + eps)`.
-fn layer_norm_traced(x: &mut [f32], norm: &Norm) -> (Vec<f32>, Vec<f64>) {
+fn layer_norm_traced(x: &mut [f32], norm: &Norm, eps: f64) -> (Vec<f32>, Vec<f64>) {
+    let d = norm.w.len();
     let mut hat = vec![0.0f32; x.len()];
-    let mut inv = Vec::with_capacity(x.len() / D_MODEL);
-    for (row, hrow) in x.chunks_exact_mut(D_MODEL).zip(hat.chunks_exact_mut(D_MODEL)) {
-        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / D_MODEL as f64;
-        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / D_MODEL as f64;
-        let i = 1.0 / (var + LN_EPS).sqrt();
+    let mut inv = Vec::with_capacity(x.len() / d);
+    for (row, hrow) in x.chunks_exact_mut(d).zip(hat.chunks_exact_mut(d)) {
+        let mean = row.iter().map(|&v| v as f64).sum::<f64>() / d as f64;
+        let var = row.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / d as f64;
+        let i = 1.0 / (var + eps).sqrt();
         for (((v, h), w), b) in row.iter_mut().zip(hrow.iter_mut()).zip(&norm.w).zip(&norm.b) {
             *h = ((*v as f64 - mean) * i) as f32;
             *v = *h * w + b;
@@ -67,53 +65,60 @@ fn layer_norm_traced(x: &mut [f32], norm: &Norm) -> (Vec<f32>, Vec<f64>) {
 
 /// The gradient through LayerNorm: from `dy` (overwritten) to the gradient of its input.
 fn layer_norm_backward(dy: &mut [f32], norm: &Norm, (hat, inv): &(Vec<f32>, Vec<f64>)) {
-    for ((row, hrow), &i) in dy.chunks_exact_mut(D_MODEL).zip(hat.chunks_exact(D_MODEL)).zip(inv) {
+    let d = norm.w.len();
+    for ((row, hrow), &i) in dy.chunks_exact_mut(d).zip(hat.chunks_exact(d)).zip(inv) {
         let g: Vec<f64> = row.iter().zip(&norm.w).map(|(&d, &w)| d as f64 * w as f64).collect();
-        let mean_g = g.iter().sum::<f64>() / D_MODEL as f64;
-        let mean_gh = g.iter().zip(hrow).map(|(g, &h)| g * h as f64).sum::<f64>() / D_MODEL as f64;
+        let mean_g = g.iter().sum::<f64>() / d as f64;
+        let mean_gh = g.iter().zip(hrow).map(|(g, &h)| g * h as f64).sum::<f64>() / d as f64;
         for ((d, g), &h) in row.iter_mut().zip(&g).zip(hrow) {
             *d = (i * (g - mean_g - h as f64 * mean_gh)) as f32;
         }
     }
 }
 
-/// `d/dx` of the exact GELU.
-fn gelu_grad(x: f32) -> f32 {
-    let x = x as f64;
-    let cdf = 0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
-    let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
-    (cdf + x * pdf) as f32
+/// `d/dx` of the activation.
+fn activation_grad(activation: Activation, x: f32) -> f32 {
+    match activation {
+        Activation::Gelu => {
+            let x = x as f64;
+            let cdf = 0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+            let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
+            (cdf + x * pdf) as f32
+        }
+    }
 }
 
 /// One sentence's forward pass with `gates` on the heads, keeping what the backward pass needs.
 fn forward(bert: &Bert, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, Vec<Trace>) {
-    let (n, d) = (ids.len(), D_MODEL);
+    let spec = bert.spec();
+    let (n, d, heads_per_layer, d_k, eps) =
+        (ids.len(), spec.d_model, spec.heads, spec.d_k(), spec.layer_norm_eps);
     let mut x = bert.embed(ids);
-    let mut traces = Vec::with_capacity(LAYERS);
+    let mut traces = Vec::with_capacity(spec.layers);
     for (l, layer) in bert.layers.iter().enumerate() {
         let mut qkv = vec![0.0f32; n * 3 * d];
         for (i, lin) in layer.qkv.iter().enumerate() {
             linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
         }
-        let (mut probs, mut heads) = (vec![0.0f32; HEADS * n * n], vec![0.0f32; n * d]);
-        attend(kernel, &qkv, n, HEADS, D_K, &mut probs, &mut heads);
+        let (mut probs, mut heads) = (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]);
+        attend(kernel, &qkv, n, heads_per_layer, d_k, &mut probs, &mut heads);
         let mut gated = heads.clone();
         for row in gated.chunks_exact_mut(d) {
-            for (h, block) in row.chunks_exact_mut(D_K).enumerate() {
-                block.iter_mut().for_each(|v| *v *= gates[l * HEADS + h]);
+            for (h, block) in row.chunks_exact_mut(d_k).enumerate() {
+                block.iter_mut().for_each(|v| *v *= gates[l * heads_per_layer + h]);
             }
         }
         let mut branch = vec![0.0f32; n * d];
         linear(kernel, &gated, n, &layer.out, &mut branch, d);
         x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
-        let norm1 = layer_norm_traced(&mut x, &layer.ln1);
-        let mut pre = vec![0.0f32; n * FFN];
-        linear(kernel, &x, n, &layer.ffn_in, &mut pre, FFN);
+        let norm1 = layer_norm_traced(&mut x, &layer.ln1, eps);
+        let mut pre = vec![0.0f32; n * spec.ffn];
+        linear(kernel, &x, n, &layer.ffn_in, &mut pre, spec.ffn);
         let mut hidden = pre.clone();
-        gelu_in_place(kernel, &mut hidden);
+        activate(kernel, spec.activation, &mut hidden);
         linear(kernel, &hidden, n, &layer.ffn_out, &mut branch, d);
         x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
-        let norm2 = layer_norm_traced(&mut x, &layer.ln2);
+        let norm2 = layer_norm_traced(&mut x, &layer.ln2, eps);
         traces.push(Trace { n, qkv, probs, heads, norm1, pre, norm2 });
     }
     (x, traces)
@@ -128,10 +133,14 @@ struct Pooled {
 }
 
 impl Pooled {
-    fn of(hidden: &[f32]) -> Pooled {
-        let n = hidden.len() / D_MODEL;
-        let mut pooled = vec![0.0f64; D_MODEL];
-        for row in hidden.chunks_exact(D_MODEL) {
+    /// The embedding of the last layer's rows, pooled as `spec` says (what the backward pass
+    /// goes through, so a new pooling must be added here too).
+    fn of(hidden: &[f32], spec: &ModelSpec) -> Pooled {
+        let Pooling::MeanNormalized = spec.pooling;
+        let d = spec.d_model;
+        let n = hidden.len() / d;
+        let mut pooled = vec![0.0f64; d];
+        for row in hidden.chunks_exact(d) {
             pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
         }
         let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
@@ -155,13 +164,15 @@ fn backward(
     let dp: Vec<f64> = embedding.iter().zip(de).map(|(e, d)| (d - e * dot) / norm).collect();
     let mut dx: Vec<f32> = (0..n).flat_map(|_| dp.iter().map(|&v| (v / n as f64) as f32)).collect();
     for (l, (layer, t)) in bert.layers.iter().zip(traces).enumerate().rev() {
-        dx = layer_backward(kernel, layer, t, l, dx, gates, grads);
+        dx = layer_backward(kernel, bert.spec(), layer, t, l, dx, gates, grads);
     }
 }
 
 /// One layer backwards: the gradient of its output `dx` to that of its input.
+#[allow(clippy::too_many_arguments)]
 fn layer_backward(
     kernel: Kernel,
+    spec: &ModelSpec,
     layer: &Layer,
     t: &Trace,
     l: usize,
@@ -169,12 +180,12 @@ fn layer_backward(
     gates: &[f32],
     grads: &mut [f64],
 ) -> Vec<f32> {
-    let (n, d) = (t.n, D_MODEL);
+    let (n, d, ffn, heads_per_layer, d_k) = (t.n, spec.d_model, spec.ffn, spec.heads, spec.d_k());
     // x_out = LN2(x_mid + W2 GELU(W1 x_mid + b1) + b2)
     layer_norm_backward(&mut dx, &layer.ln2, &t.norm2);
-    let mut d_hidden = matmul(kernel, &dx, &layer.ffn_out.w, n, d, FFN);
-    d_hidden.iter_mut().zip(&t.pre).for_each(|(g, &p)| *g *= gelu_grad(p));
-    let d_mid = matmul(kernel, &d_hidden, &layer.ffn_in.w, n, FFN, d);
+    let mut d_hidden = matmul(kernel, &dx, &layer.ffn_out.w, n, d, ffn);
+    d_hidden.iter_mut().zip(&t.pre).for_each(|(g, &p)| *g *= activation_grad(spec.activation, p));
+    let d_mid = matmul(kernel, &d_hidden, &layer.ffn_in.w, n, ffn, d);
     dx.iter_mut().zip(&d_mid).for_each(|(a, b)| *a += b);
     // x_mid = LN1(x_in + W_o (gates * heads) + b_o)
     layer_norm_backward(&mut dx, &layer.ln1, &t.norm1);
@@ -183,18 +194,18 @@ fn layer_backward(
     for (row, (grow, hrow)) in
         d_heads.chunks_exact_mut(d).zip(d_gated.chunks_exact(d).zip(t.heads.chunks_exact(d)))
     {
-        for h in 0..HEADS {
-            let cols = h * D_K..(h + 1) * D_K;
-            grads[l * HEADS + h] += grow[cols.clone()]
+        for h in 0..heads_per_layer {
+            let cols = h * d_k..(h + 1) * d_k;
+            grads[l * heads_per_layer + h] += grow[cols.clone()]
                 .iter()
                 .zip(&hrow[cols.clone()])
                 .map(|(g, v)| *g as f64 * *v as f64)
                 .sum::<f64>();
-            row[cols].iter_mut().for_each(|v| *v *= gates[l * HEADS + h]);
+            row[cols].iter_mut().for_each(|v| *v *= gates[l * heads_per_layer + h]);
         }
     }
     // Attention: O_h = softmax(Q_h K_h^T / sqrt(d_k)) V_h, from the packed QKV.
-    let d_qkv = attention_backward(&t.qkv, &t.probs, &d_heads, n);
+    let d_qkv = attention_backward(spec, &t.qkv, &t.probs, &d_heads, n);
     for (i, lin) in layer.qkv.iter().enumerate() {
         let d_part: Vec<f32> =
             d_qkv.chunks_exact(3 * d).flat_map(|row| row[i * d..(i + 1) * d].iter().copied()).collect();
@@ -204,28 +215,28 @@ fn layer_backward(
     dx
 }
 
-/// The gradient of every head's attention output `d_heads` (`n x D_MODEL`) to that of the packed
-/// QKV (`n x 3 D_MODEL`), in f64 (the matrices are small).
-fn attention_backward(qkv: &[f32], probs: &[f32], d_heads: &[f32], n: usize) -> Vec<f32> {
-    let d = D_MODEL;
-    let scale = 1.0 / (D_K as f64).sqrt();
+/// The gradient of every head's attention output `d_heads` (`n x d_model`) to that of the packed
+/// QKV (`n x 3 d_model`), in f64 (the matrices are small).
+fn attention_backward(spec: &ModelSpec, qkv: &[f32], probs: &[f32], d_heads: &[f32], n: usize) -> Vec<f32> {
+    let (d, d_k) = (spec.d_model, spec.d_k());
+    let scale = 1.0 / (d_k as f64).sqrt();
     let mut d_qkv = vec![0.0f32; n * 3 * d];
     let at = |m: &[f32], i: usize, col: usize, stride: usize| m[i * stride + col] as f64;
-    for h in 0..HEADS {
+    for h in 0..spec.heads {
         let p = &probs[h * n * n..(h + 1) * n * n];
-        let (q, k, v) = (h * D_K, d + h * D_K, 2 * d + h * D_K);
+        let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
         for i in 0..n {
             // dP[i, j] = dO[i] . V[j]; dS = P * (dP - sum_j P dP)
             let dp: Vec<f64> = (0..n)
-                .map(|j| (0..D_K).map(|c| at(d_heads, i, h * D_K + c, d) * at(qkv, j, v + c, 3 * d)).sum())
+                .map(|j| (0..d_k).map(|c| at(d_heads, i, h * d_k + c, d) * at(qkv, j, v + c, 3 * d)).sum())
                 .collect();
             let row_dot: f64 = (0..n).map(|j| p[i * n + j] as f64 * dp[j]).sum();
             for j in 0..n {
                 let pij = p[i * n + j] as f64;
                 let ds = pij * (dp[j] - row_dot) * scale;
-                for c in 0..D_K {
+                for c in 0..d_k {
                     // dV[j] += P[i, j] dO[i]; dQ[i] += dS K[j]; dK[j] += dS Q[i]
-                    d_qkv[j * 3 * d + v + c] += (pij * at(d_heads, i, h * D_K + c, d)) as f32;
+                    d_qkv[j * 3 * d + v + c] += (pij * at(d_heads, i, h * d_k + c, d)) as f32;
                     d_qkv[i * 3 * d + q + c] += (ds * at(qkv, j, k + c, 3 * d)) as f32;
                     d_qkv[j * 3 * d + k + c] += (ds * at(qkv, i, q + c, 3 * d)) as f32;
                 }
@@ -244,13 +255,14 @@ pub fn pair_gradients(
     y: f64,
     gates: &[f32],
 ) -> (f64, Vec<f64>) {
-    assert_eq!(gates.len(), TOTAL_HEADS, "one gate per head");
+    let (spec, total) = (bert.spec(), bert.spec().total_heads());
+    assert_eq!(gates.len(), total, "one gate per head");
     let (hu, tu) = forward(bert, kernel, u, gates);
     let (hv, tv) = forward(bert, kernel, v, gates);
-    let (pu, pv) = (Pooled::of(&hu), Pooled::of(&hv));
+    let (pu, pv) = (Pooled::of(&hu, spec), Pooled::of(&hv, spec));
     let cos: f64 = pu.embedding.iter().zip(&pv.embedding).map(|(a, b)| a * b).sum();
     let dl = 2.0 * (cos - y);
-    let mut grads = vec![0.0; TOTAL_HEADS];
+    let mut grads = vec![0.0; total];
     let scaled = |e: &[f64]| e.iter().map(|x| dl * x).collect::<Vec<f64>>();
     backward(bert, kernel, &tu, &pu, &scaled(&pv.embedding), gates, &mut grads);
     backward(bert, kernel, &tv, &pv, &scaled(&pu.embedding), gates, &mut grads);
@@ -271,7 +283,7 @@ pub fn head_importance(
     heads: &HeadSet,
 ) -> Vec<f64> {
     let g = gates(heads);
-    let mut importance = vec![0.0; TOTAL_HEADS];
+    let mut importance = vec![0.0; bert.spec().total_heads()];
     for (u, v, y) in pairs {
         let (_, grads) = pair_gradients(bert, kernel, u, v, *y, &g);
         importance.iter_mut().zip(&grads).for_each(|(i, d)| *i += d.abs() / pairs.len() as f64);

@@ -1,27 +1,37 @@
-//! The trained model: all-MiniLM-L6-v2 (a 6-layer, 12-head BERT), its tokenizer, its forward
-//! pass, the page's f16 copy of its weights, and what the page measures on it.
+//! The trained model: a BERT encoder whose shape is data ([`spec::ModelSpec`]; the page's
+//! built-in one is all-MiniLM-L6-v2, 6 layers of 12 heads), its tokenizer, its forward pass, the
+//! page's f16 copy of its weights, and what the page measures on it.
 
-pub mod analysis;
 pub mod asset;
 pub mod bert;
+pub mod check;
+pub mod contrast;
 pub mod curves;
+pub mod digits;
 pub mod gradient;
 pub mod pruned;
 pub mod roles;
-pub mod split;
+pub mod runner;
+pub mod sharded;
+pub mod spec;
 pub mod task;
 pub mod tokenizer;
 pub mod work;
 
 use bert::{Bert, LoadError};
+use spec::ModelSpec;
 use tokenizer::{Tokenizer, VocabError};
 
-/// all-MiniLM-L6-v2, ready to run: its weights and its tokenizer.
+/// A trained model, ready to run: its name, its weights (with its shape) and its tokenizer.
 #[derive(Clone, Debug)]
-pub struct MiniLm {
-    /// Every weight.
+pub struct Model {
+    /// What the page calls it ("all-MiniLM-L6-v2").
+    pub name: String,
+    /// A short hash of its weights (16 hex digits): what the page's caches and links know it by.
+    pub id: String,
+    /// Every weight, and the shape ([`Bert::spec`]).
     pub bert: Bert,
-    /// The WordPiece tokenizer of its vocabulary.
+    /// The WordPiece tokenizer of its vocabulary, cut at the model's positions.
     pub tokenizer: Tokenizer,
 }
 
@@ -48,15 +58,26 @@ impl std::fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
-impl MiniLm {
-    /// The model in the page's asset `bytes`, checked against the SHA-256 built into the page
-    /// before a byte is decoded: a damaged file is refused whole, never half-loaded.
-    pub fn from_asset(bytes: &[u8]) -> Result<MiniLm, ModelError> {
+/// The name of the model in the page's asset.
+pub const BUILT_IN_NAME: &str = "all-MiniLM-L6-v2";
+
+impl Model {
+    /// The model in the page's asset `bytes` (all-MiniLM-L6-v2, [`ModelSpec::MINILM_L6_V2`]),
+    /// checked against the SHA-256 built into the page before a byte is decoded: a damaged file
+    /// is refused whole, never half-loaded.
+    pub fn from_asset(bytes: &[u8]) -> Result<Model, ModelError> {
         asset::verify(bytes).map_err(ModelError::Asset)?;
         let mut a = asset::decode(bytes).map_err(ModelError::Asset)?;
-        let bert = Bert::from_tensors(|name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
-        let tokenizer = Tokenizer::from_vocab(&a.vocab).map_err(ModelError::Vocab)?;
-        Ok(MiniLm { bert, tokenizer })
+        let spec = ModelSpec::MINILM_L6_V2;
+        let bert = Bert::from_tensors(spec, |name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
+        let tokenizer = Tokenizer::from_vocab(&a.vocab, spec.positions).map_err(ModelError::Vocab)?;
+        let id = asset::ASSET_SHA256[..16].to_string();
+        Ok(Model { name: BUILT_IN_NAME.to_string(), id, bert, tokenizer })
+    }
+
+    /// The model's shape.
+    pub fn spec(&self) -> &ModelSpec {
+        self.bert.spec()
     }
 
     /// The token ids of `text`, as the model reads it.

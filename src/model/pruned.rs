@@ -11,7 +11,8 @@
 //! product takes all their tokens together (one large matrix product instead of one per
 //! sentence), and attention runs per sentence.
 
-use super::bert::{linear, pool, Bert, Linear, D_K, D_MODEL, FFN, HEADS, LAYERS};
+use super::bert::{linear, pool, Bert, Linear};
+use super::spec::ModelSpec;
 use crate::attention::HeadSet;
 use crate::cpu::{attend, Kernel};
 
@@ -20,44 +21,45 @@ use crate::cpu::{attend, Kernel};
 pub struct PrunedAttention {
     /// The heads kept, as indices within the layer, in order.
     pub kept: Vec<usize>,
-    /// Query, key and value projections: `kept.len() * D_K` rows each.
+    /// Per-head width.
+    pub d_k: usize,
+    /// Query, key and value projections: `kept.len() * d_k` rows each.
     pub qkv: [Linear; 3],
-    /// The output projection: `D_MODEL x kept.len() * D_K`, and the full bias.
+    /// The output projection: `d_model x kept.len() * d_k`, and the full bias.
     pub out: Linear,
 }
 
 impl PrunedAttention {
-    pub(super) fn new(layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
+    pub(super) fn new(spec: &ModelSpec, layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
+        let (d, d_k) = (spec.d_model, spec.d_k());
         let rows = |lin: &Linear| Linear {
-            w: kept
-                .iter()
-                .flat_map(|&h| lin.w[h * D_K * D_MODEL..(h + 1) * D_K * D_MODEL].iter().copied())
-                .collect(),
-            b: kept.iter().flat_map(|&h| lin.b[h * D_K..(h + 1) * D_K].iter().copied()).collect(),
+            w: kept.iter().flat_map(|&h| lin.w[h * d_k * d..(h + 1) * d_k * d].iter().copied()).collect(),
+            b: kept.iter().flat_map(|&h| lin.b[h * d_k..(h + 1) * d_k].iter().copied()).collect(),
         };
         let qkv = [rows(&layer.qkv[0]), rows(&layer.qkv[1]), rows(&layer.qkv[2])];
         let w = layer
             .out
             .w
-            .chunks_exact(D_MODEL)
-            .flat_map(|row| kept.iter().flat_map(move |&h| row[h * D_K..(h + 1) * D_K].iter().copied()))
+            .chunks_exact(d)
+            .flat_map(|row| kept.iter().flat_map(move |&h| row[h * d_k..(h + 1) * d_k].iter().copied()))
             .collect();
-        PrunedAttention { kept, qkv, out: Linear { w, b: layer.out.b.clone() } }
+        PrunedAttention { kept, d_k, qkv, out: Linear { w, b: layer.out.b.clone() } }
     }
 
     /// Width of the kept heads together.
     fn width(&self) -> usize {
-        self.kept.len() * D_K
+        self.kept.len() * self.d_k
     }
 
     /// The attention branch for sentences of `lengths` tokens whose rows follow each other in
-    /// `x` (`rows x D_MODEL`), into `branch` (the same shape): the kept heads' projections over
+    /// `x` (`rows x d_model`), into `branch` (the same shape): the kept heads' projections over
     /// all rows at once, attention sentence by sentence, then the output projection and its bias.
     pub fn branch(&self, kernel: Kernel, x: &[f32], lengths: &[usize], branch: &mut [f32]) {
-        let (rows, w) = (x.len() / D_MODEL, self.width());
+        let d = self.out.b.len();
+        let (rows, w) = (x.len() / d, self.width());
         if w == 0 {
             // No head left: the branch is the output projection's bias.
-            branch.chunks_exact_mut(D_MODEL).for_each(|row| row.copy_from_slice(&self.out.b));
+            branch.chunks_exact_mut(d).for_each(|row| row.copy_from_slice(&self.out.b));
             return;
         }
         let mut qkv = vec![0.0f32; rows * 3 * w];
@@ -69,14 +71,22 @@ impl PrunedAttention {
         for &n in lengths {
             let mut probs = vec![0.0f32; self.kept.len() * n * n];
             let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
-            attend(kernel, sentence, n, self.kept.len(), D_K, &mut probs, &mut concat[s * w..(s + n) * w]);
+            attend(
+                kernel,
+                sentence,
+                n,
+                self.kept.len(),
+                self.d_k,
+                &mut probs,
+                &mut concat[s * w..(s + n) * w],
+            );
             s += n;
         }
-        linear(kernel, &concat, rows, &self.out, branch, D_MODEL);
+        linear(kernel, &concat, rows, &self.out, branch, d);
     }
 }
 
-/// all-MiniLM-L6-v2 with the pruned heads' weights removed.
+/// A model with the pruned heads' weights removed.
 #[derive(Clone, Debug)]
 pub struct PrunedBert<'m> {
     base: &'m Bert,
@@ -85,14 +95,16 @@ pub struct PrunedBert<'m> {
 }
 
 impl<'m> PrunedBert<'m> {
-    /// `base` with only `heads` kept (a set of [`super::bert::TOTAL_HEADS`]).
+    /// `base` with only `heads` kept (a set of the spec's total heads).
     pub fn new(base: &'m Bert, heads: &HeadSet) -> Self {
+        let spec = base.spec();
         let attention = base
             .layers
             .iter()
             .enumerate()
             .map(|(l, layer)| {
-                PrunedAttention::new(layer, (0..HEADS).filter(|&h| heads.is_active(l * HEADS + h)).collect())
+                let kept = (0..spec.heads).filter(|&h| heads.is_active(l * spec.heads + h)).collect();
+                PrunedAttention::new(spec, layer, kept)
             })
             .collect();
         PrunedBert { base, heads: heads.clone(), attention }
@@ -118,18 +130,19 @@ impl<'m> PrunedBert<'m> {
         self.embed_batch(kernel, &[ids.to_vec()]).swap_remove(0)
     }
 
-    /// The sentence embeddings of every sentence in `batch` (token ids, 1 to 512 each), computed
-    /// together.
+    /// The sentence embeddings of every sentence in `batch` (token ids, 1 to the spec's
+    /// positions each), computed together.
     pub fn embed_batch(&self, kernel: Kernel, batch: &[Vec<u32>]) -> Vec<Vec<f32>> {
-        let d = D_MODEL;
+        let spec = self.base.spec();
+        let d = spec.d_model;
         let lengths: Vec<usize> = batch.iter().map(Vec::len).collect();
         let rows = batch.iter().map(Vec::len).sum::<usize>();
         let mut x = Vec::with_capacity(rows * d);
         batch.iter().for_each(|ids| x.extend(self.base.embed(ids)));
-        let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * FFN]);
+        let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * spec.ffn]);
         for (layer, att) in self.base.layers.iter().zip(&self.attention) {
             att.branch(kernel, &x, &lengths, &mut branch);
-            layer.finish(kernel, &mut x, &mut branch, &mut hidden);
+            layer.finish(kernel, spec, &mut x, &mut branch, &mut hidden);
         }
         let mut start = 0;
         lengths
@@ -137,7 +150,7 @@ impl<'m> PrunedBert<'m> {
             .map(|&n| {
                 let rows = &x[start * d..(start + n) * d];
                 start += n;
-                pool(rows)
+                pool(spec, rows)
             })
             .collect()
     }
@@ -157,13 +170,15 @@ pub struct Cost {
 /// Bytes per stored weight in the page's asset (f16).
 pub const WEIGHT_BYTES: u64 = 2;
 
-/// The cost of one pass over sentences of `lengths` tokens with only `heads` kept.
-pub fn cost(heads: &HeadSet, lengths: &[usize]) -> Cost {
-    let (d, dk, ffn) = (D_MODEL as u64, D_K as u64, FFN as u64);
+/// The cost of one pass of a model of shape `spec` over sentences of `lengths` tokens with only
+/// `heads` kept.
+pub fn cost(spec: &ModelSpec, heads: &HeadSet, lengths: &[usize]) -> Cost {
+    let (d, dk, ffn) = (spec.d_model as u64, spec.d_k() as u64, spec.ffn as u64);
     let (mut attention_flops, mut ffn_flops) = (0u64, 0u64);
-    let mut weights = (30522 + 512 + 1 + 2) * d; // word, position, token type embeddings; LayerNorm
-    for l in 0..LAYERS {
-        let kept = (0..HEADS).filter(|&h| heads.is_active(l * HEADS + h)).count() as u64;
+    // Word, position and (one) token type embeddings; their LayerNorm.
+    let mut weights = (spec.vocab as u64 + spec.positions as u64 + 1 + 2) * d;
+    for l in 0..spec.layers {
+        let kept = (0..spec.heads).filter(|&h| heads.is_active(l * spec.heads + h)).count() as u64;
         for &n in lengths {
             let n = n as u64;
             attention_flops += 2 * n * d * 3 * kept * dk + 2 * 2 * kept * n * n * dk + 2 * n * kept * dk * d;
@@ -178,22 +193,46 @@ pub fn cost(heads: &HeadSet, lengths: &[usize]) -> Cost {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bert::{tensor_names, TOTAL_HEADS};
+    use crate::model::bert::tensor_names;
+
+    const SPECS: [ModelSpec; 2] = [
+        ModelSpec::MINILM_L6_V2,
+        ModelSpec {
+            layers: 2,
+            heads: 4,
+            d_model: 20,
+            ffn: 36,
+            vocab: 50,
+            positions: 16,
+            ..ModelSpec::MINILM_L6_V2
+        },
+    ];
 
     #[test]
     fn the_full_models_weights_are_its_checkpoints_tensors_in_f16() {
-        let params: usize = tensor_names().iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
-        // The checkpoint stores both token types; the page keeps the one BERT uses.
-        let stored = params - D_MODEL;
-        assert_eq!(cost(&HeadSet::all(TOTAL_HEADS), &[]).weight_bytes, stored as u64 * WEIGHT_BYTES);
+        for spec in SPECS {
+            let params: usize =
+                tensor_names(&spec).iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
+            // The checkpoint stores both token types; the page keeps the one BERT uses.
+            let stored = params - spec.d_model;
+            let all = HeadSet::all(spec.total_heads());
+            assert_eq!(cost(&spec, &all, &[]).weight_bytes, stored as u64 * WEIGHT_BYTES, "{spec:?}");
+        }
     }
 
     #[test]
     fn pruning_a_head_removes_its_share_of_attention_and_nothing_else() {
+        for spec in SPECS {
+            pruning_one_head_of(&spec);
+        }
+    }
+
+    fn pruning_one_head_of(spec: &ModelSpec) {
+        let total = spec.total_heads();
         let lengths = [10, 3];
-        let full = cost(&HeadSet::all(TOTAL_HEADS), &lengths);
-        let one = cost(&HeadSet::with_pruned(TOTAL_HEADS, [7]), &lengths);
-        let (d, dk) = (D_MODEL as u64, D_K as u64);
+        let full = cost(spec, &HeadSet::all(total), &lengths);
+        let one = cost(spec, &HeadSet::with_pruned(total, [7]), &lengths);
+        let (d, dk) = (spec.d_model as u64, spec.d_k() as u64);
         // Per token: Q, K, V and W_o columns of the head; per sentence the n x n products.
         let per_head: u64 = lengths
             .iter()
@@ -203,7 +242,7 @@ mod tests {
         assert_eq!(full.attention_flops - one.attention_flops, per_head);
         assert_eq!(full.total_flops - one.total_flops, per_head);
         assert_eq!(full.weight_bytes - one.weight_bytes, (4 * d * dk + 3 * dk) * WEIGHT_BYTES);
-        let none = cost(&HeadSet::with_pruned(TOTAL_HEADS, 0..TOTAL_HEADS), &lengths);
+        let none = cost(spec, &HeadSet::with_pruned(total, 0..total), &lengths);
         assert_eq!(none.attention_flops, 0);
         assert!(none.total_flops > 0 && none.total_flops == full.total_flops - full.attention_flops);
     }

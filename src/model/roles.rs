@@ -17,7 +17,7 @@
 
 use std::sync::Arc;
 
-use super::bert::{HEADS, TOTAL_HEADS};
+use super::spec::ModelSpec;
 
 /// Mean attention on one kind of token above which a head is labelled with that role.
 pub const FOCUSED: f64 = 0.5;
@@ -103,17 +103,18 @@ struct Mass {
 /// Accumulates attention maps, sentence by sentence, into every head's role.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoleCounter {
+    /// Heads per layer.
+    heads: usize,
     mass: Vec<Mass>,
 }
 
-impl Default for RoleCounter {
-    fn default() -> Self {
-        RoleCounter { mass: vec![Mass::default(); TOTAL_HEADS] }
-    }
-}
-
 impl RoleCounter {
-    /// Adds one sentence: `attention[l]` is layer `l`'s `HEADS x n x n` weights, and
+    /// A counter for the heads of a model of shape `spec`, nothing seen yet.
+    pub fn new(spec: &ModelSpec) -> Self {
+        RoleCounter { heads: spec.heads, mass: vec![Mass::default(); spec.total_heads()] }
+    }
+
+    /// Adds one sentence: `attention[l]` is layer `l`'s `heads x n x n` weights, and
     /// `punctuation[j]` whether token `j` is punctuation.
     pub fn add(&mut self, attention: &[Arc<Vec<f32>>], punctuation: &[bool]) {
         let n = punctuation.len();
@@ -121,8 +122,8 @@ impl RoleCounter {
             return;
         }
         for (l, layer) in attention.iter().enumerate() {
-            for h in 0..HEADS {
-                let m = &mut self.mass[l * HEADS + h];
+            for h in 0..self.heads {
+                let m = &mut self.mass[l * self.heads + h];
                 let p = &layer[h * n * n..(h + 1) * n * n];
                 for i in 1..n - 1 {
                     let row = &p[i * n..(i + 1) * n];
@@ -141,7 +142,38 @@ impl RoleCounter {
         }
     }
 
-    /// Every head's role, `layer * HEADS + head`.
+    /// Values per head in [`RoleCounter::to_sums`].
+    const SUMS_PER_HEAD: usize = 7;
+
+    /// Length of [`RoleCounter::to_sums`] for a model of shape `spec`.
+    pub fn sums_len(spec: &ModelSpec) -> usize {
+        spec.total_heads() * Self::SUMS_PER_HEAD
+    }
+
+    /// What has been counted, as numbers ([`RoleCounter::SUMS_PER_HEAD`] per head): a piece of
+    /// work counts its sentences elsewhere and sends these.
+    pub fn to_sums(&self) -> Vec<f64> {
+        let each = |m: &Mass| [m.previous, m.next, m.own, m.cls, m.sep, m.entropy_share, m.rows as f64];
+        self.mass.iter().flat_map(each).collect()
+    }
+
+    /// Adds counts made elsewhere ([`RoleCounter::to_sums`] of a counter for the same model).
+    /// Adding pieces in a fixed order gives the same bits wherever each was counted.
+    pub fn absorb(&mut self, sums: &[f64]) {
+        assert_eq!(sums.len(), self.mass.len() * Self::SUMS_PER_HEAD, "sums of another model");
+        for (m, s) in self.mass.iter_mut().zip(sums.chunks_exact(Self::SUMS_PER_HEAD)) {
+            for (field, v) in
+                [&mut m.previous, &mut m.next, &mut m.own, &mut m.cls, &mut m.sep, &mut m.entropy_share]
+                    .into_iter()
+                    .zip(s)
+            {
+                *field += v;
+            }
+            m.rows += s[6] as usize;
+        }
+    }
+
+    /// Every head's role, `layer * heads + head`.
     pub fn roles(&self) -> Vec<Role> {
         self.mass.iter().map(role_of).collect()
     }
@@ -187,17 +219,54 @@ pub fn mean_positions(roles: &[Role], order: &[usize]) -> Option<(f64, f64)> {
     Some((mean(&special)?, mean(&other)?))
 }
 
+/// What the roles say, for the page: how many heads have each role over `sentences` sentences,
+/// and, once the iterative pruning order has reached half the heads, whether it prunes the
+/// specialised heads later than the others (as Voita et al. found).
+pub fn roles_sentence(roles: &[Role], iterative_order: &[usize], sentences: usize) -> String {
+    let total = roles.len();
+    let count = |r: Role| roles.iter().filter(|x| **x == r).count();
+    let tally: Vec<String> = Role::ALL
+        .iter()
+        .filter(|r| **r != Role::None && count(**r) > 0)
+        .map(|r| format!("{} {}", count(*r), r.name()))
+        .collect();
+    let special = roles.iter().filter(|r| r.specialised()).count();
+    let mut text = format!(
+        "Roles over the first {sentences} sentences of the pairs: {}; {} with none of these.",
+        tally.join(", "),
+        count(Role::None)
+    );
+    // Heads the iterative order has not reached yet are pruned after all it has.
+    let mut full_order = iterative_order.to_vec();
+    full_order.extend((0..total).filter(|h| !iterative_order.contains(h)));
+    if iterative_order.len() >= total / 2 {
+        if let Some((s, o)) = mean_positions(roles, &full_order) {
+            let verdict = if s > o { "later than" } else { "no later than" };
+            text += &format!(
+                " The iterative order prunes the {special} specialised heads {verdict} the others (mean position {:.0} against {:.0} of {total}), {} Voita et al.'s finding that specialised heads are the last to go.",
+                s + 1.0,
+                o + 1.0,
+                if s > o { "as in" } else { "unlike" }
+            );
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::bert::LAYERS;
+
+    const SPEC: ModelSpec = ModelSpec::MINILM_L6_V2;
 
     /// One layer of `n x n` maps for every head, head `h`'s rows made by `row(h, i)`.
     fn layers(n: usize, row: impl Fn(usize, usize) -> Vec<f32>) -> Vec<Arc<Vec<f32>>> {
-        (0..LAYERS)
+        (0..SPEC.layers)
             .map(|_| {
                 Arc::new(
-                    (0..HEADS).flat_map(|h| (0..n).flat_map(|i| row(h, i)).collect::<Vec<_>>()).collect(),
+                    (0..SPEC.heads)
+                        .flat_map(|h| (0..n).flat_map(|i| row(h, i)).collect::<Vec<_>>())
+                        .collect(),
                 )
             })
             .collect()
@@ -222,7 +291,7 @@ mod tests {
             // A third each on three tokens: neither focused nor broad.
             _ => (0..n).map(|k| if k < 3 { 1.0 / 3.0 } else { 0.0 }).collect(),
         });
-        let mut counter = RoleCounter::default();
+        let mut counter = RoleCounter::new(&SPEC);
         counter.add(&maps, &[false, false, false, true, false, false]);
         let roles = counter.roles();
         assert_eq!(
@@ -238,19 +307,47 @@ mod tests {
                 Role::None
             ]
         );
-        assert_eq!(roles[HEADS + 4], Role::ToSepOrPunctuation);
+        assert_eq!(roles[SPEC.heads + 4], Role::ToSepOrPunctuation);
         assert!(is_punctuation(".") && is_punctuation("?!") && !is_punctuation("a.") && !is_punctuation(""));
     }
 
     #[test]
+    fn counts_made_in_pieces_add_up_to_the_counts_made_at_once() {
+        let n = 5;
+        let maps = layers(n, |h, i| one_hot(n, (i + h) % n));
+        let punctuation = [false, true, false, false, false];
+        let mut whole = RoleCounter::new(&SPEC);
+        whole.add(&maps, &punctuation);
+        whole.add(&maps, &punctuation);
+        let mut piece = RoleCounter::new(&SPEC);
+        piece.add(&maps, &punctuation);
+        let mut merged = RoleCounter::new(&SPEC);
+        merged.absorb(&piece.to_sums());
+        merged.absorb(&piece.to_sums());
+        assert_eq!(merged, whole);
+        assert_eq!(whole.to_sums().len(), RoleCounter::sums_len(&SPEC));
+    }
+
+    #[test]
     fn specialised_heads_positions_in_an_order() {
-        let mut roles = vec![Role::None; TOTAL_HEADS];
+        let mut roles = vec![Role::None; SPEC.total_heads()];
         roles[5] = Role::PreviousToken;
         roles[6] = Role::ToCls;
-        let order: Vec<usize> = (0..TOTAL_HEADS).rev().collect(); // head 71 first ... head 0 last
+        let order: Vec<usize> = (0..SPEC.total_heads()).rev().collect(); // head 71 first ... head 0 last
         let (special, other) = mean_positions(&roles, &order).unwrap();
         assert_eq!(special, (66.0 + 65.0) / 2.0);
         assert!(special > other);
         assert_eq!(mean_positions(&[Role::None; 2], &[0, 1]), None);
+    }
+
+    #[test]
+    fn the_roles_sentence_counts_and_compares_once_half_the_order_is_known() {
+        let roles = [Role::PreviousToken, Role::None, Role::Broad, Role::None];
+        assert_eq!(
+            roles_sentence(&roles, &[1], 64),
+            "Roles over the first 64 sentences of the pairs: 1 previous-token, 1 broad; 2 with none of these."
+        );
+        let late = roles_sentence(&roles, &[1, 3], 64);
+        assert!(late.ends_with("specialised heads later than the others (mean position 3 against 2 of 4), as in Voita et al.'s finding that specialised heads are the last to go."), "{late}");
     }
 }

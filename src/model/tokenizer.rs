@@ -8,15 +8,13 @@
 //! 3. split on whitespace, and every punctuation character becomes a word of its own;
 //! 4. each word is cut greedily into the longest vocabulary pieces, continuations marked `##`;
 //!    a word with no such cut (or over 100 characters) becomes `[UNK]`;
-//! 5. `[CLS] ... [SEP]`, truncated to 512 ids.
+//! 5. `[CLS] ... [SEP]`, truncated to the model's positions (512 for BERT).
 
 use std::collections::HashMap;
 
 use unicode_categories::UnicodeCategories;
 use unicode_normalization::UnicodeNormalization;
 
-/// Longest sequence the model takes, [CLS] and [SEP] included.
-pub const MAX_TOKENS: usize = 512;
 const MAX_WORD_CHARS: usize = 100;
 const SPECIALS: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 
@@ -28,6 +26,8 @@ pub struct Tokenizer {
     unk: u32,
     cls: u32,
     sep: u32,
+    /// Longest sequence the model takes, [CLS] and [SEP] included.
+    max_tokens: usize,
 }
 
 /// Why a vocabulary could not be used.
@@ -50,14 +50,25 @@ pub struct Token {
 }
 
 impl Tokenizer {
-    /// Builds a tokenizer from `vocab.txt` (one piece per line; the line number is the id).
-    pub fn from_vocab(vocab: &str) -> Result<Self, VocabError> {
+    /// Builds a tokenizer from `vocab.txt` (one piece per line; the line number is the id) for a
+    /// model that reads at most `max_tokens` tokens (its positions, at least 3).
+    pub fn from_vocab(vocab: &str, max_tokens: usize) -> Result<Self, VocabError> {
+        if max_tokens < 3 {
+            return Err(VocabError(format!(
+                "a model of {max_tokens} positions cannot read [CLS] a word [SEP]"
+            )));
+        }
         let tokens: Vec<String> = vocab.lines().map(|l| l.trim_end_matches('\r').to_string()).collect();
         let ids: HashMap<String, u32> =
             tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         let id = |t: &str| ids.get(t).copied().ok_or_else(|| VocabError(format!("it has no {t}")));
         let (unk, cls, sep) = (id("[UNK]")?, id("[CLS]")?, id("[SEP]")?);
-        Ok(Tokenizer { ids, tokens, unk, cls, sep })
+        Ok(Tokenizer { ids, tokens, unk, cls, sep, max_tokens })
+    }
+
+    /// Longest sequence [`Tokenizer::encode`] gives, [CLS] and [SEP] included.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
     }
 
     /// Number of pieces in the vocabulary.
@@ -65,10 +76,10 @@ impl Tokenizer {
         self.tokens.len()
     }
 
-    /// `[CLS] pieces [SEP]`, at most [`MAX_TOKENS`] long.
+    /// `[CLS] pieces [SEP]`, at most [`Tokenizer::max_tokens`] long.
     pub fn encode(&self, text: &str) -> Vec<Token> {
         let mut out = vec![self.token(self.cls)];
-        let room = MAX_TOKENS - 2;
+        let room = self.max_tokens - 2;
         'segments: for (segment, special) in split_specials(text) {
             if special {
                 if out.len() > room {
@@ -207,8 +218,11 @@ mod tests {
     use super::*;
 
     fn tiny() -> Tokenizer {
-        Tokenizer::from_vocab("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nun\n##aff\n##able\n,\nthe\ncafe\nhello")
-            .unwrap()
+        Tokenizer::from_vocab(
+            "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nun\n##aff\n##able\n,\nthe\ncafe\nhello",
+            512,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -221,22 +235,28 @@ mod tests {
     }
 
     #[test]
-    fn long_input_is_truncated_to_512_with_sep_last() {
+    fn long_input_is_truncated_to_the_models_positions_with_sep_last() {
         let t = tiny();
         let ids = t.encode(&"hello ".repeat(2000));
-        assert_eq!(ids.len(), MAX_TOKENS);
+        assert_eq!(ids.len(), t.max_tokens());
         assert_eq!((ids[0].id, ids[511].id, ids[510].id), (2, 3, 11));
+        let short = Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]\nhello", 5).unwrap();
+        assert_eq!(
+            short.encode(&"hello ".repeat(9)).iter().map(|t| t.id).collect::<Vec<_>>(),
+            [1, 3, 3, 3, 2]
+        );
+        assert!(Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]", 2).is_err());
     }
 
     #[test]
     fn a_literal_special_the_vocabulary_lacks_is_unknown() {
-        let t = Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]\nhi").unwrap();
+        let t = Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]\nhi", 512).unwrap();
         let ids: Vec<u32> = t.encode("hi [MASK]").iter().map(|t| t.id).collect();
         assert_eq!(ids, vec![1, 3, 0, 2]);
     }
 
     #[test]
     fn a_vocabulary_without_the_special_tokens_is_refused() {
-        assert!(Tokenizer::from_vocab("a\nb").unwrap_err().to_string().contains("[UNK]"));
+        assert!(Tokenizer::from_vocab("a\nb", 512).unwrap_err().to_string().contains("[UNK]"));
     }
 }

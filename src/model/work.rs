@@ -10,20 +10,24 @@
 //! The wire format (little-endian; what [`Work::encode`] writes and [`Work::decode`] reads):
 //!
 //! ```text
-//! work:   "HLW1" tag:u8 heads body          done:  "HLD1" tag:u8 body
+//! work:   "HLW2" tag:u8 body                done:  "HLD2" tag:u8 body
 //! heads:  n:u32 then n bytes (1 = kept)     tag 0: Embeddings  count:u32 dim:u32 count*dim f32
 //! ids:    n:u32 then n u32                  tag 1: HeadSums    n:u32 n f64
-//! tag 0 (Embed):     count:u32 then count ids                     tag 2: Drifts  n:u32 n f64
-//! tag 1 (Gradients): count:u32 then count (ids ids score:f64)
-//! tag 2 (Ablate):    count:u32 then count head:u32, then ids
+//! tag 0 (Embed):     heads, count:u32 then count ids
+//! tag 1 (Gradients): heads, count:u32 then count (ids ids score:f64)
+//! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids
+//! tag 3 (Roles):     count:u32 then count (ids, n:u32 then n bytes: 1 = punctuation)
 //! ```
 //!
 //! Decoding checks every length against what is left and against the limits below, so a
-//! damaged message is refused with a [`WireError`], never half-read.
+//! damaged message is refused with a [`WireError`], never half-read; [`Work::check`] then checks
+//! the piece against the model that is to run it.
 
-use super::bert::{Bert, D_MODEL, HEADS, LAYERS, TOTAL_HEADS};
+use super::bert::Bert;
 use super::gradient::{gates, pair_gradients};
 use super::pruned::{cost, PrunedBert};
+use super::roles::RoleCounter;
+use super::spec::ModelSpec;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 
@@ -31,54 +35,50 @@ use crate::cpu::Kernel;
 /// passes of the same sentences, for timing estimates: the backward pass is about twice a forward.
 pub const GRADIENT_COST: u64 = 3;
 
-/// Most sentences (or pairs) in one piece.
+/// Most sentences (or pairs, or heads removed) in one piece.
 pub const MAX_ITEMS: usize = 4096;
 
-/// Most tokens in one sentence (the model's positions).
-pub const MAX_TOKENS: usize = 512;
+/// Most tokens in one sentence of a message (the model's own positions are checked by
+/// [`Work::check`]).
+pub const MAX_TOKENS: usize = 8192;
+
+/// Most heads a message's head set may have, and most values in a result.
+pub const MAX_VALUES: usize = 1 << 20;
 
 /// Two sentences' token ids and their similarity score in `[0, 1]`.
 pub type Pair = (Vec<u32>, Vec<u32>, f64);
 
-/// FLOPs of [`Work::Ablate`] on a sentence of `n` tokens: one unpruned pass, then for each head
-/// of `ablate` the layers after its own and, in its own layer, the output projection and the
-/// feed-forward layer (its heads' outputs are the unpruned pass's: [`Bert::forward_from`]). The
-/// passes run the masked model, which computes every head, so each layer costs a full one.
-pub fn ablation_flops(n: usize, ablate: &[usize]) -> u64 {
-    let (layers, all) = (LAYERS as u64, cost(&HeadSet::all(TOTAL_HEADS), &[n]));
+/// FLOPs of [`Work::Ablate`] on one sentence of `n` tokens for a model of shape `spec`: one
+/// unpruned pass, then for each head of `ablate` the layers after its own and, in its own layer,
+/// the output projection and the feed-forward layer (its heads' outputs are the unpruned pass's:
+/// [`Bert::forward_from`]). The passes run the masked model, which computes every head, so each
+/// layer costs a full one.
+pub fn ablation_flops(spec: &ModelSpec, n: usize, ablate: &[usize]) -> u64 {
+    let (layers, all) = (spec.layers as u64, cost(spec, &HeadSet::all(spec.total_heads()), &[n]));
     let layer = all.total_flops / layers;
-    // The head's own layer: all but its attention, then the output projection (`n x 384 x 384`).
-    let own = layer - all.attention_flops / layers + 2 * (n * D_MODEL * D_MODEL) as u64;
-    let passes = ablate.iter().map(|&h| (layers - 1 - (h / HEADS) as u64) * layer + own);
+    // The head's own layer: all but its attention, then the output projection (`n x d x d`).
+    let own = layer - all.attention_flops / layers + 2 * (n * spec.d_model * spec.d_model) as u64;
+    let passes = ablate.iter().map(|&h| (layers - 1 - spec.layer_of(h) as u64) * layer + own);
     layers * layer + passes.sum::<u64>()
 }
 
-/// FLOPs of [`super::analysis::ImportanceSweep`] over `n` tokens on the CPU kernel: every
-/// head's pass, each from its own layer ([`ablation_flops`] without the unpruned pass, which the
-/// sweep is given).
-pub fn given_sweep_flops(n: usize) -> u64 {
-    let all: Vec<usize> = (0..TOTAL_HEADS).collect();
-    ablation_flops(n, &all) - ablation_flops(n, &[])
-}
-
-/// The heads of an importance sweep dealt out to `pieces` threads: head `h` goes to piece
+/// The heads of a model with `total` heads dealt out to `pieces` pieces: head `h` goes to piece
 /// `h % pieces`, so every piece holds heads of every layer and their passes cost about the same.
-pub fn ablation_deal(pieces: usize) -> Vec<Vec<usize>> {
-    let pieces = pieces.clamp(1, TOTAL_HEADS);
-    (0..pieces).map(|i| (i..TOTAL_HEADS).step_by(pieces).collect()).collect()
+pub fn ablation_deal(total: usize, pieces: usize) -> Vec<Vec<usize>> {
+    let pieces = pieces.clamp(1, total.max(1));
+    (0..pieces).map(|i| (i..total).step_by(pieces).collect()).collect()
 }
 
-/// The importance sweep of the sentence `ids` (every head removed alone from the full model) as
-/// pieces of [`Work::Ablate`], one per thread, dealt as [`ablation_deal`] deals them.
-pub fn ablation_pieces(ids: &[u32], pieces: usize) -> Vec<Work> {
-    let piece = |ablate| Work::Ablate { heads: HeadSet::all(TOTAL_HEADS), ids: ids.to_vec(), ablate };
-    ablation_deal(pieces).into_iter().map(piece).collect()
-}
-
-/// FLOPs of the importance sweep of `n` tokens on `pieces` threads: every piece runs its own
-/// unpruned pass, then its heads' ([`ablation_flops`] of each piece of [`ablation_deal`]).
-pub fn dealt_sweep_flops(n: usize, pieces: usize) -> u64 {
-    ablation_deal(pieces).iter().map(|heads| ablation_flops(n, heads)).sum()
+/// Every head of `bert`'s model removed alone, on `sentences`, as `pieces` pieces of
+/// [`Work::Ablate`] dealt as [`ablation_deal`] deals them (one per thread, or one per head where
+/// the page's own thread runs them and draws between heads).
+pub fn ablation_pieces(spec: &ModelSpec, sentences: &[Vec<u32>], pieces: usize) -> Vec<Work> {
+    let piece = |ablate| Work::Ablate {
+        heads: HeadSet::all(spec.total_heads()),
+        sentences: sentences.to_vec(),
+        ablate,
+    };
+    ablation_deal(spec.total_heads(), pieces).into_iter().map(piece).collect()
 }
 
 /// A piece of work.
@@ -99,30 +99,37 @@ pub enum Work {
         /// The pairs.
         pairs: Vec<Pair>,
     },
-    /// For each head of `ablate`, how far removing it alone from `heads` moves the embedding
-    /// of `ids` (`1 - cosine`), as [`super::analysis::ImportanceSweep`] measures it.
+    /// The embeddings of `sentences` with `heads`, then with each head of `ablate` removed alone
+    /// from `heads` ([`Done::Embeddings`]: every sentence's unpruned embedding, then, head by
+    /// head in `ablate`'s order, every sentence's).
     Ablate {
         /// The heads kept before each removal.
         heads: HeadSet,
-        /// The sentence's token ids.
-        ids: Vec<u32>,
+        /// The sentences' token ids.
+        sentences: Vec<Vec<u32>>,
         /// The heads removed, one at a time.
         ablate: Vec<usize>,
+    },
+    /// Where every head of the full model attends over `sentences`, summed for
+    /// [`RoleCounter`] ([`Done::HeadSums`], [`RoleCounter::to_sums`]).
+    Roles {
+        /// The sentences' token ids.
+        sentences: Vec<Vec<u32>>,
+        /// Per sentence, per token: whether it is punctuation.
+        punctuation: Vec<Vec<bool>>,
     },
 }
 
 /// What a piece of work gave.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Done {
-    /// One embedding per sentence, in order.
+    /// Embeddings, in the order the piece says.
     Embeddings(Vec<Vec<f32>>),
-    /// One sum per head.
+    /// Sums per head (one per head, or a fixed number per head for [`Work::Roles`]).
     HeadSums(Vec<f64>),
-    /// One drift per head removed.
-    Drifts(Vec<f64>),
 }
 
-/// Why a message between the page and a worker could not be read.
+/// Why a message between the page and a worker could not be read, or run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireError {
     /// It does not start as a message of this kind does.
@@ -152,18 +159,22 @@ impl std::fmt::Display for WireError {
 impl std::error::Error for WireError {}
 
 impl Work {
-    /// Floating-point operations this piece takes, counted from its shapes (gradients as
-    /// [`GRADIENT_COST`] forward passes, an ablation as [`ablation_flops`]).
-    pub fn flops(&self) -> Option<u64> {
+    /// Floating-point operations this piece takes on a model of shape `spec`, counted from its
+    /// shapes (gradients as [`GRADIENT_COST`] forward passes, an ablation as [`ablation_flops`]
+    /// per sentence).
+    pub fn flops(&self, spec: &ModelSpec) -> u64 {
+        let all = HeadSet::all(spec.total_heads());
+        let lengths = |s: &[Vec<u32>]| s.iter().map(Vec::len).collect::<Vec<_>>();
         match self {
-            Work::Embed { heads, ids } => {
-                Some(cost(heads, &ids.iter().map(Vec::len).collect::<Vec<_>>()).total_flops)
-            }
+            Work::Embed { heads, ids } => cost(spec, heads, &lengths(ids)).total_flops,
             Work::Gradients { heads, pairs } => {
                 let lengths: Vec<usize> = pairs.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
-                Some(GRADIENT_COST * cost(heads, &lengths).total_flops)
+                GRADIENT_COST * cost(spec, heads, &lengths).total_flops
             }
-            Work::Ablate { ids, ablate, .. } => Some(ablation_flops(ids.len(), ablate)),
+            Work::Ablate { sentences, ablate, .. } => {
+                sentences.iter().map(|s| ablation_flops(spec, s.len(), ablate)).sum()
+            }
+            Work::Roles { sentences, .. } => cost(spec, &all, &lengths(sentences)).total_flops,
         }
     }
 
@@ -175,70 +186,94 @@ impl Work {
             }
             Work::Gradients { heads, pairs } => {
                 let g = gates(heads);
-                let mut sums = vec![0.0; TOTAL_HEADS];
+                let mut sums = vec![0.0; bert.spec().total_heads()];
                 for (u, v, y) in pairs {
                     let (_, grads) = pair_gradients(bert, kernel, u, v, *y, &g);
                     sums.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
                 }
                 Done::HeadSums(sums)
             }
-            Work::Ablate { heads, ids, ablate } => {
+            Work::Ablate { heads, sentences, ablate } => {
                 // Each pass reuses the layers before its head's own, as the page's sweep does.
-                let full = bert.forward(kernel, ids, heads);
-                let drifts = ablate.iter().map(|&h| {
+                let full: Vec<_> = sentences.iter().map(|ids| bert.forward(kernel, ids, heads)).collect();
+                let mut out: Vec<Vec<f32>> = full.iter().map(|f| f.embedding.clone()).collect();
+                for &h in ablate {
                     let mut without = heads.clone();
                     without.set(h, false);
-                    super::analysis::embedding_drift(
-                        &full,
-                        &bert.forward_from(kernel, ids, &without, Some(&full)),
-                    )
-                });
-                Done::Drifts(drifts.collect())
+                    for (ids, full) in sentences.iter().zip(&full) {
+                        out.push(bert.forward_from(kernel, ids, &without, Some(full)).embedding);
+                    }
+                }
+                Done::Embeddings(out)
+            }
+            Work::Roles { sentences, punctuation } => {
+                let (spec, mut counter) = (bert.spec(), RoleCounter::new(bert.spec()));
+                let all = HeadSet::all(spec.total_heads());
+                for (ids, punctuation) in sentences.iter().zip(punctuation) {
+                    counter.add(&bert.forward(kernel, ids, &all).attention, punctuation);
+                }
+                Done::HeadSums(counter.to_sums())
             }
         }
     }
 
-    /// Whether `bert` can run this piece: one flag per head, token ids in its vocabulary, no
-    /// sentence longer than its positions or empty.
+    /// Whether `bert` can run this piece: one flag per head, heads removed among them, token ids
+    /// in its vocabulary, no sentence longer than its positions or empty, and a punctuation flag
+    /// per token.
     pub fn check(&self, bert: &Bert) -> Result<(), WireError> {
-        let (heads, mut sentences): (&HeadSet, Box<dyn Iterator<Item = &Vec<u32>>>) = match self {
-            Work::Embed { heads, ids } => (heads, Box::new(ids.iter())),
-            Work::Gradients { heads, pairs } => (heads, Box::new(pairs.iter().flat_map(|(u, v, _)| [u, v]))),
-            Work::Ablate { heads, ids, .. } => (heads, Box::new(std::iter::once(ids))),
+        let spec = bert.spec();
+        let (heads, sentences): (Option<&HeadSet>, Vec<&Vec<u32>>) = match self {
+            Work::Embed { heads, ids } => (Some(heads), ids.iter().collect()),
+            Work::Gradients { heads, pairs } => {
+                (Some(heads), pairs.iter().flat_map(|(u, v, _)| [u, v]).collect())
+            }
+            Work::Ablate { heads, sentences, .. } => (Some(heads), sentences.iter().collect()),
+            Work::Roles { sentences, .. } => (None, sentences.iter().collect()),
         };
-        if heads.len() != TOTAL_HEADS {
+        if heads.is_some_and(|h| h.len() != spec.total_heads()) {
             return Err(WireError::OutOfRange("a head set"));
         }
-        if let Work::Ablate { ablate, .. } = self {
-            if ablate.iter().any(|&h| h >= TOTAL_HEADS) {
+        match self {
+            Work::Ablate { ablate, .. } if ablate.iter().any(|&h| h >= spec.total_heads()) => {
                 return Err(WireError::OutOfRange("a head"));
             }
+            Work::Roles { sentences, punctuation }
+                if punctuation.len() != sentences.len()
+                    || sentences.iter().zip(punctuation).any(|(s, p)| s.len() != p.len()) =>
+            {
+                return Err(WireError::OutOfRange("a punctuation flag"));
+            }
+            _ => {}
         }
         let vocab = bert.vocab_size();
-        if !sentences
-            .all(|s| !s.is_empty() && s.len() <= MAX_TOKENS && s.iter().all(|&t| (t as usize) < vocab))
-        {
+        let fits = |s: &&Vec<u32>| {
+            !s.is_empty() && s.len() <= spec.positions && s.iter().all(|&t| (t as usize) < vocab)
+        };
+        if !sentences.iter().all(fits) {
             return Err(WireError::OutOfRange("a token id or sentence length"));
         }
         Ok(())
     }
 
-    /// Whether `done` can be this piece's result: an embedding of the model's width per
-    /// sentence, or a sum per head.
-    pub fn accepts(&self, done: &Done) -> bool {
+    /// Whether `done` can be this piece's result on a model of shape `spec`: an embedding of the
+    /// model's width per sentence (and per head removed), or the sums per head.
+    pub fn accepts(&self, spec: &ModelSpec, done: &Done) -> bool {
+        let embeddings =
+            |e: &[Vec<f32>], count: usize| e.len() == count && e.iter().all(|v| v.len() == spec.d_model);
         match (self, done) {
-            (Work::Embed { ids, .. }, Done::Embeddings(e)) => {
-                e.len() == ids.len() && e.iter().all(|v| v.len() == super::bert::D_MODEL)
+            (Work::Embed { ids, .. }, Done::Embeddings(e)) => embeddings(e, ids.len()),
+            (Work::Ablate { sentences, ablate, .. }, Done::Embeddings(e)) => {
+                embeddings(e, sentences.len() * (1 + ablate.len()))
             }
-            (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == TOTAL_HEADS,
-            (Work::Ablate { ablate, .. }, Done::Drifts(d)) => d.len() == ablate.len(),
+            (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == spec.total_heads(),
+            (Work::Roles { .. }, Done::HeadSums(s)) => s.len() == RoleCounter::sums_len(spec),
             _ => false,
         }
     }
 
     /// The piece as bytes (see the module's documentation).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(b"HLW1".to_vec());
+        let mut w = Writer(b"HLW2".to_vec());
         match self {
             Work::Embed { heads, ids } => {
                 w.u8(0);
@@ -256,12 +291,22 @@ impl Work {
                     w.0.extend(y.to_le_bytes());
                 }
             }
-            Work::Ablate { heads, ids, ablate } => {
+            Work::Ablate { heads, sentences, ablate } => {
                 w.u8(2);
                 w.heads(heads);
                 w.u32(ablate.len());
                 ablate.iter().for_each(|&h| w.u32(h));
-                w.ids(ids);
+                w.u32(sentences.len());
+                sentences.iter().for_each(|s| w.ids(s));
+            }
+            Work::Roles { sentences, punctuation } => {
+                w.u8(3);
+                w.u32(sentences.len());
+                for (s, p) in sentences.iter().zip(punctuation) {
+                    w.ids(s);
+                    w.u32(p.len());
+                    w.0.extend(p.iter().map(|&b| u8::from(b)));
+                }
             }
         }
         w.0
@@ -269,19 +314,38 @@ impl Work {
 
     /// A piece from [`Work::encode`]'s bytes.
     pub fn decode(bytes: &[u8]) -> Result<Work, WireError> {
-        let mut r = Reader::new(bytes, b"HLW1")?;
-        let tag = r.u8()?;
-        let heads = r.heads()?;
-        let count = r.count(MAX_ITEMS)?;
-        let work = match tag {
-            0 => Work::Embed { heads, ids: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? },
-            1 => Work::Gradients {
-                heads,
-                pairs: (0..count).map(|_| Ok((r.ids()?, r.ids()?, r.f64()?))).collect::<Result<_, _>>()?,
-            },
+        let mut r = Reader::new(bytes, b"HLW2")?;
+        let work = match r.u8()? {
+            0 => {
+                let heads = r.heads()?;
+                let count = r.count(MAX_ITEMS)?;
+                Work::Embed { heads, ids: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? }
+            }
+            1 => {
+                let heads = r.heads()?;
+                let count = r.count(MAX_ITEMS)?;
+                let pairs = (0..count).map(|_| Ok((r.ids()?, r.ids()?, r.f64()?)));
+                Work::Gradients { heads, pairs: pairs.collect::<Result<_, _>>()? }
+            }
             2 => {
+                let heads = r.heads()?;
+                let count = r.count(MAX_ITEMS)?;
                 let ablate = (0..count).map(|_| r.count(u32::MAX as usize)).collect::<Result<_, _>>()?;
-                Work::Ablate { heads, ablate, ids: r.ids()? }
+                let count = r.count(MAX_ITEMS)?;
+                Work::Ablate {
+                    heads,
+                    ablate,
+                    sentences: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()?,
+                }
+            }
+            3 => {
+                let count = r.count(MAX_ITEMS)?;
+                let (mut sentences, mut punctuation) = (Vec::new(), Vec::new());
+                for _ in 0..count {
+                    sentences.push(r.ids()?);
+                    punctuation.push(r.flags()?);
+                }
+                Work::Roles { sentences, punctuation }
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -296,14 +360,14 @@ impl Done {
         done.into_iter()
             .flat_map(|d| match d {
                 Done::Embeddings(e) => e,
-                Done::HeadSums(_) | Done::Drifts(_) => Vec::new(),
+                Done::HeadSums(_) => Vec::new(),
             })
             .collect()
     }
 
     /// The result as bytes (see the module's documentation).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(b"HLD1".to_vec());
+        let mut w = Writer(b"HLD2".to_vec());
         match self {
             Done::Embeddings(e) => {
                 w.u8(0);
@@ -316,21 +380,20 @@ impl Done {
                 w.u32(s.len());
                 s.iter().for_each(|x| w.0.extend(x.to_le_bytes()));
             }
-            Done::Drifts(d) => {
-                w.u8(2);
-                w.u32(d.len());
-                d.iter().for_each(|x| w.0.extend(x.to_le_bytes()));
-            }
         }
         w.0
     }
 
     /// A result from [`Done::encode`]'s bytes.
     pub fn decode(bytes: &[u8]) -> Result<Done, WireError> {
-        let mut r = Reader::new(bytes, b"HLD1")?;
+        let mut r = Reader::new(bytes, b"HLD2")?;
         let done = match r.u8()? {
             0 => {
-                let (count, dim) = (r.count(MAX_ITEMS)?, r.count(super::bert::D_MODEL)?);
+                let (count, dim) = (r.count(MAX_ITEMS * MAX_ITEMS)?, r.count(MAX_VALUES)?);
+                // The values must be there before anything is allocated for them.
+                if (r.rest.len() as u64) < count as u64 * dim as u64 * 4 {
+                    return Err(WireError::Truncated);
+                }
                 let mut e = Vec::with_capacity(count);
                 for _ in 0..count {
                     e.push((0..dim).map(|_| r.f32()).collect::<Result<Vec<f32>, _>>()?);
@@ -338,12 +401,8 @@ impl Done {
                 Done::Embeddings(e)
             }
             1 => {
-                let n = r.count(TOTAL_HEADS)?;
+                let n = r.count(MAX_VALUES)?;
                 Done::HeadSums((0..n).map(|_| r.f64()).collect::<Result<_, _>>()?)
-            }
-            2 => {
-                let n = r.count(MAX_ITEMS)?;
-                Done::Drifts((0..n).map(|_| r.f64()).collect::<Result<_, _>>()?)
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -414,7 +473,7 @@ impl<'a> Reader<'a> {
     }
 
     fn heads(&mut self) -> Result<HeadSet, WireError> {
-        let n = self.count(TOTAL_HEADS)?;
+        let n = self.count(MAX_VALUES)?;
         let flags = self.rest.get(..n).ok_or(WireError::Truncated)?;
         if flags.iter().any(|&f| f > 1) {
             return Err(WireError::OutOfRange("a head flag"));
@@ -427,6 +486,17 @@ impl<'a> Reader<'a> {
     fn ids(&mut self) -> Result<Vec<u32>, WireError> {
         let n = self.count(MAX_TOKENS)?;
         (0..n).map(|_| Ok(u32::from_le_bytes(self.take()?))).collect()
+    }
+
+    /// `n:u32` then `n` bytes, each 0 or 1.
+    fn flags(&mut self) -> Result<Vec<bool>, WireError> {
+        let n = self.count(MAX_TOKENS)?;
+        let bytes = self.rest.get(..n).ok_or(WireError::Truncated)?;
+        if bytes.iter().any(|&b| b > 1) {
+            return Err(WireError::OutOfRange("a flag"));
+        }
+        self.rest = &self.rest[n..];
+        Ok(bytes.iter().map(|&b| b == 1).collect())
     }
 
     fn end(&self) -> Result<(), WireError> {
@@ -442,13 +512,24 @@ impl<'a> Reader<'a> {
 mod tests {
     use super::*;
 
+    const SPEC: ModelSpec = ModelSpec::MINILM_L6_V2;
+    const TOTAL: usize = 72;
+
     fn samples() -> Vec<Work> {
-        let heads = HeadSet::with_pruned(TOTAL_HEADS, [0, 13, 71]);
+        let heads = HeadSet::with_pruned(TOTAL, [0, 13, 71]);
         vec![
             Work::Embed { heads: heads.clone(), ids: vec![vec![101, 7592, 102], vec![101, 102]] },
-            Work::Embed { heads: HeadSet::all(TOTAL_HEADS), ids: vec![] },
+            Work::Embed { heads: HeadSet::all(TOTAL), ids: vec![] },
             Work::Gradients { heads: heads.clone(), pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
-            Work::Ablate { heads, ids: vec![101, 7592, 102], ablate: vec![1, 2, 70] },
+            Work::Ablate {
+                heads,
+                sentences: vec![vec![101, 7592, 102], vec![101, 102]],
+                ablate: vec![1, 2, 70],
+            },
+            Work::Roles {
+                sentences: vec![vec![101, 1012, 102], vec![101, 102]],
+                punctuation: vec![vec![false, true, false], vec![false, false]],
+            },
         ]
     }
 
@@ -459,61 +540,62 @@ mod tests {
         let (d, f) = (384u64, 1536u64);
         let layer = |n: u64| 2 * n * d * 3 * d + 2 * 2 * n * n * d + 2 * n * d * d + 2 * 2 * n * d * f;
         let own = |n: u64| 2 * n * d * d + 2 * 2 * n * d * f;
+        let every: Vec<usize> = (0..TOTAL).collect();
         for n in [1usize, 32, 512] {
             let m = n as u64;
-            assert_eq!(ablation_flops(n, &[]), 6 * layer(m));
+            assert_eq!(ablation_flops(&SPEC, n, &[]), 6 * layer(m));
             // Layer 1's head 0: its own layer's end, then five whole layers; layer 6's: only its own.
-            assert_eq!(ablation_flops(n, &[0]), 6 * layer(m) + own(m) + 5 * layer(m));
-            assert_eq!(ablation_flops(n, &[71]), 6 * layer(m) + own(m));
-            // The page's own sweep is given the unpruned pass.
-            let every: Vec<usize> = (0..TOTAL_HEADS).collect();
-            assert_eq!(given_sweep_flops(n), ablation_flops(n, &every) - 6 * layer(m));
+            assert_eq!(ablation_flops(&SPEC, n, &[0]), 6 * layer(m) + own(m) + 5 * layer(m));
+            assert_eq!(ablation_flops(&SPEC, n, &[71]), 6 * layer(m) + own(m));
             // Dealt out in pieces, each piece adds its own unpruned pass.
-            let every: Vec<usize> = (0..TOTAL_HEADS).collect();
             let (even, odd): (Vec<usize>, Vec<usize>) = every.iter().partition(|&&h| h % 2 == 0);
             assert_eq!(
-                ablation_flops(n, &even) + ablation_flops(n, &odd),
-                ablation_flops(n, &every) + 6 * layer(m)
+                ablation_flops(&SPEC, n, &even) + ablation_flops(&SPEC, n, &odd),
+                ablation_flops(&SPEC, n, &every) + 6 * layer(m)
             );
         }
         // The sweeps of BENCHMARKS.md 6: 27 GFLOP at 32 tokens, 510 at 512.
-        let sweep = |n| ablation_flops(n, &(0..TOTAL_HEADS).collect::<Vec<_>>()) as f64 / 1e9;
+        let sweep = |n| ablation_flops(&SPEC, n, &every) as f64 / 1e9;
         assert_eq!((sweep(32).round(), sweep(512).round()), (27.0, 510.0));
-        let piece =
-            Work::Ablate { heads: HeadSet::all(TOTAL_HEADS), ids: vec![101; 32], ablate: vec![3, 40] };
-        assert_eq!(piece.flops(), Some(ablation_flops(32, &[3, 40])));
+        let piece = Work::Ablate {
+            heads: HeadSet::all(TOTAL),
+            sentences: vec![vec![101; 32], vec![101; 5]],
+            ablate: vec![3, 40],
+        };
+        assert_eq!(
+            piece.flops(&SPEC),
+            ablation_flops(&SPEC, 32, &[3, 40]) + ablation_flops(&SPEC, 5, &[3, 40])
+        );
     }
 
     #[test]
     fn a_sweep_is_dealt_out_with_every_head_once_and_every_layer_in_every_piece() {
-        for pieces in [0, 1, 2, 5, 12, 72, 100] {
-            let work = ablation_pieces(&[101, 7592, 102], pieces);
-            assert_eq!(work.len(), pieces.clamp(1, 72));
-            let mut seen: Vec<usize> = work
-                .iter()
-                .flat_map(|w| match w {
-                    Work::Ablate { heads, ids, ablate } => {
-                        assert!(!heads.any_pruned() && ids == &[101, 7592, 102]);
-                        if pieces <= HEADS {
-                            // Every layer in every piece, and pieces within one head of each other.
-                            assert!((0..LAYERS).all(|l| ablate.iter().any(|h| h / HEADS == l)), "{pieces}");
-                            assert!(ablate.len().abs_diff(TOTAL_HEADS / work.len()) <= 1);
+        let small = ModelSpec { layers: 2, heads: 4, d_model: 16, ..SPEC };
+        for spec in [SPEC, small] {
+            let total = spec.total_heads();
+            for pieces in [0, 1, 2, 5, 12, 72, 100] {
+                let work = ablation_pieces(&spec, &[vec![101, 7592, 102]], pieces);
+                assert_eq!(work.len(), pieces.clamp(1, total));
+                let mut seen: Vec<usize> = work
+                    .iter()
+                    .flat_map(|w| match w {
+                        Work::Ablate { heads, sentences, ablate } => {
+                            assert!(!heads.any_pruned() && sentences == &[vec![101, 7592, 102]]);
+                            if pieces <= spec.heads {
+                                // Every layer in every piece, and pieces within one head of each other.
+                                let layers = |l| ablate.iter().any(|&h| spec.layer_of(h) == l);
+                                assert!((0..spec.layers).all(layers), "{pieces}");
+                                assert!(ablate.len().abs_diff(total / work.len()) <= 1);
+                            }
+                            ablate.clone()
                         }
-                        ablate.clone()
-                    }
-                    _ => panic!("an ablation"),
-                })
-                .collect();
-            seen.sort_unstable();
-            assert_eq!(seen, (0..TOTAL_HEADS).collect::<Vec<_>>());
-            // What the page's estimate counts is what the pieces run.
-            let ids = vec![101; 40];
-            let run: u64 = ablation_pieces(&ids, pieces).iter().filter_map(Work::flops).sum();
-            assert_eq!(dealt_sweep_flops(40, pieces), run, "{pieces} pieces");
+                        _ => panic!("an ablation"),
+                    })
+                    .collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..total).collect::<Vec<_>>());
+            }
         }
-        // Two threads: one more unpruned pass than the page's own-thread sweep and its given one.
-        let every: Vec<usize> = (0..TOTAL_HEADS).collect();
-        assert_eq!(dealt_sweep_flops(40, 2), ablation_flops(40, &every) + ablation_flops(40, &[]));
     }
 
     #[test]
@@ -524,8 +606,7 @@ mod tests {
         let results = [
             Done::Embeddings(vec![vec![0.5, -1.0, f32::MIN_POSITIVE], vec![1.0, 2.0, 3.0]]),
             Done::Embeddings(vec![]),
-            Done::HeadSums((0..TOTAL_HEADS).map(|h| h as f64 / 7.0).collect()),
-            Done::Drifts(vec![0.5, 1e-9]),
+            Done::HeadSums((0..TOTAL).map(|h| h as f64 / 7.0).collect()),
         ];
         for d in results {
             assert_eq!(Done::decode(&d.encode()), Ok(d.clone()));
@@ -534,14 +615,37 @@ mod tests {
 
     #[test]
     fn a_result_is_accepted_only_for_its_own_kind_of_piece() {
-        let [embed, _, gradients, ablate] = <[Work; 4]>::try_from(samples()).unwrap();
-        let two = Done::Embeddings(vec![vec![0.0; super::super::bert::D_MODEL]; 2]);
-        let sums = Done::HeadSums(vec![0.0; TOTAL_HEADS]);
-        assert!(embed.accepts(&two) && gradients.accepts(&sums));
-        assert!(!embed.accepts(&sums) && !gradients.accepts(&two));
-        assert!(!embed.accepts(&Done::Embeddings(vec![vec![0.0; 3]; 2])));
-        assert!(!gradients.accepts(&Done::HeadSums(vec![0.0; 3])));
-        assert!(ablate.accepts(&Done::Drifts(vec![0.0; 3])) && !ablate.accepts(&Done::Drifts(vec![0.0; 2])));
+        let [embed, _, gradients, ablate, roles] = <[Work; 5]>::try_from(samples()).unwrap();
+        let embeddings = |count| Done::Embeddings(vec![vec![0.0; SPEC.d_model]; count]);
+        let sums = Done::HeadSums(vec![0.0; TOTAL]);
+        assert!(embed.accepts(&SPEC, &embeddings(2)) && gradients.accepts(&SPEC, &sums));
+        assert!(!embed.accepts(&SPEC, &sums) && !gradients.accepts(&SPEC, &embeddings(2)));
+        assert!(!embed.accepts(&SPEC, &Done::Embeddings(vec![vec![0.0; 3]; 2])));
+        assert!(!gradients.accepts(&SPEC, &Done::HeadSums(vec![0.0; 3])));
+        // Two sentences, unpruned and with each of three heads removed.
+        assert!(ablate.accepts(&SPEC, &embeddings(8)) && !ablate.accepts(&SPEC, &embeddings(6)));
+        let role_sums = Done::HeadSums(vec![0.0; RoleCounter::sums_len(&SPEC)]);
+        assert!(roles.accepts(&SPEC, &role_sums) && !roles.accepts(&SPEC, &sums));
+    }
+
+    #[test]
+    fn a_piece_that_does_not_fit_the_model_is_refused() {
+        let spec = ModelSpec { layers: 2, heads: 4, d_model: 16, ffn: 24, vocab: 30, positions: 8, ..SPEC };
+        let bert = Bert::random(spec, 1);
+        let all = HeadSet::all(8);
+        let ok = Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![0, 7] };
+        assert_eq!(ok.check(&bert), Ok(()));
+        let refused = [
+            Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![8] },
+            Work::Embed { heads: HeadSet::all(72), ids: vec![vec![2, 3]] },
+            Work::Embed { heads: all.clone(), ids: vec![vec![2, 30]] },
+            Work::Embed { heads: all.clone(), ids: vec![vec![2; 9]] },
+            Work::Embed { heads: all, ids: vec![vec![]] },
+            Work::Roles { sentences: vec![vec![2, 3]], punctuation: vec![vec![false]] },
+        ];
+        for w in refused {
+            assert!(w.check(&bert).is_err(), "{w:?}");
+        }
     }
 
     #[test]
@@ -563,9 +667,17 @@ mod tests {
         let mut bad_flag = samples()[0].encode();
         bad_flag[9] = 2;
         assert_eq!(Work::decode(&bad_flag), Err(WireError::OutOfRange("a head flag")));
+        let mut bad_punctuation = samples()[4].encode();
+        let at = bad_punctuation.len() - 1;
+        bad_punctuation[at] = 7;
+        assert_eq!(Work::decode(&bad_punctuation), Err(WireError::OutOfRange("a flag")));
         // A count far past what the bytes hold is refused before anything is allocated for it.
-        let mut huge = b"HLD1\x00".to_vec();
+        let mut huge = b"HLD2\x00".to_vec();
         huge.extend(u32::MAX.to_le_bytes());
         assert_eq!(Done::decode(&huge), Err(WireError::OutOfRange("a count")));
+        let mut wide = b"HLD2\x00".to_vec();
+        wide.extend(4000u32.to_le_bytes());
+        wide.extend(1000u32.to_le_bytes());
+        assert_eq!(Done::decode(&wide), Err(WireError::Truncated));
     }
 }

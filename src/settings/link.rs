@@ -4,6 +4,13 @@ use super::query::{format_head_list, pairs, parse_head_list, percent_encode, sho
 use super::{Frame, HostOrigin, Measure, ModelChoice, Panels, Settings, MAX_TEXT_CHARS};
 use crate::attention::HeadSet;
 
+/// Most heads a link may prune in the trained model: more than any model the page can load holds.
+/// The loaded model's own count is checked once it is loaded (`ModelSpec::fit_heads`).
+pub const MAX_TRAINED_HEADS: usize = 9216;
+
+/// Most layers a link may name for the trained model (checked against the loaded model's own).
+pub const MAX_TRAINED_LAYERS: usize = 96;
+
 /// Everything a link carries: the settings, the trained model's sentence and layer, the pruned
 /// heads, and how the page is framed. [`Link::from_query`] never fails: each part that cannot
 /// be read falls back to its default with a note, and [`Link::to_query`] reproduces the state.
@@ -13,12 +20,13 @@ pub struct Link {
     pub settings: Settings,
     /// The trained model's sentence, when the link names one.
     pub text: Option<String>,
-    /// The trained model's layer shown, `0..LAYERS`.
+    /// The trained model's layer shown (checked against the model's layers once it is loaded).
     pub layer: usize,
     /// What makes one of the trained model's heads important.
     pub measure: Measure,
-    /// The heads (`pruned=` lists those switched off): the synthetic model's, or the trained
-    /// one's, numbered `layer * HEADS + head`.
+    /// The heads (`pruned=` lists those switched off): the synthetic model's; or the trained
+    /// one's, numbered `layer * heads + head`, as many as the last one listed (the loaded model
+    /// gives the set its size).
     pub heads: HeadSet,
     /// Set when the page is framed in a host page (`embed=1`).
     pub frame: Option<Frame>,
@@ -27,7 +35,6 @@ pub struct Link {
 impl Link {
     /// The state a URL query describes, with a note for every part that could not be used.
     pub fn from_query(query: &str) -> (Link, Vec<String>) {
-        use crate::model::bert::{LAYERS, TOTAL_HEADS};
         let (settings, mut notes) = Settings::from_query(query);
         let mut link = Link {
             settings,
@@ -48,12 +55,8 @@ impl Link {
                     link.text = Some(cut);
                 }
                 "layer" => match value.trim().parse::<usize>() {
-                    Ok(l) if l < LAYERS => link.layer = l,
-                    _ => notes.push(format!(
-                        "layer={} is not a layer from 0 to {}; showing 0.",
-                        shorten(&value),
-                        LAYERS - 1
-                    )),
+                    Ok(l) if l < MAX_TRAINED_LAYERS => link.layer = l,
+                    _ => notes.push(format!("layer={} is not a layer number; showing 0.", shorten(&value))),
                 },
                 "importance" => match Measure::parse(value.trim()) {
                     Some(m) => link.measure = m,
@@ -70,11 +73,14 @@ impl Link {
             }
         }
         let count = match link.settings.model {
-            ModelChoice::Trained => TOTAL_HEADS,
+            ModelChoice::Trained => MAX_TRAINED_HEADS,
             _ => link.settings.config().num_heads.min(crate::attention::config::MAX_HEADS),
         };
         let (heads, note) = parse_head_list(pruned.as_deref().unwrap_or(""), count);
-        link.heads = heads;
+        link.heads = match link.settings.model {
+            ModelChoice::Trained => heads.resized(heads.pruned().last().map_or(0, |h| h + 1)),
+            _ => heads,
+        };
         notes.extend(note);
         match embed.as_deref().map(str::trim) {
             None | Some("0" | "false") => {}
@@ -149,7 +155,8 @@ mod tests {
         link.text = Some("Tom & Jerry: 50% \"off\"? é 😀 +=".into());
         link.layer = 3;
         link.measure = Measure::Margin;
-        link.heads = HeadSet::with_pruned(crate::model::bert::TOTAL_HEADS, [0, 13, 71]);
+        // The trained model's heads, as many as the last one pruned (the model sizes them).
+        link.heads = HeadSet::with_pruned(72, [0, 13, 71]);
         link.frame =
             Some(Frame { panels: Panels::Prune, host: HostOrigin::Only("https://handbook.example".into()) });
         assert_eq!(Link::from_query(&link.to_query()), (link.clone(), vec![]));
@@ -166,9 +173,13 @@ mod tests {
 
     #[test]
     fn bad_link_parts_fall_back_one_by_one() {
-        let (link, notes) = Link::from_query("preset=minilm&layer=9&embed=yes&view=x&host=evil");
+        let (link, notes) = Link::from_query("preset=minilm&layer=99&embed=yes&view=x&host=evil");
         assert_eq!((link.layer, link.frame, link.settings.model), (0, None, ModelChoice::Trained));
         assert_eq!(notes.len(), 2, "{notes:?}");
+        // A layer or head the built-in model lacks is the loaded model's to judge.
+        let (link, notes) = Link::from_query("preset=minilm&layer=9&pruned=3,200");
+        assert_eq!((link.layer, link.heads, notes), (9, HeadSet::with_pruned(201, [3, 200]), vec![]));
+        assert_eq!(Link::from_query("preset=minilm&pruned=9999").1.len(), 1, "past any model");
         let (link, notes) = Link::from_query("embed=1&view=x&host=javascript:alert(1)&layer=-1");
         let frame = link.frame.unwrap();
         assert_eq!((frame.panels, frame.host), (Panels::All, HostOrigin::Nobody));

@@ -23,7 +23,7 @@ use crate::attention::{ModelConfig, Preset};
 pub enum ModelChoice {
     /// One of [`PRESETS`].
     Preset(&'static Preset),
-    /// The trained all-MiniLM-L6-v2 (384 wide, 12 heads, 6 layers).
+    /// The trained model (the built-in all-MiniLM-L6-v2); its shape is the loaded model's.
     Trained,
     /// A shape typed by the reader.
     Custom {
@@ -244,11 +244,13 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The configuration to run (not yet validated).
+    /// The synthetic layer's configuration to run (not yet validated). The trained model runs no
+    /// synthetic layer; its shape is the loaded model's own, so for it this is the default
+    /// preset's, which only the synthetic controls would read.
     pub fn config(&self) -> ModelConfig {
         let (d_model, num_heads) = match self.model {
             ModelChoice::Preset(p) => (p.d_model, p.num_heads),
-            ModelChoice::Trained => (crate::model::bert::D_MODEL, crate::model::bert::HEADS),
+            ModelChoice::Trained => (DEFAULT_PRESET.d_model, DEFAULT_PRESET.num_heads),
             ModelChoice::Custom { d_model, num_heads } => (d_model, num_heads),
         };
         ModelConfig { d_model, num_heads, seq_len: self.seq_len }

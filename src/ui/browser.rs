@@ -1,5 +1,6 @@
-//! What the page needs from the browser besides the DOM: a clock, a turn for the browser between
-//! pieces of work, and downloading a file with progress.
+//! What the page needs from the browser besides the DOM: a clock and a turn for the browser
+//! between pieces of work (the jobs' own, `jobs::web`), downloading a file with progress, and the
+//! browser's storage.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -9,12 +10,10 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
-use crate::attention::clock::{step_from_tick, Clock};
+use crate::attention::clock::Clock;
+use crate::jobs::curves::Store;
 
-/// Milliseconds from the page's time origin.
-pub fn now_ms() -> f64 {
-    window().performance().map(|p| p.now()).unwrap_or_else(js_sys::Date::now)
-}
+pub use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 
 /// The page's clock, `performance.now()`, with the step this browser coarsens it to.
 pub struct PageClock;
@@ -27,39 +26,6 @@ impl Clock for PageClock {
     fn resolution_ms(&self) -> f64 {
         clock_step_ms()
     }
-}
-
-/// The step of this browser's `performance.now()` (0.1 ms in Chromium, 1 ms in Firefox and
-/// WebKit on a page that is not cross-origin isolated), found once by watching it tick for at
-/// most 20 ms.
-pub fn clock_step_ms() -> f64 {
-    thread_local! {
-        static STEP: Cell<Option<f64>> = const { Cell::new(None) };
-    }
-    STEP.with(|step| {
-        if let Some(found) = step.get() {
-            return found;
-        }
-        let (start, mut last, mut smallest, mut ticks) = (now_ms(), now_ms(), f64::INFINITY, 0);
-        while ticks < 5 && last - start < 20.0 {
-            let t = now_ms();
-            if t != last {
-                smallest = smallest.min(t - last);
-                (last, ticks) = (t, ticks + 1);
-            }
-        }
-        let found = step_from_tick(smallest);
-        step.set(Some(found));
-        found
-    })
-}
-
-/// Lets the browser render and handle events before the next piece of work.
-pub async fn yield_to_browser() {
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// Resolves after the browser has painted the current state: a status set before heavy work on
@@ -134,15 +100,18 @@ pub async fn fetch_bytes(
     }
 }
 
-/// The page's saved value under `key`, if the browser keeps one.
-pub fn load(key: &str) -> Option<String> {
-    window().local_storage().ok().flatten()?.get_item(key).ok().flatten()
-}
-
-/// Saves `value` under `key`; a browser that refuses (private mode, full storage) only loses
+/// The browser's `localStorage`: a browser that refuses (private mode, full storage) only loses
 /// the saving.
-pub fn save(key: &str, value: &str) {
-    if let Some(storage) = window().local_storage().ok().flatten() {
-        let _ = storage.set_item(key, value);
+pub struct BrowserStore;
+
+impl Store for BrowserStore {
+    fn load(&self, key: &str) -> Option<String> {
+        window().local_storage().ok().flatten()?.get_item(key).ok().flatten()
+    }
+
+    fn save(&self, key: &str, value: &str) {
+        if let Some(storage) = window().local_storage().ok().flatten() {
+            let _ = storage.set_item(key, value);
+        }
     }
 }

@@ -5,27 +5,21 @@
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
-use crate::attention::{drift, HeadSet, Inputs, LayerWeights};
-use crate::cpu::{self, Kernel};
-use crate::gpu::{self, Fault};
+use crate::backend::faults;
 use crate::settings::Settings;
 
 /// Loses the page's GPU device, as a driver reset would, at its next use: the page switches to
 /// the CPU kernel, keeping every setting. Returns whether there was a GPU device to lose.
 #[wasm_bindgen]
 pub fn simulate_gpu_loss() -> bool {
-    let open = gpu::live_devices() > 0;
-    if open {
-        gpu::inject_fault(Fault::DeviceLoss);
-    }
-    open
+    faults::lose_gpu()
 }
 
 /// Arms a GPU fault (`adapter`, `pipeline`, `map` or `device`) for the next operation of its
 /// kind. Returns whether the name was known.
 #[wasm_bindgen]
 pub fn inject_gpu_fault(kind: &str) -> bool {
-    Fault::parse(kind).map(gpu::inject_fault).is_some()
+    faults::arm_gpu_fault(kind)
 }
 
 /// Panics on purpose, to show what a panic that escapes every check does: the banner with
@@ -47,18 +41,5 @@ pub fn wasm_memory_bytes() -> f64 {
 #[wasm_bindgen]
 pub fn cpu_core_drift(query: &str, pruned: Vec<u32>) -> String {
     let (settings, _) = Settings::from_query(query);
-    let config = settings.config();
-    if let Err(e) = config.validate() {
-        return e.to_string();
-    }
-    let inputs = Inputs::generate(&config, settings.seed);
-    let fwd = cpu::forward_layer(
-        Kernel::Simd,
-        &config,
-        &inputs.x,
-        &LayerWeights::for_config(&config, settings.seed),
-    );
-    let heads = HeadSet::with_pruned(config.num_heads, pruned.into_iter().map(|h| h as usize));
-    let d = drift(&fwd.output, &fwd.contributions.recompose(&heads), config.d_model).overall;
-    format!("{:.6} {:.4}", d.cosine, d.rel_l2)
+    faults::cpu_core_drift(&settings, pruned.into_iter().map(|h| h as usize))
 }

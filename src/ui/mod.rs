@@ -4,24 +4,23 @@
 //! shares by context: the reader's settings and pruned heads are signals; the forward pass is a
 //! resource derived from the settings and the backend session; importance and drift are memos of
 //! the pass and the pruned heads, so a toggle recomposes the output and nothing else. What is
-//! computed, and how, lives outside `ui/` (`attention`, `model`, `backend`); components display
-//! it and dispatch the reader's changes. Effects only push state outward: pixels into canvases,
-//! the settings into the URL and `<html data-theme>`, heights to a host page.
+//! computed, and how, lives outside `ui/` (`attention`, `model`, `backend`, and the trained
+//! model's long work in `jobs`); components display it and dispatch the reader's changes.
+//! Effects only push state outward: pixels into canvases, the settings into the URL and
+//! `<html data-theme>`, heights to a host page.
 
 mod app;
 mod browser;
 mod canvas;
 mod debug;
 mod files;
-mod flow;
+mod flow_figure;
 mod host;
 mod keyboard;
 mod panels;
 pub mod panic;
-mod pool;
 mod state;
 mod trained;
-mod worker;
 
 pub use app::App;
 
@@ -32,8 +31,8 @@ use wasm_bindgen::JsCast;
 /// replacing the loading indicator that `index.html` shows until the wasm has started. In one
 /// of the page's web workers, serves the page's work instead.
 pub fn start() {
-    if let Some(scope) = worker::scope() {
-        return worker::serve(scope);
+    if let Some(scope) = crate::jobs::web::worker::scope() {
+        return crate::jobs::web::worker::serve(scope);
     }
     panic::install();
     let root = document().get_element_by_id("app").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());

@@ -16,7 +16,7 @@ use crate::attention::analysis::{measure_drift, DriftView, Importance};
 use crate::attention::config::MAX_HEADS;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
 use crate::backend::{self, Run, Session};
-use crate::model::bert::TOTAL_HEADS;
+use crate::model::spec::ModelSpec;
 use crate::settings::{Frame, Link, Measure, Preference, Settings};
 
 /// What a synthetic pass is computed from: the shape, the seed and the session it ran on.
@@ -55,10 +55,13 @@ pub struct TrainedChoices {
     pub text: RwSignal<String>,
     /// The layer whose heatmaps are shown.
     pub layer: RwSignal<usize>,
-    /// Its heads, [`TOTAL_HEADS`] of them.
+    /// Its heads, as many as the loaded model has (a link's, sized by the last one it prunes,
+    /// until the model is loaded).
     pub heads: RwSignal<HeadSet>,
     /// What makes a head important.
     pub measure: RwSignal<Measure>,
+    /// The trained model's shape: the loaded model's, the built-in one's before.
+    pub shape: RwSignal<ModelSpec>,
 }
 
 /// The sentence the trained model starts with, and the others a reader can pick.
@@ -107,7 +110,8 @@ impl AppState {
             text: RwSignal::new(link.text.clone().unwrap_or_else(|| EXAMPLES[0].to_string())),
             layer: RwSignal::new(link.layer),
             measure: RwSignal::new(link.measure),
-            heads: RwSignal::new(if trained_link { link.heads.clone() } else { HeadSet::all(TOTAL_HEADS) }),
+            heads: RwSignal::new(if trained_link { link.heads.clone() } else { HeadSet::default() }),
+            shape: RwSignal::new(ModelSpec::MINILM_L6_V2),
         };
         let session = RwSignal::new_local(None::<Rc<Session>>);
         let progress = RwSignal::new(None::<f64>);
@@ -230,6 +234,14 @@ impl AppState {
     pub fn choice_why(&self) -> Option<String> {
         let synthetic = !self.settings.with(Settings::is_trained);
         self.run().filter(|_| synthetic).and_then(|r| r.choice).map(|c| c.why())
+    }
+
+    /// The shape on show, `(d_model, heads)`: the trained model's, or the synthetic layer's.
+    pub fn shape(&self) -> (usize, usize) {
+        match self.settings.with(Settings::is_trained) {
+            true => self.trained.shape.with(|s| (s.d_model, s.heads)),
+            false => self.settings.with(|s| (s.config().d_model, s.config().num_heads)),
+        }
     }
 
     fn session_id(&self) -> usize {

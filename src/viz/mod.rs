@@ -2,7 +2,7 @@
 
 pub mod chart;
 pub mod colormap;
-pub mod flow;
+pub mod flow_picture;
 pub mod heatmap;
 pub mod labels;
 pub mod svg;

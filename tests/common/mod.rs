@@ -122,3 +122,7 @@ pub fn pairs_csv() -> std::path::PathBuf {
     assert!(csv.exists(), "no sentence pairs at {}: run scripts/fetch-pairs.sh", csv.display());
     csv
 }
+
+/// The trained model's checkpoint, fixtures and jobs, for the `minilm_*` test files.
+#[cfg(not(target_arch = "wasm32"))]
+pub mod minilm;

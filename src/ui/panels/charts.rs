@@ -16,7 +16,8 @@ use crate::viz::svg;
 /// The seed's models on log axes with lines of constant d_k; hover names a point.
 #[component]
 pub fn ConfigChart() -> impl IntoView {
-    let settings = AppState::get().settings;
+    let state = AppState::get();
+    let settings = state.settings;
     let canvas = NodeRef::<html::Canvas>::new();
     let layout = RwSignal::new(ConfigChartLayout::default());
     let hover = RwSignal::new(None::<String>);
@@ -24,14 +25,14 @@ pub fn ConfigChart() -> impl IntoView {
     let scale = fit_to_screen(canvas, 600.0, 460.0 / 600.0);
     // Redraw when the shape, the theme or the canvas's size changes.
     Effect::new(move |_| {
-        let (config, theme, scale) = settings.with(|s| (s.config(), s.theme, scale.get()));
+        let ((d_model, heads), theme, scale) = (state.shape(), settings.read().theme, scale.get());
         let Some(canvas) = canvas.get() else { return };
         let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
             draw_error.set(Some("this browser gave no 2D canvas for the chart".into()));
             return;
         };
         let area = backend.into_drawing_area();
-        let current = (config.num_heads > 0).then_some((config.d_model, config.num_heads));
+        let current = (heads > 0).then_some((d_model, heads));
         match draw_config_chart(&area, current, palette(theme), scale) {
             Ok(l) => {
                 layout.set(l);
@@ -62,23 +63,22 @@ pub fn ConfigChart() -> impl IntoView {
         hover.set(near);
     };
     let summary = move || {
-        let s = settings.read();
-        let c = s.config();
-        let what = s.model.name();
-        if c.num_heads == 0 || !c.d_model.is_multiple_of(c.num_heads) {
+        let (d_model, heads) = state.shape();
+        let what = settings.read().model.name();
+        if heads == 0 || !d_model.is_multiple_of(heads) {
             return format!("{what}: heads must divide d_model to have a d_k.");
         }
-        let d_k = c.d_k();
+        let d_k = d_model / heads;
         let verdict = if (64..=128).contains(&d_k) { "inside" } else { "outside" };
-        format!("{what}: d_k = {} / {} = {d_k}, {verdict} the 64..128 band.", c.d_model, c.num_heads)
+        format!("{what}: d_k = {d_model} / {heads} = {d_k}, {verdict} the 64..128 band.")
     };
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
         draw_error.set(files::png(&canvas, "headlab-config-chart.png", 1).err());
     };
     let export_svg = move |_| {
-        let (config, theme) = settings.with_untracked(|s| (s.config(), s.theme));
-        let current = (config.num_heads > 0).then_some((config.d_model, config.num_heads));
+        let ((d_model, heads), theme) = (untrack(|| state.shape()), settings.read_untracked().theme);
+        let current = (heads > 0).then_some((d_model, heads));
         let saved = svg::config_chart(current, palette(theme))
             .and_then(|t| files::svg("headlab-config-chart.svg", &t));
         draw_error.set(saved.err());

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::attention::clock::{show_ms, SAMPLE_TICKS};
-use crate::backend::{time_batched, Batched, BATCHED_ROUNDS};
+use crate::backend::batched::{time_batched, Batched, BATCHED_ROUNDS};
 use crate::ui::browser::{clock_step_ms, yield_to_browser, PageClock};
 use crate::ui::state::AppState;
 
@@ -17,7 +17,7 @@ pub fn Claims() -> impl IntoView {
     let measure = move |_| {
         let Some(run) = state.run() else { return };
         let Some(session) = state.session.get_untracked() else { return };
-        let (config, backend) = (run.config, session.backend_for(&run));
+        let (config, backend) = (run.config, run.backend_in(&session));
         if config.generates_weights() {
             batched.set(Some(Err("this model's weights are generated on the fly, so each pass takes \
                 seconds; compare batched and single-head passes on one of the other presets"

@@ -7,7 +7,7 @@ use leptos::task::spawn_local;
 use crate::attention::clock::show_ms;
 use crate::attention::synthetic::{Inputs, LayerWeights};
 use crate::attention::walk::{walk, weights_row, Focus, Line, Walk};
-use crate::backend::{time_loop, LoopVsBatched, BATCHED_ROUNDS};
+use crate::backend::batched::{time_loop, LoopVsBatched, BATCHED_ROUNDS};
 use crate::ui::browser::{yield_to_browser, PageClock};
 use crate::ui::state::AppState;
 
@@ -229,7 +229,7 @@ fn LoopAgainstBatched() -> impl IntoView {
         spawn_local(async move {
             yield_to_browser().await;
             let timed =
-                time_loop(&session.backend_for(&run), run.config, run.seed, &PageClock, yield_to_browser)
+                time_loop(&run.backend_in(&session), run.config, run.seed, &PageClock, yield_to_browser)
                     .await;
             result.set(Some(timed.map_err(|e| e.to_string())));
             measuring.set(false);

@@ -77,7 +77,8 @@ pub fn Controls() -> impl IntoView {
 /// The seed's presets, a custom shape, or the trained model. Options are numbered by preset.
 #[component]
 fn ModelPicker() -> impl IntoView {
-    let settings = AppState::get().settings;
+    let state = AppState::get();
+    let settings = state.settings;
     let choice_value = move || match settings.read().model {
         ModelChoice::Preset(p) => PRESETS.iter().position(|q| q == p).unwrap_or(0).to_string(),
         ModelChoice::Trained => "trained".to_string(),
@@ -85,15 +86,13 @@ fn ModelPicker() -> impl IntoView {
     };
     let on_choice = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
+        let (d_model, num_heads) = untrack(|| state.shape());
         settings.update(|s| {
             s.model = match value.parse::<usize>().ok().and_then(|i| PRESETS.get(i)) {
                 Some(p) => ModelChoice::Preset(p),
                 None if value == "trained" => ModelChoice::Trained,
                 // "custom": start from the shape on screen so the reader edits rather than retypes.
-                None => {
-                    let c = s.config();
-                    ModelChoice::Custom { d_model: c.d_model, num_heads: c.num_heads }
-                }
+                None => ModelChoice::Custom { d_model, num_heads },
             }
         });
     };
@@ -114,12 +113,16 @@ fn ModelPicker() -> impl IntoView {
                     .collect_view()}
                 <option value="custom">"Custom…"</option>
                 <option value="trained">
-                    {format!(
-                        "all-MiniLM-L6-v2 (trained) — {}/{}, d_k {}",
-                        crate::model::bert::D_MODEL,
-                        crate::model::bert::HEADS,
-                        crate::model::bert::D_K,
-                    )}
+                    {move || {
+                        let spec = state.trained.shape.get();
+                        format!(
+                            "{} (trained) — {}/{}, d_k {}",
+                            crate::model::BUILT_IN_NAME,
+                            spec.d_model,
+                            spec.heads,
+                            spec.d_k()
+                        )
+                    }}
                 </option>
             </select>
         </label>

@@ -6,8 +6,8 @@ mod claims;
 mod code;
 mod controls;
 mod drift;
-mod flow;
 mod heads;
+mod layer_flow;
 mod status;
 mod table;
 
@@ -15,6 +15,6 @@ pub use charts::ConfigChart;
 pub use claims::Claims;
 pub use code::CodeWalk;
 pub use drift::DriftPanel;
-pub use flow::FlowPanel;
 pub use heads::HeadGrid;
+pub use layer_flow::FlowPanel;
 pub use status::{BackendNote, ConfigError, LinkNotes, Timing, Toolbar};

@@ -6,8 +6,8 @@ use leptos::prelude::*;
 use super::task_view::TaskView;
 use super::view::TrainedView;
 use crate::attention::HeadSet;
-use crate::model::analysis::margin_text;
-use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
+use crate::jobs::driver::Status;
+use crate::model::digits::margin_text;
 use crate::model::roles::Role;
 use crate::settings::Measure;
 use crate::ui::keyboard::arrow_focus;
@@ -15,6 +15,7 @@ use crate::ui::keyboard::arrow_focus;
 /// The grid: a row per layer, a button per head, each labelled with its role.
 #[component]
 pub fn HeadGrid() -> impl IntoView {
+    let view = TrainedView::get();
     let roles = Role::ALL.iter().filter(|r| r.specialised() || **r == Role::Broad);
     let legend: Vec<String> = roles.map(|r| format!("{} = {}", r.short(), r.name())).collect();
     view! {
@@ -26,16 +27,21 @@ pub fn HeadGrid() -> impl IntoView {
             aria-label="Heads by layer; arrow keys move between them"
             on:keydown=move |ev| arrow_focus(&ev)
         >
-            {(0..LAYERS)
-                .map(|l| {
-                    view! {
-                        <div class="head-grid-row">
-                            <span class="muted">{format!("layer {}", l + 1)}</span>
-                            {(0..HEADS).map(|h| view! { <GridHead layer=l head=h /> }).collect_view()}
-                        </div>
-                    }
-                })
-                .collect_view()}
+            {move || {
+                let spec = view.spec();
+                (0..spec.layers)
+                    .map(|l| {
+                        view! {
+                            <div class="head-grid-row">
+                                <span class="muted">{format!("layer {}", l + 1)}</span>
+                                {(0..spec.heads)
+                                    .map(|h| view! { <GridHead layer=l head=h index=spec.heads * l + h /> })
+                                    .collect_view()}
+                            </div>
+                        }
+                    })
+                    .collect_view()
+            }}
         </div>
     }
 }
@@ -52,7 +58,7 @@ pub fn MeasureChoice() -> impl IntoView {
         Measure::Task => "darker = the task's loss depends on it more (gradient on 16 pairs)",
     };
     view! {
-        <h3>{move || format!("All {TOTAL_HEADS} heads: {}", heading())}</h3>
+        <h3>{move || format!("All {} heads: {}", view.spec().total_heads(), heading())}</h3>
         <label class="measure">
             "Important means: "
             <select
@@ -71,13 +77,12 @@ pub fn MeasureChoice() -> impl IntoView {
             {move || match (measure.get(), task.importance_now().is_some()) {
                 (_, true) => measure_note(view),
                 (Measure::Drift, false) => format!(
-                    "Measuring: one pass per head on this sentence{}{}…",
-                    view.sweep_estimate().map(|e| format!(", {e}")).unwrap_or_default(),
-                    heads_done(view.drift_swept())
+                    "Measuring: one pass per head on this sentence{}…",
+                    sweep_status(view.drift_status())
                 ),
                 (Measure::Margin, false) => format!(
                     "Measuring: the meaning check without each head (3 passes per head){}…",
-                    heads_done(view.swept.with(|s| s.margin))
+                    sweep_status(view.margin_status.get())
                 ),
                 (Measure::Task, false) => "Measuring: the task's loss gradient on 16 pairs…".to_string(),
             }}
@@ -85,12 +90,13 @@ pub fn MeasureChoice() -> impl IntoView {
     }
 }
 
-/// " (23 of 72 heads done)" once a sweep on the page's thread has measured some heads.
-fn heads_done(done: usize) -> String {
-    if done == 0 {
-        return String::new();
-    }
-    format!(" ({done} of {TOTAL_HEADS} heads done)")
+/// ", about 14 s at the 27 GFLOP/s measured here (23 of 72 heads done)": a sweep's estimate,
+/// once its pace is known, and its count once it has measured some heads.
+fn sweep_status(status: Option<Status>) -> String {
+    let Some(s) = status else { return String::new() };
+    let estimate = s.estimate.map(|e| format!(", {e}")).unwrap_or_default();
+    let done = if s.done > 0 { format!(" ({} of {} heads done)", s.done, s.total) } else { String::new() };
+    estimate + &done
 }
 
 /// What the chosen measure says beyond the ranking: for the margin, which heads flip the check.
@@ -101,17 +107,17 @@ fn measure_note(view: TrainedView) -> String {
             "Head-gate gradients on the full model, as the iterative curve's first step measures them."
                 .to_string()
         }
-        Measure::Margin => view.margin.get().flatten().map(|m| m.summary()).unwrap_or_default(),
+        Measure::Margin => view.margin.get().flatten().map(|m| m.summary(&view.spec())).unwrap_or_default(),
     }
 }
 
-/// Head `head` of layer `layer`.
+/// Head `head` of layer `layer`, the model's head `index`.
 #[component]
-fn GridHead(layer: usize, head: usize) -> impl IntoView {
+fn GridHead(layer: usize, head: usize, index: usize) -> impl IntoView {
     let view = TrainedView::get();
-    let i = layer * HEADS + head;
+    let i = index;
     let heads = view.choices.heads;
-    let off = move || heads.read().is_pruned(i);
+    let off = move || heads.with(|h| i < h.len() && h.is_pruned(i));
     let task = TaskView::get();
     let importance = move || task.importance_now().map(|imp| (imp.ranking.per_head[i], imp.ranking.share(i)));
     let measure = view.choices.measure;
@@ -129,7 +135,11 @@ fn GridHead(layer: usize, head: usize) -> impl IntoView {
                 format!("layer {}, head {head}: {what}; role: {}", layer + 1, role().name())
             }
             style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
-            on:click=move |_| heads.update(|s| s.toggle(i))
+            on:click=move |_| heads.update(|s| {
+                if i < s.len() {
+                    s.toggle(i)
+                }
+            })
         >
             {head}
             <span class="role">{move || role().short()}</span>
@@ -165,7 +175,7 @@ pub fn PruneLeast() -> impl IntoView {
             <input
                 type="range"
                 min="0"
-                max=TOTAL_HEADS.to_string()
+                max=move || view.spec().total_heads().to_string()
                 data-testid="trained-prune-k"
                 disabled=move || task.importance_now().is_none()
                 prop:value=move || k.get().to_string()

@@ -5,7 +5,6 @@ use leptos::prelude::*;
 
 use super::view::TrainedView;
 use crate::attention::summary::describe;
-use crate::model::bert::{HEADS, LAYERS};
 use crate::ui::canvas::draw_heatmap;
 use crate::ui::files;
 use crate::viz::colormap::viridis_css_gradient;
@@ -14,16 +13,22 @@ use crate::viz::svg;
 /// The layer picker, a legend, and the layer's heatmaps.
 #[component]
 pub fn LayerHeads() -> impl IntoView {
-    let layer = TrainedView::get().choices.layer;
+    let view = TrainedView::get();
+    let layer = view.choices.layer;
+    let last = move || view.spec().layers - 1;
     view! {
         <label>
             "Layer "
             <select
                 data-testid="layer"
                 prop:value=move || layer.get().to_string()
-                on:change=move |ev| layer.set(event_target_value(&ev).parse().unwrap_or(0).min(LAYERS - 1))
+                on:change=move |ev| layer.set(event_target_value(&ev).parse().unwrap_or(0).min(last()))
             >
-                {(0..LAYERS).map(|l| view! { <option value=l.to_string()>{format!("{}", l + 1)}</option> }).collect_view()}
+                {move || {
+                    (0..view.spec().layers)
+                        .map(|l| view! { <option value=l.to_string()>{format!("{}", l + 1)}</option> })
+                        .collect_view()
+                }}
             </select>
         </label>
         <p class="legend">
@@ -32,7 +37,7 @@ pub fn LayerHeads() -> impl IntoView {
             " each head's largest weight. Pruned heads leave later layers' patterns changed."
         </p>
         <div class="heads trained-heads" data-testid="trained-heads">
-            {(0..HEADS).map(|h| view! { <LayerHead h=h /> }).collect_view()}
+            {move || (0..view.spec().heads).map(|h| view! { <LayerHead h=h /> }).collect_view()}
         </div>
     }
 }
@@ -40,8 +45,8 @@ pub fn LayerHeads() -> impl IntoView {
 /// Head `h` of the selected layer.
 #[component]
 fn LayerHead(h: usize) -> impl IntoView {
-    let view = TrainedView::get();
-    let layer = move || view.choices.layer.get().min(LAYERS - 1);
+    let (view, app) = (TrainedView::get(), crate::ui::state::AppState::get());
+    let layer = move || view.choices.layer.get().min(view.spec().layers - 1);
     // Head h's n x n weights in the selected layer of the current pass.
     let weights = move || {
         let pass = view.current.get().flatten()?;
@@ -62,18 +67,18 @@ fn LayerHead(h: usize) -> impl IntoView {
     };
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
-        let name = format!(
-            "headlab-minilm-layer{}-head{h}.png",
-            view.choices.layer.get_untracked().min(LAYERS - 1) + 1
-        );
+        let stem = files::stem(&app.settings.get_untracked());
+        let name = format!("{stem}-layer{}-head{h}.png", untrack(layer) + 1);
         draw_error.set(files::png(&canvas, &name, 512).err());
     };
     let export_svg = move |_| {
         let Some((w, n)) = weights() else { return };
-        let layer = view.choices.layer.get_untracked().min(LAYERS - 1) + 1;
+        let layer = untrack(layer) + 1;
         let pieces: Vec<String> = view.tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());
-        let text = svg::heatmap(&w, n, &pieces, &format!("all-MiniLM-L6-v2, layer {layer}, head {h}"));
-        draw_error.set(files::svg(&format!("headlab-minilm-layer{layer}-head{h}.svg"), &text).err());
+        let text =
+            svg::heatmap(&w, n, &pieces, &format!("{}, layer {layer}, head {h}", untrack(|| view.name())));
+        let stem = files::stem(&app.settings.get_untracked());
+        draw_error.set(files::svg(&format!("{stem}-layer{layer}-head{h}.svg"), &text).err());
     };
     view! {
         <figure class="head">

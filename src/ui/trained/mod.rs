@@ -1,14 +1,16 @@
-//! The trained model in the page: all-MiniLM-L6-v2 on any sentence, its heads prunable.
+//! The trained model in the page (the built-in all-MiniLM-L6-v2) on any sentence, its heads
+//! prunable.
 //!
 //! The f16 asset loads only when the reader picks the trained model, with a progress bar ([`loader`]).
 //! Drift is the cosine of the pruned sentence embedding to the unpruned one, and a small check
 //! (which of two sentences is closer in meaning to a third) shows behaviour change. What is
-//! computed lives in [`view`] and `crate::model::analysis`; the components here display it.
+//! computed lives in `crate::jobs` and `crate::model`, started by the resources of [`view`] and
+//! [`task_view`]; the components here display it.
 
-mod flow;
 mod grid;
 mod layer;
 mod loader;
+mod model_flow;
 mod task;
 mod task_view;
 mod view;
@@ -16,18 +18,16 @@ mod view;
 use leptos::prelude::*;
 
 use crate::attention::clock::show_ms;
-use crate::export::attention_csv;
-use crate::model::analysis::{cosine_text, Verdict, ANCHOR, CANDIDATES};
-use crate::model::bert::{HEADS, LAYERS, TOTAL_HEADS};
-use crate::model::tokenizer::MAX_TOKENS;
+use crate::export::{attention_csv, layered_importance_csv};
+use crate::model::digits::cosine_text;
 use crate::settings::MAX_TEXT_CHARS;
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
-use crate::ui::state::EXAMPLES;
-use flow::TrainedFlow;
+use crate::ui::state::{AppState, EXAMPLES};
 use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
 use loader::LoadState;
+use model_flow::TrainedFlow;
 use task::TaskPanel;
 use task_view::TaskView;
 use view::TrainedView;
@@ -36,15 +36,28 @@ use view::TrainedView;
 /// heatmaps and the grid of every head.
 #[component]
 pub fn TrainedModel() -> impl IntoView {
-    let load = RwSignal::new_local(LoadState::Loading(0.0, None));
-    loader::start(load);
-    let view = TrainedView::new(load);
+    let view = TrainedView::new();
     view.provide();
     TaskView::new(view).provide();
+    let title = move || {
+        let spec = view.spec();
+        format!("A trained model: {} ({} layers × {} heads)", view.name(), spec.layers, spec.heads)
+    };
     view! {
         <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
-            <h2 id="trained-title">{format!("A trained model: all-MiniLM-L6-v2 ({LAYERS} layers × {HEADS} heads)")}</h2>
+            <h2 id="trained-title">{title}</h2>
             <Loading />
+            {move || {
+                let notes = view.link_notes.get();
+                (!notes.is_empty())
+                    .then(|| {
+                        view! {
+                            <ul class="notes" data-testid="trained-link-notes">
+                                {notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+                            </ul>
+                        }
+                    })
+            }}
             <p class="muted" data-testid="trained-backend">
                 {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
             </p>
@@ -105,7 +118,7 @@ fn Loading() -> impl IntoView {
                 .map(|e| {
                     view! {
                         <p class="error" role="alert" data-testid="model-error">
-                            {e} " " <button on:click=move |_| loader::start(view.load)>"Try again"</button>
+                            {e} " " <button on:click=move |_| view.reload()>"Try again"</button>
                         </p>
                     }
                 })
@@ -139,12 +152,13 @@ fn Sentence() -> impl IntoView {
             {move || format!("{} tokens, [CLS] and [SEP] included.", view.tokens.read().len())}
         </p>
         {move || {
-            (view.tokens.read().len() >= MAX_TOKENS)
+            let most = view.spec().positions;
+            (view.tokens.read().len() >= most)
                 .then(|| {
                     view! {
                         <p class="backend-note" data-testid="tokens-cut">
                             {format!(
-                                "The sentence is cut at {MAX_TOKENS} tokens, the most this model reads (its position table ends there).",
+                                "The sentence is cut at {most} tokens, the most this model reads (its position table ends there).",
                             )}
                         </p>
                     }
@@ -161,8 +175,9 @@ fn Numbers() -> impl IntoView {
     let last_pass = move || {
         let pass = view.current_for_heads().filter(|_| heads.read().any_pruned())?;
         Some(format!(
-            "Last change recomputed layers {}-{LAYERS} only (those after the first pruned head), in {}.",
+            "Last change recomputed layers {}-{} only (those after the first pruned head), in {}.",
             pass.out.first_computed + 1,
+            view.spec().layers,
             show_ms(pass.elapsed_ms, clock_step_ms())
         ))
     };
@@ -174,7 +189,9 @@ fn Numbers() -> impl IntoView {
                 data-value=move || view.cosine().map(|c| c.to_string())
                 title="Rounded to the digits the page's f16 weights support: the float32 checkpoint gives the same cosine to within 3e-4, and a small drift to within 0.2 % of itself."
             >{move || view.cosine().map(cosine_text).unwrap_or_else(|| "computing…".into())}</strong>
-            <span>{move || format!(" ({} of {TOTAL_HEADS} heads pruned)", heads.read().pruned_count())}</span>
+            <span>
+                {move || format!(" ({} of {} heads pruned)", heads.read().pruned_count(), view.spec().total_heads())}
+            </span>
         </div>
         <p class="muted" data-testid="trained-pass">{last_pass}</p>
         <p data-testid="trained-check">{move || check_text(view)}</p>
@@ -188,37 +205,12 @@ fn check_text(view: TrainedView) -> String {
     if view.choices.heads.with(|h| n.heads != *h) {
         return "Check: asking the pruned model…".into();
     }
-    let name = |i: usize| format!("\"{}\"", CANDIDATES[i]);
-    format!(
-        "Check: which is closer in meaning to \"{ANCHOR}\"? Full model: {} ({:.3} vs {:.3}). Pruned: {} ({:.3} vs {:.3}){}",
-        name(f.closer),
-        f.cosines[0],
-        f.cosines[1],
-        name(n.closer),
-        n.cosines[0],
-        n.cosines[1],
-        match n.verdict_from(&f) {
-            Verdict::Holds => ".",
-            Verdict::Flips => " — the answer flipped.",
-            Verdict::TooClose => " — too close to call: the two cosines are within the f16 weights' error of each other.",
-        }
-    )
+    n.sentence(&f)
 }
 
 /// The contrast with the synthetic presets: a few heads matter, most can go.
 fn contrast_text() -> Option<String> {
-    let c = TrainedView::get().contrast.get().flatten()?;
-    Some(format!(
-        "For this sentence, removing the single most important head moves the embedding by {:.4} \
-         (1 - cosine), the median head by {:.5}. Pruning the {} least important heads, half the \
-         model, still leaves the embedding at cosine {} to the full one. In the random-weight \
-         presets every head matters about equally: removing any one moves the output by roughly \
-         1/sqrt(H) of its size.",
-        c.most,
-        c.median,
-        c.pruned,
-        cosine_text(c.cosine)
-    ))
+    Some(TrainedView::get().contrast.get().flatten()?.sentence())
 }
 
 /// This layer's attention and every head's importance, as CSV.
@@ -227,15 +219,18 @@ fn Exports() -> impl IntoView {
     let view = TrainedView::get();
     let task = TaskView::get();
     let export_error = RwSignal::new(None::<String>);
+    let settings = AppState::get().settings;
+    let stem = move || files::stem(&settings.get_untracked());
     let export_layer = move |_| {
-        let l = view.choices.layer.get_untracked().min(LAYERS - 1);
+        let spec = untrack(|| view.spec());
+        let l = view.choices.layer.get_untracked().min(spec.layers - 1);
         let result = match view.current.get_untracked().flatten() {
             Some(pass) => {
                 let pieces: Vec<String> =
                     view.tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());
-                attention_csv(&pieces, HEADS, &pass.out.attention[l])
+                attention_csv(&pieces, spec.heads, &pass.out.attention[l])
                     .map_err(|e| e.to_string())
-                    .and_then(|csv| files::csv(&format!("headlab-minilm-layer{}-attention.csv", l + 1), &csv))
+                    .and_then(|csv| files::csv(&format!("{}-layer{}-attention.csv", stem(), l + 1), &csv))
             }
             None => Err("the model has not run yet".to_string()),
         };
@@ -243,13 +238,14 @@ fn Exports() -> impl IntoView {
     };
     let export_importance = move |_| {
         let result = match task.importance_now() {
-            // Heads are numbered layer * 12 + head, as in the link's pruned= list.
+            // Heads are numbered layer * heads + head, as in the link's pruned= list.
             Some(imp) => files::csv(
-                &format!("headlab-minilm-importance-{}.csv", view.choices.measure.get_untracked().as_str()),
-                &crate::export::importance_csv(
+                &format!("{}-importance-{}.csv", stem(), view.choices.measure.get_untracked().as_str()),
+                &layered_importance_csv(
                     &imp.ranking,
                     &view.choices.heads.get_untracked(),
                     view.choices.measure.get_untracked().csv_column(),
+                    untrack(|| view.spec()).heads,
                 ),
             ),
             None => Err("importance is still being measured".to_string()),
@@ -267,7 +263,7 @@ fn Exports() -> impl IntoView {
                 disabled=move || task.importance_now().is_none()
                 on:click=export_importance
             >
-                {format!("Importance of all {TOTAL_HEADS} heads (CSV)")}
+                {move || format!("Importance of all {} heads (CSV)", view.spec().total_heads())}
             </button>
         </div>
         {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}

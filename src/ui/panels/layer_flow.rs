@@ -3,9 +3,9 @@
 use leptos::prelude::*;
 
 use crate::attention::rollout::rollout;
-use crate::ui::flow::FlowFigure;
+use crate::ui::flow_figure::FlowFigure;
 use crate::ui::state::AppState;
-use crate::viz::flow::picture;
+use crate::viz::flow_picture::picture;
 
 /// The synthetic layer's flow picture and what pruning changed in it.
 #[component]

@@ -1,5 +1,5 @@
 //! Inside a web worker: the page's wasm, started by `www/worker.js`, serves the page's batch
-//! work ([`crate::model::work`]) instead of mounting the app.
+//! work ([`crate::model::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
 //! the worker says `"ready"`; the page sends the model's address (a string) and the worker
@@ -18,7 +18,7 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent, Response};
 
 use crate::cpu::Kernel;
 use crate::model::work::Work;
-use crate::model::MiniLm;
+use crate::model::Model;
 
 /// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
 pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
@@ -28,7 +28,7 @@ pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
 /// Serves the page from `scope` for as long as the worker lives.
 pub fn serve(scope: DedicatedWorkerGlobalScope) {
     std::panic::set_hook(Box::new(console_error_panic_hook::hook));
-    let model: Rc<RefCell<Option<MiniLm>>> = Rc::default();
+    let model: Rc<RefCell<Option<Model>>> = Rc::default();
     let reply_to = scope.clone();
     let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let data = event.data();
@@ -61,7 +61,7 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
 }
 
 /// Runs one piece of work from its bytes, and gives its result's bytes.
-fn work(model: Option<&MiniLm>, bytes: &[u8]) -> Result<Vec<u8>, String> {
+fn work(model: Option<&Model>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     let model = model.ok_or("the model is not loaded in this worker")?;
     let work = Work::decode(bytes).map_err(|e| e.to_string())?;
     work.check(&model.bert).map_err(|e| e.to_string())?;
@@ -69,7 +69,7 @@ fn work(model: Option<&MiniLm>, bytes: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Fetches the model from `url` (the page's own origin) and checks it as the page does.
-async fn load(scope: &DedicatedWorkerGlobalScope, url: &str) -> Result<MiniLm, String> {
+async fn load(scope: &DedicatedWorkerGlobalScope, url: &str) -> Result<Model, String> {
     let failed = |e: JsValue| {
         format!("could not fetch the model: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")))
     };
@@ -79,7 +79,7 @@ async fn load(scope: &DedicatedWorkerGlobalScope, url: &str) -> Result<MiniLm, S
         return Err(format!("could not fetch the model: HTTP {}", response.status()));
     }
     let buffer = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
-    MiniLm::from_asset(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
+    Model::from_asset(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
 }
 
 fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {

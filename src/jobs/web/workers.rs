@@ -1,5 +1,6 @@
-//! The page's web workers: every core of the reader's machine for the trained model's batch
-//! work (the pruning curves, the quality of the reader's set of heads).
+//! The page's web workers: every core of the reader's machine for the trained model's batch work
+//! (the importance sweeps, the pruning curves, the quality of the reader's set of heads, the
+//! heads' roles), as a [`Pool`].
 //!
 //! Each worker runs `www/worker.js`, which loads this page's own wasm ([`super::worker`] then
 //! serves), fetches the model from the page's origin and checks its hash. Work goes over as
@@ -7,9 +8,8 @@
 //! so the pool works in an iframe on a handbook page that is not cross-origin isolated. Results
 //! are bit for bit those of the page's own thread (the same wasm code on the same pieces).
 //!
-//! [`Workers`] is what the panel holds: it starts the pool the first time work comes (not when
-//! the page opens), runs pieces there, and when the pool cannot be had or a worker fails, runs
-//! them on the page's thread instead and says why.
+//! The pool starts the first time work comes (not when the page opens). When it cannot be had or
+//! a worker fails, it answers with why, and the engine runs the pieces on the page's thread.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -17,16 +17,13 @@ use std::rc::Rc;
 
 use futures_channel::oneshot;
 use js_sys::{Array, ArrayBuffer, Uint8Array};
-use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use super::browser::{now_ms, yield_to_browser};
-use crate::cpu::Kernel;
-use crate::model::bert::Bert;
-use crate::model::curves::Pace;
+use crate::jobs::host::LocalFuture;
+use crate::jobs::pool::Pool;
 use crate::model::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -108,12 +105,8 @@ impl Member {
         let answer = self.call(&bytes.buffer(), Some(&Array::of1(&bytes.buffer()))).await?;
         let buffer =
             answer.dyn_into::<ArrayBuffer>().map_err(|_| "a worker answered with no result".to_string())?;
-        let done = Done::decode(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())?;
-        if work.accepts(&done) {
-            Ok(done)
-        } else {
-            Err("a worker answered with a result of the wrong shape".to_string())
-        }
+        // The engine checks that the result fits the piece.
+        Done::decode(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
     }
 }
 
@@ -130,16 +123,16 @@ struct Task {
 }
 
 /// Running workers, each with the model loaded, and the pieces waiting for them.
-struct Pool {
+struct Crew {
     queue: Rc<RefCell<VecDeque<Task>>>,
     idle: Rc<RefCell<Vec<Rc<Member>>>>,
     /// Why the pool stopped working, once it has.
     broken: Rc<RefCell<Option<String>>>,
 }
 
-impl Pool {
+impl Crew {
     /// Starts `size` workers and loads the model in each.
-    async fn start(size: usize, model_url: &str) -> Result<Pool, String> {
+    async fn start(size: usize, model_url: &str) -> Result<Crew, String> {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
         let model = absolute(model_url);
         let members: Vec<Rc<Member>> =
@@ -165,7 +158,7 @@ impl Pool {
         for rx in started {
             rx.await.map_err(|_| "a worker stopped starting".to_string())??;
         }
-        Ok(Pool { queue: Rc::default(), idle: Rc::new(RefCell::new(members)), broken: Rc::default() })
+        Ok(Crew { queue: Rc::default(), idle: Rc::new(RefCell::new(members)), broken: Rc::default() })
     }
 
     /// Runs `pieces` on the workers, as many at once as there are workers; results in order.
@@ -231,61 +224,34 @@ enum PoolState {
     /// Starting; these wait for it.
     Starting(Vec<oneshot::Sender<()>>),
     /// Running.
-    Ready(Rc<Pool>),
-    /// It could not be started, or it broke (the note says why).
-    Failed,
+    Ready(Rc<Crew>),
+    /// It could not be started, or it broke; why.
+    Failed(String),
 }
 
-/// Where the panel's batch work runs: on `threads` workers, or on the page's own thread when
-/// that is 1, or when the workers cannot be had.
-pub struct Workers {
+/// `threads` web workers, started the first time work comes, each loading the model from
+/// `model_url`.
+pub struct WebWorkers {
     threads: usize,
     model_url: &'static str,
     state: RefCell<PoolState>,
-    /// Why the work runs on the page's thread although more were asked for, once known.
-    pub note: RwSignal<Option<String>>,
-    /// Threads the last work ran on (0 before any ran).
-    pub used: RwSignal<usize>,
-    /// How fast the work whose FLOPs are known ran ([`Work::flops`]), the pool's start left out.
-    pub pace: RwSignal<Pace>,
 }
 
-impl Workers {
-    /// Work on `threads` threads, the workers loading the model from `model_url`.
-    pub fn new(threads: usize, model_url: &'static str) -> Workers {
-        Workers {
-            threads,
-            model_url,
-            state: RefCell::new(PoolState::Idle),
-            note: RwSignal::new(None),
-            used: RwSignal::new(0),
-            pace: RwSignal::new(Pace::default()),
-        }
+impl WebWorkers {
+    /// Workers for `threads` threads (at least 2: one thread is the page's own).
+    pub fn new(threads: usize, model_url: &'static str) -> WebWorkers {
+        WebWorkers { threads, model_url, state: RefCell::new(PoolState::Idle) }
     }
 
-    /// Whether work goes to the workers (more than one thread asked for, and they have not
-    /// failed).
-    pub fn parallel(&self) -> bool {
-        self.running_on() > 1
-    }
-
-    /// Threads the work runs on now: the workers, or the page's one.
-    pub fn running_on(&self) -> usize {
-        match &*self.state.borrow() {
-            PoolState::Failed => 1,
-            _ => self.threads,
-        }
-    }
-
-    /// The pool, started on first use; `None` with one thread, or when it failed.
-    async fn pool(&self) -> Option<Rc<Pool>> {
-        if self.threads < 2 {
-            return None;
-        }
+    /// The running crew, started on first use; why not, when it cannot be had.
+    async fn crew(&self) -> Result<Rc<Crew>, String> {
         loop {
             let wait = match &mut *self.state.borrow_mut() {
-                PoolState::Ready(pool) if pool.broken.borrow().is_none() => return Some(pool.clone()),
-                PoolState::Ready(_) | PoolState::Failed => return None,
+                PoolState::Ready(crew) => match crew.broken.borrow().clone() {
+                    None => return Ok(crew.clone()),
+                    Some(why) => return Err(why),
+                },
+                PoolState::Failed(why) => return Err(why.clone()),
                 PoolState::Starting(waiters) => {
                     let (tx, rx) = oneshot::channel();
                     waiters.push(tx);
@@ -303,10 +269,9 @@ impl Workers {
                 None => break,
             }
         }
-        let started = Pool::start(self.threads, self.model_url).await;
-        let next = match started {
-            Ok(pool) => PoolState::Ready(Rc::new(pool)),
-            Err(e) => self.failed(e),
+        let next = match Crew::start(self.threads, self.model_url).await {
+            Ok(crew) => PoolState::Ready(Rc::new(crew)),
+            Err(e) => PoolState::Failed(e),
         };
         if let PoolState::Starting(waiters) = self.state.replace(next) {
             for w in waiters {
@@ -314,81 +279,51 @@ impl Workers {
             }
         }
         match &*self.state.borrow() {
-            PoolState::Ready(pool) => Some(pool.clone()),
-            _ => None,
+            PoolState::Ready(crew) => Ok(crew.clone()),
+            PoolState::Failed(why) => Err(why.clone()),
+            _ => Err("the workers did not start".into()),
         }
     }
+}
 
-    fn failed(&self, why: String) -> PoolState {
-        self.note.set(Some(format!(
-            "Computing on this page's thread only: the {} workers could not be used ({why}).",
-            self.threads
-        )));
-        PoolState::Failed
+impl Pool for WebWorkers {
+    fn threads(&self) -> usize {
+        self.threads
     }
 
-    /// Runs `pieces` for `bert`: on the workers, or here with the browser's turn between pieces
-    /// while `wanted()`; `None` once it is not.
-    pub async fn run(&self, bert: &Bert, pieces: Vec<Work>, wanted: impl Fn() -> bool) -> Option<Vec<Done>> {
-        let flops: Option<u64> = pieces.iter().map(Work::flops).sum();
-        if let Some(pool) = self.pool().await {
-            let started = now_ms();
-            match pool.run(pieces.clone()).await {
-                Ok(done) => {
-                    self.used.set(self.threads);
-                    self.timed(flops, now_ms() - started);
-                    return wanted().then_some(done);
-                }
-                Err(e) => {
-                    let state = self.failed(e);
-                    *self.state.borrow_mut() = state;
-                }
+    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+        Box::pin(async move {
+            let crew = self.crew().await?;
+            let done = crew.run(pieces).await;
+            if let Err(why) = &done {
+                *self.state.borrow_mut() = PoolState::Failed(why.clone());
             }
-        }
-        let (mut out, started) = (Vec::with_capacity(pieces.len()), now_ms());
-        for work in &pieces {
-            yield_to_browser().await;
-            if !wanted() {
-                return None;
-            }
-            out.push(work.run(bert, Kernel::Simd));
-        }
-        self.used.set(1);
-        self.timed(flops, now_ms() - started);
-        Some(out)
-    }
-
-    /// Adds work done elsewhere on the CPU kernel (`flops` in `ms`) to the page's pace.
-    pub fn record(&self, flops: u64, ms: f64) {
-        self.timed(Some(flops), ms);
-    }
-
-    fn timed(&self, flops: Option<u64>, ms: f64) {
-        if let Some(flops) = flops {
-            self.pace.update(|p| p.record(flops, ms));
-        }
+            done
+        })
     }
 }
 
 /// The page's threads when the link does not say: the browser's logical cores, at most
 /// [`AUTO_MAX`].
 pub fn auto_threads() -> usize {
-    (window().navigator().hardware_concurrency() as usize).clamp(1, AUTO_MAX)
+    let cores = web_sys::window().map_or(1.0, |w| w.navigator().hardware_concurrency());
+    (cores as usize).clamp(1, AUTO_MAX)
 }
 
 /// The addresses of this page's wasm-bindgen module and wasm, as the loader chose them: from
 /// `<html data-glue data-wasm>`, where the loader of a release build notes which of its two builds
 /// it loaded (`scripts/relaxed-loader.py`), else (a debug build) from trunk's preload links.
 fn loader_urls() -> Option<(String, String)> {
+    let document = web_sys::window()?.document()?;
     let href = |selector: &str| {
-        document()
+        document
             .query_selector(selector)
             .ok()
             .flatten()
             .and_then(|e| e.get_attribute("href"))
             .map(|h| absolute(&h))
     };
-    let noted = |name: &str| document().document_element()?.get_attribute(name).map(|h| absolute(&h));
+    let noted = |name: &str| document.document_element()?.get_attribute(name).map(|h| absolute(&h));
     let glue = noted("data-glue").or_else(|| href("link[rel=modulepreload][href$='.js']"))?;
     let wasm = noted("data-wasm").or_else(|| href("link[rel=preload][href$='_bg.wasm']"))?;
     Some((glue, wasm))
@@ -396,7 +331,7 @@ fn loader_urls() -> Option<(String, String)> {
 
 /// `url` against the page's address.
 fn absolute(url: &str) -> String {
-    let base = window().location().href().unwrap_or_default();
+    let base = web_sys::window().and_then(|w| w.location().href().ok()).unwrap_or_default();
     web_sys::Url::new_with_base(url, &base).map(|u| u.href()).unwrap_or_else(|_| url.to_string())
 }
 

@@ -1,11 +1,11 @@
 //! The attention-flow figure, shared by the synthetic layer's panel and the trained model's:
-//! the picture ([`crate::viz::flow`]) drawn as SVG elements, its text alternative, the sentence
+//! the picture ([`crate::viz::flow_picture`]) drawn as SVG elements, its text alternative, the sentence
 //! on what pruning changed, and its SVG download.
 
 use leptos::prelude::*;
 
 use crate::ui::files;
-use crate::viz::flow::{flow_svg, FlowLayout, Picture};
+use crate::viz::flow_picture::{flow_svg, FlowLayout, Picture};
 
 /// The figure for `picture` (none while the pass is computed); `file` names the download.
 #[component]

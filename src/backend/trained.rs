@@ -1,0 +1,135 @@
+//! The trained model where the page runs it: on the GPU while that works and, unless the reader
+//! forced the GPU, where it was measured faster for the sentence's length; else on the CPU kernel.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::calibrate::{self, Probes};
+use super::placement::{Choice, Crossover, Place};
+use super::session::Session;
+use crate::attention::clock::Clock;
+use crate::attention::HeadSet;
+use crate::cpu::Kernel;
+use crate::gpu::{GpuBert, GpuError};
+use crate::model::bert::BertOutput;
+use crate::model::pruned;
+use crate::model::runner::Runner;
+use crate::model::Model;
+
+/// The trained model where the page runs it: on the GPU while that works (its weights uploaded
+/// once) and, unless the reader forced the GPU, where it was measured faster for the sentence's
+/// length; else on the CPU kernel. A GPU failure moves it to the CPU for good, with a note; the
+/// page's other passes are not affected.
+pub struct TrainedRunner {
+    model: Rc<Model>,
+    gpu: RefCell<Option<Rc<GpuBert>>>,
+    note: RefCell<Option<String>>,
+    crossover: Option<Crossover>,
+}
+
+/// The trained model's calibration: sentences of 8 and 64 tokens (fewer for a model of fewer
+/// positions), over every length it accepts.
+fn probes(model: &Model) -> Probes {
+    let largest = model.spec().positions;
+    Probes { small: 8.min(largest), large: 64.min(largest), largest }
+}
+
+impl TrainedRunner {
+    /// Puts `model` on `session`'s GPU, if it has one, and (unless the reader forced the GPU)
+    /// times it there and on the CPU kernel on `clock`; if that fails, the runner uses the CPU
+    /// kernel and says why.
+    pub async fn new(model: Rc<Model>, session: &Session, clock: &impl Clock) -> TrainedRunner {
+        let (mut gpu, mut note, mut crossover) = (None, None, None);
+        if let Some(ctx) = session.gpu() {
+            let placed = match GpuBert::new(ctx, &model.bert).await {
+                Ok(g) if session.measured => calibrate_trained(&model, &g, clock).await.map(|c| (g, Some(c))),
+                Ok(g) => Ok((g, None)),
+                Err(e) => Err(e),
+            };
+            match placed {
+                Ok((g, c)) => (gpu, crossover) = (Some(Rc::new(g)), c),
+                Err(e) => note = Some(format!("The trained model runs on the CPU because {e}.")),
+            }
+        }
+        TrainedRunner { model, gpu: RefCell::new(gpu), note: RefCell::new(note), crossover }
+    }
+
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The measured choice for a sentence of `tokens` tokens, when the page chose.
+    pub fn choice(&self, tokens: usize) -> Option<Choice> {
+        let spec = self.model.spec();
+        let all = HeadSet::all(spec.total_heads());
+        let choice = self.crossover?.choose(pruned::cost(spec, &all, &[tokens]).total_flops);
+        self.gpu.borrow().as_ref().map(|_| choice)
+    }
+
+    /// The GPU model, when a sentence of `tokens` tokens runs on it.
+    pub fn gpu_for(&self, tokens: usize) -> Option<Rc<GpuBert>> {
+        let wanted = self.choice(tokens).is_none_or(|c| c.place == Place::Gpu);
+        self.gpu.borrow().clone().filter(|_| wanted)
+    }
+
+    /// Whether a sentence of `tokens` tokens runs on the GPU now.
+    pub fn on_gpu(&self, tokens: usize) -> bool {
+        self.gpu_for(tokens).is_some()
+    }
+
+    /// Where a sentence of `tokens` tokens runs now, and why when a measurement chose, for the
+    /// page: "the CPU kernel (wasm simd128), faster here than on the GPU: about 12 ms against …".
+    pub fn ran_on(&self, tokens: usize) -> String {
+        let on = match self.on_gpu(tokens) {
+            true => "the GPU (WebGPU)".to_string(),
+            false => format!("the CPU kernel ({})", Kernel::Simd.describe()),
+        };
+        match self.choice(tokens) {
+            Some(c) => format!("{on}, {}", c.why()),
+            None => on.to_string(),
+        }
+    }
+
+    /// Why it is not on the page's GPU, when it is not.
+    pub fn note(&self) -> Option<String> {
+        self.note.borrow().clone()
+    }
+}
+
+/// Times the trained model on both backends ([`calibrate::crossover`]) on sentences of the
+/// word "the", with every head.
+async fn calibrate_trained(model: &Model, gpu: &GpuBert, clock: &impl Clock) -> Result<Crossover, GpuError> {
+    let (spec, probes) = (model.spec(), probes(model));
+    let all = HeadSet::all(spec.total_heads());
+    let ids = |n: usize| model.ids(&"the ".repeat(n.saturating_sub(2)));
+    let sentences = [ids(probes.small), ids(probes.large)];
+    let flops = |n: usize| pruned::cost(spec, &all, &[n]).total_flops;
+    calibrate::crossover(probes, flops, clock, async |place, n| {
+        let ids = &sentences[usize::from(n != probes.small)];
+        match place {
+            Place::Gpu => gpu.forward(&model.bert, ids, &all).await.map(drop),
+            Place::Cpu => {
+                std::hint::black_box(model.bert.forward(Kernel::Simd, ids, &all));
+                Ok(())
+            }
+        }
+    })
+    .await
+}
+
+impl Runner for TrainedRunner {
+    async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput {
+        if let Some(gpu) = self.gpu_for(ids.len()) {
+            match gpu.forward_from(&self.model.bert, ids, heads, base).await {
+                Ok(out) => return out,
+                Err(e) => {
+                    *self.gpu.borrow_mut() = None;
+                    *self.note.borrow_mut() =
+                        Some(format!("The trained model switched to the CPU because {e}."));
+                }
+            }
+        }
+        self.model.bert.run(ids, heads, base).await
+    }
+}

@@ -1,0 +1,29 @@
+//! The trained model's long work, in one place, below the page and above the model.
+//!
+//! Every long computation is a job: the importance sweeps ([`sweep`]), the task's importance, the
+//! quality of a set of heads and the heads' roles ([`task`]), the pruning curves ([`curves`]) and
+//! the pruned-forward timing ([`timing`]). [`driver::drive`] runs each through one loop: before
+//! every step the browser gets a turn, the job stops when its input changed (its
+//! [`ticket::Ticket`] is no longer current), and its progress is published with the time left at
+//! the pace measured where it runs ([`pace`]).
+//!
+//! Where the work runs is decided once, by the [`engine::Engine`]: it owns the model on the
+//! page's backend (the GPU while it works, else the CPU kernel) and the pool of threads for batch
+//! work, behind [`pool::Pool`]: the page's web workers (`web`, in the browser), the page's own
+//! thread, or a fake in native tests (`native`). The page's components only start jobs and show
+//! what they publish.
+
+pub mod curves;
+pub mod driver;
+pub mod engine;
+pub mod host;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod native;
+pub mod pace;
+pub mod pool;
+pub mod sweep;
+pub mod task;
+pub mod ticket;
+pub mod timing;
+#[cfg(target_arch = "wasm32")]
+pub mod web;

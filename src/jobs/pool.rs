@@ -1,0 +1,44 @@
+//! Threads for batch work, behind one trait: the page's web workers (`jobs::web::WebWorkers`),
+//! the page's own thread ([`PageThread`]), and a native fake for tests
+//! (`jobs::native::FakePool`). A pool runs pieces of [`Work`] and gives their results in order;
+//! the same piece gives the same bits on any of them.
+
+use std::rc::Rc;
+
+use super::host::LocalFuture;
+use crate::cpu::Kernel;
+use crate::model::work::{Done, Work};
+use crate::model::Model;
+
+/// Where pieces of work run.
+pub trait Pool {
+    /// Threads the pieces run on at once (1: one after another).
+    fn threads(&self) -> usize;
+    /// Runs `pieces` (checked against the model by the caller), results in their order; an
+    /// error says why the pool stopped working (its pieces are then run elsewhere).
+    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>>;
+}
+
+/// The page's own thread: each piece runs to its end before the browser gets its turn, so the
+/// engine hands it one piece at a time.
+pub struct PageThread {
+    model: Rc<Model>,
+}
+
+impl PageThread {
+    /// The page's thread, running `model`.
+    pub fn new(model: Rc<Model>) -> PageThread {
+        PageThread { model }
+    }
+}
+
+impl Pool for PageThread {
+    fn threads(&self) -> usize {
+        1
+    }
+
+    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+        let done = pieces.iter().map(|w| w.run(&self.model.bert, Kernel::Simd)).collect();
+        Box::pin(std::future::ready(Ok(done)))
+    }
+}

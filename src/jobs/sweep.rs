@@ -1,0 +1,170 @@
+//! Every head's importance by removing it alone: to the sentence's embedding ([`DriftSweep`]) and
+//! to the meaning check's margin ([`MarginSweep`]). Both are the same pieces of work
+//! ([`Work::Ablate`]), dealt one per worker or one per head where they run one at a time.
+
+use std::collections::VecDeque;
+
+use super::driver::{Next, Plan, Progress};
+use super::engine::Engine;
+use crate::attention::importance::Ranking;
+use crate::attention::HeadSet;
+use crate::model::check::{CheckAnswer, MarginImportance, SENTENCES};
+use crate::model::runner::embedding_drift;
+use crate::model::work::{ablation_pieces, Done, Work};
+
+/// Removing each head alone from the unpruned model on some sentences: the pieces, and as their
+/// results come in, each head's embeddings.
+struct Ablation {
+    sentences: usize,
+    pieces: Vec<Work>,
+    handed: bool,
+    /// The heads of each piece not yet in, in order.
+    waiting: VecDeque<Vec<usize>>,
+    /// The unpruned embeddings, once the first piece is in.
+    full: Option<Vec<Vec<f32>>>,
+    /// Per head, its sentences' embeddings without it, once measured.
+    without: Vec<Option<Vec<Vec<f32>>>>,
+}
+
+impl Ablation {
+    fn new(engine: &Engine, sentences: &[Vec<u32>]) -> Ablation {
+        let spec = engine.model().spec();
+        let longest = sentences.iter().map(Vec::len).max().unwrap_or(0);
+        let pieces = ablation_pieces(spec, sentences, engine.deal(longest));
+        let waiting = pieces
+            .iter()
+            .map(|w| match w {
+                Work::Ablate { ablate, .. } => ablate.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let total = spec.total_heads();
+        Ablation {
+            sentences: sentences.len(),
+            pieces,
+            handed: false,
+            waiting,
+            full: None,
+            without: vec![None; total],
+        }
+    }
+
+    fn next(&mut self) -> Option<Vec<Work>> {
+        (!std::mem::replace(&mut self.handed, true)).then(|| self.pieces.clone())
+    }
+
+    fn absorb(&mut self, done: Done) {
+        let heads = self.waiting.pop_front().unwrap_or_default();
+        let Done::Embeddings(e) = done else { return };
+        let mut rows = e.chunks(self.sentences);
+        let full = rows.next().map(<[_]>::to_vec).unwrap_or_default();
+        self.full.get_or_insert(full);
+        for (h, without) in heads.into_iter().zip(rows) {
+            self.without[h] = Some(without.to_vec());
+        }
+    }
+
+    fn done(&self) -> usize {
+        self.without.iter().filter(|w| w.is_some()).count()
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        let left = self.pieces.iter().skip(self.pieces.len() - self.waiting.len());
+        let flops: u64 = left.clone().map(|w| engine.flops(w)).sum();
+        let place = self.pieces.first().map(|w| engine.place_of(w));
+        Progress { done: self.done(), total: self.without.len(), left: place.map(|p| (flops, p)) }
+    }
+}
+
+/// How far removing each head alone moves a sentence's embedding (`1 - cosine`), ranked.
+pub struct DriftSweep {
+    ids: Vec<u32>,
+    ablation: Ablation,
+}
+
+impl DriftSweep {
+    /// The sweep over the sentence `ids`, dealt for where `engine` runs it.
+    pub fn new(engine: &Engine, ids: Vec<u32>) -> DriftSweep {
+        DriftSweep { ablation: Ablation::new(engine, std::slice::from_ref(&ids)), ids }
+    }
+
+    /// The sentence.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Heads measured so far.
+    pub fn done(&self) -> usize {
+        self.ablation.done()
+    }
+}
+
+impl Plan for DriftSweep {
+    type Output = Ranking;
+
+    fn next(&mut self) -> Next<Ranking> {
+        if let Some(pieces) = self.ablation.next() {
+            return Next::Run(pieces);
+        }
+        let full = &self.ablation.full.as_ref().expect("every piece is in")[0];
+        let drift =
+            |w: &Option<Vec<Vec<f32>>>| embedding_drift(full, &w.as_ref().expect("every head measured")[0]);
+        Next::Finished(Ranking::new(self.ablation.without.iter().map(drift).collect()))
+    }
+
+    fn absorb(&mut self, done: Done) {
+        self.ablation.absorb(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        self.ablation.progress(engine)
+    }
+}
+
+/// How far removing each head alone moves the meaning check's margin: its three sentences with
+/// each head removed.
+pub struct MarginSweep {
+    ablation: Ablation,
+}
+
+impl MarginSweep {
+    /// The sweep, dealt for where `engine` runs it.
+    pub fn new(engine: &Engine) -> MarginSweep {
+        let tokenizer = &engine.model().tokenizer;
+        let sentences: Vec<Vec<u32>> =
+            SENTENCES.iter().map(|s| tokenizer.encode(s).iter().map(|t| t.id).collect()).collect();
+        MarginSweep { ablation: Ablation::new(engine, &sentences) }
+    }
+
+    /// Heads measured so far.
+    pub fn done(&self) -> usize {
+        self.ablation.done()
+    }
+}
+
+impl Plan for MarginSweep {
+    type Output = MarginImportance;
+
+    fn next(&mut self) -> Next<MarginImportance> {
+        if let Some(pieces) = self.ablation.next() {
+            return Next::Run(pieces);
+        }
+        let answer =
+            |e: &[Vec<f32>], heads: HeadSet| CheckAnswer::from_embeddings(&e[0], [&e[1], &e[2]], &heads);
+        let total = self.ablation.without.len();
+        let full = answer(self.ablation.full.as_ref().expect("every piece is in"), HeadSet::all(total));
+        let margins = self.ablation.without.iter().enumerate().map(|(h, w)| {
+            let pruned = answer(w.as_ref().expect("every head measured"), HeadSet::with_pruned(total, [h]));
+            pruned.margin_toward(full.closer)
+        });
+        Next::Finished(MarginImportance { margins: margins.collect(), full })
+    }
+
+    fn absorb(&mut self, done: Done) {
+        self.ablation.absorb(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        self.ablation.progress(engine)
+    }
+}

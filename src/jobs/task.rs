@@ -1,0 +1,230 @@
+//! The jobs on the task's sentence pairs that are not the curves: the quality of the reader's
+//! set of heads ([`SetQuality`]), every head's task importance by head-gate gradients
+//! ([`TaskImportance`]), and every head's role over the pairs' first sentences ([`HeadRoles`]).
+
+use std::rc::Rc;
+
+use super::driver::{Next, Plan, Progress};
+use super::engine::Engine;
+use crate::attention::importance::Ranking;
+use crate::attention::HeadSet;
+use crate::model::roles::{is_punctuation, Role, RoleCounter};
+use crate::model::task::Pairs;
+use crate::model::tokenizer::Tokenizer;
+use crate::model::work::{Done, Pair, Work};
+
+/// Sentences embedded in one piece of an evaluation.
+pub const SENTENCES_PER_PIECE: usize = 48;
+
+/// Pairs of the fixed subset head-gate gradients are measured on.
+pub const SUBSET_PAIRS: usize = 16;
+
+/// Pairs whose gradients are taken in one piece.
+pub const PAIRS_PER_PIECE: usize = 4;
+
+/// Sentences whose attention decides the heads' roles, and how many a piece counts.
+pub const ROLE_SENTENCES: usize = 64;
+const ROLE_SENTENCES_PER_PIECE: usize = 8;
+
+/// The task's pairs with every sentence's token ids.
+pub struct TaskData {
+    /// The sentence pairs and scores.
+    pub pairs: Pairs,
+    /// Every sentence's token ids.
+    pub ids: Vec<Vec<u32>>,
+    /// Per sentence, per token: whether it is punctuation.
+    pub punctuation: Vec<Vec<bool>>,
+}
+
+impl TaskData {
+    /// The pairs, tokenized by `tokenizer`.
+    pub fn new(pairs: Pairs, tokenizer: &Tokenizer) -> TaskData {
+        let tokens: Vec<_> = pairs.sentences.iter().map(|s| tokenizer.encode(s)).collect();
+        let ids = tokens.iter().map(|t| t.iter().map(|t| t.id).collect()).collect();
+        let punctuation =
+            tokens.iter().map(|t| t.iter().map(|t| is_punctuation(&t.piece)).collect()).collect();
+        TaskData { pairs, ids, punctuation }
+    }
+
+    /// The fixed subset of [`SUBSET_PAIRS`] pairs, spread evenly over the set, that head-gate
+    /// gradients are measured on.
+    pub fn subset(&self) -> Vec<Pair> {
+        let pairs = &self.pairs.pairs;
+        (0..SUBSET_PAIRS.min(pairs.len()))
+            .map(|i| pairs[i * pairs.len() / SUBSET_PAIRS.min(pairs.len())])
+            .map(|p| (self.ids[p.a].clone(), self.ids[p.b].clone(), p.score))
+            .collect()
+    }
+
+    /// Every sentence embedded by the model with only `heads` kept, as pieces.
+    pub fn evaluation(&self, heads: &HeadSet) -> Vec<Work> {
+        let piece = |ids: &[Vec<u32>]| Work::Embed { heads: heads.clone(), ids: ids.to_vec() };
+        self.ids.chunks(SENTENCES_PER_PIECE).map(piece).collect()
+    }
+}
+
+/// The pieces that measure every head's task importance on `subset` with only `heads` kept.
+pub fn gradient_pieces(subset: &[Pair], heads: &HeadSet) -> Vec<Work> {
+    subset
+        .chunks(PAIRS_PER_PIECE)
+        .map(|c| Work::Gradients { heads: heads.clone(), pairs: c.to_vec() })
+        .collect()
+}
+
+/// Collects the results of one batch of pieces, in order.
+#[derive(Default)]
+struct Batch {
+    pieces: Vec<Work>,
+    done: Vec<Done>,
+}
+
+impl Batch {
+    fn new(pieces: Vec<Work>) -> Batch {
+        Batch { pieces, done: Vec::new() }
+    }
+
+    fn left(&self, engine: &Engine) -> Option<(u64, super::engine::Where)> {
+        let rest = &self.pieces[self.done.len().min(self.pieces.len())..];
+        let place = engine.place_of(self.pieces.first()?);
+        Some((rest.iter().map(|w| engine.flops(w)).sum(), place))
+    }
+}
+
+/// The quality of the model with only `heads` kept, on every pair, the model really pruned.
+pub struct SetQuality {
+    data: Rc<TaskData>,
+    heads: HeadSet,
+    batch: Batch,
+    handed: bool,
+}
+
+impl SetQuality {
+    /// The quality of `heads` on `data`'s pairs.
+    pub fn new(data: Rc<TaskData>, heads: HeadSet) -> SetQuality {
+        let batch = Batch::new(data.evaluation(&heads));
+        SetQuality { data, heads, batch, handed: false }
+    }
+}
+
+impl Plan for SetQuality {
+    type Output = (HeadSet, f64);
+
+    fn next(&mut self) -> Next<Self::Output> {
+        if !std::mem::replace(&mut self.handed, true) {
+            return Next::Run(self.batch.pieces.clone());
+        }
+        let embeddings = Done::embeddings(std::mem::take(&mut self.batch.done));
+        Next::Finished((self.heads.clone(), self.data.pairs.quality(&embeddings)))
+    }
+
+    fn absorb(&mut self, done: Done) {
+        self.batch.done.push(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        let total = self.data.ids.len();
+        let done = (self.batch.done.len() * SENTENCES_PER_PIECE).min(total);
+        Progress { done, total, left: self.batch.left(engine) }
+    }
+}
+
+/// Every head's task importance with only `heads` kept: the mean over the subset's pairs of
+/// `|dL/d gate|` (0 for pruned heads), as Michel et al. measure it.
+pub struct TaskImportance {
+    heads: HeadSet,
+    pairs: usize,
+    batch: Batch,
+    handed: bool,
+}
+
+impl TaskImportance {
+    /// The importance of the heads of `heads` on `data`'s subset.
+    pub fn new(data: &TaskData, heads: HeadSet) -> TaskImportance {
+        let subset = data.subset();
+        TaskImportance {
+            pairs: subset.len(),
+            batch: Batch::new(gradient_pieces(&subset, &heads)),
+            heads,
+            handed: false,
+        }
+    }
+
+    /// The importance from the pieces' results (`HeadSums`) over `pairs` pairs.
+    pub fn from_sums(done: &[Done], pairs: usize, heads: &HeadSet) -> Vec<f64> {
+        let mut importance = vec![0.0; heads.len()];
+        for d in done {
+            if let Done::HeadSums(sums) = d {
+                importance.iter_mut().zip(sums).for_each(|(i, s)| *i += s / pairs as f64);
+            }
+        }
+        heads.pruned().for_each(|h| importance[h] = 0.0);
+        importance
+    }
+}
+
+impl Plan for TaskImportance {
+    type Output = Ranking;
+
+    fn next(&mut self) -> Next<Ranking> {
+        if !std::mem::replace(&mut self.handed, true) {
+            return Next::Run(self.batch.pieces.clone());
+        }
+        Next::Finished(Ranking::new(Self::from_sums(&self.batch.done, self.pairs, &self.heads)))
+    }
+
+    fn absorb(&mut self, done: Done) {
+        self.batch.done.push(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        let done = (self.batch.done.len() * PAIRS_PER_PIECE).min(self.pairs);
+        Progress { done, total: self.pairs, left: self.batch.left(engine) }
+    }
+}
+
+/// Every head's role over the first [`ROLE_SENTENCES`] sentences of the pairs, on the full model.
+pub struct HeadRoles {
+    counter: RoleCounter,
+    batch: Batch,
+    sentences: usize,
+    handed: bool,
+}
+
+impl HeadRoles {
+    /// The roles of `engine`'s model's heads on `data`'s first sentences.
+    pub fn new(engine: &Engine, data: &TaskData) -> HeadRoles {
+        let take = ROLE_SENTENCES.min(data.ids.len());
+        let (ids, punctuation) = (&data.ids[..take], &data.punctuation[..take]);
+        let pieces = ids
+            .chunks(ROLE_SENTENCES_PER_PIECE)
+            .zip(punctuation.chunks(ROLE_SENTENCES_PER_PIECE))
+            .map(|(s, p)| Work::Roles { sentences: s.to_vec(), punctuation: p.to_vec() })
+            .collect();
+        let counter = RoleCounter::new(engine.model().spec());
+        HeadRoles { counter, batch: Batch::new(pieces), sentences: take, handed: false }
+    }
+}
+
+impl Plan for HeadRoles {
+    type Output = Vec<Role>;
+
+    fn next(&mut self) -> Next<Vec<Role>> {
+        if !std::mem::replace(&mut self.handed, true) {
+            return Next::Run(self.batch.pieces.clone());
+        }
+        Next::Finished(self.counter.roles())
+    }
+
+    fn absorb(&mut self, done: Done) {
+        // Counted in the pieces' order wherever they ran: the same sums to the bit.
+        if let Done::HeadSums(sums) = &done {
+            self.counter.absorb(sums);
+        }
+        self.batch.done.push(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        let done = (self.batch.done.len() * ROLE_SENTENCES_PER_PIECE).min(self.sentences);
+        Progress { done, total: self.sentences, left: self.batch.left(engine) }
+    }
+}

@@ -1,0 +1,49 @@
+//! Timing the really pruned model against the full one on the reader's sentence
+//! ([`PrunedTiming`] of the backend), as a job: one sample a step.
+
+use super::driver::{Job, Progress};
+use super::engine::Engine;
+use super::host::HostClock;
+use crate::attention::HeadSet;
+use crate::backend::pruned_speed::{PrunedSpeed, PrunedTiming};
+
+/// Rounds of the pruned-forward timing (after one untimed round).
+pub const ROUNDS: usize = 5;
+
+/// The timing of `heads` on `ids` on one engine's runner (its models are prepared on the first
+/// step, and a timing never moves to another engine).
+pub struct TimePruned<'e> {
+    engine: &'e Engine,
+    ids: Vec<u32>,
+    heads: HeadSet,
+    timing: Option<PrunedTiming<'e>>,
+}
+
+impl<'e> TimePruned<'e> {
+    /// The full model against the one with only `heads` kept, on `ids`, on `engine`.
+    pub fn new(engine: &'e Engine, ids: Vec<u32>, heads: HeadSet) -> Self {
+        TimePruned { engine, ids, heads, timing: None }
+    }
+}
+
+impl Job for TimePruned<'_> {
+    type Output = PrunedSpeed;
+
+    async fn step(&mut self, _driven_by: &Engine) -> Option<PrunedSpeed> {
+        let clock = HostClock(self.engine.host());
+        let timing = match &mut self.timing {
+            Some(t) => t,
+            None => {
+                let runner = self.engine.runner();
+                self.timing
+                    .insert(PrunedTiming::start(runner, self.ids.clone(), self.heads.clone(), ROUNDS).await)
+            }
+        };
+        (!timing.sample(&clock).await).then(|| timing.result(&clock))
+    }
+
+    fn progress(&self, _engine: &Engine) -> Progress {
+        let (done, total) = self.timing.as_ref().map_or((0, 2 * (ROUNDS + 1)), PrunedTiming::progress);
+        Progress { done, total, left: None }
+    }
+}

@@ -1,0 +1,74 @@
+//! How many digits of the page's numbers the f16 weights support, and those numbers as text.
+//! `tests/minilm_f16.rs` measures the bounds against the float32 checkpoint.
+
+/// How far the page's f16 weights may move the cosine of a pruned sentence embedding to the
+/// full one from the float32 checkpoint's, at most: [`COSINE_ABS_ERROR`] absolutely, and
+/// [`COSINE_DRIFT_ERROR`] of the drift `1 - cosine` (measured with headroom: 2.2e-4 and 1.2e-3
+/// over the fixture's sentences and masks from one head to 66 pruned).
+pub const COSINE_ABS_ERROR: f64 = 3e-4;
+/// See [`COSINE_ABS_ERROR`].
+pub const COSINE_DRIFT_ERROR: f64 = 2e-3;
+
+/// How far the f16 weights may move the meaning check's margin (a difference of two cosines
+/// between different sentences) from the float32 checkpoint's: 2.4e-4 measured over the masks
+/// tried.
+pub const MARGIN_ERROR: f64 = 3e-4;
+
+/// Decimals whose last one is still above `error` (three to six).
+fn decimals_above(error: f64) -> usize {
+    if error > 0.0 {
+        (-error.log10()).floor().clamp(3.0, 6.0) as usize
+    } else {
+        6
+    }
+}
+
+/// A cosine of a pruned embedding to the full one, with the decimals the f16 weights support:
+/// the last one shown is above the error bound of [`COSINE_ABS_ERROR`], so a large drift shows
+/// three decimals and a tiny one up to six (a small drift is known to a fixed share of itself).
+pub fn cosine_text(c: f64) -> String {
+    let decimals = decimals_above(COSINE_ABS_ERROR.min(COSINE_DRIFT_ERROR * (1.0 - c).abs()));
+    format!("{c:.decimals$}")
+}
+
+/// The meaning check's margin, or a change of it, with the decimals the f16 weights support
+/// ([`MARGIN_ERROR`]); one more where those would round it to zero, so that a small margin's
+/// sign shows ("-0.0004", not "-0.000", for a head that flips the check by just over the error).
+pub fn margin_text(m: f64) -> String {
+    let decimals = decimals_above(MARGIN_ERROR);
+    let decimals =
+        if m != 0.0 && m.abs() < 0.5 * 10f64.powi(-(decimals as i32)) { decimals + 1 } else { decimals };
+    format!("{m:.decimals$}")
+}
+
+/// A task quality (Spearman's correlation): three decimals, as the f16 weights move it by about
+/// 2e-4.
+pub fn quality_text(q: f64) -> String {
+    format!("{q:.3}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cosine_shows_the_decimals_the_f16_weights_support() {
+        // 1 - cosine 0.43: the error bound is 3e-4, three decimals.
+        assert_eq!(cosine_text(0.571_278), "0.571");
+        // 1 - cosine 0.1: 2e-4, still three.
+        assert_eq!(cosine_text(0.894_423), "0.894");
+        // 1 - cosine 0.003: 6e-6, five.
+        assert_eq!(cosine_text(0.996_943_5), "0.99694");
+        // 1 - cosine 3e-5: 6e-8, capped at six; nothing pruned is exactly one.
+        assert_eq!(cosine_text(0.999_970_12), "0.999970");
+        assert_eq!(cosine_text(1.0), "1.000000");
+        assert_eq!(cosine_text(-0.25), "-0.250");
+        // A margin's error is 3e-4 whatever its size: three decimals.
+        assert_eq!((margin_text(0.022_814), margin_text(-0.004_23)), ("0.023".into(), "-0.004".into()));
+        // Three decimals would show both as "-0.000": a flip by just over the error, and one
+        // within it (too close to call), each with its sign.
+        assert_eq!((margin_text(-4.1e-4), margin_text(-1.6e-4)), ("-0.0004".into(), "-0.0002".into()));
+        assert_eq!((margin_text(0.0), margin_text(5e-4)), ("0.000".into(), "0.001".into()));
+        assert_eq!(quality_text(0.81349), "0.813");
+    }
+}

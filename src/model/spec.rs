@@ -1,0 +1,215 @@
+//! A trained model's shape as one value: layers, heads, widths, vocabulary, positions, the
+//! feed-forward activation and the pooling. Every loop, head set, grid, link and mark reads it
+//! from the loaded model; nothing else in the crate knows a model's numbers.
+
+use crate::attention::HeadSet;
+
+/// The feed-forward layer's activation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// The exact GELU, `x Φ(x)` (BERT's `"gelu"`).
+    Gelu,
+}
+
+/// How the last layer's rows become the sentence embedding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pooling {
+    /// The mean over tokens, L2-normalised (sentence-transformers' mean pooling and `Normalize`).
+    MeanNormalized,
+}
+
+/// The shape of a BERT-family encoder.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ModelSpec {
+    /// Encoder layers.
+    pub layers: usize,
+    /// Heads per layer.
+    pub heads: usize,
+    /// Width of the residual stream.
+    pub d_model: usize,
+    /// Width of the feed-forward layer.
+    pub ffn: usize,
+    /// Rows of the word embedding.
+    pub vocab: usize,
+    /// Positions the model has embeddings for: the longest input, in tokens.
+    pub positions: usize,
+    /// The feed-forward activation.
+    pub activation: Activation,
+    /// How the sentence embedding is pooled.
+    pub pooling: Pooling,
+    /// LayerNorm's epsilon.
+    pub layer_norm_eps: f64,
+}
+
+/// Why a shape cannot be a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl std::fmt::Display for SpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the model's shape is unusable: {}", self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl ModelSpec {
+    /// sentence-transformers/all-MiniLM-L6-v2, as its `config.json` gives it: the page's
+    /// built-in model.
+    pub const MINILM_L6_V2: ModelSpec = ModelSpec {
+        layers: 6,
+        heads: 12,
+        d_model: 384,
+        ffn: 1536,
+        vocab: 30522,
+        positions: 512,
+        activation: Activation::Gelu,
+        pooling: Pooling::MeanNormalized,
+        layer_norm_eps: 1e-12,
+    };
+
+    /// Every size positive and the heads dividing the width evenly.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let sizes = [
+            ("layers", self.layers),
+            ("heads", self.heads),
+            ("d_model", self.d_model),
+            ("the feed-forward width", self.ffn),
+            ("the vocabulary", self.vocab),
+            ("positions", self.positions),
+        ];
+        if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Err(SpecError(format!("{name} is 0")));
+        }
+        if !self.d_model.is_multiple_of(self.heads) {
+            return Err(SpecError(format!(
+                "d_model {} is not a multiple of {} heads",
+                self.d_model, self.heads
+            )));
+        }
+        if !(self.layer_norm_eps > 0.0 && self.layer_norm_eps < 1.0) {
+            return Err(SpecError(format!("LayerNorm's epsilon {} is not in (0, 1)", self.layer_norm_eps)));
+        }
+        Ok(())
+    }
+
+    /// Per-head width.
+    pub fn d_k(&self) -> usize {
+        self.d_model / self.heads
+    }
+
+    /// Heads in the whole model, numbered `layer * heads + head`.
+    pub fn total_heads(&self) -> usize {
+        self.layers * self.heads
+    }
+
+    /// The layer of head `h` (of [`ModelSpec::total_heads`]).
+    pub fn layer_of(&self, h: usize) -> usize {
+        h / self.heads
+    }
+
+    /// Head `h`'s index within its layer.
+    pub fn head_in_layer(&self, h: usize) -> usize {
+        h % self.heads
+    }
+
+    /// Head `h` as the page names it: "layer 3 head 7" (layers from 1, heads from 0, as the grid
+    /// labels them).
+    pub fn head_name(&self, h: usize) -> String {
+        format!("layer {} head {}", self.layer_of(h) + 1, self.head_in_layer(h))
+    }
+
+    /// The heads of layer `layer` (0-based), as model-wide indices.
+    pub fn layer_heads(&self, layer: usize) -> std::ops::Range<usize> {
+        layer * self.heads..(layer + 1) * self.heads
+    }
+
+    /// Every head of layer `layer` (0-based) pruned, and no other.
+    pub fn layer_pruned(&self, layer: usize) -> HeadSet {
+        HeadSet::with_pruned(self.total_heads(), self.layer_heads(layer))
+    }
+
+    /// A link's heads and layer for this model (`name` names it in the notes): the heads it has
+    /// keep their state and the rest are dropped, a layer it has not shows the first; with a note
+    /// for each, for the page.
+    pub fn fit_link(&self, name: &str, heads: &HeadSet, layer: usize) -> (HeadSet, usize, Vec<String>) {
+        let total = self.total_heads();
+        let mut notes = Vec::new();
+        let missing: Vec<String> = heads.pruned().filter(|&h| h >= total).map(|h| h.to_string()).collect();
+        if !missing.is_empty() {
+            let listed = if missing.len() > 5 {
+                format!("{} and {} more", missing[..5].join(", "), missing.len() - 5)
+            } else {
+                missing.join(", ")
+            };
+            notes.push(format!(
+                "pruned= names heads {name} does not have ({listed}; it has {total}); they are ignored."
+            ));
+        }
+        let fitted = if layer < self.layers {
+            layer
+        } else {
+            notes.push(format!("layer={layer} is past {name}'s {} layers; showing layer 1.", self.layers));
+            0
+        };
+        (heads.resized(total), fitted, notes)
+    }
+
+    /// Michel et al.'s marks for this model: 20 % of its heads (their WMT result) and 40 % (BERT
+    /// on MNLI), rounded.
+    pub fn michel_marks(&self) -> [usize; 2] {
+        let total = self.total_heads() as f64;
+        [(total * 0.2).round() as usize, (total * 0.4).round() as usize]
+    }
+
+    /// Heads pruned when each layer keeps one: the one-head-per-layer point of the curves.
+    pub fn one_per_layer_pruned(&self) -> usize {
+        self.total_heads() - self.layers
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minilms_shape_is_its_config() {
+        let m = ModelSpec::MINILM_L6_V2;
+        assert_eq!(m.validate(), Ok(()));
+        assert_eq!((m.d_k(), m.total_heads(), m.one_per_layer_pruned()), (32, 72, 66));
+        assert_eq!(m.michel_marks(), [14, 29]);
+        assert_eq!((m.layer_of(13), m.head_in_layer(13), m.head_name(13)), (1, 1, "layer 2 head 1".into()));
+        assert_eq!(m.layer_heads(5), 60..72);
+    }
+
+    #[test]
+    fn a_links_heads_and_layer_fit_the_loaded_model_with_a_note_for_what_it_lacks() {
+        let m = ModelSpec::MINILM_L6_V2;
+        let (heads, layer, notes) = m.fit_link("all-MiniLM-L6-v2", &HeadSet::with_pruned(14, [2, 13]), 5);
+        assert_eq!((heads, layer, notes), (HeadSet::with_pruned(72, [2, 13]), 5, vec![]));
+        let (heads, layer, notes) = m.fit_link("m", &HeadSet::with_pruned(201, [3, 72, 200]), 6);
+        assert_eq!((heads, layer), (HeadSet::with_pruned(72, [3]), 0));
+        assert_eq!(
+            notes,
+            [
+                "pruned= names heads m does not have (72, 200; it has 72); they are ignored.",
+                "layer=6 is past m's 6 layers; showing layer 1."
+            ]
+        );
+        let many = HeadSet::with_pruned(90, 72..90);
+        assert!(m.fit_link("m", &many, 0).2[0].contains("(72, 73, 74, 75, 76 and 13 more;"));
+    }
+
+    #[test]
+    fn a_small_model_has_marks_of_its_own_and_bad_shapes_are_named() {
+        let small = ModelSpec { layers: 2, heads: 4, d_model: 24, ffn: 40, ..ModelSpec::MINILM_L6_V2 };
+        assert_eq!(small.validate(), Ok(()));
+        assert_eq!((small.total_heads(), small.michel_marks(), small.one_per_layer_pruned()), (8, [2, 3], 6));
+        let odd = ModelSpec { heads: 5, ..small };
+        assert!(odd.validate().unwrap_err().to_string().contains("not a multiple of 5 heads"));
+        let empty = ModelSpec { layers: 0, ..small };
+        assert!(empty.validate().unwrap_err().to_string().contains("layers is 0"));
+        let eps = ModelSpec { layer_norm_eps: f64::NAN, ..small };
+        assert!(eps.validate().is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! What the `minilm_*` test files share: the fp32 checkpoint and the page's f16 copy of it, the
+//! reference fixtures (tests/reference/minilm.py), head sets worth trying, and the job layer run
+//! here (an engine on the CPU kernel, driven to the end).
+
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use headlab::attention::HeadSet;
+use headlab::backend::Session;
+use headlab::jobs::driver::{drive, Job};
+use headlab::jobs::engine::{Engine, Workers};
+use headlab::jobs::native::{FakePool, NativeHost};
+use headlab::jobs::ticket::Ticket;
+use headlab::model::bert::Bert;
+use headlab::model::spec::ModelSpec;
+use headlab::model::tokenizer::Tokenizer;
+use headlab::model::Model;
+use serde_json::Value;
+
+use super::{model_dir, pairs_csv};
+
+/// MiniLM's shape, as its `config.json` gives it.
+pub const SPEC: ModelSpec = ModelSpec::MINILM_L6_V2;
+
+/// A fixture of tests/fixtures/.
+pub fn fixture(name: &str) -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// A JSON array of numbers.
+pub fn floats(v: &Value) -> Vec<f64> {
+    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
+}
+
+/// max |got - want| / max |want|.
+pub fn rel_error(got: &[f32], want: &[f64]) -> f64 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs()));
+    got.iter().zip(want).fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs())) / scale
+}
+
+/// `v` in f64.
+pub fn wide(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// The cosine of an f32 and an f64 vector, in f64.
+pub fn cosine(a: &[f32], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(&x, &y)| x as f64 * y).sum();
+    let na: f64 = a.iter().map(|&x| (x as f64).powi(2)).sum::<f64>().sqrt();
+    let nb: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    dot / (na * nb)
+}
+
+/// The fp32 checkpoint, read with the safetensors crate.
+pub fn checkpoint() -> Bert {
+    let bytes = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    Bert::from_tensors(SPEC, |name| {
+        let t = st.tensor(name).ok()?;
+        let data = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        Some((t.shape().to_vec(), data))
+    })
+    .unwrap()
+}
+
+/// The model's own WordPiece tokenizer.
+pub fn tokenizer() -> Tokenizer {
+    Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap(), SPEC.positions)
+        .unwrap()
+}
+
+/// The fp32 checkpoint as a model the job layer runs.
+pub fn fp32_model() -> Rc<Model> {
+    Rc::new(Model {
+        name: "all-MiniLM-L6-v2 (fp32)".into(),
+        id: "fp32".into(),
+        bert: checkpoint(),
+        tokenizer: tokenizer(),
+    })
+}
+
+/// The token ids of `text`.
+pub fn ids(tok: &Tokenizer, text: &str) -> Vec<u32> {
+    tok.encode(text).iter().map(|t| t.id).collect()
+}
+
+/// The model the page runs: the checkpoint encoded as convert-model does (f16 weights), decoded
+/// as the page does, with its tokenizer and the encoded bytes.
+pub fn f16_model() -> (Bert, Tokenizer, Vec<u8>) {
+    let bytes = std::fs::read(model_dir().join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let tensors: Vec<_> = headlab::model::bert::tensor_names(&SPEC)
+        .into_iter()
+        .map(|(name, shape)| {
+            let t = st.tensor(&name).unwrap();
+            let v = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            (name, shape, v)
+        })
+        .collect();
+    let vocab = std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap();
+    let encoded = headlab::model::asset::encode(&tensors, &vocab);
+    let mut asset = headlab::model::asset::decode(&encoded).unwrap();
+    let bert = Bert::from_tensors(SPEC, |name| asset.tensors.remove(name)).unwrap();
+    let tok = Tokenizer::from_vocab(&asset.vocab, SPEC.positions).unwrap();
+    (bert, tok, encoded)
+}
+
+/// The heads a fixture case prunes, listed as `[layer, head]` pairs.
+pub fn fixture_pruned(case: &Value) -> HeadSet {
+    let pairs = case["pruned"].as_array().unwrap();
+    let head = |p: &Value| p[0].as_u64().unwrap() as usize * SPEC.heads + p[1].as_u64().unwrap() as usize;
+    HeadSet::with_pruned(SPEC.total_heads(), pairs.iter().map(head))
+}
+
+/// Masks that prune heads from a given layer on (and none before), with the first layer each
+/// should recompute.
+pub fn staged_masks() -> Vec<(HeadSet, usize)> {
+    let (total, per) = (SPEC.total_heads(), SPEC.heads);
+    let mut cases = vec![(HeadSet::all(total), SPEC.layers)];
+    for (first, heads) in [(0, vec![3]), (2, vec![2 * per + 7, 4 * per]), (5, vec![5 * per + 11])] {
+        cases.push((HeadSet::with_pruned(total, heads), first));
+    }
+    cases
+}
+
+/// Head sets from none to 66 pruned, whole layers included.
+pub fn pruned_sets() -> Vec<(&'static str, HeadSet)> {
+    let (total, per) = (SPEC.total_heads(), SPEC.heads);
+    let scattered = HeadSet::with_pruned(total, [3, 17, 30, 45, 59, 70]);
+    // Every other head of the model, and all but each layer's head 0 (one head per layer).
+    let half = HeadSet::with_pruned(total, (0..total).step_by(2));
+    let one_per_layer = HeadSet::with_pruned(total, (0..total).filter(|h| h % per != 0));
+    let layers_2_and_5 = HeadSet::with_pruned(total, SPEC.layer_heads(1).chain(SPEC.layer_heads(4)));
+    vec![
+        ("none", HeadSet::all(total)),
+        ("6 scattered", scattered),
+        ("layer 1", SPEC.layer_pruned(0)),
+        ("layers 2 and 5", layers_2_and_5),
+        ("36, every other", half),
+        ("66, one per layer", one_per_layer),
+    ]
+}
+
+/// The page's sentence pairs, made from the benchmark as scripts/build-model-asset.sh makes them
+/// (and checked against the hash the page expects).
+pub fn sts_pairs() -> headlab::model::task::Pairs {
+    use headlab::model::task::{select, Pairs};
+    Pairs::from_file(select(&std::fs::read_to_string(pairs_csv()).unwrap()).as_bytes()).unwrap()
+}
+
+/// `model` on the CPU kernel (a session without a GPU), its batch work on a fake pool of
+/// `threads` (1: the page's own thread).
+pub fn engine(model: Rc<Model>, threads: usize) -> Engine {
+    let pool = Rc::new(FakePool::new(model.clone(), threads));
+    let workers = Rc::new(Workers::new(pool));
+    pollster::block_on(Engine::new(model, &Session::cpu_only(), workers, Rc::new(NativeHost::default())))
+}
+
+/// Runs `job` on `engine` to its end.
+pub fn run<J: Job>(engine: &Engine, job: J) -> J::Output {
+    pollster::block_on(drive(engine, job, &Ticket::always(), |_, _| {})).expect("an uncancelled job finishes")
+}

@@ -1,0 +1,299 @@
+//! The whole job layer on a model made here: two layers of four heads of five, random weights,
+//! a vocabulary of a few dozen words and thirty sentence pairs. Every job (the drift and margin
+//! sweeps, a set's quality, the task's importance, the pruning curves, the heads' roles, the
+//! pruned-forward timing) runs through the one driver on the page's thread and on a fake pool of
+//! workers, and gives what the model computes directly; the driver cancels, reports progress and
+//! falls back from failed workers. No checkpoint needed: the model's shape is data.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use common::minilm::{engine, run};
+use headlab::attention::{cosine, HeadSet};
+use headlab::backend::Session;
+use headlab::cpu::Kernel;
+use headlab::jobs::curves::CurveRun;
+use headlab::jobs::driver::{drive, Planned, Status};
+use headlab::jobs::engine::{Engine, Where, Workers};
+use headlab::jobs::native::{FakePool, NativeHost};
+use headlab::jobs::sweep::{DriftSweep, MarginSweep};
+use headlab::jobs::task::{HeadRoles, SetQuality, TaskData, TaskImportance, ROLE_SENTENCES};
+use headlab::jobs::ticket::{Slot, Ticket};
+use headlab::jobs::timing::{TimePruned, ROUNDS};
+use headlab::model::bert::Bert;
+use headlab::model::check::{meaning_check, CANDIDATES};
+use headlab::model::curves::{Curves, Order, RANDOM_SEEDS};
+use headlab::model::gradient::head_importance;
+use headlab::model::pruned::PrunedBert;
+use headlab::model::roles::{is_punctuation, RoleCounter};
+use headlab::model::runner::embedding_drift;
+use headlab::model::spec::ModelSpec;
+use headlab::model::task::Pairs;
+use headlab::model::tokenizer::Tokenizer;
+use headlab::model::Model;
+
+/// Two layers of four heads of five (odd widths), a feed-forward layer of 36.
+const SPEC: ModelSpec = ModelSpec {
+    layers: 2,
+    heads: 4,
+    d_model: 20,
+    ffn: 36,
+    vocab: 0, // the vocabulary's own size, set below
+    positions: 40,
+    ..ModelSpec::MINILM_L6_V2
+};
+
+const WORDS: &str = "a the man woman dog cat plays sings runs sleeps on in by river bank loan guitar song \
+                     park house red small old . , i deposited my paycheck at we sat grassy financial \
+                     institution approved";
+
+/// The model: random weights of `SPEC`'s shape over a vocabulary of `WORDS`.
+fn model() -> Rc<Model> {
+    let mut vocab: Vec<&str> = vec!["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+    vocab.extend(WORDS.split_whitespace());
+    let spec = ModelSpec { vocab: vocab.len(), ..SPEC };
+    let tokenizer = Tokenizer::from_vocab(&vocab.join("\n"), spec.positions).unwrap();
+    Rc::new(Model { name: "small".into(), id: "small".into(), bert: Bert::random(spec, 7), tokenizer })
+}
+
+/// Thirty pairs of made-up sentences with scores, in the page's file format.
+fn data(model: &Model) -> Rc<TaskData> {
+    let subjects = ["the man", "a woman", "the dog", "a cat", "the old man", "a small dog"];
+    let verbs = ["plays a song", "sings", "runs in the park", "sleeps by the river", "plays a guitar"];
+    let mut text = "score\tgenre\tsource\tsentence1\tsentence2\tattribution1\tattribution2\n".to_string();
+    for i in 0..30 {
+        let a = format!("{} {} .", subjects[i % 6], verbs[i % 5]);
+        let b = format!("{} {} .", subjects[(i * 7 + 1) % 6], verbs[(i * 3) % 5]);
+        text += &format!("{:.2}\tmain-captions\tmade\t{a}\t{b}\t\t\n", (i * 13 % 50) as f64 / 10.0);
+    }
+    Rc::new(TaskData::new(Pairs::parse(&text).unwrap(), &model.tokenizer))
+}
+
+fn ids(model: &Model, text: &str) -> Vec<u32> {
+    model.tokenizer.encode(text).iter().map(|t| t.id).collect()
+}
+
+/// Runs `job` to its end, with every status it published.
+fn run_watched<J: headlab::jobs::driver::Job>(engine: &Engine, job: J) -> (J::Output, Vec<Status>) {
+    let seen = RefCell::new(Vec::new());
+    let out = pollster::block_on(drive(engine, job, &Ticket::always(), |_, s| seen.borrow_mut().push(s)));
+    (out.expect("finished"), seen.into_inner())
+}
+
+#[test]
+fn the_drift_sweep_is_each_heads_own_drift_wherever_it_runs() {
+    let model = model();
+    let total = model.spec().total_heads();
+    let sentence = ids(&model, "the man sat by the river bank and watched the dog .");
+    let (here, workers) = (engine(model.clone(), 1), engine(model.clone(), 3));
+    // On the page's thread one head a step, each step's status published before it.
+    let (ranking, seen) = run_watched(&here, Planned::new(DriftSweep::new(&here, sentence.clone())));
+    assert_eq!(seen.len(), total + 1, "a status before each head's step and before the end");
+    assert!(seen.windows(2).all(|w| w[0].done <= w[1].done && w[1].total == total), "{seen:?}");
+    assert_eq!(seen.last().unwrap().done, total);
+    // Three workers: three pieces through the wire, in one step; the same bits.
+    assert_eq!(run(&workers, Planned::new(DriftSweep::new(&workers, sentence.clone()))), ranking);
+    let full = model.bert.forward(Kernel::Simd, &sentence, &HeadSet::all(total));
+    for h in 0..total {
+        let alone = model.bert.forward(Kernel::Simd, &sentence, &HeadSet::with_pruned(total, [h]));
+        let direct = embedding_drift(&full.embedding, &alone.embedding);
+        assert!(
+            (ranking.per_head[h] - direct).abs() < 1e-12,
+            "head {h}: {} vs {direct}",
+            ranking.per_head[h]
+        );
+    }
+    assert!(ranking.max() > 0.0);
+}
+
+#[test]
+fn the_margin_sweep_is_each_heads_own_meaning_check() {
+    let model = model();
+    let total = model.spec().total_heads();
+    let (here, workers) = (engine(model.clone(), 1), engine(model.clone(), 2));
+    let margins = run(&here, Planned::new(MarginSweep::new(&here)));
+    assert_eq!(run(&workers, Planned::new(MarginSweep::new(&workers))), margins);
+    let check = |heads: &HeadSet| pollster::block_on(meaning_check(&model.bert, &model.tokenizer, heads));
+    let full = check(&HeadSet::all(total));
+    assert_eq!(margins.full, full);
+    for h in 0..total {
+        let m = check(&HeadSet::with_pruned(total, [h])).margin_toward(full.closer);
+        assert!((margins.margins[h] - m).abs() < 1e-9, "head {h}: {} vs {m}", margins.margins[h]);
+    }
+    assert!(margins.summary(model.spec()).contains("layer "), "{}", margins.summary(model.spec()));
+    assert!(CANDIDATES.iter().all(|c| model.tokenizer.encode(c).len() > 3), "the check's words are known");
+}
+
+#[test]
+fn a_sets_quality_and_the_tasks_importance_are_the_models_own() {
+    let model = model();
+    let (data, total) = (data(&model), model.spec().total_heads());
+    let workers = engine(model.clone(), 2);
+    for heads in
+        [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6]), HeadSet::with_pruned(total, 0..total)]
+    {
+        let (set, quality) = run(&workers, Planned::new(SetQuality::new(data.clone(), heads.clone())));
+        let direct =
+            data.pairs.quality(&PrunedBert::new(&model.bert, &heads).embed_batch(Kernel::Simd, &data.ids));
+        assert_eq!((set, quality), (heads.clone(), direct));
+        let importance = run(&workers, Planned::new(TaskImportance::new(&data, heads.clone())));
+        let in_place = head_importance(&model.bert, Kernel::Simd, &data.subset(), &heads);
+        for (h, (a, b)) in importance.per_head.iter().zip(&in_place).enumerate() {
+            assert!((a - b).abs() <= 1e-12 * b.abs().max(1e-9), "head {h}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn the_curves_of_a_small_model_have_its_own_marks_and_every_point_is_the_models_quality() {
+    let model = model();
+    let (data, spec) = (data(&model), *model.spec());
+    let total = spec.total_heads();
+    let one_shot: Vec<usize> = vec![5, 0, 7, 2, 3, 6, 1, 4];
+    let curves = |engine: &Engine| {
+        let run = CurveRun::new(spec, data.clone(), Some(one_shot.clone()), Curves::new(total), None);
+        run_watched(engine, Planned::new(run))
+    };
+    let (here, workers) = (engine(model.clone(), 1), engine(model.clone(), 4));
+    let ((c, seen), (on_workers, _)) = (curves(&here), curves(&workers));
+    assert_eq!(c, on_workers, "the same curves on the page's thread and on workers");
+    let last = seen.last().unwrap();
+    assert!(last.done == last.total && last.total > 0, "{last:?}");
+    // Two layers of four: marks at 2 and 3 heads (20 and 40 % of 8), one head per layer at 6.
+    assert_eq!((spec.michel_marks(), spec.one_per_layer_pruned()), ([2, 3], 6));
+    let quality = |heads: &HeadSet| {
+        data.pairs.quality(&PrunedBert::new(&model.bert, heads).embed_batch(Kernel::Simd, &data.ids))
+    };
+    for k in 0..=total {
+        assert_eq!(
+            c.at(Order::OneShot, k),
+            Some(quality(&HeadSet::with_pruned(total, one_shot[..k].iter().copied()))),
+            "one-shot at {k}"
+        );
+        let random = (0..RANDOM_SEEDS).map(|s| c.at(Order::Random(s), k));
+        assert!(random.clone().all(|q| q.is_some()), "random orders at {k}");
+        let iterative =
+            c.at(Order::Iterative, k).unwrap_or_else(|| panic!("iterative at {k}: {:?}", c.points));
+        // Every head pruned is the same model whatever the order.
+        let order = if k == total { (0..total).collect() } else { c.iterative_order[..k].to_vec() };
+        assert_eq!(iterative, quality(&HeadSet::with_pruned(total, order)), "iterative at {k}");
+    }
+    // The iterative order prunes the least important by the task's gradient, one head a step
+    // (a twelfth of 8 heads, at least one), measured again after each, as far as a point needs.
+    assert_eq!(c.iterative_order.len(), total - 1);
+    let first = run(&here, Planned::new(TaskImportance::new(&data, HeadSet::all(total))));
+    assert_eq!(c.iterative_order[0], first.ranked[0]);
+    // One head per layer: each layer's most important head by the full model's gradients.
+    let keep: Vec<usize> = (0..spec.layers)
+        .map(|l| {
+            spec.layer_heads(l).max_by(|&a, &b| first.per_head[a].total_cmp(&first.per_head[b])).unwrap()
+        })
+        .collect();
+    assert_eq!(
+        c.one_per_layer,
+        Some(quality(&HeadSet::with_pruned(total, (0..total).filter(|h| !keep.contains(h)))))
+    );
+    assert!(c.summary(&spec).unwrap().contains("One head per layer (6 pruned)"));
+}
+
+#[test]
+fn the_roles_are_counted_in_pieces_as_they_would_be_at_once() {
+    let model = model();
+    let data = data(&model);
+    let (here, workers) = (engine(model.clone(), 1), engine(model.clone(), 3));
+    let roles = run(&here, Planned::new(HeadRoles::new(&here, &data)));
+    assert_eq!(run(&workers, Planned::new(HeadRoles::new(&workers, &data))), roles);
+    let mut counter = RoleCounter::new(model.spec());
+    let all = HeadSet::all(model.spec().total_heads());
+    for (i, ids) in data.ids.iter().take(ROLE_SENTENCES).enumerate() {
+        let punctuation: Vec<bool> = model
+            .tokenizer
+            .encode(&data.pairs.sentences[i])
+            .iter()
+            .map(|t| is_punctuation(&t.piece))
+            .collect();
+        counter.add(&model.bert.forward(Kernel::Simd, ids, &all).attention, &punctuation);
+    }
+    assert_eq!(roles, counter.roles());
+}
+
+#[test]
+fn the_pruned_forward_is_timed_sample_by_sample_on_the_cpu_kernel() {
+    let model = model();
+    let here = engine(model.clone(), 1);
+    let sentence = ids(&model, "the dog runs in the park .");
+    let heads = HeadSet::with_pruned(model.spec().total_heads(), [0, 1, 2, 5]);
+    let (speed, seen) = run_watched(&here, TimePruned::new(&here, sentence, heads));
+    assert!(!speed.on_gpu && speed.full_ms > 0.0 && speed.pruned_ms > 0.0, "{speed:?}");
+    assert!(speed.ratio().is_finite());
+    // One untimed round to size the samples, then the timed ones: one step each.
+    assert!(seen.len() >= 2 * (ROUNDS + 1), "{} steps", seen.len());
+    assert_eq!(seen.last().unwrap().total, 2 * (ROUNDS + 1));
+}
+
+#[test]
+fn a_job_whose_input_changed_stops_at_its_next_step() {
+    let model = model();
+    let here = engine(model.clone(), 1);
+    let sentence = ids(&model, "a cat sleeps in the old house .");
+    let slot = Slot::default();
+    let ticket = slot.ticket();
+    let steps = RefCell::new(0);
+    // The reader changes the sentence after three heads: a newer ticket is taken.
+    let stopped = pollster::block_on(drive(
+        &here,
+        Planned::new(DriftSweep::new(&here, sentence.clone())),
+        &ticket,
+        |_, _| {
+            *steps.borrow_mut() += 1;
+            if *steps.borrow() == 4 {
+                slot.ticket();
+            }
+        },
+    ));
+    assert_eq!(stopped, None);
+    assert_eq!(*steps.borrow(), 4, "no step after the ticket was replaced");
+}
+
+#[test]
+fn workers_that_fail_leave_their_pieces_to_the_pages_thread_and_say_why() {
+    let model = model();
+    let sentence = ids(&model, "we sat on the grassy river bank .");
+    let here = engine(model.clone(), 1);
+    let reference = run(&here, Planned::new(DriftSweep::new(&here, sentence.clone())));
+    let pool = Rc::new(FakePool::new(model.clone(), 2));
+    pool.fail_after.set(Some(1));
+    let workers = Rc::new(Workers::new(pool.clone()));
+    let host = Rc::new(NativeHost::default());
+    let engine =
+        pollster::block_on(Engine::new(model.clone(), &Session::cpu_only(), workers.clone(), host.clone()));
+    assert_eq!(workers.place(), Where::Workers(2));
+    // Dealt for two workers; the first piece fails: both pieces run here, and give the same bits.
+    let ranking = run(&engine, Planned::new(DriftSweep::new(&engine, sentence)));
+    assert_eq!(ranking, reference);
+    assert_eq!(workers.place(), Where::PageThread);
+    assert!(
+        workers.note().unwrap().contains("the 2 workers could not be used (a worker stopped"),
+        "{:?}",
+        workers.note()
+    );
+    assert_eq!(workers.used(), 1);
+    assert!(host.turns() > 0, "the browser got its turns");
+    // The pace recorded where the work ran gives estimates for more of it.
+    let pace = workers.pace(Where::PageThread);
+    assert!(pace.gflops().is_some());
+    let big = (pace.gflops().unwrap() * 1e9 * 30.0) as u64;
+    assert!(
+        engine.estimate(big, Where::PageThread).unwrap().starts_with("about 30"),
+        "{:?}",
+        engine.estimate(big, Where::PageThread)
+    );
+    assert_eq!(engine.estimate(big, Where::Gpu), None, "nothing ran on a GPU");
+    // The embedding the engine's pass gives is the model's.
+    let pass = pollster::block_on(engine.pass(ids(&model, "a dog ."), &HeadSet::all(8), None));
+    let direct = model.bert.forward(Kernel::Simd, &pass.ids, &HeadSet::all(8));
+    assert_eq!(cosine(&pass.out.embedding, &direct.embedding), 1.0);
+}

@@ -1,0 +1,122 @@
+//! The trained model against its float64 reference (tests/reference/minilm.py): the model's own
+//! tokenizer's ids, the forward pass on both CPU kernels, the head-gate gradients and the task's
+//! quality. Needs the model files and the sentence pairs: scripts/fetch-model.sh and
+//! scripts/fetch-pairs.sh (run by scripts/test.sh).
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+
+use common::minilm::*;
+use headlab::attention::HeadSet;
+use headlab::cpu::Kernel;
+
+#[test]
+fn tokenizer_matches_the_reference_ids_on_every_case() {
+    let tok = tokenizer();
+    assert_eq!(tok.vocab_size(), 30522);
+    let cases = fixture("minilm-tokens.json");
+    for case in cases.as_array().unwrap() {
+        let text = case["text"].as_str().unwrap();
+        let want: Vec<u32> =
+            case["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let got: Vec<u32> = tok.encode(text).iter().map(|t| t.id).collect();
+        assert_eq!(got, want, "{text:?}");
+    }
+    println!("{} tokenizer cases match the reference", cases.as_array().unwrap().len());
+}
+
+#[test]
+fn fp32_forward_matches_the_reference_on_both_kernels() {
+    let bert = checkpoint();
+    let tok = tokenizer();
+    for kernel in Kernel::ALL {
+        let mut worst = 0.0f64;
+        for case in fixture("minilm-forward.json").as_array().unwrap() {
+            let text = case["text"].as_str().unwrap();
+            let ids: Vec<u32> = tok.encode(text).iter().map(|t| t.id).collect();
+            let want_ids: Vec<u32> =
+                case["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+            assert_eq!(ids, want_ids, "{text}");
+
+            let out = bert.forward(kernel, &ids, &HeadSet::all(SPEC.total_heads()));
+            let errors = [
+                rel_error(&out.embedding, &floats(&case["embedding"])),
+                rel_error(&out.attention[0], &floats(&case["attention_layer0"])),
+                rel_error(&out.attention[5], &floats(&case["attention_layer5"])),
+            ];
+            let pruned = fixture_pruned(case);
+            let masked = bert.forward(kernel, &ids, &pruned);
+            let masked_error = rel_error(&masked.embedding, &floats(&case["embedding_pruned"]));
+            for (what, e) in ["embedding", "layer 0 attention", "layer 5 attention", "pruned embedding"]
+                .iter()
+                .zip(errors.iter().chain([&masked_error]))
+            {
+                assert!(*e < 1e-4, "{kernel:?} {text:?}: {what} relative error {e:e}");
+                worst = worst.max(*e);
+            }
+            // Pruning 8 of 72 heads moves the embedding, but not far: the seed's claim, measured.
+            let c = cosine(&masked.embedding, &floats(&case["embedding"]));
+            assert!(c < 0.9999 && c > 0.5, "{text:?}: cosine {c}");
+        }
+        println!("{kernel:?}: worst relative error vs the float64 reference {worst:.2e}");
+    }
+}
+
+#[test]
+fn gate_gradients_match_finite_differences_and_the_loss_matches_the_forward_pass() {
+    use headlab::model::gradient::{gates, pair_gradients};
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let ids = |s: &str| tok.encode(s).iter().map(|t| t.id).collect::<Vec<u32>>();
+    let (u, v, y) = (ids("A man is playing a guitar."), ids("A person plays an instrument."), 0.7);
+    let heads = HeadSet::with_pruned(SPEC.total_heads(), [4, 30, 70]);
+    let g = gates(&heads);
+    let (loss, grads) = pair_gradients(&bert, Kernel::Simd, &u, &v, y, &g);
+    // The loss is the forward pass's: (cos(u, v) - y)^2 with those heads masked.
+    let (eu, ev) =
+        (bert.forward(Kernel::Simd, &u, &heads).embedding, bert.forward(Kernel::Simd, &v, &heads).embedding);
+    let cos = headlab::attention::cosine(&eu, &ev);
+    assert!((loss - (cos - y).powi(2)).abs() < 1e-6, "{loss} vs {}", (cos - y).powi(2));
+    // Central differences on gates of every layer, kept and pruned alike.
+    let eps = 1e-2f32;
+    let mut worst = 0.0f64;
+    for h in [0, 4, 13, 29, 30, 47, 58, 70, 71] {
+        let at = |delta: f32| {
+            let mut shifted = g.clone();
+            shifted[h] += delta;
+            pair_gradients(&bert, Kernel::Simd, &u, &v, y, &shifted).0
+        };
+        let numeric = (at(eps) - at(-eps)) / (2.0 * eps as f64);
+        let err = (numeric - grads[h]).abs() / grads.iter().fold(1e-6f64, |m, g| m.max(g.abs()));
+        println!("head {h}: backward {:+.6e}, finite difference {numeric:+.6e}", grads[h]);
+        assert!(err < 2e-2, "head {h}: {} vs {numeric} (error {err:.1e} of the largest gradient)", grads[h]);
+        worst = worst.max(err);
+    }
+    println!("gate gradients vs central differences: worst error {worst:.1e} of the largest");
+}
+
+#[test]
+fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
+    use headlab::model::pruned::PrunedBert;
+    let reference = fixture("sts-quality.json");
+    assert_eq!(reference["pairs_sha256"].as_str(), Some(headlab::model::task::PAIRS_SHA256));
+    let (bert, tok, pairs) = (checkpoint(), tokenizer(), sts_pairs());
+    assert_eq!(
+        (pairs.pairs.len(), pairs.sentences.len()),
+        (230, reference["sentences"].as_u64().unwrap() as usize)
+    );
+    let ids = pairs.ids(&tok);
+    let t0 = std::time::Instant::now();
+    let full = PrunedBert::new(&bert, &HeadSet::all(SPEC.total_heads())).embed_batch(Kernel::Simd, &ids);
+    let seconds = t0.elapsed().as_secs_f64();
+    let (quality, want) = (pairs.quality(&full), reference["quality"].as_f64().unwrap());
+    let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
+    let gflop = headlab::model::pruned::cost(&SPEC, &HeadSet::all(SPEC.total_heads()), &lengths).total_flops
+        as f64
+        / 1e9;
+    println!(
+        "STS-B (230 pairs, {} sentences, {} tokens): quality {quality:.6} (float64 reference {want:.6}); {gflop:.0} GFLOP in {seconds:.2} s",
+        ids.len(),
+        lengths.iter().sum::<usize>()
+    );
+    assert!((quality - want).abs() < 1e-4, "{quality} vs {want}");
+}
