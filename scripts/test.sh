@@ -17,11 +17,14 @@ HEADLAB_PAIRS_CSV=$(scripts/fetch-pairs.sh)
 export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV
 
 passed=0
+times=()
 step() {
   printf '\n==> %s\n' "$1"
+  local name=$1 started=$SECONDS
   shift
   "$@"
   passed=$((passed + 1))
+  times+=("$(printf '%5d s  %s' $((SECONDS - started)) "$name")")
 }
 
 step "rustfmt" cargo fmt --all --check
@@ -60,4 +63,7 @@ step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node b
 step "benchmark smoke run: the trained model against transformers.js" \
   node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke
 
-printf '\nchecks: %d passed, 0 failed (target/ holds %s)\n' "$passed" "$(du -sh target | cut -f1)"
+# Where the time went, slowest first: the steps to look at when the run grows.
+printf '\nseconds per check, slowest first:\n'
+printf '%s\n' "${times[@]}" | sort -rn
+printf '\nchecks: %d passed, 0 failed in %d s (target/ holds %s)\n' "$passed" "$SECONDS" "$(du -sh target | cut -f1)"

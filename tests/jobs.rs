@@ -235,6 +235,30 @@ fn the_pruned_forward_is_timed_sample_by_sample_on_the_cpu_kernel() {
 }
 
 #[test]
+fn the_pace_of_workers_leaves_out_their_start() {
+    let model = model();
+    let pool = Rc::new(FakePool::new(model.clone(), 2));
+    // Starting takes longer than the work: a pace that counted it would be far too slow.
+    pool.start_ms.set(300);
+    let workers = Rc::new(Workers::new(pool));
+    let engine = pollster::block_on(Engine::new(
+        model.clone(),
+        &Session::cpu_only(),
+        workers.clone(),
+        Rc::new(NativeHost::default()),
+    ));
+    let sentence = ids(&model, "the dog sleeps by the river .");
+    let started = std::time::Instant::now();
+    run(&engine, Planned::new(DriftSweep::new(&engine, sentence.clone())));
+    assert!(started.elapsed().as_millis() >= 300, "the pool started");
+    let spec = *model.spec();
+    let flops: u64 =
+        headlab::model::work::ablation_pieces(&spec, &[sentence], 2).iter().map(|w| w.flops(&spec)).sum();
+    let seconds = workers.pace(Where::Workers(2)).seconds(flops).unwrap();
+    assert!(seconds < 0.15, "the sweep's work timed at {seconds} s: the start was counted");
+}
+
+#[test]
 fn a_job_whose_input_changed_stops_at_its_next_step() {
     let model = model();
     let here = engine(model.clone(), 1);

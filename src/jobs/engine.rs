@@ -292,6 +292,12 @@ impl Engine {
         let Some(place) = pieces.first().map(|w| self.place_of(w)) else { return Some(Vec::new()) };
         let spec = *self.model.spec();
         let flops: u64 = pieces.iter().map(|w| w.flops(&spec)).sum();
+        if place != Where::Gpu && place != Where::PageThread {
+            if let Err(why) = self.workers.pool.ready().await {
+                return self.workers_failed(why);
+            }
+        }
+        // Timed from here: the pool's start (workers spawned, the model loaded) is not the work's.
         let t0 = self.host.now_ms();
         let (done, flops) = match place {
             Where::Workers(_) => match self.workers.pool.run(pieces.clone()).await {

@@ -4,7 +4,7 @@
 //! quality of a set of heads and the heads' roles ([`task`]), the pruning curves ([`curves`]) and
 //! the pruned-forward timing ([`timing`]). [`driver::drive`] runs each through one loop: before
 //! every step the browser gets a turn, the job stops when its input changed (its
-//! [`ticket::Ticket`] is no longer current), and its progress is published with the time left at
+//! [`ticket::Ticket`], a condition on its inputs, no longer holds), and its progress is published with the time left at
 //! the pace measured where it runs ([`pace`]).
 //!
 //! Where the work runs is decided once, by the [`engine::Engine`]: it owns the model on the

@@ -55,18 +55,35 @@ pub struct FakePool {
     pub fail_after: Cell<Option<usize>>,
     /// Pieces run so far, and batches.
     pub ran: Cell<(usize, usize)>,
+    /// Milliseconds its first [`Pool::ready`] takes, as workers loading the model would.
+    pub start_ms: Cell<u64>,
+    started: Cell<bool>,
 }
 
 impl FakePool {
     /// A pool of `threads` for `model`.
     pub fn new(model: Rc<Model>, threads: usize) -> FakePool {
-        FakePool { model, threads, fail_after: Cell::new(None), ran: Cell::new((0, 0)) }
+        FakePool {
+            model,
+            threads,
+            fail_after: Cell::new(None),
+            ran: Cell::new((0, 0)),
+            start_ms: Cell::new(0),
+            started: Cell::new(false),
+        }
     }
 }
 
 impl Pool for FakePool {
     fn threads(&self) -> usize {
         self.threads
+    }
+
+    fn ready(&self) -> LocalFuture<'_, Result<(), String>> {
+        if !self.started.replace(true) {
+            std::thread::sleep(std::time::Duration::from_millis(self.start_ms.get()));
+        }
+        Box::pin(std::future::ready(Ok(())))
     }
 
     fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {

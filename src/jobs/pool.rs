@@ -14,6 +14,12 @@ use crate::model::Model;
 pub trait Pool {
     /// Threads the pieces run on at once (1: one after another).
     fn threads(&self) -> usize;
+    /// Resolves once the pool can take work (its threads started, the model loaded in each), or
+    /// says why it cannot; the time it takes is not the work's, so the engine waits for it
+    /// before timing a batch.
+    fn ready(&self) -> LocalFuture<'_, Result<(), String>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
     /// Runs `pieces` (checked against the model by the caller), results in their order; an
     /// error says why the pool stopped working (its pieces are then run elsewhere).
     fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>>;

@@ -121,9 +121,10 @@ test('the importance measure re-ranks the grid and the prune slider, and names t
   const { page, problems } = await open('?preset=minilm&backend=cpu');
   await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 120000 });
   const drift = await measured(page, null);
-  // The margin's 216 passes run on the page's thread, and the status counts the heads done.
+  // The margin's 216 passes run on the workers (on the page's thread, the status counts the
+  // heads done: tests/e2e/threads.test.mjs).
   await page.getByTestId('importance-measure').selectOption('margin');
-  await page.waitForFunction(() => /^Measuring: the meaning check without each head \(3 passes per head\) \(\d+ of 72 heads done\)…$/
+  await page.waitForFunction(() => /^Measuring: the meaning check without each head \(3 passes per head\)( \(\d+ of 72 heads done\))?…$/
     .test(document.querySelector('[data-testid=importance-status]')?.textContent ?? ''), null, { timeout: 120000, polling: 10 });
   const margin = await measured(page, null);
   assert.notDeepEqual(margin, drift, 'the margin ranks the heads otherwise');
@@ -150,9 +151,12 @@ test('the importance measure re-ranks the grid and the prune slider, and names t
   const csv = await download(page, 'export-trained-importance-csv');
   assert.equal(csv.name, 'headlab-minilm-importance-task.csv');
   const rows = csv.text.trim().split('\n');
-  assert.equal(rows[0], 'head,task_loss_gate_gradient,rank,pruned');
+  assert.equal(rows[0], 'head,layer,head_in_layer,task_loss_gate_gradient,rank,pruned');
   assert.equal(rows.length, 73);
-  assert.deepEqual(rows.slice(1).map((r) => Number(r.split(',')[1]) / Math.max(...task.map((_, i) => Number(rows[i + 1].split(',')[1])))).map((v) => v.toFixed(3)),
+  // Each head named by its layer (from 1) and its place in the layer, as the grid labels it.
+  assert.deepEqual(rows.slice(1).map((r) => r.split(',').slice(0, 3).map(Number)), task.map((_, h) => [h, Math.floor(h / 12) + 1, h % 12]));
+  const value = (r) => Number(r.split(',')[3]);
+  assert.deepEqual(rows.slice(1).map((r) => value(r) / Math.max(...rows.slice(1).map(value))).map((v) => v.toFixed(3)),
     task.map((v) => v.toFixed(3)), 'the CSV holds the values the grid is shaded by');
   await page.screenshot({ path: join(artifacts, 'importance-task.png'), fullPage: true });
   assert.deepEqual(problems, []);

@@ -9,16 +9,16 @@ export const root = resolve(import.meta.dirname, '../..');
 export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
 /**
- * Serves dist/ on a free loopback port; resolves to { server, base }. `extra(path, url)` may
+ * Serves dist/ (or `dist`) on a free loopback port; resolves to { server, base }. `extra(path, url)` may
  * answer a path itself (resolve to { type, body }) and `html(path, text)` may rewrite each page.
  */
-export async function serveDist({ extra = async () => null, html = (_, text) => text, artifacts = join(root, 'target/e2e') } = {}) {
+export async function serveDist({ extra = async () => null, html = (_, text) => text, artifacts = join(root, 'target/e2e'), dist = join(root, 'dist') } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     try {
       const own = await extra(url.pathname, url);
       if (own) return res.writeHead(200, { 'content-type': own.type }).end(own.body);
-      const file = join(root, 'dist', url.pathname === '/' ? 'index.html' : url.pathname);
+      const file = join(dist, url.pathname === '/' ? 'index.html' : url.pathname);
       let body = await readFile(file);
       if (extname(file) === '.html') body = html(url.pathname, body.toString());
       res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(body);

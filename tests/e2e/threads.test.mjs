@@ -89,6 +89,26 @@ test('the pool in an iframe on a host that is not cross-origin isolated', async 
   await page.close();
 });
 
+test('on the page\'s own thread a sweep draws between heads and counts the heads it has measured', async () => {
+  const { page, problems } = await openPage(browser, `${app.base}/?preset=minilm&backend=cpu&threads=1`);
+  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  const counted = (what) => page.waitForFunction((w) => new RegExp(`^Measuring: ${w}.*\\((\\d+) of 72 heads done\\)…$`)
+    .test(document.querySelector('[data-testid=importance-status]')?.textContent ?? ''), what, { timeout: 120000, polling: 10 });
+  // A long sentence: 72 passes of a few tens of milliseconds, one a turn of the browser.
+  await page.getByTestId('text').fill('the bank by the river was steep and she sat on it watching the water '.repeat(12));
+  await page.getByTestId('text').blur();
+  await counted('one pass per head on this sentence');
+  const drift = await text(page, 'importance-status');
+  // The meaning check's 216 passes, three a head.
+  await page.getByTestId('importance-measure').selectOption('margin');
+  await counted('the meaning check without each head');
+  const margin = await text(page, 'importance-status');
+  await page.waitForFunction(() => !/^Measuring/.test(document.querySelector('[data-testid=importance-status]')?.textContent ?? 'Measuring'), null, { timeout: 240000 });
+  console.log(`one thread: "${drift}"; "${margin}"`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('workers that cannot start: the page computes on its own thread and says why', async () => {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   await context.route('**/worker.js', (route) => route.fulfill({ status: 404, body: 'gone' }));

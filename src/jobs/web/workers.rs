@@ -291,6 +291,10 @@ impl Pool for WebWorkers {
         self.threads
     }
 
+    fn ready(&self) -> LocalFuture<'_, Result<(), String>> {
+        Box::pin(async move { self.crew().await.map(drop) })
+    }
+
     fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         Box::pin(async move {
             let crew = self.crew().await?;

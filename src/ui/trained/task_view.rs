@@ -15,7 +15,7 @@ use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::Engine;
 use crate::jobs::task::{HeadRoles, SetQuality, TaskData, TaskImportance};
-use crate::jobs::ticket::{Slot, Ticket};
+use crate::jobs::ticket::Ticket;
 use crate::jobs::timing::TimePruned;
 use crate::model::curves::Curves;
 use crate::model::roles::Role;
@@ -101,9 +101,11 @@ impl TaskView {
         // Nothing known, of a model of no heads, until the model and the pairs are in.
         let curves = RwSignal::new_local(Curves::new(0));
         let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
-        let slot = Slot::default();
         let run = LocalResource::new(move || {
-            let (ready, order, go, ticket) = (ready(), one_shot(), running.get(), slot.ticket());
+            let (ready, order, go) = (ready(), one_shot(), running.get());
+            // Wanted while the reader has not paused it and the one-shot order is the same.
+            let of = order.clone();
+            let ticket = Ticket::while_wanted(move || running.get_untracked() && untrack(one_shot) == of);
             async move {
                 // Whatever the browser saved shows at once; computing waits for the reader's go.
                 // The one-shot order joins when this sentence's ranking is there (a new sentence
@@ -135,9 +137,11 @@ impl TaskView {
                 }
             }
         });
-        let quality_slot = Slot::default();
         let quality = LocalResource::new(move || {
-            let (ready, heads, ticket) = (ready(), view.choices.heads.get(), quality_slot.ticket());
+            let (ready, heads) = (ready(), view.choices.heads.get());
+            // Wanted while the reader's set is this one.
+            let of = heads.clone();
+            let ticket = Ticket::while_wanted(move || view.choices.heads.with_untracked(|h| *h == of));
             async move {
                 let (engine, data) = ready?;
                 (heads.len() == engine.model().spec().total_heads()).then_some(())?;
@@ -203,7 +207,6 @@ fn pruned_speed(
     data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
     quality: LocalResource<Option<(HeadSet, f64)>>,
 ) -> LocalResource<Option<(HeadSet, PrunedSpeed)>> {
-    let slot = Slot::default();
     LocalResource::new(move || {
         let (engine, heads, full) =
             (view.engine.get().flatten(), view.choices.heads.get(), view.full.get().flatten());
@@ -212,7 +215,15 @@ fn pruned_speed(
             _ => true, // no set of pairs: no quality to wait for
         };
         let settled = view.drift_importance().is_some() && quality_in;
-        let ticket = slot.ticket();
+        // Wanted while the reader's set and the sentence's pass are these.
+        let (of_heads, of_full) = (heads.clone(), full.clone());
+        let ticket = Ticket::while_wanted(move || {
+            let same_full = match (view.full.get_untracked().flatten(), &of_full) {
+                (Some(now), Some(was)) => Rc::ptr_eq(&now, was),
+                _ => false,
+            };
+            same_full && view.choices.heads.with_untracked(|h| *h == of_heads)
+        });
         async move {
             let (engine, full) = (engine?, full?);
             (heads.any_pruned() && settled && heads.len() == full.out.heads.len()).then_some(())?;

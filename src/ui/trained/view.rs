@@ -13,7 +13,7 @@ use crate::attention::{cosine, HeadSet};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::{Engine, Pass, Workers};
 use crate::jobs::sweep::{DriftSweep, MarginSweep};
-use crate::jobs::ticket::Slot;
+use crate::jobs::ticket::Ticket;
 use crate::jobs::web::{auto_threads, PageHost, WebWorkers};
 use crate::model::check::{meaning_check, CheckAnswer, MarginImportance};
 use crate::model::contrast::Contrast;
@@ -256,12 +256,18 @@ fn drift_importance(
     engine: LocalResource<Option<Rc<Engine>>>,
     full: LocalResource<Option<Rc<Pass>>>,
 ) -> (LocalResource<Option<Rc<SentenceImportance>>>, RwSignal<SentenceStatus>) {
-    let (slot, status) = (Slot::default(), RwSignal::new(None::<(Vec<u32>, Status)>));
+    let status = RwSignal::new(None::<(Vec<u32>, Status)>);
     let importance = LocalResource::new(move || {
         // Waits for the sentence's unpruned pass: the sweep starts from it.
-        let (engine, base, ticket) = (engine.get().flatten(), full.get().flatten(), slot.ticket());
+        let (engine, base) = (engine.get().flatten(), full.get().flatten());
         async move {
             let (engine, base) = (engine?, base?);
+            // Wanted while the page's unpruned pass is this one (the sentence or the backend
+            // did not change).
+            let of = base.clone();
+            let ticket = Ticket::while_wanted(move || {
+                full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &of))
+            });
             let ids = base.ids.clone();
             let job = Planned::new(DriftSweep::new(&engine, ids.clone()));
             let ranking = drive(&engine, job, &ticket, |_, s| status.set(Some((ids.clone(), s)))).await?;
@@ -271,20 +277,29 @@ fn drift_importance(
     (importance, status)
 }
 
+/// Whether `engine` still holds `of`.
+fn engine_is(engine: LocalResource<Option<Rc<Engine>>>, of: &Rc<Engine>) -> bool {
+    engine.get_untracked().flatten().is_some_and(|e| Rc::ptr_eq(&e, of))
+}
+
 /// The margin importance (a job on `engine`), once the reader first chooses that measure, and
 /// its status.
 fn margin_importance(
     engine: LocalResource<Option<Rc<Engine>>>,
     measure: RwSignal<Measure>,
 ) -> (LocalResource<Option<Rc<MarginImportance>>>, RwSignal<Option<Status>>) {
+    let engine_resource = engine;
     let wanted = Memo::new(move |was: Option<&bool>| {
         was.copied().unwrap_or(false) || measure.get() == Measure::Margin
     });
-    let (slot, status) = (Slot::default(), RwSignal::new(None::<Status>));
+    let status = RwSignal::new(None::<Status>);
     let margin = LocalResource::new(move || {
-        let (engine, wanted, ticket) = (engine.get().flatten(), wanted.get(), slot.ticket());
+        let (engine, wanted) = (engine.get().flatten(), wanted.get());
         async move {
             let engine = engine.filter(|_| wanted)?;
+            // Wanted while the page's engine is this one (the backend did not change).
+            let of = engine.clone();
+            let ticket = Ticket::while_wanted(move || engine_is(engine_resource, &of));
             status.set(None);
             let job = Planned::new(MarginSweep::new(&engine));
             drive(&engine, job, &ticket, |_, s| status.set(Some(s))).await.map(Rc::new)
