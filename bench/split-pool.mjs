@@ -3,8 +3,8 @@
 // transfer their buffers, no SharedArrayBuffer. Used by bench/split.mjs and bench/transformers.mjs.
 //
 // The thread that makes a SplitPool drives each pass and computes its first shard itself; the
-// pool's `threads - 1` workers compute the others (src/cpu/split.rs: heads of the attention
-// layer; src/model/split.rs: heads and feed-forward units of the trained model, two steps per
+// pool's `threads - 1` workers compute the others (src/cpu/head_shards.rs: heads of the attention
+// layer; src/model/sharded.rs: heads and feed-forward units of the trained model, two steps per
 // layer).
 import { createRequire } from 'node:module';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -17,7 +17,7 @@ const wasm = (folder = 'bench-node') => require(`../target/${folder}/headlab.js`
 export const assetPath = fileURLToPath(new URL('../target/model/minilm-f16.bin', import.meta.url));
 
 /** How far a cut pass may be from the single-thread one: the native tests' bound
- * (src/cpu/split.rs: the same bits; tests/minilm.rs: 2e-6 relative). */
+ * (src/cpu/head_shards.rs: the same bits; tests/minilm_passes.rs: 2e-6 relative). */
 export const SPLIT_BOUND = 2e-6;
 
 function concat(parts) {
@@ -54,7 +54,7 @@ export class SplitPool {
 
   /** The MHA pass of `c` (an MhaCase of d, h, n) cut by heads; its output is then c.output(). */
   async mha(c, d, h, n, x) {
-    // The heads cut as the Rust side cuts them (src/cpu/split.rs), pairs [start, end].
+    // The heads cut as the Rust side cuts them (src/cpu/head_shards.rs), pairs [start, end].
     const cut = wasm(this.folder).even_ranges(h, this.threads);
     const ranges = Array.from({ length: cut.length / 2 }, (_, s) => [cut[2 * s], cut[2 * s + 1]]);
     // The input goes out (copied, as a page's message would), the first shard is computed here

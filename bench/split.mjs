@@ -1,7 +1,7 @@
 // One pass cut across threads that share no memory, as the page's web workers would run it:
 // each thread a wasm instance of its own (Node worker_threads), messages that copy or transfer
 // their buffers, no SharedArrayBuffer. headlab's single-thread pass against the same pass cut
-// into one shard per thread (src/cpu/split.rs: heads; src/model/split.rs: heads and feed-forward
+// into one shard per thread (src/cpu/head_shards.rs: heads; src/model/sharded.rs: heads and feed-forward
 // units, two steps per layer), and onnxruntime-web's wasm backend with the same thread count, in
 // one Node process, interleaved rounds, medians of per-round ratios. The threads: bench/split-pool.mjs.
 //

@@ -9,7 +9,7 @@
 # module script) asks `WebAssembly.validate` whether the browser takes a relaxed-SIMD instruction
 # and imports `headlab-HASH-relaxed.js` with its wasm, or trunk's own pair; it writes the
 # addresses it chose on <html data-glue data-wasm>, where the page's web workers find them
-# (src/ui/pool.rs), so they run the same build and give the same numbers.
+# (src/jobs/web/workers.rs), so they run the same build and give the same numbers.
 #
 # Debug builds (`scripts/serve.sh --debug`) keep the simd128 build alone.
 set -euo pipefail

@@ -259,6 +259,29 @@ fn the_pace_of_workers_leaves_out_their_start() {
 }
 
 #[test]
+fn the_engine_keeps_a_few_unpruned_passes_for_the_sweeps_that_start_from_them() {
+    let model = model();
+    let (spec, total) = (*model.spec(), model.spec().total_heads());
+    let here = engine(model.clone(), 1);
+    let sentences: Vec<Vec<u32>> = ["a dog .", "the cat .", "a man sings .", "we sat .", "the old park ."]
+        .iter()
+        .map(|s| ids(&model, s))
+        .collect();
+    for s in &sentences {
+        pollster::block_on(here.pass(s.clone(), &HeadSet::all(total), None));
+    }
+    let sweep = |s: &Vec<u32>| headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1).remove(0);
+    // The newest four are kept: a sweep from them skips the unpruned pass; the oldest is gone.
+    let unpruned = |s: &Vec<u32>| headlab::model::work::ablation_flops(&spec, s.len(), &[]);
+    assert_eq!(here.flops(&sweep(&sentences[4])), sweep(&sentences[4]).flops(&spec) - unpruned(&sentences[4]));
+    assert_eq!(here.flops(&sweep(&sentences[0])), sweep(&sentences[0]).flops(&spec), "dropped");
+    // On workers every piece runs its own unpruned pass.
+    let workers = engine(model.clone(), 2);
+    pollster::block_on(workers.pass(sentences[4].clone(), &HeadSet::all(total), None));
+    assert_eq!(workers.flops(&sweep(&sentences[4])), sweep(&sentences[4]).flops(&spec));
+}
+
+#[test]
 fn a_job_whose_input_changed_stops_at_its_next_step() {
     let model = model();
     let here = engine(model.clone(), 1);

@@ -1,5 +1,5 @@
 // headlab's web worker. The page sends the addresses of its own wasm-bindgen module and wasm;
-// this loads them, and the wasm (src/ui/worker.rs) takes over the conversation from there:
+// this loads them, and the wasm (src/jobs/web/worker.rs) takes over the conversation from there:
 // it says "ready", loads the model, and runs the pieces of work the page sends.
 self.onmessage = async (event) => {
   self.onmessage = null;

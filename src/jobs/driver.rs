@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use super::engine::{Engine, Where};
+use super::pool::Priority;
 use super::ticket::Ticket;
 use crate::model::work::{Done, Work};
 
@@ -88,6 +89,10 @@ pub trait Plan {
     fn absorb(&mut self, done: Done);
     /// Every piece of the current batch is in.
     fn complete(&mut self) {}
+    /// Where its pieces go among others waiting for busy workers.
+    fn priority(&self) -> Priority {
+        Priority::Background
+    }
     /// How far it has come (where its pieces would run on `engine` now, for the time left).
     fn progress(&self, engine: &Engine) -> Progress;
 }
@@ -128,7 +133,7 @@ impl<P: Plan> Job for Planned<P> {
         let count = engine.at_once(self.queue.make_contiguous());
         let batch: Vec<Work> = self.queue.iter().take(count).cloned().collect();
         // Workers that fail leave the batch where it was: the next step runs it here.
-        let done = engine.run(batch).await?;
+        let done = engine.run(batch, self.plan.priority()).await?;
         self.queue.drain(..count);
         done.into_iter().for_each(|d| self.plan.absorb(d));
         if self.queue.is_empty() {

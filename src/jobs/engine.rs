@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::host::{Host, HostClock};
 use super::pace::Pace;
-use super::pool::{PageThread, Pool};
+use super::pool::{PageThread, Pool, Priority};
 use crate::attention::HeadSet;
 use crate::backend::{Session, TrainedRunner};
 use crate::model::bert::BertOutput;
@@ -143,8 +143,20 @@ pub struct Pass {
 }
 
 /// Unpruned passes kept for the work that removes one head at a time from them: the page's
-/// sentence and the meaning check's three.
+/// sentence and the meaning check's three, within [`TRACE_BYTES`] (the newest always kept: a
+/// 512-token pass of MiniLM is about 85 MB, and wasm memory never shrinks).
 const TRACES_KEPT: usize = 4;
+
+/// Bytes of unpruned passes kept beyond the newest.
+const TRACE_BYTES: usize = 32 << 20;
+
+/// Bytes a pass holds: attention maps, heads' outputs, layer inputs.
+fn trace_bytes(out: &BertOutput) -> usize {
+    let floats = out.attention.iter().map(|a| a.len()).sum::<usize>()
+        + out.head_outputs.iter().map(|h| h.len()).sum::<usize>()
+        + out.layer_inputs.iter().map(Vec::len).sum::<usize>();
+    4 * floats
+}
 
 /// The model on the page's backend, its workers, and everything that runs on them.
 pub struct Engine {
@@ -207,18 +219,26 @@ impl Engine {
     fn keep_trace(&self, ids: &[u32], out: Arc<BertOutput>) {
         let mut traces = self.traces.borrow_mut();
         traces.retain(|(i, o)| !(i == ids && o.heads == out.heads));
-        if traces.len() == TRACES_KEPT {
+        traces.push((ids.to_vec(), out));
+        // The oldest go first, until what is left beside the newest fits the budget.
+        while traces.len() > TRACES_KEPT
+            || (traces.len() > 1
+                && traces[..traces.len() - 1].iter().map(|(_, o)| trace_bytes(o)).sum::<usize>()
+                    > TRACE_BYTES)
+        {
             traces.remove(0);
         }
-        traces.push((ids.to_vec(), out));
+    }
+
+    /// The unpruned pass of `ids` with `heads`, if one is kept.
+    fn kept_trace(&self, ids: &[u32], heads: &HeadSet) -> Option<Arc<BertOutput>> {
+        self.traces.borrow().iter().find(|(i, o)| i == ids && o.heads == *heads).map(|(_, o)| o.clone())
     }
 
     /// The pass of `ids` with `heads`: kept from earlier, or run now (and kept); and whether it
     /// was kept.
     async fn trace(&self, ids: &[u32], heads: &HeadSet) -> (Arc<BertOutput>, bool) {
-        let kept =
-            self.traces.borrow().iter().find(|(i, o)| i == ids && o.heads == *heads).map(|(_, o)| o.clone());
-        match kept {
+        match self.kept_trace(ids, heads) {
             Some(t) => (t, true),
             None => {
                 let out = Arc::new(self.runner.run(ids, heads, None).await);
@@ -245,14 +265,11 @@ impl Engine {
     /// is kept here does not run that pass again.
     pub fn flops(&self, work: &Work) -> u64 {
         let spec = self.model.spec();
-        let kept = |ids: &Vec<u32>, heads: &HeadSet| {
-            self.traces.borrow().iter().any(|(i, o)| i == ids && o.heads == *heads)
-        };
         match work {
             Work::Ablate { heads, sentences, .. } if !matches!(self.place_of(work), Where::Workers(_)) => {
                 let reused = sentences
                     .iter()
-                    .filter(|ids| kept(ids, heads))
+                    .filter(|ids| self.kept_trace(ids, heads).is_some())
                     .map(|ids| ablation_flops(spec, ids.len(), &[]));
                 work.flops(spec) - reused.sum::<u64>()
             }
@@ -286,9 +303,10 @@ impl Engine {
         }
     }
 
-    /// Runs `pieces` where they run now, results in order. `None` when the workers failed on
-    /// them (they are not used again; the caller runs the pieces again, here).
-    pub async fn run(&self, pieces: Vec<Work>) -> Option<Vec<Done>> {
+    /// Runs `pieces` where they run now (on busy workers, `priority` among the pieces waiting),
+    /// results in order. `None` when the workers failed on them (they are not used again; the
+    /// caller runs the pieces again, here).
+    pub async fn run(&self, pieces: Vec<Work>, priority: Priority) -> Option<Vec<Done>> {
         let Some(place) = pieces.first().map(|w| self.place_of(w)) else { return Some(Vec::new()) };
         let spec = *self.model.spec();
         let flops: u64 = pieces.iter().map(|w| w.flops(&spec)).sum();
@@ -300,7 +318,7 @@ impl Engine {
         // Timed from here: the pool's start (workers spawned, the model loaded) is not the work's.
         let t0 = self.host.now_ms();
         let (done, flops) = match place {
-            Where::Workers(_) => match self.workers.pool.run(pieces.clone()).await {
+            Where::Workers(_) => match self.workers.pool.run(pieces.clone(), priority).await {
                 Ok(done)
                     if pieces.iter().zip(&done).all(|(w, d)| w.accepts(&spec, d))
                         && done.len() == pieces.len() =>
@@ -337,7 +355,11 @@ impl Engine {
     /// length), from the kept unpruned passes.
     async fn run_here(&self, work: &Work) -> (Done, u64) {
         let Work::Ablate { heads, sentences, ablate } = work else {
-            let done = self.here.run(vec![work.clone()]).await.expect("the page's thread does not fail");
+            let done = self
+                .here
+                .run(vec![work.clone()], Priority::Now)
+                .await
+                .expect("the page's thread does not fail");
             return (done.into_iter().next().expect("one result a piece"), 0);
         };
         let spec = self.model.spec();

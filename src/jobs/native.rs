@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::host::{Host, LocalFuture};
-use super::pool::Pool;
+use super::pool::{Pool, Priority};
 use crate::cpu::Kernel;
 use crate::model::work::{Done, Work};
 use crate::model::Model;
@@ -86,7 +86,7 @@ impl Pool for FakePool {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+    fn run(&self, pieces: Vec<Work>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         let result = (|| {
             let mut done: Vec<(usize, Done)> = Vec::with_capacity(pieces.len());
             for (i, work) in pieces.iter().enumerate().rev() {

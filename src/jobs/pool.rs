@@ -10,6 +10,17 @@ use crate::cpu::Kernel;
 use crate::model::work::{Done, Work};
 use crate::model::Model;
 
+/// Which pieces a busy pool runs first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Priority {
+    /// What the reader is waiting to see (a sentence's importance): ahead of everything queued
+    /// before it but other such pieces.
+    Now,
+    /// Work that takes its time (quality, curves, roles): in the order it came.
+    #[default]
+    Background,
+}
+
 /// Where pieces of work run.
 pub trait Pool {
     /// Threads the pieces run on at once (1: one after another).
@@ -20,9 +31,10 @@ pub trait Pool {
     fn ready(&self) -> LocalFuture<'_, Result<(), String>> {
         Box::pin(std::future::ready(Ok(())))
     }
-    /// Runs `pieces` (checked against the model by the caller), results in their order; an
-    /// error says why the pool stopped working (its pieces are then run elsewhere).
-    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>>;
+    /// Runs `pieces` (checked against the model by the caller) with `priority` among the pieces
+    /// waiting, results in their order; an error says why the pool stopped working (its pieces
+    /// are then run elsewhere).
+    fn run(&self, pieces: Vec<Work>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>>;
 }
 
 /// The page's own thread: each piece runs to its end before the browser gets its turn, so the
@@ -43,7 +55,7 @@ impl Pool for PageThread {
         1
     }
 
-    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+    fn run(&self, pieces: Vec<Work>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         let done = pieces.iter().map(|w| w.run(&self.model.bert, Kernel::Simd)).collect();
         Box::pin(std::future::ready(Ok(done)))
     }

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 
 use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
+use super::pool::Priority;
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::model::check::{CheckAnswer, MarginImportance, SENTENCES};
@@ -116,6 +117,11 @@ impl Plan for DriftSweep {
         self.ablation.absorb(done);
     }
 
+    /// The reader waits for it: ahead of background work.
+    fn priority(&self) -> Priority {
+        Priority::Now
+    }
+
     fn progress(&self, engine: &Engine) -> Progress {
         self.ablation.progress(engine)
     }
@@ -162,6 +168,11 @@ impl Plan for MarginSweep {
 
     fn absorb(&mut self, done: Done) {
         self.ablation.absorb(done);
+    }
+
+    /// The reader waits for it: ahead of background work.
+    fn priority(&self) -> Priority {
+        Priority::Now
     }
 
     fn progress(&self, engine: &Engine) -> Progress {

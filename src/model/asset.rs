@@ -40,7 +40,7 @@ pub enum AssetError {
 
 /// SHA-256 of the asset `scripts/build-model-asset.sh` makes from the pinned checkpoint (the
 /// converter is deterministic). The page refuses any other bytes; the script and
-/// `tests/minilm.rs` check the built asset against this.
+/// `tests/minilm_f16.rs` check the built asset against this.
 pub const ASSET_SHA256: &str = "cf7b0fca32cd8120a738e5da2f38248a9d64344d2baefbd1e68a5043afa825b0";
 
 /// Lower-case hex SHA-256 of `bytes`.

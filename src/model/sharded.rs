@@ -14,7 +14,7 @@
 //!
 //! The products into the residual stream (`W_o`, `W_out`) sum over heads and units: each shard
 //! sums its own, and the driver adds the shards' sums. The terms are the single-thread pass's,
-//! grouped differently, so the result differs from it by rounding only (`tests/minilm.rs` bounds
+//! grouped differently, so the result differs from it by rounding only (`tests/minilm_passes.rs` bounds
 //! it; one shard gives the same bits).
 
 use super::bert::{activate, layer_norm, linear, pool, Bert, Layer, Linear};

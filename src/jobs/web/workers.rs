@@ -23,7 +23,7 @@ use wasm_bindgen_futures::spawn_local;
 use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::jobs::host::LocalFuture;
-use crate::jobs::pool::Pool;
+use crate::jobs::pool::{Pool, Priority};
 use crate::model::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -119,6 +119,7 @@ impl Drop for Member {
 /// A piece waiting for a worker, and where its result goes.
 struct Task {
     work: Work,
+    priority: Priority,
     done: oneshot::Sender<Result<Done, String>>,
 }
 
@@ -161,16 +162,28 @@ impl Crew {
         Ok(Crew { queue: Rc::default(), idle: Rc::new(RefCell::new(members)), broken: Rc::default() })
     }
 
-    /// Runs `pieces` on the workers, as many at once as there are workers; results in order.
-    async fn run(&self, pieces: Vec<Work>) -> Result<Vec<Done>, String> {
-        let waiting: Vec<_> = pieces
-            .into_iter()
-            .map(|work| {
-                let (done, rx) = oneshot::channel();
-                self.queue.borrow_mut().push_back(Task { work, done });
-                rx
-            })
-            .collect();
+    /// Runs `pieces` on the workers, as many at once as there are workers, `priority` among the
+    /// pieces waiting; results in order.
+    async fn run(&self, pieces: Vec<Work>, priority: Priority) -> Result<Vec<Done>, String> {
+        let waiting: Vec<_> = {
+            let mut queue = self.queue.borrow_mut();
+            // Urgent pieces go after the urgent ones already waiting, before the rest.
+            let mut at = match priority {
+                Priority::Now => {
+                    queue.iter().position(|t| t.priority == Priority::Background).unwrap_or(queue.len())
+                }
+                Priority::Background => queue.len(),
+            };
+            pieces
+                .into_iter()
+                .map(|work| {
+                    let (done, rx) = oneshot::channel();
+                    queue.insert(at, Task { work, priority, done });
+                    at += 1;
+                    rx
+                })
+                .collect()
+        };
         // Every idle worker takes to the queue; the busy ones come back to it when done.
         let idle: Vec<Rc<Member>> = self.idle.borrow_mut().drain(..).collect();
         for member in idle {
@@ -295,10 +308,10 @@ impl Pool for WebWorkers {
         Box::pin(async move { self.crew().await.map(drop) })
     }
 
-    fn run(&self, pieces: Vec<Work>) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+    fn run(&self, pieces: Vec<Work>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         Box::pin(async move {
             let crew = self.crew().await?;
-            let done = crew.run(pieces).await;
+            let done = crew.run(pieces, priority).await;
             if let Err(why) = &done {
                 *self.state.borrow_mut() = PoolState::Failed(why.clone());
             }
