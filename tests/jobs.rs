@@ -270,10 +270,14 @@ fn the_engine_keeps_a_few_unpruned_passes_for_the_sweeps_that_start_from_them() 
     for s in &sentences {
         pollster::block_on(here.pass(s.clone(), &HeadSet::all(total), None));
     }
-    let sweep = |s: &Vec<u32>| headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1).remove(0);
+    let sweep =
+        |s: &Vec<u32>| headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1).remove(0);
     // The newest four are kept: a sweep from them skips the unpruned pass; the oldest is gone.
     let unpruned = |s: &Vec<u32>| headlab::model::work::ablation_flops(&spec, s.len(), &[]);
-    assert_eq!(here.flops(&sweep(&sentences[4])), sweep(&sentences[4]).flops(&spec) - unpruned(&sentences[4]));
+    assert_eq!(
+        here.flops(&sweep(&sentences[4])),
+        sweep(&sentences[4]).flops(&spec) - unpruned(&sentences[4])
+    );
     assert_eq!(here.flops(&sweep(&sentences[0])), sweep(&sentences[0]).flops(&spec), "dropped");
     // On workers every piece runs its own unpruned pass.
     let workers = engine(model.clone(), 2);

@@ -124,7 +124,7 @@ pub fn Timing() -> impl IntoView {
 
 fn timing_text(state: AppState) -> String {
     if state.settings.read().is_trained() {
-        return "all-MiniLM-L6-v2: its passes are timed in its panel below.".to_string();
+        return format!("{}: its passes are timed in its panel below.", crate::model::BUILT_IN_NAME);
     }
     if state.computing() {
         let c = state.settings.read().config();
