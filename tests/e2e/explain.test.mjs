@@ -2,27 +2,14 @@
 // on live tensors (two presets), loop against batched, the seed's sortable model table; the
 // importance measure re-ranking the trained model's grid; the attention-flow picture following
 // pruned heads, and its SVG; a phone's width.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { artifacts, launch, openPage, serveDist, text } from './harness.mjs';
+import { artifacts, download, suite } from './harness.mjs';
 
-let app, browser, gpuBrowser;
+const app = suite({ gpu: true, noGpu: true });
 
-before(async () => {
-  app = await serveDist();
-  browser = await launch({ webgpu: false });
-  gpuBrowser = await launch({ webgpu: true });
-});
-
-after(async () => {
-  await browser?.close();
-  await gpuBrowser?.close();
-  app?.server.close();
-});
-
-const open = (query, viewport = { width: 1400, height: 1000 }) => openPage(browser, `${app.base}/${query}`, { viewport });
+const open = (query, viewport = { width: 1400, height: 1000 }) => app.open(query, { viewport, via: app.noGpuBrowser });
 
 /** The shapes numpy would print for each line of the seed's function. */
 const shapes = (n, d, h) => {
@@ -31,23 +18,23 @@ const shapes = (n, d, h) => {
     `(1, ${h}, ${n}, ${k})`, `(1, ${h}, ${n}, ${n})`, `(1, ${h}, ${n}, ${n})`, `(1, ${h}, ${n}, ${k})`, `(1, ${n}, ${d})`, `(1, ${n}, ${d})`];
 };
 
-/** Walks every line with `advance` (a key or the button), reading each line's shape and values. */
-async function walkAll(page, advance) {
+/** Walks every line of `code` with `advance` (a key or the button), reading each line's shape and values. */
+async function walkAll(code, advance) {
   const seen = [];
   for (let i = 0; i < 11; i++) {
     if (i > 0) await advance();
-    await page.waitForFunction((at) => document.querySelector('[aria-selected=true]')?.id === `code-line-${at}`, i);
-    seen.push({ shape: await text(page, 'code-shape'), slice: await text(page, 'code-slice'), values: await text(page, 'code-values') });
+    await code.waitSelected(i);
+    seen.push({ shape: await code.shape.textContent(), slice: await code.slice.textContent(), values: await code.values.textContent() });
   }
   return seen;
 }
 
 test('the code walk steps through every line on two presets, with shapes, slices and loop against batched', async () => {
-  const { page, problems } = await open('?preset=bert-base&seq=16&backend=cpu');
-  await page.getByTestId('code-shape').waitFor();
+  const { page, problems, lab: { code, models } } = await open('?preset=bert-base&seq=16&backend=cpu');
+  await code.shape.waitFor();
   // Keyboard: the lines are one Tab stop, and the arrow keys step.
-  await page.getByTestId('code-lines').focus();
-  const bert = await walkAll(page, () => page.keyboard.press('ArrowDown'));
+  await code.lines.focus();
+  const bert = await walkAll(code, () => page.keyboard.press('ArrowDown'));
   assert.deepEqual(bert.map((s) => s.shape), shapes(16, 768, 12));
   assert.equal(bert[1].values, '[64]');
   // Reshape and transpose move no number: lines 3 to 6 show the same values.
@@ -55,49 +42,49 @@ test('the code walk steps through every line on two presets, with shapes, slices
   assert.match(bert[7].values, /the whole row sums to 1\.000000/);
   assert.equal(bert[3].slice, 'qkv[0, 0, 0, 0, :6]');
   await page.keyboard.press('Home');
-  await page.waitForFunction(() => document.querySelector('[aria-selected=true]')?.id === 'code-line-0');
-  assert.match(await text(page, 'code-agreement'), /same to \d\.\de-([6-9]|1\d) of/);
+  await code.waitSelected(0);
+  assert.match(await code.agreement.textContent(), /same to \d\.\de-([6-9]|1\d) of/);
 
   // Another head and token: the slices follow.
-  await page.getByTestId('code-head').selectOption('5');
-  await page.getByTestId('code-token').selectOption('3');
-  await page.getByTestId('code-line-3').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=code-slice]')?.textContent === 'qkv[0, 3, 0, 5, :6]');
+  await code.head.selectOption('5');
+  await code.token.selectOption('3');
+  await code.line(3).click();
+  await code.slice.waitText('qkv[0, 3, 0, 5, :6]');
 
   // The loop over heads against the batched function: the same output, both timed.
-  await page.getByTestId('code-time-loop').click();
-  await page.waitForFunction(() => /Medians of/.test(document.querySelector('[data-testid=code-loop-result]')?.textContent ?? ''), null, { timeout: 60000 });
-  const result = await text(page, 'code-loop-result');
+  await code.timeLoop.click();
+  await code.loopResult.waitText(/Medians of/, { timeout: 60000 });
+  const result = await code.loopResult.textContent();
   console.log(`loop against batched: ${result}`);
   const difference = /equal bit for bit/.test(result) ? 0 : Number(result.match(/outputs: ([\d.e+-]+) of/)[1]);
   assert.ok(difference < 1e-5, result);
   assert.match(result, /one by one \(72 separate products\)/);
 
   // The seed's table, sorted by d_k, picks a model for every panel.
-  await page.getByTestId('sort-d_k').click();
-  await page.getByTestId('sort-d_k').click();
-  assert.equal(await page.locator('[data-testid^=model-row-]').first().getAttribute('data-testid'), 'model-row-gpt3');
-  assert.equal(await page.locator('th[aria-sort=descending]').count(), 1);
-  await page.getByTestId('model-pick-gpt2-large').click();
-  await page.waitForFunction(() => document.querySelector('[data-testid=code-token] option:last-child')?.value === '15');
+  await models.sort('d_k').click();
+  await models.sort('d_k').click();
+  assert.equal(await models.first(), 'gpt3');
+  assert.equal(await models.sortedDescending.count(), 1);
+  await models.pick('gpt2-large').click();
+  await code.waitLastToken('15');
   await page.screenshot({ path: join(artifacts, 'code-walk.png'), fullPage: true });
 
   // GPT-2 Large at 16 tokens, stepped with the button from the first line.
-  await page.getByTestId('code-line-0').click();
-  const large = await walkAll(page, () => page.getByTestId('code-next').click());
+  await code.line(0).click();
+  const large = await walkAll(code, () => code.next.click());
   assert.deepEqual(large.map((s) => s.shape), shapes(16, 1280, 20));
-  assert.equal(await page.getByTestId('code-next').isDisabled(), true, 'the last line has no next');
-  assert.match(await text(page, 'code-position'), /Line 11 of 11/);
+  assert.equal(await code.next.isDisabled(), true, 'the last line has no next');
+  assert.match(await code.position.textContent(), /Line 11 of 11/);
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('on WebGPU the loop over heads is dispatched head by head on the GPU, with the batched output', async () => {
-  const { page, problems } = await openPage(gpuBrowser, `${app.base}/?preset=bert-base&seq=16&backend=gpu`);
-  await page.waitForFunction(() => /^Forward pass on WebGPU/.test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), null, { timeout: 60000 });
-  await page.getByTestId('code-time-loop').click();
-  await page.waitForFunction(() => /Medians of/.test(document.querySelector('[data-testid=code-loop-result]')?.textContent ?? ''), null, { timeout: 120000 });
-  const result = await text(page, 'code-loop-result');
+  const { page, problems, lab: { code, status } } = await app.open('?preset=bert-base&seq=16&backend=gpu', { via: app.gpuBrowser });
+  await status.timing.waitText(/^Forward pass on WebGPU/, { timeout: 60000 });
+  await code.timeLoop.click();
+  await code.loopResult.waitText(/Medians of/, { timeout: 120000 });
+  const result = await code.loopResult.textContent();
   console.log(`loop against batched on WebGPU: ${result}`);
   assert.match(result, /^On WebGPU/);
   assert.match(result, /one by one \(60 separate dispatches\)/);
@@ -106,29 +93,26 @@ test('on WebGPU the loop over heads is dispatched head by head on the GPU, with 
   await page.close();
 });
 
-/** Each grid head's shade (its importance's share of the largest), in head order. */
-const shades = (page) => page.evaluate(() => [...document.querySelectorAll('[data-testid^=grid-]')]
-  .map((b) => Number(b.style.getPropertyValue('--weight'))));
-
-async function measured(page, measure) {
-  if (measure) await page.getByTestId('importance-measure').selectOption(measure);
-  await page.waitForFunction(() => !/^Measuring/.test(document.querySelector('[data-testid=importance-status]')?.textContent ?? 'Measuring'), null, { timeout: 240000 });
-  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid^=grid-]')].some((b) => b.style.getPropertyValue('--weight') === '1.000'));
-  return shades(page);
+/** The grid's shades once `measure` (or, with null, the current measure) has ranked the heads. */
+async function measured(trained, measure) {
+  if (measure) await trained.importanceMeasure.selectOption(measure);
+  await trained.waitImportanceDone({ timeout: 240000 });
+  await trained.waitShaded();
+  return trained.shades();
 }
 
 test('the importance measure re-ranks the grid and the prune slider, and names the heads that flip the check', async () => {
-  const { page, problems } = await open('?preset=minilm&backend=cpu');
-  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 120000 });
-  const drift = await measured(page, null);
+  const { page, problems, lab: { trained } } = await open('?preset=minilm&backend=cpu');
+  await trained.waitReady({ timeout: 120000 });
+  const drift = await measured(trained, null);
   // The margin's 216 passes run on the workers (on the page's thread, the status counts the
   // heads done: tests/e2e/threads.test.mjs).
-  await page.getByTestId('importance-measure').selectOption('margin');
-  await page.waitForFunction(() => /^Measuring: the meaning check without each head \(3 passes per head\)( \(\d+ of 72 heads done\))?…$/
-    .test(document.querySelector('[data-testid=importance-status]')?.textContent ?? ''), null, { timeout: 120000, polling: 10 });
-  const margin = await measured(page, null);
+  await trained.importanceMeasure.selectOption('margin');
+  await trained.importanceStatus.waitText(/^Measuring: the meaning check without each head \(3 passes per head\)( \(\d+ of 72 heads done\))?…$/,
+    { timeout: 120000, polling: 10 });
+  const margin = await measured(trained, null);
   assert.notDeepEqual(margin, drift, 'the margin ranks the heads otherwise');
-  const status = await text(page, 'importance-status');
+  const status = await trained.importanceStatus.textContent();
   console.log(`margin: ${status}`);
   assert.match(status, /flips the meaning check|No single head's removal flips/);
   // A head is said to flip the check only beyond the f16 weights' error of zero (3e-4); a margin
@@ -138,19 +122,18 @@ test('the importance measure re-ranks the grid and the prune slider, and names t
   for (const m of margins(flipped)) assert.ok(m <= -3e-4, `a flip at margin ${m}`);
   for (const m of margins(close)) assert.ok(Math.abs(m) <= 3e-4 + 1e-12, `too close at margin ${m}`);
   assert.match(page.url(), /importance=margin/);
-  const task = await measured(page, 'task');
+  const task = await measured(trained, 'task');
   assert.notDeepEqual(task, drift);
   // The slider prunes the k least important by the chosen measure.
-  await page.getByTestId('trained-prune-k').fill('6');
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid^=grid-][aria-pressed=false]').length === 6);
-  const pruned = await page.evaluate(() => [...document.querySelectorAll('[data-testid^=grid-]')]
-    .map((b, i) => [i, b.getAttribute('aria-pressed')]).filter(([, p]) => p === 'false').map(([i]) => i));
+  await trained.pruneK.fill('6');
+  await trained.waitPrunedCount(6);
+  const pruned = await trained.pruned();
   const least = task.map((v, i) => [v, i]).sort((a, b) => a[0] - b[0]).slice(0, 6).map(([, i]) => i).sort((a, b) => a - b);
   assert.deepEqual(pruned, least);
   // The importance CSV names the measure and holds every head's value.
-  const csv = await download(page, 'export-trained-importance-csv');
+  const csv = await download(page, trained.exportImportanceCsv);
   assert.equal(csv.name, 'headlab-minilm-importance-task.csv');
-  const rows = csv.text.trim().split('\n');
+  const rows = csv.bytes.toString('utf8').trim().split('\n');
   assert.equal(rows[0], 'head,layer,head_in_layer,task_loss_gate_gradient,rank,pruned');
   assert.equal(rows.length, 73);
   // Each head named by its layer (from 1) and its place in the layer, as the grid labels it.
@@ -163,61 +146,51 @@ test('the importance measure re-ranks the grid and the prune slider, and names t
   await page.close();
 });
 
-/** The flow picture's SVG as shown, and the sentence under it. */
-const flow = async (page) => ({ svg: await page.getByTestId('flow-picture').innerHTML(), change: await text(page, 'flow-change') });
-
-async function download(page, id) {
-  const [file] = await Promise.all([page.waitForEvent('download'), page.getByTestId(id).click()]);
-  const path = join(artifacts, file.suggestedFilename());
-  await file.saveAs(path);
-  return { name: file.suggestedFilename(), text: (await readFile(path)).toString('utf8') };
-}
-
 test('the flow picture follows pruned heads: layer 1 of the trained model, a head of the synthetic layer', async () => {
-  const { page, problems } = await open('?preset=minilm&backend=cpu&text=We%20sat%20by%20the%20river%20bank.');
-  await page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg'), null, { timeout: 120000 });
-  const before = await flow(page);
+  const { page, problems, lab: { flow, trained } } = await open('?preset=minilm&backend=cpu&text=We%20sat%20by%20the%20river%20bank.');
+  await flow.waitDrawn({ timeout: 120000 });
+  const before = await flow.read();
   assert.match(before.change, /^Prune heads to see/);
-  assert.match(await page.getByTestId('flow-picture').getAttribute('aria-label'), /draws on most: "/);
-  for (let h = 0; h < 12; h++) await page.getByTestId(`grid-0-${h}`).click();
-  await page.waitForFunction(() => /^Without layer 1's heads, "/.test(document.querySelector('[data-testid=flow-change]')?.textContent ?? ''), null, { timeout: 60000 });
-  const after = await flow(page);
+  assert.match(await flow.picture.getAttribute('aria-label'), /draws on most: "/);
+  for (let h = 0; h < 12; h++) await trained.grid(0, h).click();
+  await flow.change.waitText(/^Without layer 1's heads, "/, { timeout: 60000 });
+  const after = await flow.read();
   console.log(`flow: ${after.change}`);
   assert.notEqual(after.svg, before.svg, 'the picture changed');
   // The download parses as SVG: a cell per token for every layer and the input.
-  const svg = await download(page, 'flow-svg');
+  const svg = await download(page, flow.exportSvg);
   assert.equal(svg.name, 'headlab-minilm-flow.svg');
   const parsed = await page.evaluate((t) => {
     const doc = new DOMParser().parseFromString(t, 'image/svg+xml');
     return { root: doc.documentElement.nodeName, error: doc.querySelector('parsererror')?.textContent ?? null, rects: doc.querySelectorAll('rect').length };
-  }, svg.text);
-  const tokens = await page.locator('[data-testid=tokens] .token').count();
+  }, svg.bytes.toString('utf8'));
+  const tokens = await trained.shownTokens.count();
   assert.deepEqual(parsed, { root: 'svg', error: null, rects: tokens * 7 });
   await page.screenshot({ path: join(artifacts, 'flow-trained.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();
 
   const synthetic = await open('?preset=bert-base&seq=12&backend=cpu&embed=1&view=flow');
-  await synthetic.page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg'));
-  assert.equal(await synthetic.page.locator('canvas.heatmap').count(), 0, 'view=flow shows the flow only');
-  const one = await flow(synthetic.page);
+  await synthetic.lab.flow.waitDrawn();
+  assert.equal(await synthetic.lab.heads.canvases.count(), 0, 'view=flow shows the flow only');
+  const one = await synthetic.lab.flow.read();
   assert.equal((one.svg.match(/<rect /g) ?? []).length, 12 * 2);
   await synthetic.page.goto(`${app.base}/?preset=bert-base&seq=12&backend=cpu&embed=1&view=flow&pruned=0,1,2`);
-  await synthetic.page.waitForFunction(() => /^With 3 heads pruned/.test(document.querySelector('[data-testid=flow-change]')?.textContent ?? ''));
-  assert.notEqual((await flow(synthetic.page)).svg, one.svg);
+  await synthetic.lab.flow.change.waitText(/^With 3 heads pruned/);
+  assert.notEqual((await synthetic.lab.flow.read()).svg, one.svg);
   assert.deepEqual(synthetic.problems, []);
   await synthetic.page.close();
 });
 
 test('on a phone the code walk and the flow fit the width, and view=code embeds the walk alone', async () => {
   for (const query of ['?embed=1&view=code&preset=bert-base&seq=16&backend=cpu', '?preset=bert-base&seq=16&backend=cpu&pruned=1']) {
-    const { page, problems } = await open(query, { width: 390, height: 844 });
-    await page.getByTestId('code-shape').waitFor();
-    await page.waitForFunction(() => document.querySelector('[data-testid=flow-picture] svg') || !document.querySelector('[data-testid=flow]'));
+    const { page, problems, lab: { code, flow, heads } } = await open(query, { width: 390, height: 844 });
+    await code.shape.waitFor();
+    await flow.waitDrawnOrAbsent();
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     assert.ok(overflow <= 0, `${query}: the page is ${overflow}px wider than the screen`);
     if (query.includes('view=code')) {
-      assert.equal(await page.locator('canvas.heatmap').count(), 0, 'view=code shows the walk alone');
+      assert.equal(await heads.canvases.count(), 0, 'view=code shows the walk alone');
       await page.screenshot({ path: join(artifacts, 'code-walk-phone.png'), fullPage: true });
     }
     assert.deepEqual(problems, []);

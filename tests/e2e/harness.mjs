@@ -1,9 +1,13 @@
 // Shared by the end-to-end tests: a static server for the built page (dist/), Debian's headless
-// Chromium through playwright-core, and page helpers. Screenshots land in target/e2e/.
+// Chromium through playwright-core, each test file's setup, and downloads. The page objects are
+// in pages.mjs. Screenshots land in target/e2e/.
+import { after, before } from 'node:test';
 import { createRequire } from 'node:module';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
-import { countDrawnHeatmaps, root, serveDist } from './serve.mjs';
+import { Lab } from './pages.mjs';
+import { root, serveDist } from './serve.mjs';
 
 export { root, serveDist };
 export const artifacts = join(root, 'target/e2e');
@@ -36,8 +40,48 @@ export async function openPage(browser, url, { viewport = { width: 1400, height:
   return { page, problems };
 }
 
-/** The text of the element with `data-testid=id`. */
-export const text = (page, id) => page.getByTestId(id).textContent();
+/**
+ * A test file's shared setup: registers node:test `before` and `after` hooks that start a static
+ * server of dist/ (with `host`, a second one: another origin, for a host page) and the browsers
+ * asked for (`gpu`: with WebGPU, `noGpu`: without), and close them all. Returns an object that
+ * `before` fills in: `base` and `hostBase` (the servers' addresses), `gpuBrowser` and
+ * `noGpuBrowser`, and `open(where, options)`, which opens `where` (a path or query on the app's
+ * server, or a whole URL) with openPage in `options.via` (a browser or context; by default the
+ * WebGPU browser where there is one) and resolves to { page, problems, lab }, `lab` the page's
+ * page objects.
+ */
+export function suite({ gpu = false, noGpu = false, host = false } = {}) {
+  const servers = [];
+  const setup = {
+    async open(where = '', { via = setup.gpuBrowser ?? setup.noGpuBrowser, ...options } = {}) {
+      const url = /^https?:/.test(where) ? where : `${setup.base}/${where}`;
+      const { page, problems } = await openPage(via, url, options);
+      return { page, problems, lab: new Lab(page) };
+    },
+  };
+  const serve = async () => {
+    const { server, base } = await serveDist();
+    servers.push(server);
+    return base;
+  };
+  before(async () => {
+    setup.base = await serve();
+    if (host) setup.hostBase = await serve();
+    if (gpu) setup.gpuBrowser = await launch({ webgpu: true });
+    if (noGpu) setup.noGpuBrowser = await launch({ webgpu: false });
+  });
+  after(async () => {
+    await setup.gpuBrowser?.close();
+    await setup.noGpuBrowser?.close();
+    for (const server of servers) server.close();
+  });
+  return setup;
+}
 
-/** Number of canvases that hold a drawn heatmap (right size, not all one colour). */
-export const drawnHeatmaps = (page, n) => page.evaluate(countDrawnHeatmaps, n);
+/** Clicks `button` in `page` and saves the download in target/e2e/; resolves to its name and bytes. */
+export async function download(page, button) {
+  const [file] = await Promise.all([page.waitForEvent('download'), button.click()]);
+  const path = join(artifacts, file.suggestedFilename());
+  await file.saveAs(path);
+  return { name: file.suggestedFilename(), bytes: await readFile(path) };
+}

@@ -2,22 +2,14 @@
 // first heatmap drawn, and the size of what the page downloads before it. Prints the numbers;
 // the targets are 1.5 s and 1.5 MB of gzip-compressed wasm (the trained model's asset, loaded
 // only when chosen, excluded).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { join } from 'node:path';
-import { launch, openPage, root, serveDist } from './harness.mjs';
+import { launch, root, suite } from './harness.mjs';
 
-let app;
-
-before(async () => {
-  app = await serveDist();
-});
-
-after(async () => {
-  app?.server.close();
-});
+const app = suite();
 
 test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', async () => {
   const dist = join(root, 'dist');
@@ -61,8 +53,8 @@ test('the release wasm exports the test hooks and no benchmark', async () => {
   assert.deepEqual(exports.filter((name) => /bench|mhacase|profile|oracle/i.test(name)), []);
   // And what the page's JavaScript sees of them.
   const browser = await launch({ webgpu: false });
-  const { page, problems } = await openPage(browser, `${app.base}/?backend=cpu`);
-  await page.getByTestId('heatmap-11').waitFor();
+  const { page, problems, lab } = await app.open('?backend=cpu', { via: browser });
+  await lab.heads.heatmap(11).waitFor();
   const bound = await page.evaluate(() => Object.keys(window.wasmBindings).filter((k) => typeof window.wasmBindings[k] === 'function'));
   assert.deepEqual(bound.filter((k) => !['default', 'initSync'].includes(k) && !k.startsWith('IntoUnderlying')).sort(), HOOKS);
   assert.deepEqual(problems, []);
@@ -77,18 +69,12 @@ test('a cold load draws the first heatmap within 1.5 s', async () => {
       // A fresh browser each time: no HTTP or compiled-wasm cache, and no GPU process still busy
       // tearing down the previous page's device (that alone held the next page for a second).
       const browser = await launch({ webgpu });
-      const { page, problems } = await openPage(browser, `${app.base}/`);
-      const drawn = await page.waitForFunction(() => {
-        const c = document.querySelector('canvas.heatmap');
-        if (!c || c.width === 0) return false;
-        const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        for (let i = 4; i < px.length; i += 4) if (px[i] !== px[0]) return performance.now();
-        return false;
+      const { problems, lab } = await app.open('', { via: browser });
       // Polled by timer, not by animation frame: frames are scarce while the browser starts
       // the GPU, and the time wanted is when the pixels are in the canvas.
-      }, null, { polling: 16, timeout: 30000 });
+      const drawn = await lab.heads.waitFirstDrawn({ polling: 16, timeout: 30000 });
       const ms = await drawn.jsonValue();
-      const badge = await page.getByTestId('backend-badge').textContent();
+      const badge = await lab.status.badge.textContent();
       times.push(ms);
       assert.deepEqual(problems, []);
       await browser.close();

@@ -2,65 +2,43 @@
 // pruning curves compute in the page on request (coarsest first, drawn as they come), survive
 // the sentence changing and the GPU being lost, pause, and come back from the browser's cache;
 // the really pruned model's line; the heads' roles.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { artifacts, launch, openPage, serveDist, text } from './harness.mjs';
+import { artifacts, suite } from './harness.mjs';
 
-let app, browser;
+const app = suite({ gpu: true });
 
-before(async () => {
-  app = await serveDist();
-  browser = await launch({ webgpu: true });
-});
-
-after(async () => {
-  await browser?.close();
-  app?.server.close();
-});
-
-/** The curves the chart shows, as the page saved them (JSON of model::curves::Curves). */
-const curves = (page) => page.evaluate(() => JSON.parse(document.querySelector('[data-testid=task-chart]').dataset.curves));
+/** A point of the curves `c`: the quality with `k` heads pruned in `order` (both ends are every order's). */
 const at = (c, order, k) => (k === 0 || k === 72
   ? Object.values(c.points).flat().find((p) => p[0] === k)?.[1]
   : c.points[order]?.find((p) => p[0] === k)?.[1]);
 const seeds = ['random-0', 'random-1', 'random-2', 'random-3', 'random-4'];
 
-/** Evaluations done, from the status line. */
-const done = async (page) => Number(((await text(page, 'task-status')).match(/: (\d+) of \d+ evaluations/) ?? [0, -1])[1]);
-
 test('the pruning curves compute on request, coarsest first, through a new sentence, and come back from the cache', async () => {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const { page, problems } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu`);
-  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
+  const context = await app.gpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const { page, problems, lab: { task, trained } } = await app.open('?preset=minilm&backend=cpu', { via: context });
+  await trained.waitReady({ timeout: 60000 });
   // Nothing is computed before the reader asks: minutes of CPU.
-  await page.waitForFunction(() => /about 100 evaluations of 454 sentences/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  assert.match(await text(page, 'task-run'), /Compute the pruning curves/);
-  await page.getByTestId('task-run').click();
-  await page.getByTestId('task-progress').waitFor();
+  await task.status.waitText(/about 100 evaluations of 454 sentences/, { timeout: 60000 });
+  assert.match(await task.run.textContent(), /Compute the pruning curves/);
+  await task.run.click();
+  await task.progress.waitFor();
   // The ends first: 0 pruned is the full model, 72 pruned no attention at all.
-  await page.waitForFunction(() => {
-    const c = JSON.parse(document.querySelector('[data-testid=task-chart]').dataset.curves);
-    return (c.points.iterative ?? []).some((p) => p[0] === 72);
-  }, null, { timeout: 60000 });
+  await task.waitPoints(['iterative'], [72], { timeout: 60000 });
   // Once the first jobs are timed, the page says how long the rest should take, at its measured pace.
-  await page.waitForFunction(() => /About \d+\s(s|min) to the first complete curve and \d+\s(s|min) to every planned point, at the \d+\sGFLOP\/s measured here\./.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  console.log(await text(page, 'task-status'));
-  let c = await curves(page);
+  await task.status.waitText(/About \d+\s(s|min) to the first complete curve and \d+\s(s|min) to every planned point, at the \d+\sGFLOP\/s measured here\./, { timeout: 60000 });
+  console.log(await task.status.textContent());
+  let c = await task.curves();
   const full = at(c, 'iterative', 0);
   assert.ok(full > 0.79 && full < 0.83, `full model quality ${full} (0.813 natively, f16 weights here)`);
   // The sentence changes under the computation: the one-shot order is measured again, the rest kept.
-  const before = await done(page);
-  await page.getByTestId('text').fill('The river bank was covered in snow.');
-  await page.getByTestId('text').blur();
-  await page.waitForFunction(() => /one-shot order joins/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
+  const before = await task.evaluationsDone();
+  await trained.setText('The river bank was covered in snow.');
+  await task.status.waitText(/one-shot order joins/, { timeout: 60000 });
   // Michel et al.'s marks come before the rest: 20 % and 40 % in every order.
-  await page.waitForFunction(() => {
-    const c = JSON.parse(document.querySelector('[data-testid=task-chart]').dataset.curves);
-    const has = (o, k) => (c.points[o] ?? []).some((p) => p[0] === k);
-    return ['iterative', 'one-shot', 'random-0', 'random-1', 'random-2', 'random-3', 'random-4'].every((o) => has(o, 14) && has(o, 29));
-  }, null, { timeout: 400000 });
-  c = await curves(page);
+  await task.waitPoints(['iterative', 'one-shot', 'random-0', 'random-1', 'random-2', 'random-3', 'random-4'], [14, 29], { timeout: 400000 });
+  c = await task.curves();
   assert.ok(before >= 0);
   for (const k of [14, 29]) {
     const random = seeds.map((s) => at(c, s, k));
@@ -75,34 +53,31 @@ test('the pruning curves compute on request, coarsest first, through a new sente
   }
   await page.screenshot({ path: join(artifacts, 'task.png'), fullPage: true });
   // Pause, reload: the points are back at once, and the reader continues from there.
-  await page.getByTestId('task-run').click();
-  await page.waitForFunction(() => /Stopped/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  const kept = await curves(page);
+  await task.run.click();
+  await task.status.waitText(/Stopped/, { timeout: 60000 });
+  const kept = await task.curves();
   await page.reload();
-  await page.waitForFunction(() => /Continue/.test(document.querySelector('[data-testid=task-run]')?.textContent ?? ''), null, { timeout: 60000 });
-  const reloaded = await curves(page);
+  await task.run.waitText(/Continue/, { timeout: 60000 });
+  const reloaded = await task.curves();
   assert.deepEqual(reloaded.points.iterative, kept.points.iterative);
   assert.deepEqual(problems, []);
   await context.close();
 });
 
 test('a GPU lost while the curves compute: the page goes on on the CPU, and so do the curves', async () => {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const { page, problems } = await openPage(context, `${app.base}/?preset=minilm&backend=gpu`);
-  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
-  assert.match(await text(page, 'trained-backend'), /Running on the GPU/);
-  await page.waitForFunction(() => /about 100 evaluations/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  await page.getByTestId('task-run').click();
-  await page.waitForFunction(() => /: [1-9]\d* of \d+ evaluations/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  const before = await done(page);
+  const context = await app.gpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const { page, problems, lab: { task, trained } } = await app.open('?preset=minilm&backend=gpu', { via: context });
+  await trained.waitReady({ timeout: 60000 });
+  assert.match(await trained.backend.textContent(), /Running on the GPU/);
+  await task.status.waitText(/about 100 evaluations/, { timeout: 60000 });
+  await task.run.click();
+  await task.status.waitText(/: [1-9]\d* of \d+ evaluations/, { timeout: 60000 });
+  const before = await task.evaluationsDone();
   assert.equal(await page.evaluate(() => window.wasmBindings.simulate_gpu_loss()), true);
-  await page.getByTestId('grid-5-11').click(); // the next pass meets the lost device
-  await page.waitForFunction(() => /switched to the CPU/.test(document.querySelector('[data-testid=trained-note]')?.textContent ?? ''), null, { timeout: 120000 });
-  await page.waitForFunction((n) => {
-    const m = (document.querySelector('[data-testid=task-status]')?.textContent ?? '').match(/: (\d+) of \d+ evaluations/);
-    return m && Number(m[1]) >= n + 2;
-  }, before, { timeout: 120000 });
-  console.log(`evaluations before the GPU was lost: ${before}, after: ${await done(page)}`);
+  await trained.grid(5, 11).click(); // the next pass meets the lost device
+  await trained.note.waitText(/switched to the CPU/, { timeout: 120000 });
+  await task.waitEvaluations(before + 2, { timeout: 120000 });
+  console.log(`evaluations before the GPU was lost: ${before}, after: ${await task.evaluationsDone()}`);
   assert.deepEqual(problems.filter((p) => !/destroyed|lost|Invalid|mapAsync/i.test(p)), []);
   await context.close();
 });
@@ -110,11 +85,11 @@ test('a GPU lost while the curves compute: the page goes on on the CPU, and so d
 test('the really pruned model: quality, FLOPs, a faster forward pass at 66 heads pruned, smaller weights', async () => {
   // One head per layer kept (head 0 of each): 66 pruned.
   const pruned = [...Array(72).keys()].filter((h) => h % 12 !== 0).join(',');
-  const { page, problems } = await openPage(browser, `${app.base}/?preset=minilm&backend=cpu&pruned=${pruned}`);
-  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
-  await page.waitForFunction(() => /forward 1\.00 -> \d\.\d\d/.test(document.querySelector('[data-testid=pruned-line]')?.textContent ?? ''), null, { timeout: 120000 });
-  await page.waitForFunction(() => /quality: measuring|quality 0\.\d+/.test(document.querySelector('[data-testid=pruned-line]')?.textContent ?? ''));
-  const line = await text(page, 'pruned-line');
+  const { page, problems, lab: { task, trained } } = await app.open(`?preset=minilm&backend=cpu&pruned=${pruned}`);
+  await trained.waitReady({ timeout: 60000 });
+  await task.prunedLine.waitText(/forward 1\.00 -> \d\.\d\d/, { timeout: 120000 });
+  await task.prunedLine.waitText(/quality: measuring|quality 0\.\d+/);
+  const line = await task.prunedLine.textContent();
   console.log(line);
   assert.match(line, /^66 of 72 heads pruned \(92 %\): /);
   assert.match(line, /attention FLOPs -92 %/);
@@ -125,25 +100,25 @@ test('the really pruned model: quality, FLOPs, a faster forward pass at 66 heads
   const [full, cut] = line.match(/weights (\d+\.\d) -> (\d+\.\d) MiB/).slice(1).map(Number);
   assert.ok(cut < full, `${cut} vs ${full} MiB`);
   // Roles on the grid, with a sentence on where the iterative order puts the specialised heads.
-  await page.waitForFunction(() => /Roles over the first 64 sentences/.test(document.querySelector('[data-testid=roles-summary]')?.textContent ?? ''), null, { timeout: 120000 });
-  assert.equal(await page.getByTestId('grid-0-2').getAttribute('data-role'), 'prev', 'layer 1 head 2 is a previous-token head');
+  await task.rolesSummary.waitText(/Roles over the first 64 sentences/, { timeout: 120000 });
+  assert.equal(await trained.grid(0, 2).getAttribute('data-role'), 'prev', 'layer 1 head 2 is a previous-token head');
   assert.deepEqual(problems, []);
   await page.close();
 });
 
 test('sentence pairs that fail their hash are refused with a message, and the panel keeps working', async () => {
-  const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const context = await app.gpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
   await context.route('**/sts-pairs.tsv', async (route) => {
     const body = (await (await route.fetch()).body()).toString().replace('A girl is styling her hair.', 'A girl is styling her hat.');
     await route.fulfill({ body, contentType: 'text/tab-separated-values' });
   });
-  const { page, problems } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu`);
-  await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 60000 });
-  await page.waitForFunction(() => /sentence pairs are damaged/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 60000 });
-  assert.match(await text(page, 'task-status'), /Could not load the sentence pairs: the sentence pairs are damaged or from another build/);
+  const { page, problems, lab: { task, trained } } = await app.open('?preset=minilm&backend=cpu', { via: context });
+  await trained.waitReady({ timeout: 60000 });
+  await task.status.waitText(/sentence pairs are damaged/, { timeout: 60000 });
+  assert.match(await task.status.textContent(), /Could not load the sentence pairs: the sentence pairs are damaged or from another build/);
   // The rest of the panel works: pruning still moves the embedding.
-  await page.getByTestId('grid-1-5').click();
-  await page.waitForFunction(() => /^0\.\d{3,6}$/.test(document.querySelector('[data-testid=trained-cosine]')?.textContent ?? ''));
+  await trained.grid(1, 5).click();
+  await trained.cosine.waitText(/^0\.\d{3,6}$/);
   assert.deepEqual(problems, []);
   await context.close();
 });
