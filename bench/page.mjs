@@ -4,7 +4,7 @@
 // without WebGPU (the CPU kernel on the page's two workers); the builds alternate round by round
 // so both see the same machine.
 //   node bench/page.mjs DIST_A DIST_B [ROUNDS] [curve]   (default 2 rounds; `curve` adds the
-//                                                         first complete curve, about 2 min each)
+//                                                         first complete curve to each round)
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { cpuLine } from './machine.mjs';
 
@@ -86,7 +86,7 @@ const results = { a: [], b: [] };
 for (let r = 0; r < rounds; r++) {
   // Alternate which build goes first.
   for (const [name, app] of r % 2 ? [['b', b], ['a', a]] : [['a', a], ['b', b]]) {
-    const t = await measure(browser, app.base, curveArg === 'curve' && r === 0);
+    const t = await measure(browser, app.base, curveArg === 'curve');
     results[name].push(t);
     console.error(`round ${r + 1} ${name}: ${JSON.stringify(t)}`);
   }
