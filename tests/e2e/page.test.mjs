@@ -440,6 +440,16 @@ test('pruned heads travel in the link, and a reload restores the same numbers', 
   assert.match(await trained.cosineLine.textContent(), /2 of 72 heads pruned/);
   assert.equal(await trained.grid(1, 1).getAttribute('aria-pressed'), 'false');
   assert.equal(await trained.layer.inputValue(), '2');
+  assert.equal(await trained.linkNotes.count(), 0, 'nothing the model lacks');
+  // The link is read against the loaded model's shape: heads and a layer it lacks are named,
+  // the rest kept.
+  await page.goto(`${app.base}/?preset=minilm&backend=cpu&pruned=3,200&layer=9`);
+  await trained.waitReady({ timeout: 60000 });
+  assert.match(await trained.linkNotes.textContent(), /pruned= names heads all-MiniLM-L6-v2 does not have \(200; it has 72\); they are ignored\..*layer=9 is past all-MiniLM-L6-v2's 6 layers; showing layer 1\./s);
+  assert.match(await trained.cosineLine.textContent(), /1 of 72 heads pruned/);
+  assert.equal(await trained.grid(0, 3).getAttribute('aria-pressed'), 'false');
+  assert.equal(await trained.layer.inputValue(), '0');
+  await page.waitForFunction(() => /pruned=3(&|$)/.test(location.search) && /layer=0/.test(location.search));
   assert.deepEqual(problems.filter((p) => !p.includes('favicon')), []);
   await page.close();
 });

@@ -397,6 +397,7 @@ class Trained {
   get restore() { return element(this.root, 'trained-restore'); }
   get layer() { return element(this.root, 'layer'); }
   get modelError() { return element(this.root, 'model-error'); }
+  get linkNotes() { return element(this.root, 'trained-link-notes'); }
   get exportImportanceCsv() { return element(this.root, 'export-trained-importance-csv'); }
 
   /** Waits until the model is loaded and its layer's last head drawn. */
