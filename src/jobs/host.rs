@@ -10,16 +10,12 @@ use crate::attention::clock::Clock;
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 
 /// A clock and the browser's turn.
-pub trait Host {
-    /// Milliseconds from any fixed origin.
-    fn now_ms(&self) -> f64;
-    /// The clock's step in milliseconds (0 for a clock treated as exact).
-    fn resolution_ms(&self) -> f64;
+pub trait Host: Clock {
     /// Resolves once the browser has had a turn (rendered, handled events).
     fn turn(&self) -> LocalFuture<'static, ()>;
 }
 
-/// A host's clock as the backend's timing functions take it.
+/// A host's clock as the backend's timing functions take it (they take a sized clock).
 pub struct HostClock<'a>(pub &'a dyn Host);
 
 impl Clock for HostClock<'_> {

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::host::{Host, LocalFuture};
 use super::pool::{Pool, Priority};
+use crate::attention::clock::Clock;
 use crate::cpu::Kernel;
 use crate::model::work::{Done, Work};
 use crate::model::Model;
@@ -30,7 +31,7 @@ impl NativeHost {
     }
 }
 
-impl Host for NativeHost {
+impl Clock for NativeHost {
     fn now_ms(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1e3
     }
@@ -38,7 +39,9 @@ impl Host for NativeHost {
     fn resolution_ms(&self) -> f64 {
         0.0
     }
+}
 
+impl Host for NativeHost {
     fn turn(&self) -> LocalFuture<'static, ()> {
         self.turns.set(self.turns.get() + 1);
         Box::pin(std::future::ready(()))

@@ -77,93 +77,93 @@ impl Ablation {
     }
 }
 
-/// How far removing each head alone moves a sentence's embedding (`1 - cosine`), ranked.
-pub struct DriftSweep {
-    ids: Vec<u32>,
+/// What a sweep makes of every head's embeddings once they are all in: the unpruned ones of its
+/// sentences, and per head theirs without it.
+pub trait Reading {
+    /// What the sweep gives.
+    type Output;
+    /// The result from the unpruned embeddings and, per head, the embeddings without it.
+    fn read(&self, full: &[Vec<f32>], without: &[&[Vec<f32>]]) -> Self::Output;
+}
+
+/// Every head of a model removed alone from it on some sentences, read as a [`Reading`] says.
+pub struct Sweep<R: Reading> {
     ablation: Ablation,
+    reading: R,
 }
 
-impl DriftSweep {
-    /// The sweep over the sentence `ids`, dealt for where `engine` runs it.
-    pub fn new(engine: &Engine, ids: Vec<u32>) -> DriftSweep {
-        DriftSweep { ablation: Ablation::new(engine, std::slice::from_ref(&ids)), ids }
-    }
-
-    /// The sentence.
-    pub fn ids(&self) -> &[u32] {
-        &self.ids
-    }
-
-    /// Heads measured so far.
-    pub fn done(&self) -> usize {
-        self.ablation.done()
-    }
-}
-
-impl Plan for DriftSweep {
-    type Output = Ranking;
-
-    fn next(&mut self) -> Next<Ranking> {
-        if let Some(pieces) = self.ablation.next() {
-            return Next::Run(pieces);
-        }
-        let full = &self.ablation.full.as_ref().expect("every piece is in")[0];
-        let drift =
-            |w: &Option<Vec<Vec<f32>>>| embedding_drift(full, &w.as_ref().expect("every head measured")[0]);
-        Next::Finished(Ranking::new(self.ablation.without.iter().map(drift).collect()))
-    }
-
-    fn absorb(&mut self, done: Done) {
-        self.ablation.absorb(done);
-    }
-
-    /// The reader waits for it: ahead of background work.
-    fn priority(&self) -> Priority {
-        Priority::Now
-    }
-
-    fn progress(&self, engine: &Engine) -> Progress {
-        self.ablation.progress(engine)
-    }
-}
+/// How far removing each head alone moves a sentence's embedding (`1 - cosine`), ranked.
+pub type DriftSweep = Sweep<Drift>;
 
 /// How far removing each head alone moves the meaning check's margin: its three sentences with
 /// each head removed.
-pub struct MarginSweep {
-    ablation: Ablation,
+pub type MarginSweep = Sweep<Margin>;
+
+/// [`DriftSweep`]'s reading.
+pub struct Drift;
+
+/// [`MarginSweep`]'s reading.
+pub struct Margin;
+
+impl Reading for Drift {
+    type Output = Ranking;
+
+    fn read(&self, full: &[Vec<f32>], without: &[&[Vec<f32>]]) -> Ranking {
+        Ranking::new(without.iter().map(|w| embedding_drift(&full[0], &w[0])).collect())
+    }
 }
 
-impl MarginSweep {
-    /// The sweep, dealt for where `engine` runs it.
+impl Reading for Margin {
+    type Output = MarginImportance;
+
+    fn read(&self, full: &[Vec<f32>], without: &[&[Vec<f32>]]) -> MarginImportance {
+        let total = without.len();
+        let answer =
+            |e: &[Vec<f32>], heads: HeadSet| CheckAnswer::from_embeddings(&e[0], [&e[1], &e[2]], &heads);
+        let full = answer(full, HeadSet::all(total));
+        let margins = without
+            .iter()
+            .enumerate()
+            .map(|(h, w)| answer(w, HeadSet::with_pruned(total, [h])).margin_toward(full.closer));
+        MarginImportance { margins: margins.collect(), full }
+    }
+}
+
+impl Sweep<Drift> {
+    /// The sweep over the sentence `ids`, dealt for where `engine` runs it.
+    pub fn new(engine: &Engine, ids: Vec<u32>) -> DriftSweep {
+        Sweep { ablation: Ablation::new(engine, &[ids]), reading: Drift }
+    }
+}
+
+impl Sweep<Margin> {
+    /// The sweep over the meaning check's sentences, dealt for where `engine` runs it.
     pub fn new(engine: &Engine) -> MarginSweep {
         let tokenizer = &engine.model().tokenizer;
         let sentences: Vec<Vec<u32>> =
             SENTENCES.iter().map(|s| tokenizer.encode(s).iter().map(|t| t.id).collect()).collect();
-        MarginSweep { ablation: Ablation::new(engine, &sentences) }
+        Sweep { ablation: Ablation::new(engine, &sentences), reading: Margin }
     }
+}
 
+impl<R: Reading> Sweep<R> {
     /// Heads measured so far.
     pub fn done(&self) -> usize {
         self.ablation.done()
     }
 }
 
-impl Plan for MarginSweep {
-    type Output = MarginImportance;
+impl<R: Reading> Plan for Sweep<R> {
+    type Output = R::Output;
 
-    fn next(&mut self) -> Next<MarginImportance> {
+    fn next(&mut self) -> Next<R::Output> {
         if let Some(pieces) = self.ablation.next() {
             return Next::Run(pieces);
         }
-        let answer =
-            |e: &[Vec<f32>], heads: HeadSet| CheckAnswer::from_embeddings(&e[0], [&e[1], &e[2]], &heads);
-        let total = self.ablation.without.len();
-        let full = answer(self.ablation.full.as_ref().expect("every piece is in"), HeadSet::all(total));
-        let margins = self.ablation.without.iter().enumerate().map(|(h, w)| {
-            let pruned = answer(w.as_ref().expect("every head measured"), HeadSet::with_pruned(total, [h]));
-            pruned.margin_toward(full.closer)
-        });
-        Next::Finished(MarginImportance { margins: margins.collect(), full })
+        let full = self.ablation.full.as_deref().expect("every piece is in");
+        let without: Vec<&[Vec<f32>]> =
+            self.ablation.without.iter().map(|w| w.as_deref().expect("every head measured")).collect();
+        Next::Finished(self.reading.read(full, &without))
     }
 
     fn absorb(&mut self, done: Done) {

@@ -10,23 +10,9 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
-use crate::attention::clock::Clock;
 use crate::jobs::curves::Store;
 
-pub use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
-
-/// The page's clock, `performance.now()`, with the step this browser coarsens it to.
-pub struct PageClock;
-
-impl Clock for PageClock {
-    fn now_ms(&self) -> f64 {
-        now_ms()
-    }
-
-    fn resolution_ms(&self) -> f64 {
-        clock_step_ms()
-    }
-}
+pub use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser, PageHost};
 
 /// Resolves after the browser has painted the current state: a status set before heavy work on
 /// the main thread is then on screen while the work runs.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use super::browser::{after_next_paint, now_ms, yield_to_browser, PageClock};
+use super::browser::{after_next_paint, now_ms, yield_to_browser, PageHost};
 use crate::attention::analysis::{measure_drift, DriftView, Importance};
 use crate::attention::config::MAX_HEADS;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
@@ -282,7 +282,7 @@ async fn pass(
         progress.set(Some(p));
         after_next_paint().await;
     };
-    let result = backend::run(&session, config, seed, &PageClock, step).await;
+    let result = backend::run(&session, config, seed, &PageHost, step).await;
     progress.set(None);
     match result {
         Ok(run) => RunState::Ran(work, Rc::new(run)),

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 
-use crate::attention::clock::step_from_tick;
+use crate::attention::clock::{step_from_tick, Clock};
 use crate::jobs::host::{Host, LocalFuture};
 
 /// Milliseconds from the page's (or worker's) time origin.
@@ -51,10 +51,11 @@ pub async fn yield_to_browser() {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
-/// The page as a job's host.
+/// The page as a job's host: `performance.now()`, with the step this browser coarsens it to, and
+/// a turn of its event loop.
 pub struct PageHost;
 
-impl Host for PageHost {
+impl Clock for PageHost {
     fn now_ms(&self) -> f64 {
         now_ms()
     }
@@ -62,7 +63,9 @@ impl Host for PageHost {
     fn resolution_ms(&self) -> f64 {
         clock_step_ms()
     }
+}
 
+impl Host for PageHost {
     fn turn(&self) -> LocalFuture<'static, ()> {
         Box::pin(yield_to_browser())
     }

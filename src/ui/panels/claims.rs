@@ -5,7 +5,7 @@ use leptos::task::spawn_local;
 
 use crate::attention::clock::{show_ms, SAMPLE_TICKS};
 use crate::backend::batched::{time_batched, Batched, BATCHED_ROUNDS};
-use crate::ui::browser::{clock_step_ms, yield_to_browser, PageClock};
+use crate::ui::browser::{clock_step_ms, yield_to_browser, PageHost};
 use crate::ui::state::AppState;
 
 /// Claims 2 (batched heads cost about one head) and 3 (pruning drift), with live numbers.
@@ -28,7 +28,7 @@ pub fn Claims() -> impl IntoView {
         spawn_local(async move {
             // Let the page show "measuring" before the first (possibly long) forward pass.
             yield_to_browser().await;
-            let result = time_batched(&backend, config, &PageClock, yield_to_browser).await;
+            let result = time_batched(&backend, config, &PageHost, yield_to_browser).await;
             batched.set(Some(result.map_err(|e| e.to_string())));
             measuring.set(false);
         });

@@ -8,7 +8,7 @@ use crate::attention::clock::show_ms;
 use crate::attention::synthetic::{Inputs, LayerWeights};
 use crate::attention::walk::{walk, weights_row, Focus, Line, Walk};
 use crate::backend::batched::{time_loop, LoopVsBatched, BATCHED_ROUNDS};
-use crate::ui::browser::{yield_to_browser, PageClock};
+use crate::ui::browser::{yield_to_browser, PageHost};
 use crate::ui::state::AppState;
 
 /// The code walk: the function's lines, the current one's tensor, and loop against batched.
@@ -229,8 +229,7 @@ fn LoopAgainstBatched() -> impl IntoView {
         spawn_local(async move {
             yield_to_browser().await;
             let timed =
-                time_loop(&run.backend_in(&session), run.config, run.seed, &PageClock, yield_to_browser)
-                    .await;
+                time_loop(&run.backend_in(&session), run.config, run.seed, &PageHost, yield_to_browser).await;
             result.set(Some(timed.map_err(|e| e.to_string())));
             measuring.set(false);
         });
