@@ -1,6 +1,6 @@
 // The trained model's layer pieces that are not matrix products (those use matmul.wgsl):
 //
-//   bias_act:       y[r][c] = act(y[r][c] + bias[c])        act = identity or exact-style GELU
+//   bias_act:       y[r][c] = act(y[r][c] + bias[c])        act = identity, GELU, or tanh GELU
 //   residual_norm:  x[r] = LayerNorm(x[r] + y[r] + bias) * w + b      (one workgroup per row)
 //   mask_heads:     heads[r][h*d_k + c] = 0 for every head h whose flag is 0 (pruned)
 //
@@ -9,7 +9,7 @@
 struct Params {
     rows: u32,
     cols: u32,
-    gelu: u32,       // bias_act: 1 applies GELU after the bias
+    gelu: u32,       // bias_act: 1 applies GELU after the bias, 2 its tanh approximation
     head_width: u32, // mask_heads: columns per head (d_k)
     eps: f32,        // residual_norm: LayerNorm's epsilon
 }
@@ -36,6 +36,10 @@ fn bias_act(@builtin(global_invocation_id) gid: vec3<u32>) {
     var v = y[i] + bias[i % p.cols];
     if (p.gelu == 1u) {
         v = 0.5 * v * (1.0 + erf(v * 0.70710678118654752));
+    } else if (p.gelu == 2u) {
+        // tanh is 1 in f32 beyond |u| = 9; clamped, no implementation sees a huge argument.
+        let u = clamp(0.7978845608 * (v + 0.044715 * v * v * v), -9.0, 9.0);
+        v = 0.5 * v * (1.0 + tanh(u));
     }
     y[i] = v;
 }

@@ -1,4 +1,5 @@
-//! The exact GELU BERT uses, `GELU(x) = x Φ(x) = x (1 + erf(x / sqrt 2)) / 2`, over a buffer.
+//! The exact GELU BERT uses, `GELU(x) = x Φ(x) = x (1 + erf(x / sqrt 2)) / 2`, over a buffer;
+//! and its tanh approximation ([`gelu_tanh_in_place`]) that GPT-2 and some BERTs use.
 //!
 //! The vector path evaluates `erf` by Abramowitz and Stegun 7.1.26 (absolute error below
 //! 1.5e-7, as `shaders/bert.wgsl` does on the GPU): for `z = |x| / sqrt 2`,
@@ -27,6 +28,42 @@ pub fn gelu_in_place(kernel: Kernel, values: &mut [f32]) {
 /// GELU with `libm`'s `erff`.
 pub fn exact(x: f32) -> f32 {
     0.5 * x * (1.0 + libm::erff(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+/// Replaces every value of `values` with GELU's tanh approximation,
+/// `x (1 + tanh(u)) / 2` with `u = sqrt(2 / π) (x + 0.044715 x^3)`. The vector path takes
+/// `tanh(u) = 1 - 2 / (e^{2u} + 1)` with the softmax's `exp` (absolute error below 3e-7); the
+/// scalar twin calls `libm::tanhf`.
+pub fn gelu_tanh_in_place(kernel: Kernel, values: &mut [f32]) {
+    match kernel {
+        Kernel::Simd => {
+            let (body, tail) = values.split_at_mut(values.len() / 4 * 4);
+            for c in body.chunks_exact_mut(4) {
+                gelu_tanh(F4::load(c)).store(c);
+            }
+            tail.iter_mut().for_each(|v| *v = gelu_tanh(*v));
+        }
+        Kernel::Scalar => values.iter_mut().for_each(|v| *v = tanh_exact(*v)),
+    }
+}
+
+/// `sqrt(2 / π)` and the cubic term's coefficient of GELU's tanh approximation.
+const TANH_SCALE: f32 = 0.797_884_6;
+const TANH_CUBIC: f32 = 0.044_715;
+
+/// GELU's tanh approximation with `libm`'s `tanhf`.
+pub fn tanh_exact(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::tanhf(TANH_SCALE * (x + TANH_CUBIC * x * x * x)))
+}
+
+#[inline(always)]
+fn gelu_tanh<V: Lanes>(x: V) -> V {
+    // u is clamped: tanh is 1 in f32 beyond |u| = 9, and e^{2u} must not overflow.
+    let u = V::splat(TANH_SCALE).mul(x.add(V::splat(TANH_CUBIC).mul(x).mul(x).mul(x)));
+    let u = u.max(V::splat(-9.0)).min(V::splat(9.0));
+    let e = exp(u.add(u));
+    let tanh = V::splat(1.0).sub(V::splat(2.0).div(e.add(V::splat(1.0))));
+    V::splat(0.5).mul(x).mul(V::splat(1.0).add(tanh))
 }
 
 #[inline(always)]
@@ -69,5 +106,32 @@ mod tests {
         gelu_in_place(Kernel::Scalar, &mut scalar);
         assert_eq!(scalar[12_000], 0.0);
         println!("vector GELU: worst error {worst:.1e} (relative to max(1, |x|))");
+    }
+
+    #[test]
+    fn the_vector_tanh_gelu_matches_the_formula_in_f64() {
+        let xs: Vec<f32> = (-12_000..=12_000)
+            .map(|i| i as f32 * 1e-3)
+            .chain([f32::MIN_POSITIVE, -0.0, 40.0, -40.0, 1e4, -1e4])
+            .collect();
+        let mut fast = xs.clone();
+        gelu_tanh_in_place(Kernel::Simd, &mut fast);
+        let mut scalar = xs.clone();
+        gelu_tanh_in_place(Kernel::Scalar, &mut scalar);
+        let mut worst = 0.0f64;
+        for ((&x, &got), &twin) in xs.iter().zip(&fast).zip(&scalar) {
+            let x64 = x as f64;
+            let u = (2.0 / std::f64::consts::PI).sqrt() * (x64 + 0.044715 * x64 * x64 * x64);
+            let want = 0.5 * x64 * (1.0 + u.tanh());
+            let err = (got as f64 - want).abs() / x.abs().max(1.0) as f64;
+            assert!(err < 5e-7, "tanh GELU({x}) = {got}, want {want}");
+            assert!(
+                (twin as f64 - want).abs() / x.abs().max(1.0) as f64 <= 5e-7,
+                "scalar tanh GELU({x}) = {twin}"
+            );
+            worst = worst.max(err);
+        }
+        assert_eq!(gelu_tanh(xs[13_500]).to_bits(), fast[13_500].to_bits(), "one lane and four agree");
+        println!("vector tanh GELU: worst error {worst:.1e} (relative to max(1, |x|))");
     }
 }

@@ -27,7 +27,8 @@ use crate::model::spec::{Activation, ModelSpec};
 struct RowParams {
     rows: u32,
     cols: u32,
-    /// `bias_act`: 1 applies the exact GELU after the bias, 0 adds the bias only.
+    /// `bias_act`: 1 applies the exact GELU after the bias, 2 its tanh approximation, 0 adds the
+    /// bias only.
     gelu: u32,
     /// `mask_heads`: columns per head.
     head_width: u32,
@@ -46,6 +47,7 @@ impl RowParams {
     fn activation(self, activation: Activation) -> Self {
         match activation {
             Activation::Gelu => RowParams { gelu: 1, ..self },
+            Activation::GeluTanh => RowParams { gelu: 2, ..self },
         }
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::spec::{Activation, ModelSpec, Pooling};
 use crate::attention::synthetic::hash32;
 use crate::attention::HeadSet;
-use crate::cpu::gelu::gelu_in_place;
+use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
 
@@ -83,6 +83,7 @@ impl Layer {
 pub(crate) fn activate(kernel: Kernel, activation: Activation, x: &mut [f32]) {
     match activation {
         Activation::Gelu => gelu_in_place(kernel, x),
+        Activation::GeluTanh => gelu_tanh_in_place(kernel, x),
     }
 }
 
@@ -338,20 +339,20 @@ impl Bert {
 }
 
 /// The sentence embedding of the last layer's rows (`tokens x d_model`), pooled as `spec` says:
-/// the mean of the rows, L2-normalised.
+/// the mean of the rows or the first row, L2-normalised or not (sums in f64).
 pub fn pool(spec: &ModelSpec, hidden: &[f32]) -> Vec<f32> {
     let d = spec.d_model;
-    match spec.pooling {
-        Pooling::MeanNormalized => {
-            let n = (hidden.len() / d).max(1);
-            let mut pooled = vec![0.0f64; d];
-            for row in hidden.chunks_exact(d) {
-                pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
-            }
-            let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
-            pooled.iter().map(|v| (v / norm) as f32).collect()
-        }
+    let (rows, normalize) = match spec.pooling {
+        Pooling::Mean { normalize } => (hidden.chunks_exact(d).collect::<Vec<_>>(), normalize),
+        Pooling::Cls { normalize } => (hidden.chunks_exact(d).take(1).collect(), normalize),
+    };
+    let n = rows.len().max(1);
+    let mut pooled = vec![0.0f64; d];
+    for row in rows {
+        pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
     }
+    let norm = if normalize { pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12) } else { 1.0 };
+    pooled.iter().map(|v| (v / norm) as f32).collect()
 }
 
 /// What a forward pass of the trained model produces.

@@ -85,6 +85,12 @@ fn activation_grad(activation: Activation, x: f32) -> f32 {
             let pdf = (-0.5 * x * x).exp() / (2.0 * std::f64::consts::PI).sqrt();
             (cdf + x * pdf) as f32
         }
+        Activation::GeluTanh => {
+            // d/dx x (1 + tanh u) / 2 = (1 + tanh u) / 2 + x (1 - tanh^2 u) u' / 2.
+            let (x, c) = (x as f64, (2.0 / std::f64::consts::PI).sqrt());
+            let t = (c * (x + 0.044715 * x * x * x)).tanh();
+            (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * 0.044715 * x * x)) as f32
+        }
     }
 }
 
@@ -133,18 +139,26 @@ struct Pooled {
 }
 
 impl Pooled {
-    /// The embedding of the last layer's rows, pooled as `spec` says (what the backward pass
-    /// goes through, so a new pooling must be added here too).
+    /// The embedding of the last layer's rows, pooled as `spec` says (the mean of the rows or the
+    /// first one), normalised: the loss is a cosine, which the model's own normalisation does not
+    /// change. The backward pass goes through the same rows ([`Pooled::rows`]).
     fn of(hidden: &[f32], spec: &ModelSpec) -> Pooled {
-        let Pooling::MeanNormalized = spec.pooling;
         let d = spec.d_model;
-        let n = hidden.len() / d;
+        let rows = Pooled::rows(spec, hidden.len() / d);
         let mut pooled = vec![0.0f64; d];
-        for row in hidden.chunks_exact(d) {
-            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / n as f64);
+        for row in hidden.chunks_exact(d).take(rows) {
+            pooled.iter_mut().zip(row).for_each(|(p, &v)| *p += v as f64 / rows as f64);
         }
         let norm = pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12);
         Pooled { embedding: pooled.iter().map(|v| v / norm).collect(), norm }
+    }
+
+    /// How many of `n` rows the pooling averages (they are the first ones).
+    fn rows(spec: &ModelSpec, n: usize) -> usize {
+        match spec.pooling {
+            Pooling::Mean { .. } => n,
+            Pooling::Cls { .. } => 1.min(n),
+        }
     }
 }
 
@@ -159,10 +173,12 @@ fn backward(
     grads: &mut [f64],
 ) {
     let (n, embedding, norm) = (traces[0].n, &pooled.embedding, pooled.norm);
-    // Through normalisation (e = p / |p|) and the mean over tokens.
+    // Through normalisation (e = p / |p|) and the pooling (the mean over the pooled rows).
     let dot: f64 = embedding.iter().zip(de).map(|(e, d)| e * d).sum();
     let dp: Vec<f64> = embedding.iter().zip(de).map(|(e, d)| (d - e * dot) / norm).collect();
-    let mut dx: Vec<f32> = (0..n).flat_map(|_| dp.iter().map(|&v| (v / n as f64) as f32)).collect();
+    let rows = Pooled::rows(bert.spec(), n);
+    let row = |i: usize| dp.iter().map(move |&v| if i < rows { (v / rows as f64) as f32 } else { 0.0 });
+    let mut dx: Vec<f32> = (0..n).flat_map(row).collect();
     for (l, (layer, t)) in bert.layers.iter().zip(traces).enumerate().rev() {
         dx = layer_backward(kernel, bert.spec(), layer, t, l, dx, gates, grads);
     }

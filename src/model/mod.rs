@@ -5,6 +5,7 @@
 pub mod asset;
 pub mod bert;
 pub mod check;
+pub mod config;
 pub mod contrast;
 pub mod curves;
 pub mod digits;

@@ -9,13 +9,26 @@ use crate::attention::HeadSet;
 pub enum Activation {
     /// The exact GELU, `x Φ(x)` (BERT's `"gelu"`).
     Gelu,
+    /// GELU's tanh approximation, `x (1 + tanh(sqrt(2 / π) (x + 0.044715 x^3))) / 2` (GPT-2's and
+    /// some BERTs' `"gelu_new"`, PyTorch's `"gelu_pytorch_tanh"`).
+    GeluTanh,
 }
 
 /// How the last layer's rows become the sentence embedding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pooling {
-    /// The mean over tokens, L2-normalised (sentence-transformers' mean pooling and `Normalize`).
-    MeanNormalized,
+    /// The mean over tokens (sentence-transformers' mean pooling), L2-normalised when
+    /// `normalize` (its `Normalize` module).
+    Mean {
+        /// Whether the embedding is scaled to unit length.
+        normalize: bool,
+    },
+    /// The first token's row (`[CLS]`; sentence-transformers' CLS pooling), L2-normalised when
+    /// `normalize`.
+    Cls {
+        /// Whether the embedding is scaled to unit length.
+        normalize: bool,
+    },
 }
 
 /// The shape of a BERT-family encoder.
@@ -64,7 +77,7 @@ impl ModelSpec {
         vocab: 30522,
         positions: 512,
         activation: Activation::Gelu,
-        pooling: Pooling::MeanNormalized,
+        pooling: Pooling::Mean { normalize: true },
         layer_norm_eps: 1e-12,
     };
 
