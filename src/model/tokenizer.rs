@@ -1,10 +1,10 @@
-//! BERT's uncased WordPiece tokenizer, as the model was trained with it:
+//! BERT's WordPiece tokenizer, as the model was trained with it:
 //!
 //! 1. the special tokens (`[CLS]`, `[SEP]`, `[UNK]`, `[PAD]`, `[MASK]`) written literally in the
 //!    text are kept as themselves;
 //! 2. the rest is normalised: control and format characters dropped, whitespace made a space,
-//!    CJK ideographs surrounded by spaces, accents stripped (NFD, then combining marks removed),
-//!    lower-cased;
+//!    CJK ideographs surrounded by spaces; for an uncased model also accents stripped (NFD, then
+//!    combining marks removed) and lower-cased;
 //! 3. split on whitespace, and every punctuation character becomes a word of its own;
 //! 4. each word is cut greedily into the longest vocabulary pieces, continuations marked `##`;
 //!    a word with no such cut (or over 100 characters) becomes `[UNK]`;
@@ -18,9 +18,35 @@ use unicode_normalization::UnicodeNormalization;
 const MAX_WORD_CHARS: usize = 100;
 const SPECIALS: [&str; 5] = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 
+/// Whether the model's text is lower-cased and stripped of accents before it is cut (BERT's
+/// `do_lower_case`; `tokenizers`' BertNormalizer `lowercase`, its `strip_accents` following it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Casing {
+    /// Lower-cased, accents stripped: bert-base-uncased, MiniLM, DistilBERT.
+    Uncased,
+    /// As written: bert-base-cased.
+    Cased,
+}
+
+impl Casing {
+    /// Its name in the page's model file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Casing::Uncased => "uncased",
+            Casing::Cased => "cased",
+        }
+    }
+
+    /// The casing named `name` ([`Casing::name`]).
+    pub fn from_name(name: &str) -> Option<Casing> {
+        [Casing::Uncased, Casing::Cased].into_iter().find(|c| c.name() == name)
+    }
+}
+
 /// A WordPiece vocabulary and the tokenizer built on it.
 #[derive(Clone, Debug)]
 pub struct Tokenizer {
+    casing: Casing,
     ids: HashMap<String, u32>,
     tokens: Vec<String>,
     unk: u32,
@@ -50,9 +76,14 @@ pub struct Token {
 }
 
 impl Tokenizer {
-    /// Builds a tokenizer from `vocab.txt` (one piece per line; the line number is the id) for a
-    /// model that reads at most `max_tokens` tokens (its positions, at least 3).
+    /// Builds an uncased tokenizer from `vocab.txt` (one piece per line; the line number is the
+    /// id) for a model that reads at most `max_tokens` tokens (its positions, at least 3).
     pub fn from_vocab(vocab: &str, max_tokens: usize) -> Result<Self, VocabError> {
+        Self::with_casing(vocab, max_tokens, Casing::Uncased)
+    }
+
+    /// [`Tokenizer::from_vocab`] with the model's casing.
+    pub fn with_casing(vocab: &str, max_tokens: usize, casing: Casing) -> Result<Self, VocabError> {
         if max_tokens < 3 {
             return Err(VocabError(format!(
                 "a model of {max_tokens} positions cannot read [CLS] a word [SEP]"
@@ -63,7 +94,12 @@ impl Tokenizer {
             tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
         let id = |t: &str| ids.get(t).copied().ok_or_else(|| VocabError(format!("it has no {t}")));
         let (unk, cls, sep) = (id("[UNK]")?, id("[CLS]")?, id("[SEP]")?);
-        Ok(Tokenizer { ids, tokens, unk, cls, sep, max_tokens })
+        Ok(Tokenizer { casing, ids, tokens, unk, cls, sep, max_tokens })
+    }
+
+    /// The model's casing.
+    pub fn casing(&self) -> Casing {
+        self.casing
     }
 
     /// Longest sequence [`Tokenizer::encode`] gives, [CLS] and [SEP] included.
@@ -89,7 +125,7 @@ impl Tokenizer {
                 out.push(self.token(self.ids.get(segment).copied().unwrap_or(self.unk)));
                 continue;
             }
-            for word in pre_tokenize(&normalize(segment)) {
+            for word in pre_tokenize(&normalize(segment, self.casing)) {
                 for id in self.word_pieces(&word) {
                     if out.len() > room {
                         break 'segments;
@@ -138,6 +174,79 @@ impl Tokenizer {
     }
 }
 
+/// The most pieces a vocabulary may have (BERT's have 30 000; multilingual ones 120 000).
+pub const MAX_VOCAB: usize = 1 << 20;
+
+/// A `tokenizer.json` (the `tokenizers` package's format) as `vocab.txt` text (the pieces in id
+/// order, one per line) and its casing, for a WordPiece model with BERT's normaliser. Its
+/// truncation and padding are not read: the page cuts at the model's positions and never pads.
+pub fn from_tokenizer_json(text: &str) -> Result<(String, Casing), VocabError> {
+    use serde_json::Value;
+    let bad = |s: String| VocabError(s);
+    let root: Value =
+        serde_json::from_str(text).map_err(|e| bad(format!("tokenizer.json is not JSON ({e})")))?;
+    let model = root.get("model").ok_or_else(|| bad("tokenizer.json has no model".into()))?;
+    let kind = model.get("type").and_then(Value::as_str).unwrap_or("(none)");
+    if kind != "WordPiece" {
+        return Err(bad(format!("tokenizer.json's model is {:?}, not WordPiece (BERT's)", short(kind))));
+    }
+    if let Some(prefix) = model.get("continuing_subword_prefix").and_then(Value::as_str) {
+        if prefix != "##" {
+            return Err(bad(format!("tokenizer.json marks continuations with {:?}, not ##", short(prefix))));
+        }
+    }
+    let casing = match root.get("normalizer") {
+        None | Some(Value::Null) => Casing::Cased,
+        Some(n) if n.get("type").and_then(Value::as_str) == Some("BertNormalizer") => {
+            let lowercase = n.get("lowercase").and_then(Value::as_bool).unwrap_or(true);
+            let strip = n.get("strip_accents").and_then(Value::as_bool).unwrap_or(lowercase);
+            match (lowercase, strip) {
+                (true, true) => Casing::Uncased,
+                (false, false) => Casing::Cased,
+                _ => return Err(bad("tokenizer.json lower-cases without stripping accents (or the reverse): headlab reads BERT's two casings".into())),
+            }
+        }
+        Some(n) => {
+            let kind = n.get("type").and_then(Value::as_str).unwrap_or("(none)");
+            return Err(bad(format!("tokenizer.json's normalizer is {:?}, not BERT's", short(kind))));
+        }
+    };
+    let vocab = model
+        .get("vocab")
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("tokenizer.json's model has no vocab".into()))?;
+    if vocab.len() > MAX_VOCAB {
+        return Err(bad(format!(
+            "tokenizer.json has {} pieces; headlab reads at most {MAX_VOCAB}",
+            vocab.len()
+        )));
+    }
+    let mut pieces: Vec<Option<&str>> = vec![None; vocab.len()];
+    for (piece, id) in vocab {
+        let id = id.as_u64().filter(|&i| (i as usize) < pieces.len()).ok_or_else(|| {
+            bad(format!("tokenizer.json gives {:?} the id {id}, outside 0..{}", short(piece), pieces.len()))
+        })?;
+        if piece.contains(['\n', '\r']) {
+            return Err(bad(format!("tokenizer.json has a piece with a line break ({:?})", short(piece))));
+        }
+        if pieces[id as usize].replace(piece).is_some() {
+            return Err(bad(format!("tokenizer.json gives two pieces the id {id}")));
+        }
+    }
+    let mut lines = String::new();
+    for piece in pieces {
+        // Every slot is filled: as many distinct ids below the count as there are pieces.
+        lines.push_str(piece.unwrap_or_default());
+        lines.push('\n');
+    }
+    Ok((lines, casing))
+}
+
+/// At most 40 characters of `s`, for a message.
+fn short(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
 /// Splits `text` around literal special tokens: `(segment, is_special)` in order.
 fn split_specials(text: &str) -> Vec<(&str, bool)> {
     let mut out = Vec::new();
@@ -171,8 +280,8 @@ fn is_cjk(c: char) -> bool {
         | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
 }
 
-/// Clean, pad CJK, strip accents, lower-case: BERT's uncased normaliser.
-fn normalize(text: &str) -> String {
+/// Clean, pad CJK and, uncased, strip accents and lower-case: BERT's normaliser.
+fn normalize(text: &str, casing: Casing) -> String {
     let mut cleaned = String::with_capacity(text.len());
     for c in text.chars() {
         if c == '\0' || c == '\u{FFFD}' || is_control(c) {
@@ -188,7 +297,12 @@ fn normalize(text: &str) -> String {
             cleaned.push(c);
         }
     }
-    cleaned.nfd().filter(|c| !c.is_mark_nonspacing()).flat_map(char::to_lowercase).collect()
+    match casing {
+        Casing::Uncased => {
+            cleaned.nfd().filter(|c| !c.is_mark_nonspacing()).flat_map(char::to_lowercase).collect()
+        }
+        Casing::Cased => cleaned,
+    }
 }
 
 /// Whitespace-separated words, with every punctuation character a word of its own.
@@ -253,6 +367,43 @@ mod tests {
         let t = Tokenizer::from_vocab("[UNK]\n[CLS]\n[SEP]\nhi", 512).unwrap();
         let ids: Vec<u32> = t.encode("hi [MASK]").iter().map(|t| t.id).collect();
         assert_eq!(ids, vec![1, 3, 0, 2]);
+    }
+
+    #[test]
+    fn a_cased_tokenizer_keeps_case_and_accents() {
+        let t = Tokenizer::with_casing("[UNK]\n[CLS]\n[SEP]\nCafé\ncafe\n!", 512, Casing::Cased).unwrap();
+        let ids: Vec<u32> = t.encode("Café cafe CAFE!").iter().map(|t| t.id).collect();
+        assert_eq!(ids, vec![1, 3, 4, 0, 5, 2]);
+        assert_eq!(tiny().encode("Café")[1].piece, "cafe");
+    }
+
+    #[test]
+    fn tokenizer_json_becomes_the_vocabulary_in_id_order_with_its_casing() {
+        let json = |normalizer: &str, vocab: &str| {
+            format!(
+                r###"{{"normalizer": {normalizer}, "model": {{"type": "WordPiece", "continuing_subword_prefix": "##", "vocab": {vocab}}}}}"###
+            )
+        };
+        let vocab = r#"{"[UNK]": 0, "[SEP]": 2, "[CLS]": 1, "hi": 3}"#;
+        let uncased = json(r#"{"type": "BertNormalizer", "lowercase": true, "strip_accents": null}"#, vocab);
+        assert_eq!(from_tokenizer_json(&uncased), Ok(("[UNK]\n[CLS]\n[SEP]\nhi\n".into(), Casing::Uncased)));
+        let cased = json(r#"{"type": "BertNormalizer", "lowercase": false}"#, vocab);
+        assert_eq!(from_tokenizer_json(&cased).unwrap().1, Casing::Cased);
+        for (text, problem) in [
+            (json("null", r#"{"a": 0, "b": 0}"#), "two pieces the id 0"),
+            (json("null", r#"{"a": 0, "b": 5}"#), "outside 0..2"),
+            (json("null", r#"{"a\nb": 0}"#), "line break"),
+            (json(r#"{"type": "NFC"}"#, vocab), "normalizer is \"NFC\""),
+            (
+                json(r#"{"type": "BertNormalizer", "lowercase": true, "strip_accents": false}"#, vocab),
+                "two casings",
+            ),
+            (r#"{"model": {"type": "BPE", "vocab": {}}}"#.to_string(), "not WordPiece"),
+            ("[1, 2".to_string(), "not JSON"),
+        ] {
+            let err = from_tokenizer_json(&text).unwrap_err().to_string();
+            assert!(err.contains(problem), "{text}: {err}");
+        }
     }
 
     #[test]
