@@ -5,7 +5,8 @@
 #   scripts/install-tools.sh serve   # what building and serving the page needs
 #   scripts/install-tools.sh test    # the above, plus three browser engines and their WebDriver
 #                                    # servers, wasm-pack, software Vulkan, transformers.js and
-#                                    # a Python venv (numpy, tokenizers) for the benchmarks
+#                                    # a Python venv (numpy, tokenizers, safetensors) for the
+#                                    # references, the test checkpoints and the benchmarks
 #
 # Versions are pinned here (and wasm-bindgen is read from Cargo.lock) so a fresh Debian 12
 # machine gets the same tools as CI. See ../shared/ENVIRONMENT.md for why each choice.
@@ -167,16 +168,18 @@ if [ ${#node_pkgs[@]} -gt 0 ]; then
 fi
 
 # --- Python: the trained model's float64 reference (tests/reference/minilm.py), with which
-# bench/transformers.mjs compares headlab's and transformers.js's embeddings, in a venv
-# (about 110 MB, 13 s cold).
+# bench/transformers.mjs compares headlab's and transformers.js's embeddings, and the random
+# checkpoints the loader's tests read (tests/reference/checkpoints.py, safetensors), in a venv
+# (about 115 MB, 15 s cold).
 NUMPY_VERSION=2.2.6
 TOKENIZERS_VERSION=0.22.1
+SAFETENSORS_VERSION=0.8.0
 if [ "$mode" = test ]; then
   venv=$TOOLS_DIR/venv
-  if ! "$venv/bin/python" -c "import sys, numpy, tokenizers; sys.exit(numpy.__version__ != '$NUMPY_VERSION' or tokenizers.__version__ != '$TOKENIZERS_VERSION')" 2>/dev/null; then
-    log "python: numpy $NUMPY_VERSION and tokenizers $TOKENIZERS_VERSION into $venv"
+  if ! "$venv/bin/python" -c "import sys, numpy, tokenizers, safetensors; sys.exit(numpy.__version__ != '$NUMPY_VERSION' or tokenizers.__version__ != '$TOKENIZERS_VERSION' or safetensors.__version__ != '$SAFETENSORS_VERSION')" 2>/dev/null; then
+    log "python: numpy $NUMPY_VERSION, tokenizers $TOKENIZERS_VERSION and safetensors $SAFETENSORS_VERSION into $venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "numpy==$NUMPY_VERSION" "tokenizers==$TOKENIZERS_VERSION"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "numpy==$NUMPY_VERSION" "tokenizers==$TOKENIZERS_VERSION" "safetensors==$SAFETENSORS_VERSION"
   fi
 fi
 

@@ -14,7 +14,10 @@ cargo fetch --quiet
 # checksum-verified) for the reference tests.
 HEADLAB_MODEL_PATH=$(scripts/fetch-model.sh)
 HEADLAB_PAIRS_CSV=$(scripts/fetch-pairs.sh)
-export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV
+# Random BERT-family checkpoints with float64 references, for the loader's tests (made here, by
+# a script: no model hub).
+HEADLAB_CHECKPOINTS=$(scripts/make-checkpoints.sh)
+export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV HEADLAB_CHECKPOINTS
 
 passed=0
 times=()

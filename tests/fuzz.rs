@@ -1,10 +1,11 @@
 //! Fuzzed input, zero panics: every parser and entry point that takes text from outside (the URL
 //! query, custom configurations, host-page messages, `pruned=` lists, the trained model's
-//! tokenizer) run on at least 10 000 generated inputs each, built from fragments chosen to break
-//! things: garbage, huge and negative numbers, repeated keys, bad percent escapes, invalid UTF-8,
-//! control and zero-width characters, emoji, CJK, and 100 kB texts. Each must give a value or a
-//! typed error with a readable message, and the properties below must hold. The generator is
-//! seeded (counter-based), so a failure names a case that reproduces.
+//! tokenizer, a model folder's safetensors headers, config.json and whole folders) run on at least
+//! 10 000 generated inputs each, built from fragments chosen to break things: garbage, huge and
+//! negative numbers, repeated keys, bad percent escapes, invalid UTF-8, control and zero-width
+//! characters, emoji, CJK, and 100 kB texts. Each must give a value or a typed error with a
+//! readable message, and the properties below must hold. The generator is seeded (counter-based),
+//! so a failure names a case that reproduces.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
@@ -391,4 +392,140 @@ fn the_tokenizer_takes_any_text() {
         assert!(tokens.iter().all(|t| t.id < vocab_size), "case {case}: an id past the vocabulary");
     }
     println!("tokenizer: {cases} cases (20 of 100 kB), every one 2..=512 tokens inside the vocabulary");
+}
+
+/// `bytes` with up to 8 edits: a byte changed, a run cut out, a fragment spliced in.
+fn mutate(g: &mut Gen, bytes: &[u8], fragments: &[&str]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for _ in 0..1 + g.below(8) {
+        let at = g.below(out.len() + 1);
+        match g.below(3) {
+            0 if at < out.len() => out[at] = g.next() as u8,
+            1 => {
+                let end = (at + g.below(16)).min(out.len());
+                out.drain(at..end);
+            }
+            _ => {
+                let fragment = g.pick(fragments).as_bytes().to_vec();
+                out.splice(at..at, fragment);
+            }
+        }
+    }
+    out
+}
+
+const JSON_FRAGMENTS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    "\"",
+    "0",
+    "-1",
+    "1e400",
+    "18446744073709551616",
+    "4294967296",
+    "1099511627776",
+    "null",
+    "true",
+    "\"F16\"",
+    "\"BF16\"",
+    "\"I64\"",
+    "\"F99\"",
+    "\"shape\"",
+    "\"data_offsets\"",
+    "[0,0]",
+    "[1048576,1048576]",
+    "\"dtype\"",
+    "\"__metadata__\"",
+    "\"bert\"",
+    "\"distilbert\"",
+    "\"gpt2\"",
+    "\"num_hidden_layers\"",
+    "\"hidden_size\"",
+    "\"gelu_new\"",
+    "1000000",
+    "\u{0}",
+    "é",
+    "\\u0000",
+    "\\ud800",
+];
+
+/// safetensors headers and config.json files, mutated: parsed or refused, never a panic, and a
+/// header the crate accepts always has offsets that fit its sizes.
+#[test]
+fn checkpoint_headers_and_configs_parse_or_are_refused() {
+    use common::folder::{tensors_of, tiny_config, TINY};
+    use headlab::model::checkpoint::parse_header;
+    let tensors = tensors_of(&headlab::model::bert::Bert::random(TINY, 1));
+    let file = common::folder::safetensors(&tensors);
+    let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
+    let header = &file[8..8 + n];
+    let config = tiny_config();
+    let mut g = Gen(11);
+    let (mut headers_ok, mut configs_ok) = (0, 0);
+    for case in 0..CASES {
+        let bad = mutate(&mut g, header, JSON_FRAGMENTS);
+        if let Ok(meta) = parse_header(&bad) {
+            headers_ok += 1;
+            let mut end = 0;
+            for name in meta.offset_keys() {
+                let info = meta.info(&name).unwrap();
+                assert_eq!(info.data_offsets.0, end, "case {case}: {name} starts where the last ended");
+                end = info.data_offsets.1;
+            }
+            assert_eq!(end, meta.data_len(), "case {case}");
+        }
+        let bad = String::from_utf8_lossy(&mutate(&mut g, config.as_bytes(), JSON_FRAGMENTS)).to_string();
+        match headlab::model::config::parse(&bad) {
+            Ok(c) => {
+                configs_ok += 1;
+                assert!(
+                    c.spec.validate().is_ok() && c.spec.layers <= 128 && c.spec.d_model <= 16384,
+                    "case {case}"
+                );
+            }
+            Err(e) => assert!(
+                e.to_string().starts_with("config.json: ") && e.to_string().len() < 400,
+                "case {case}: {e}"
+            ),
+        }
+    }
+    println!("checkpoint headers: {CASES} cases ({headers_ok} accepted); configs: {CASES} cases ({configs_ok} accepted); no panic");
+}
+
+/// Whole folders with a mutated model.safetensors (header and data) or config.json, read by the
+/// loader: a model whose weights are all finite f16, or an error naming a file; never a panic.
+#[test]
+fn mutated_folders_load_or_are_refused_with_the_file_named() {
+    use headlab::model::checkpoint::{load, now, Options};
+    let (files, _) = common::folder::tiny_folder(5);
+    let weights = files.get("tiny/model.safetensors").unwrap().to_vec();
+    let options = Options { name: None, budget: 1 << 30 };
+    let mut g = Gen(12);
+    let mut loaded = 0;
+    for case in 0..CASES {
+        let mut folder = files.clone();
+        if g.below(4) == 0 {
+            let config = common::folder::tiny_config();
+            folder.put("tiny/config.json", mutate(&mut g, config.as_bytes(), JSON_FRAGMENTS));
+        } else {
+            // Most edits land in the header's first 4 kB, where they matter most.
+            let window = weights.len().min(if g.below(2) == 0 { 4096 } else { usize::MAX });
+            let mut bad = mutate(&mut g, &weights[..window], JSON_FRAGMENTS);
+            bad.extend_from_slice(&weights[window..]);
+            folder.put("tiny/model.safetensors", bad);
+        }
+        match now(load(&folder, &options, &mut |_| {})) {
+            Ok(l) => {
+                loaded += 1;
+                let model = headlab::model::Model::from_file(&l.file, l.id).expect("a loaded folder decodes");
+                assert!(model.bert.word.iter().all(|v| v.is_finite()), "case {case}");
+            }
+            Err(e) => assert!(e.file.starts_with("tiny/") || e.file == "config.json", "case {case}: {e}"),
+        }
+    }
+    println!("mutated model folders: {CASES} cases ({loaded} loaded); no panic");
 }

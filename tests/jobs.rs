@@ -56,7 +56,13 @@ fn model() -> Rc<Model> {
     vocab.extend(WORDS.split_whitespace());
     let spec = ModelSpec { vocab: vocab.len(), ..SPEC };
     let tokenizer = Tokenizer::from_vocab(&vocab.join("\n"), spec.positions).unwrap();
-    Rc::new(Model { name: "small".into(), id: "small".into(), bert: Bert::random(spec, 7), tokenizer })
+    Rc::new(Model {
+        name: "small".into(),
+        id: "small".into(),
+        architecture: headlab::model::config::Architecture::Bert,
+        bert: Bert::random(spec, 7),
+        tokenizer,
+    })
 }
 
 /// Thirty pairs of made-up sentences with scores, in the page's file format.

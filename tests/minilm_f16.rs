@@ -6,6 +6,7 @@
 mod common;
 
 use common::minilm::*;
+use common::model_dir;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::jobs::driver::Planned;
@@ -45,6 +46,51 @@ fn f16_asset_stays_within_its_documented_bounds() {
     // The bounds README states for the asset.
     assert!(worst_attention < 2e-3, "attention error {worst_attention:e}");
     assert!(worst_cosine > 0.9999, "embedding cosine {worst_cosine}");
+}
+
+/// MiniLM's folder through the loader a reader's folder goes through: the shape its config
+/// gives is the built-in one, every weight is the checkpoint's rounded to f16 (so the page's
+/// numbers are today's, exactly), the vocabulary from tokenizer.json is vocab.txt's, and the
+/// pooler the page does not use is named in a note.
+#[test]
+fn minilms_folder_through_the_checkpoint_loader_is_the_checkpoint_in_f16() {
+    use headlab::model::checkpoint::{load, now, DirFiles, Options, Progress};
+    let files = DirFiles::new(&model_dir()).unwrap();
+    let mut reports = Vec::new();
+    let options = Options { name: None, budget: u64::MAX };
+    let loaded = now(load(&files, &options, &mut |p: Progress| reports.push(p))).unwrap();
+    assert_eq!(loaded.description.spec, SPEC);
+    assert_eq!(loaded.description.name, "model", "the folder's own name (the wheel keeps it in model/)");
+    assert!(loaded.notes[0].contains("pooler.dense.weight"), "{:?}", loaded.notes);
+    let last = reports.last().unwrap();
+    assert_eq!((last.done, last.total, loaded.tensor_bytes), (last.total, last.total, last.total));
+    assert!(reports.windows(2).all(|w| w[0].done < w[1].done), "progress only grows");
+    let model = Model::from_file(&loaded.file, loaded.id.clone()).unwrap();
+    let fp32 = checkpoint();
+    let round = |v: &[f32]| v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
+    assert_eq!(model.bert.word, round(&fp32.word));
+    assert_eq!(model.bert.token_type, round(&fp32.token_type));
+    for (got, want) in model.bert.layers.iter().zip(&fp32.layers) {
+        assert_eq!(got.qkv[1].w, round(&want.qkv[1].w));
+        assert_eq!(got.ffn_out.b, round(&want.ffn_out.b));
+        assert_eq!(got.ln2.w, round(&want.ln2.w));
+    }
+    let (f16, _, _) = f16_model();
+    assert_eq!(model.bert, f16, "every tensor");
+    let vocab = std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap();
+    assert_eq!(model.tokenizer.vocab_size(), vocab.lines().count());
+    // The tokenizer read from tokenizer.json against Python tokenizers' ids.
+    for case in fixture("minilm-tokens.json").as_array().unwrap() {
+        let want: Vec<u64> = case["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let got: Vec<u64> =
+            model.tokenizer.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id as u64).collect();
+        assert_eq!(got, want, "{}", case["text"]);
+    }
+    println!(
+        "MiniLM through the checkpoint loader: {} reports, {:.1} MB of tensors read, the f32 checkpoint in f16 exactly",
+        reports.len(),
+        loaded.tensor_bytes as f64 / 1e6
+    );
 }
 
 /// How many digits of the page's "cosine of the pruned sentence embedding to the full one" (and
@@ -99,8 +145,13 @@ fn every_flip_and_hold_the_page_names_is_the_fp32_models_too() {
     let (f16, tok, _) = f16_model();
     let fp32 = checkpoint();
     let sweep = |bert: Bert| {
-        let model =
-            std::rc::Rc::new(Model { name: "m".into(), id: "m".into(), bert, tokenizer: tok.clone() });
+        let model = std::rc::Rc::new(Model {
+            name: "m".into(),
+            id: "m".into(),
+            architecture: headlab::model::config::Architecture::Bert,
+            bert,
+            tokenizer: tok.clone(),
+        });
         let engine = engine(model, 2);
         run(&engine, Planned::new(MarginSweep::new(&engine)))
     };

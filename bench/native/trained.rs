@@ -47,7 +47,13 @@ fn main() {
     .expect("the checkpoint's tensors");
     let vocab = std::fs::read_to_string(dir.join("vocab.txt")).expect("vocab.txt");
     let tokenizer = Tokenizer::from_vocab(&vocab, spec.positions).expect("a vocabulary");
-    let model = Rc::new(Model { name: "all-MiniLM-L6-v2".into(), id: "fp32".into(), bert, tokenizer });
+    let model = Rc::new(Model {
+        name: "all-MiniLM-L6-v2".into(),
+        id: "fp32".into(),
+        architecture: headlab::model::config::Architecture::Bert,
+        bert,
+        tokenizer,
+    });
     let origin = Instant::now();
     let now = || origin.elapsed().as_secs_f64() * 1e3;
     println!("{}", headlab::bench::cpu_line());

@@ -5,6 +5,7 @@
 pub mod asset;
 pub mod bert;
 pub mod check;
+pub mod checkpoint;
 pub mod config;
 pub mod contrast;
 pub mod curves;
@@ -28,6 +29,8 @@ use tokenizer::{Tokenizer, VocabError};
 pub struct Model {
     /// What the page calls it ("all-MiniLM-L6-v2").
     pub name: String,
+    /// The family its checkpoint came from.
+    pub architecture: config::Architecture,
     /// A short hash of its weights (16 hex digits): what the page's caches and links know it by.
     pub id: String,
     /// Every weight, and the shape ([`Bert::spec`]).
@@ -43,7 +46,7 @@ pub enum ModelError {
     Asset(asset::AssetError),
     /// A weight is missing or has the wrong shape.
     Weights(LoadError),
-    /// The vocabulary lacks a special token.
+    /// The vocabulary lacks a special token, or has pieces the embeddings have no row for.
     Vocab(VocabError),
 }
 
@@ -59,21 +62,40 @@ impl std::fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
+/// What the page knows a model file by: the first 16 hex digits of its SHA-256 (the file is
+/// made deterministically from the weights, so the same checkpoint always has the same id).
+pub fn file_id(bytes: &[u8]) -> String {
+    asset::sha256_hex(bytes)[..16].to_string()
+}
+
 /// The name of the model in the page's asset.
 pub const BUILT_IN_NAME: &str = "all-MiniLM-L6-v2";
 
 impl Model {
-    /// The model in the page's asset `bytes` (all-MiniLM-L6-v2, [`ModelSpec::MINILM_L6_V2`]),
-    /// checked against the SHA-256 built into the page before a byte is decoded: a damaged file
-    /// is refused whole, never half-loaded.
+    /// The model in the page's asset `bytes` (all-MiniLM-L6-v2), checked against the SHA-256
+    /// built into the page before a byte is decoded: a damaged file is refused whole, never
+    /// half-loaded.
     pub fn from_asset(bytes: &[u8]) -> Result<Model, ModelError> {
         asset::verify(bytes).map_err(ModelError::Asset)?;
+        Model::from_file(bytes, asset::ASSET_SHA256[..16].to_string())
+    }
+
+    /// The model in a model file (`bytes`, [`asset`]'s format: the built-in one, or a
+    /// checkpoint the page converted), known as `id` ([`file_id`] of the bytes).
+    pub fn from_file(bytes: &[u8], id: String) -> Result<Model, ModelError> {
         let mut a = asset::decode(bytes).map_err(ModelError::Asset)?;
-        let spec = ModelSpec::MINILM_L6_V2;
-        let bert = Bert::from_tensors(spec, |name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
-        let tokenizer = Tokenizer::from_vocab(&a.vocab, spec.positions).map_err(ModelError::Vocab)?;
-        let id = asset::ASSET_SHA256[..16].to_string();
-        Ok(Model { name: BUILT_IN_NAME.to_string(), id, bert, tokenizer })
+        let d = a.description;
+        let bert = Bert::from_tensors(d.spec, |name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
+        let tokenizer =
+            Tokenizer::with_casing(&a.vocab, d.spec.positions, d.casing).map_err(ModelError::Vocab)?;
+        if tokenizer.vocab_size() > d.spec.vocab {
+            return Err(ModelError::Vocab(VocabError(format!(
+                "it has {} pieces, the model's embeddings {} rows",
+                tokenizer.vocab_size(),
+                d.spec.vocab
+            ))));
+        }
+        Ok(Model { name: d.name, architecture: d.architecture, id, bert, tokenizer })
     }
 
     /// The model's shape.

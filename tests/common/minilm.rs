@@ -76,6 +76,7 @@ pub fn fp32_model() -> Rc<Model> {
     Rc::new(Model {
         name: "all-MiniLM-L6-v2 (fp32)".into(),
         id: "fp32".into(),
+        architecture: headlab::model::config::Architecture::Bert,
         bert: checkpoint(),
         tokenizer: tokenizer(),
     })
@@ -86,25 +87,16 @@ pub fn ids(tok: &Tokenizer, text: &str) -> Vec<u32> {
     tok.encode(text).iter().map(|t| t.id).collect()
 }
 
-/// The model the page runs: the checkpoint encoded as convert-model does (f16 weights), decoded
-/// as the page does, with its tokenizer and the encoded bytes.
+/// The model the page runs: the checkpoint folder read by the page's loader (as convert-model
+/// reads it for the page's asset), decoded as the page decodes it, with its tokenizer and the
+/// model file's bytes.
 pub fn f16_model() -> (Bert, Tokenizer, Vec<u8>) {
-    let bytes = std::fs::read(model_dir().join("model.safetensors")).unwrap();
-    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    let tensors: Vec<_> = headlab::model::bert::tensor_names(&SPEC)
-        .into_iter()
-        .map(|(name, shape)| {
-            let t = st.tensor(&name).unwrap();
-            let v = t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
-            (name, shape, v)
-        })
-        .collect();
-    let vocab = std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap();
-    let encoded = headlab::model::asset::encode(&tensors, &vocab);
-    let mut asset = headlab::model::asset::decode(&encoded).unwrap();
-    let bert = Bert::from_tensors(SPEC, |name| asset.tensors.remove(name)).unwrap();
-    let tok = Tokenizer::from_vocab(&asset.vocab, SPEC.positions).unwrap();
-    (bert, tok, encoded)
+    use headlab::model::checkpoint::{load, now, DirFiles, Options};
+    let files = DirFiles::new(&model_dir()).unwrap();
+    let options = Options { name: Some(headlab::model::BUILT_IN_NAME.into()), budget: u64::MAX };
+    let loaded = now(load(&files, &options, &mut |_| {})).unwrap();
+    let model = Model::from_file(&loaded.file, loaded.id).unwrap();
+    (model.bert, model.tokenizer, loaded.file)
 }
 
 /// The heads a fixture case prunes, listed as `[layer, head]` pairs.

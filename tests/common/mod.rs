@@ -126,3 +126,20 @@ pub fn pairs_csv() -> std::path::PathBuf {
 /// The trained model's checkpoint, fixtures and jobs, for the `minilm_*` test files.
 #[cfg(not(target_arch = "wasm32"))]
 pub mod minilm;
+
+/// The random checkpoints tests/reference/checkpoints.py makes, with their float64 references:
+/// `HEADLAB_CHECKPOINTS` when set, else `target/checkpoints` (scripts/make-checkpoints.sh).
+pub fn checkpoints_dir() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let dir = std::env::var_os("HEADLAB_CHECKPOINTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/checkpoints"));
+    assert!(
+        dir.join("bert-odd/reference.json").exists(),
+        "no test checkpoints at {}: run scripts/make-checkpoints.sh",
+        dir.display()
+    );
+    dir
+}
+
+pub mod folder;

@@ -391,7 +391,7 @@ test('a failed model download says so and can be retried', async () => {
   await trained.modelError.getByRole('button').click();
   await trained.waitReady({ timeout: 60000 });
   // A truncated file is refused with its reason, never half-loaded.
-  await page.route('**/minilm-f16.bin', (route) => route.fulfill({ body: Buffer.from('HEADLAB-MINILM1\n\x10\x00\x00\x00short') }));
+  await page.route('**/minilm-f16.bin', (route) => route.fulfill({ body: Buffer.from('HEADLAB-MODEL-2\n\x10\x00\x00\x00short') }));
   await page.reload();
   await trained.modelError.waitFor();
   assert.match(await trained.modelError.textContent(), /incomplete/);

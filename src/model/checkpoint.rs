@@ -1,0 +1,746 @@
+//! A Hugging Face model folder read into the page's model file ([`super::asset`]): the files the
+//! reader gave the page (or the handbook serves beside it) are untrusted input, read with every
+//! size checked before anything is allocated, and each refusal names the file and the problem.
+//!
+//! ```text
+//! config.json                          architecture and shape (super::config)
+//! modules.json, <Pooling>/config.json  sentence-transformers' pooling and Normalize, if present
+//! tokenizer.json | vocab.txt           the WordPiece vocabulary and its casing
+//!   (+ tokenizer_config.json)
+//! model.safetensors                    the weights in F32, F16 or BF16; or the shards that
+//!   | model.safetensors.index.json     the index names
+//! ```
+//!
+//! The safetensors headers are read first (parsed and validated by the `safetensors` crate), so
+//! a model the page cannot hold is refused from its header, before its tensors are read. Then
+//! each tensor the model needs is read alone, checked (no NaN or infinity, within f16's range)
+//! and appended to the model file in f16: the page never holds two full copies of the weights.
+//! Tensors the page does not use (a pooler, a language-model head) are listed in a note.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+
+use half::f16;
+use safetensors::tensor::{Dtype, Metadata, TensorInfo};
+use serde_json::Value;
+
+use super::asset::{Description, Writer};
+use super::bert::tensor_names;
+use super::config::{self, Architecture, CheckpointConfig};
+use super::spec::Pooling;
+use super::tokenizer::{self, Casing, Tokenizer};
+
+/// One file of the folder: its path as the reader's browser gives it (`all-MiniLM-L6-v2/config.json`
+/// for a dropped folder, `config.json` for picked files) and its size in bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The path, `/`-separated.
+    pub path: String,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// Where the files' bytes come from: the reader's `File`s in the page, a directory natively,
+/// memory in the tests.
+pub trait Files {
+    /// Every file offered.
+    fn entries(&self) -> &[Entry];
+
+    /// `len` bytes of file `index` (of [`Files::entries`]) from byte `start`; the caller keeps
+    /// the range within the file's size.
+    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>>;
+}
+
+/// Why a folder cannot become a model: the file and the problem, a sentence for the page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointError {
+    /// The file at fault (its path in the folder), or what is missing.
+    pub file: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl std::fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file, self.problem)
+    }
+}
+
+impl std::error::Error for CheckpointError {}
+
+fn fail<T>(file: &str, problem: impl Into<String>) -> Result<T, CheckpointError> {
+    Err(CheckpointError { file: file.to_string(), problem: problem.into() })
+}
+
+/// What a load is told: the name to give the model (else the folder's or the config's), and how
+/// many bytes the page can give it (its f16 file and its f32 weights together).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The model's name in the page, overriding the folder's and the config's.
+    pub name: Option<String>,
+    /// The most bytes the model may take in the page.
+    pub budget: u64,
+}
+
+/// Bytes of the checkpoint's tensors read so far, of all the model needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Read and converted.
+    pub done: u64,
+    /// To read in all.
+    pub total: u64,
+}
+
+/// A folder read into a model file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loaded {
+    /// The model file ([`super::asset`]'s format), for [`super::Model::from_file`] and the workers.
+    pub file: Vec<u8>,
+    /// [`super::file_id`] of the file.
+    pub id: String,
+    /// What the model is.
+    pub description: Description,
+    /// What the page should tell the reader about the folder (tensors it ignored, modules it
+    /// does not apply).
+    pub notes: Vec<String>,
+    /// Bytes of tensors read.
+    pub tensor_bytes: u64,
+}
+
+/// The most bytes a small file of the folder may have, by kind (a tokenizer.json of a large
+/// multilingual vocabulary is about 10 MB).
+const SMALL_FILE: u64 = 1 << 20;
+const TOKENIZER_FILE: u64 = 64 << 20;
+/// The safetensors crate's own limit on a header.
+const MAX_HEADER: u64 = 100_000_000;
+
+/// Reads the folder in `files` into a model file, reporting each tensor read to `progress`.
+pub async fn load<F: Files>(
+    files: &F,
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Loaded, CheckpointError> {
+    let folder = Folder::new(files.entries())?;
+    let config_file = folder.path("config.json");
+    let text = folder.text(files, "config.json", SMALL_FILE).await?;
+    let CheckpointConfig { architecture, mut spec, name } =
+        config::parse(&text).map_err(|e| CheckpointError { file: config_file, problem: e.0 })?;
+    let mut notes = Vec::new();
+    spec.pooling = pooling(&folder, files, &mut notes).await?;
+    let (vocab, casing, vocab_file) = vocabulary(&folder, files).await?;
+    let tokenizer = Tokenizer::with_casing(&vocab, spec.positions, casing)
+        .map_err(|e| CheckpointError { file: vocab_file.clone(), problem: e.to_string() })?;
+    if tokenizer.vocab_size() > spec.vocab {
+        return fail(
+            &vocab_file,
+            format!(
+                "its {} pieces do not fit the model's {} embedding rows (config.json's vocab_size)",
+                tokenizer.vocab_size(),
+                spec.vocab
+            ),
+        );
+    }
+    let shards = shards(&folder, files).await?;
+    let plan = plan(architecture, &spec, &shards, &mut notes)?;
+    let values: u64 = plan.iter().map(|s| s.count).sum();
+    let need = 6 * values;
+    if need > options.budget {
+        return fail(
+            &shards[0].path,
+            format!(
+                "the model has {:.0} M weights and would need about {} in the page (f16 copy and f32 weights); this page can give it {}",
+                values as f64 / 1e6,
+                megabytes(need),
+                megabytes(options.budget)
+            ),
+        );
+    }
+    let name = options.name.clone().or(folder.name()).or(name).unwrap_or_else(|| "model".to_string());
+    let description = Description { name, architecture, casing, spec };
+    let mut writer = Writer::new(&description, &vocab);
+    let total = plan.iter().map(|s| s.source.as_ref().map_or(0, |(_, _, len)| *len)).sum();
+    let mut done = 0;
+    progress(Progress { done, total });
+    for step in &plan {
+        let f16_le = match &step.source {
+            None => vec![0u8; 2 * step.count as usize],
+            Some((shard, start, len)) => {
+                let shard = &shards[*shard];
+                let raw = files
+                    .read(shard.index, *start, *len)
+                    .await
+                    .or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
+                done += len;
+                progress(Progress { done, total });
+                to_f16(step.dtype, &raw, step.count as usize)
+                    .or_else(|problem| fail(&shard.path, format!("{}: {problem}", step.name)))?
+            }
+        };
+        writer.push(&f16_le);
+    }
+    let file = writer.finish();
+    let id = super::file_id(&file);
+    Ok(Loaded { file, id, description, notes, tensor_bytes: done })
+}
+
+fn megabytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.0} MB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.0} KB", b as f64 / 1024.0),
+    }
+}
+
+/// The files, seen from the folder that holds `config.json` (the shallowest one: a
+/// sentence-transformers folder has another in `1_Pooling/`).
+struct Folder<'a> {
+    entries: &'a [Entry],
+    /// The folder's path with its trailing `/`, or empty.
+    root: String,
+}
+
+impl<'a> Folder<'a> {
+    fn new(entries: &'a [Entry]) -> Result<Folder<'a>, CheckpointError> {
+        let config = entries
+            .iter()
+            .map(|e| e.path.as_str())
+            .filter(|p| *p == "config.json" || p.ends_with("/config.json"))
+            .min_by_key(|p| (p.matches('/').count(), p.len()));
+        let Some(config) = config else {
+            let listed: Vec<&str> = entries.iter().take(5).map(|e| e.path.as_str()).collect();
+            let problem = if entries.is_empty() {
+                "no files were given".to_string()
+            } else {
+                format!("missing: a model folder has one beside its weights (given: {})", listed.join(", "))
+            };
+            return fail("config.json", problem);
+        };
+        Ok(Folder { entries, root: config[..config.len() - "config.json".len()].to_string() })
+    }
+
+    /// The folder's own name, when the files came as a folder.
+    fn name(&self) -> Option<String> {
+        let root = self.root.trim_end_matches('/');
+        root.rsplit('/').next().filter(|n| !n.is_empty()).map(|n| n.chars().take(80).collect())
+    }
+
+    /// The path of `name` (relative to the folder), as the reader's files name it.
+    fn path(&self, name: &str) -> String {
+        format!("{}{name}", self.root)
+    }
+
+    /// The index of `name` (relative to the folder) among the files.
+    fn find(&self, name: &str) -> Option<usize> {
+        let path = self.path(name);
+        self.entries.iter().position(|e| e.path == path)
+    }
+
+    /// The text of `name`, which must be there, at most `max` bytes.
+    async fn text<F: Files>(&self, files: &F, name: &str, max: u64) -> Result<String, CheckpointError> {
+        let path = self.path(name);
+        let Some(index) = self.find(name) else { return fail(&path, "missing") };
+        let size = self.entries[index].size;
+        if size > max {
+            return fail(&path, format!("{size} bytes; headlab reads at most {max} for this file"));
+        }
+        let bytes =
+            files.read(index, 0, size).await.or_else(|e| fail(&path, format!("could not be read ({e})")))?;
+        String::from_utf8(bytes).or_else(|_| fail(&path, "not UTF-8 text"))
+    }
+
+    /// [`Folder::text`] of `name` if the folder has it.
+    async fn optional_text<F: Files>(
+        &self,
+        files: &F,
+        name: &str,
+        max: u64,
+    ) -> Result<Option<String>, CheckpointError> {
+        match self.find(name) {
+            Some(_) => self.text(files, name, max).await.map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The pooling sentence-transformers' `modules.json` and its Pooling module's config say (mean,
+/// not normalised, without them: the plain encoder's token rows averaged).
+async fn pooling<F: Files>(
+    folder: &Folder<'_>,
+    files: &F,
+    notes: &mut Vec<String>,
+) -> Result<Pooling, CheckpointError> {
+    let Some(text) = folder.optional_text(files, "modules.json", SMALL_FILE).await? else {
+        return Ok(Pooling::Mean { normalize: false });
+    };
+    let modules_file = folder.path("modules.json");
+    let modules: Value =
+        serde_json::from_str(&text).or_else(|e| fail(&modules_file, format!("not JSON ({e})")))?;
+    let modules = modules.as_array().map_or_else(|| fail(&modules_file, "not a list of modules"), Ok)?;
+    let kind = |m: &Value| {
+        m.get("type").and_then(Value::as_str).unwrap_or("").rsplit('.').next().unwrap_or("").to_string()
+    };
+    let normalize = modules.iter().any(|m| kind(m) == "Normalize");
+    for other in
+        modules.iter().map(kind).filter(|k| !["Transformer", "Pooling", "Normalize"].contains(&k.as_str()))
+    {
+        notes.push(format!(
+            "modules.json's {other} module is not applied: the page's embedding is the pooled one"
+        ));
+    }
+    let Some(module) = modules.iter().find(|m| kind(m) == "Pooling") else {
+        return Ok(Pooling::Mean { normalize });
+    };
+    let dir = module.get("path").and_then(Value::as_str).unwrap_or("1_Pooling").trim_matches('/');
+    let config_name = format!("{dir}/config.json");
+    let config_file = folder.path(&config_name);
+    let text = folder.text(files, &config_name, SMALL_FILE).await?;
+    let config: Value =
+        serde_json::from_str(&text).or_else(|e| fail(&config_file, format!("not JSON ({e})")))?;
+    let on = |key: &str| config.get(key).and_then(Value::as_bool) == Some(true);
+    let modes: Vec<&str> = [
+        "cls_token",
+        "mean_tokens",
+        "max_tokens",
+        "mean_sqrt_len_tokens",
+        "weightedmean_tokens",
+        "lasttoken",
+    ]
+    .into_iter()
+    .filter(|m| on(&format!("pooling_mode_{m}")))
+    .collect();
+    match modes[..] {
+        ["cls_token"] => Ok(Pooling::Cls { normalize }),
+        ["mean_tokens"] => Ok(Pooling::Mean { normalize }),
+        _ => fail(
+            &config_file,
+            format!("pooling modes {modes:?}: headlab pools by the mean or by [CLS], one of them"),
+        ),
+    }
+}
+
+/// The vocabulary (as `vocab.txt` text), its casing and the file it came from: `tokenizer.json`
+/// if the folder has one, else `vocab.txt` with `tokenizer_config.json`'s `do_lower_case`
+/// (uncased when it does not say).
+async fn vocabulary<F: Files>(
+    folder: &Folder<'_>,
+    files: &F,
+) -> Result<(String, Casing, String), CheckpointError> {
+    if let Some(text) = folder.optional_text(files, "tokenizer.json", TOKENIZER_FILE).await? {
+        let file = folder.path("tokenizer.json");
+        let (vocab, casing) = tokenizer::from_tokenizer_json(&text)
+            .map_err(|e| CheckpointError { file: file.clone(), problem: e.0 })?;
+        return Ok((vocab, casing, file));
+    }
+    let Some(vocab) = folder.optional_text(files, "vocab.txt", TOKENIZER_FILE).await? else {
+        return fail(
+            &folder.path("tokenizer.json"),
+            "missing, and so is vocab.txt: the page needs the model's tokenizer",
+        );
+    };
+    let casing = match folder.optional_text(files, "tokenizer_config.json", SMALL_FILE).await? {
+        Some(text) => {
+            let value: Value = serde_json::from_str(&text)
+                .or_else(|e| fail(&folder.path("tokenizer_config.json"), format!("not JSON ({e})")))?;
+            match value.get("do_lower_case").and_then(Value::as_bool) {
+                Some(false) => Casing::Cased,
+                _ => Casing::Uncased,
+            }
+        }
+        None => Casing::Uncased,
+    };
+    if vocab.lines().count() > tokenizer::MAX_VOCAB {
+        return fail(&folder.path("vocab.txt"), format!("more than {} pieces", tokenizer::MAX_VOCAB));
+    }
+    Ok((vocab, casing, folder.path("vocab.txt")))
+}
+
+/// One safetensors file: where it is among the files, its header, and where its data starts.
+struct Shard {
+    index: usize,
+    path: String,
+    metadata: Metadata,
+    data_start: u64,
+}
+
+/// The weight files: `model.safetensors.index.json`'s shards, or `model.safetensors`, each
+/// header read and validated.
+async fn shards<F: Files>(folder: &Folder<'_>, files: &F) -> Result<Vec<Shard>, CheckpointError> {
+    let index_name = "model.safetensors.index.json";
+    let names: Vec<String> = match folder.optional_text(files, index_name, SMALL_FILE * 16).await? {
+        Some(text) => {
+            let index_file = folder.path(index_name);
+            let value: Value =
+                serde_json::from_str(&text).or_else(|e| fail(&index_file, format!("not JSON ({e})")))?;
+            let map = value.get("weight_map").and_then(Value::as_object);
+            let map = map.map_or_else(|| fail(&index_file, "it has no weight_map"), Ok)?;
+            let set: BTreeSet<&str> = map.values().filter_map(Value::as_str).collect();
+            if set.is_empty() || set.iter().any(|n| n.contains("..") || n.starts_with('/')) {
+                return fail(&index_file, "its weight_map names no shard, or one outside the folder");
+            }
+            set.into_iter().map(str::to_string).collect()
+        }
+        None => vec!["model.safetensors".to_string()],
+    };
+    let mut shards = Vec::with_capacity(names.len());
+    for name in names {
+        let path = folder.path(&name);
+        let Some(index) = folder.find(&name) else {
+            let problem = if folder.find("pytorch_model.bin").is_some() {
+                "missing; the folder has pytorch_model.bin, PyTorch's pickle format, which the page does not read (save the model with safe_serialization=True)"
+            } else {
+                "missing"
+            };
+            return fail(&path, problem);
+        };
+        shards.push(header(files, index, path).await?);
+    }
+    Ok(shards)
+}
+
+/// The header of the safetensors file `index`, validated against the file's size.
+async fn header<F: Files>(files: &F, index: usize, path: String) -> Result<Shard, CheckpointError> {
+    let size = files.entries()[index].size;
+    if size < 8 {
+        return fail(
+            &path,
+            format!("truncated: {size} bytes, not even the 8 that give a safetensors header's length"),
+        );
+    }
+    let bytes = files.read(index, 0, 8).await.or_else(|e| fail(&path, format!("could not be read ({e})")))?;
+    let n = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    if n > MAX_HEADER || 8 + n > size {
+        return fail(
+            &path,
+            format!(
+                "its header length {n} goes beyond the file ({size} bytes): not safetensors, or cut short"
+            ),
+        );
+    }
+    let raw = files.read(index, 8, n).await.or_else(|e| fail(&path, format!("could not be read ({e})")))?;
+    let metadata = parse_header(&raw).or_else(|problem| fail(&path, problem))?;
+    let data_start = 8 + n;
+    let data_len = metadata.data_len() as u64;
+    if data_start + data_len > size {
+        return fail(
+            &path,
+            format!(
+                "truncated: its header places {data_len} bytes of tensors after itself, the file has {}",
+                size - data_start
+            ),
+        );
+    }
+    Ok(Shard { index, path, metadata, data_start })
+}
+
+/// A safetensors header's JSON, validated by the crate: offsets in order, neither overlapping
+/// nor leaving gaps, each the size its shape and dtype give, no size overflowing.
+pub fn parse_header(raw: &[u8]) -> Result<Metadata, String> {
+    let text = std::str::from_utf8(raw).map_err(|_| "its header is not UTF-8".to_string())?;
+    serde_json::from_str::<Metadata>(text.trim_end()).map_err(|e| {
+        let e = e.to_string();
+        // serde lists every dtype it knows after an unknown one: name the one found instead.
+        match e.split_once("unknown variant `").and_then(|(_, rest)| rest.split_once('`')) {
+            Some((dtype, _)) => {
+                format!("its header names the unknown dtype {:?}", dtype.chars().take(20).collect::<String>())
+            }
+            None => format!("its header is not a valid safetensors header ({e})"),
+        }
+    })
+}
+
+/// One tensor of the model file: its name there, how many values, and where they come from
+/// (shard, start, length; `None`: zeros, for a table the architecture lacks).
+struct Step {
+    name: String,
+    count: u64,
+    dtype: Dtype,
+    source: Option<(usize, u64, u64)>,
+}
+
+/// Which checkpoint tensor gives each of the model file's, shapes and dtypes checked against the
+/// config; what is left over goes into a note.
+fn plan(
+    architecture: Architecture,
+    spec: &super::spec::ModelSpec,
+    shards: &[Shard],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Step>, CheckpointError> {
+    let mut all: HashMap<String, (usize, TensorInfo)> = HashMap::new();
+    for (s, shard) in shards.iter().enumerate() {
+        for (name, info) in shard.metadata.tensors() {
+            if let Some((other, _)) = all.insert(name.clone(), (s, info.clone())) {
+                return fail(&shard.path, format!("{name} is also in {}", shards[other].path));
+            }
+        }
+    }
+    let prefixes: &[&str] = match architecture {
+        Architecture::Bert => &["", "bert.", "model."],
+        Architecture::DistilBert => &["", "distilbert."],
+    };
+    let word = "embeddings.word_embeddings.weight";
+    let Some(prefix) = prefixes.iter().find(|p| all.contains_key(&format!("{p}{word}"))) else {
+        return fail(&shards[0].path, format!("{word} is missing (under none of the prefixes {prefixes:?})"));
+    };
+    let mut used = BTreeSet::new();
+    let mut steps = Vec::new();
+    for (name, shape) in tensor_names(spec) {
+        let count: u64 = shape.iter().map(|&d| d as u64).product();
+        let candidates = source_names(architecture, &name);
+        if candidates.is_empty() {
+            steps.push(Step { name, count, dtype: Dtype::F16, source: None });
+            continue;
+        }
+        let found = candidates.iter().map(|c| format!("{prefix}{c}")).find(|c| all.contains_key(c));
+        let Some(source) = found else {
+            let file =
+                if shards.len() == 1 { shards[0].path.as_str() } else { "model.safetensors.index.json" };
+            return fail(file, format!("{prefix}{} is missing", candidates[0]));
+        };
+        let (s, info) = &all[&source];
+        let path = &shards[*s].path;
+        if !matches!(info.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16) {
+            return fail(path, format!("{source} is {:?}; headlab reads F32, F16 and BF16", info.dtype));
+        }
+        let width = (info.dtype.bitsize() / 8) as u64;
+        let start = shards[*s].data_start + info.data_offsets.0 as u64;
+        // The token-type table: the page uses the first type; a model with one type is padded.
+        let (ok, len) = if name.ends_with("token_type_embeddings.weight") {
+            let fits = info.shape.len() == 2 && info.shape[0] >= 1 && info.shape[1] == spec.d_model;
+            (fits, width * spec.d_model as u64)
+        } else {
+            (info.shape == shape, width * count)
+        };
+        if !ok {
+            return fail(
+                path,
+                format!("{source} has shape {:?}; config.json makes it {shape:?}", info.shape),
+            );
+        }
+        used.insert(source.clone());
+        let dtype = info.dtype;
+        steps.push(Step { name, count, dtype, source: Some((*s, start, len)) });
+    }
+    let mut unused: Vec<&String> = all.keys().filter(|n| !used.contains(*n)).collect();
+    unused.sort();
+    if !unused.is_empty() {
+        let shown: Vec<&str> = unused.iter().take(4).map(|s| s.as_str()).collect();
+        let more = if unused.len() > 4 { format!(" and {} more", unused.len() - 4) } else { String::new() };
+        notes.push(format!(
+            "{} tensor{} the page does not use (a pooler, a language-model head) {} ignored: {}{more}",
+            unused.len(),
+            if unused.len() == 1 { "" } else { "s" },
+            if unused.len() == 1 { "was" } else { "were" },
+            shown.join(", ")
+        ));
+    }
+    Ok(steps)
+}
+
+/// The checkpoint's names for the model file's tensor `page` (BERT's naming), most usual first;
+/// none for a table the architecture does not have (DistilBERT's token types: zeros).
+fn source_names(architecture: Architecture, page: &str) -> Vec<String> {
+    let renamed = match architecture {
+        Architecture::Bert => page.to_string(),
+        Architecture::DistilBert => {
+            if page.starts_with("embeddings.token_type_embeddings") {
+                return Vec::new();
+            }
+            let mut name = page.replacen("encoder.layer.", "transformer.layer.", 1);
+            for (bert, distil) in [
+                ("attention.self.query", "attention.q_lin"),
+                ("attention.self.key", "attention.k_lin"),
+                ("attention.self.value", "attention.v_lin"),
+                ("attention.output.dense", "attention.out_lin"),
+                ("attention.output.LayerNorm", "sa_layer_norm"),
+                ("intermediate.dense", "ffn.lin1"),
+                ("output.dense", "ffn.lin2"),
+                ("output.LayerNorm", "output_layer_norm"),
+            ] {
+                if name.contains(bert) {
+                    name = name.replacen(bert, distil, 1);
+                    break;
+                }
+            }
+            name
+        }
+    };
+    // The original BERT checkpoints name LayerNorm's scale and shift gamma and beta.
+    let old = if renamed.contains("LayerNorm.") {
+        Some(
+            renamed
+                .replace("LayerNorm.weight", "LayerNorm.gamma")
+                .replace("LayerNorm.bias", "LayerNorm.beta"),
+        )
+    } else {
+        None
+    };
+    std::iter::once(renamed).chain(old).collect()
+}
+
+/// `raw` (values of `dtype`, little-endian) as `count` f16 values, little-endian; the first
+/// `raw` holds fewer of are zeros (a token-type table of one type). A NaN, an infinity or a
+/// value beyond f16's range is refused with its position.
+pub fn to_f16(dtype: Dtype, raw: &[u8], count: usize) -> Result<Vec<u8>, String> {
+    let mut out = vec![0u8; 2 * count];
+    let put = |out: &mut [u8], i: usize, v: f32| -> Result<(), String> {
+        if !v.is_finite() {
+            return Err(format!("value {i} is {v}: the weights are damaged"));
+        }
+        let h = f16::from_f32(v);
+        if !h.is_finite() {
+            return Err(format!(
+                "value {i} is {v}, beyond f16's range (±65504) in which the page keeps weights"
+            ));
+        }
+        out[2 * i..2 * i + 2].copy_from_slice(&h.to_le_bytes());
+        Ok(())
+    };
+    match dtype {
+        Dtype::F32 => {
+            for (i, b) in raw.chunks_exact(4).take(count).enumerate() {
+                put(&mut out, i, f32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+            }
+        }
+        Dtype::BF16 => {
+            for (i, b) in raw.chunks_exact(2).take(count).enumerate() {
+                put(&mut out, i, f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))?;
+            }
+        }
+        Dtype::F16 => {
+            for (i, b) in raw.chunks_exact(2).take(count).enumerate() {
+                let h = f16::from_le_bytes([b[0], b[1]]);
+                if !h.is_finite() {
+                    return Err(format!("value {i} is {h}: the weights are damaged"));
+                }
+                out[2 * i..2 * i + 2].copy_from_slice(b);
+            }
+        }
+        other => return Err(format!("it is {other:?}; headlab reads F32, F16 and BF16")),
+    }
+    Ok(out)
+}
+
+/// Runs a future that never waits (the native [`Files`], whose reads are ready at once) to its
+/// end.
+///
+/// # Panics
+/// If the future waits: it would never be woken.
+pub fn now<T>(future: impl Future<Output = T>) -> T {
+    let mut future = std::pin::pin!(future);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("a checkpoint read that waits, run where nothing wakes it"),
+    }
+}
+
+/// Files in memory: the tests' folders, and the bytes a page was handed.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryFiles {
+    entries: Vec<Entry>,
+    bytes: Vec<Vec<u8>>,
+}
+
+impl MemoryFiles {
+    /// No files.
+    pub fn new() -> MemoryFiles {
+        MemoryFiles::default()
+    }
+
+    /// Adds (or replaces) the file at `path`.
+    pub fn put(&mut self, path: &str, bytes: Vec<u8>) {
+        let entry = Entry { path: path.to_string(), size: bytes.len() as u64 };
+        match self.entries.iter().position(|e| e.path == path) {
+            Some(i) => {
+                self.entries[i] = entry;
+                self.bytes[i] = bytes;
+            }
+            None => {
+                self.entries.push(entry);
+                self.bytes.push(bytes);
+            }
+        }
+    }
+
+    /// Removes the file at `path`.
+    pub fn remove(&mut self, path: &str) {
+        if let Some(i) = self.entries.iter().position(|e| e.path == path) {
+            self.entries.remove(i);
+            self.bytes.remove(i);
+        }
+    }
+
+    /// The bytes of the file at `path`.
+    pub fn get(&self, path: &str) -> Option<&[u8]> {
+        self.entries.iter().position(|e| e.path == path).map(|i| self.bytes[i].as_slice())
+    }
+}
+
+impl Files for MemoryFiles {
+    fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+        let bytes = &self.bytes[index];
+        let range = usize::try_from(start).ok().zip(usize::try_from(start + len).ok());
+        let read = match range {
+            Some((a, b)) if b <= bytes.len() => Ok(bytes[a..b].to_vec()),
+            _ => Err(format!("bytes {start}..{} of {}", start + len, bytes.len())),
+        };
+        std::future::ready(read)
+    }
+}
+
+/// The files under a directory on disk, read as asked (never whole): the converter's and the
+/// tests' way in (in the browser, where there is no disk, every read fails).
+#[derive(Clone, Debug)]
+pub struct DirFiles {
+    root: std::path::PathBuf,
+    /// The folder's name and `/`, which every path starts with.
+    prefix: String,
+    entries: Vec<Entry>,
+}
+
+impl DirFiles {
+    /// Every file under `root` (two levels deep, as a model folder's are), paths starting with
+    /// the folder's name, as a browser gives a dropped folder's.
+    pub fn new(root: &std::path::Path) -> std::io::Result<DirFiles> {
+        let mut entries = Vec::new();
+        let name = root.file_name().map(|n| format!("{}/", n.to_string_lossy())).unwrap_or_default();
+        let mut dirs = vec![(root.to_path_buf(), name.clone(), 0)];
+        while let Some((dir, prefix, depth)) = dirs.pop() {
+            for item in std::fs::read_dir(&dir)? {
+                let item = item?;
+                let name = format!("{prefix}{}", item.file_name().to_string_lossy());
+                let meta = std::fs::metadata(item.path())?;
+                if meta.is_dir() && depth < 2 {
+                    dirs.push((item.path(), format!("{name}/"), depth + 1));
+                } else if meta.is_file() {
+                    entries.push(Entry { path: name, size: meta.len() });
+                }
+            }
+        }
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(DirFiles { root: root.to_path_buf(), prefix: name, entries })
+    }
+}
+
+impl Files for DirFiles {
+    fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+        use std::io::{Read, Seek, SeekFrom};
+        let read = || -> std::io::Result<Vec<u8>> {
+            let relative = &self.entries[index].path[self.prefix.len()..];
+            let mut file = std::fs::File::open(self.root.join(relative))?;
+            file.seek(SeekFrom::Start(start))?;
+            let mut out = vec![0u8; len as usize];
+            file.read_exact(&mut out)?;
+            Ok(out)
+        };
+        std::future::ready(read().map_err(|e| e.to_string()))
+    }
+}
