@@ -13,15 +13,27 @@ use super::Kernel;
 
 /// Replaces every value of `values` with its GELU.
 pub fn gelu_in_place(kernel: Kernel, values: &mut [f32]) {
+    map_in_place(kernel, values, gelu::<F4>, gelu::<f32>, exact);
+}
+
+/// `values` through an activation: four lanes at a time by `lanes` and the rest one by one
+/// (`one`, the same formula) on the vector kernel, by `libm` (`scalar`) on the scalar twin.
+fn map_in_place(
+    kernel: Kernel,
+    values: &mut [f32],
+    lanes: impl Fn(F4) -> F4,
+    one: impl Fn(f32) -> f32,
+    scalar: impl Fn(f32) -> f32,
+) {
     match kernel {
         Kernel::Simd => {
             let (body, tail) = values.split_at_mut(values.len() / 4 * 4);
             for c in body.chunks_exact_mut(4) {
-                gelu(F4::load(c)).store(c);
+                lanes(F4::load(c)).store(c);
             }
-            tail.iter_mut().for_each(|v| *v = gelu(*v));
+            tail.iter_mut().for_each(|v| *v = one(*v));
         }
-        Kernel::Scalar => values.iter_mut().for_each(|v| *v = exact(*v)),
+        Kernel::Scalar => values.iter_mut().for_each(|v| *v = scalar(*v)),
     }
 }
 
@@ -35,16 +47,7 @@ pub fn exact(x: f32) -> f32 {
 /// `tanh(u) = 1 - 2 / (e^{2u} + 1)` with the softmax's `exp` (absolute error below 3e-7); the
 /// scalar twin calls `libm::tanhf`.
 pub fn gelu_tanh_in_place(kernel: Kernel, values: &mut [f32]) {
-    match kernel {
-        Kernel::Simd => {
-            let (body, tail) = values.split_at_mut(values.len() / 4 * 4);
-            for c in body.chunks_exact_mut(4) {
-                gelu_tanh(F4::load(c)).store(c);
-            }
-            tail.iter_mut().for_each(|v| *v = gelu_tanh(*v));
-        }
-        Kernel::Scalar => values.iter_mut().for_each(|v| *v = tanh_exact(*v)),
-    }
+    map_in_place(kernel, values, gelu_tanh::<F4>, gelu_tanh::<f32>, tanh_exact);
 }
 
 /// `sqrt(2 / π)` and the cubic term's coefficient of GELU's tanh approximation.
