@@ -274,14 +274,19 @@ for (const engine of engines) {
         await driver.switchTo().defaultContent();
         await driver.executeScript(`document.querySelector('[data-testid=${id}]').scrollIntoView()`);
         // The iframe's height (less its 1px borders) equals its document's height, within a pixel.
+        // A frame that starts loading while it is looked at replaces its first document (Firefox
+        // then says the browsing context was discarded): such a look is retried, not a failure.
+        let lastError = null;
         await driver.wait(async () => {
-          await driver.switchTo().defaultContent();
-          const outer = await driver.executeScript(`return document.querySelector('[data-testid=${id}]').getBoundingClientRect().height`);
-          await driver.switchTo().frame(await driver.findElement(By.css(`[data-testid=${id}]`)));
-          const ready = await driver.executeScript(`return !!document.querySelector('[data-testid=config-chart], canvas.heatmap')`);
-          const inner = await driver.executeScript('return document.body.getBoundingClientRect().height');
-          return ready && inner > 300 && Math.abs(outer - 2 - Math.ceil(inner)) <= 1;
-        }, 60000, `${id} sized to its content`);
+          try {
+            return await frameFitsContent(id);
+          } catch (e) {
+            lastError = e;
+            return false;
+          }
+        }, 60000, `${id} sized to its content`).catch((e) => {
+          throw lastError ? new Error(`${e.message} (last look: ${lastError.message})`) : e;
+        });
         await assertClean(driver, id);
       }
       await driver.switchTo().defaultContent();
@@ -295,6 +300,16 @@ for (const engine of engines) {
       }
       await screenshot(session, 'handbook-dark');
       await assertClean(driver, 'handbook page');
+
+      /** Whether frame `id` is drawn and as tall as its document (leaves the driver inside it). */
+      async function frameFitsContent(id) {
+        await driver.switchTo().defaultContent();
+        const outer = await driver.executeScript(`return document.querySelector('[data-testid=${id}]').getBoundingClientRect().height`);
+        await driver.switchTo().frame(await driver.findElement(By.css(`[data-testid=${id}]`)));
+        const ready = await driver.executeScript(`return !!document.querySelector('[data-testid=config-chart], canvas.heatmap')`);
+        const inner = await driver.executeScript('return document.body.getBoundingClientRect().height');
+        return ready && inner > 300 && Math.abs(outer - 2 - Math.ceil(inner)) <= 1;
+      }
     });
   });
 }
