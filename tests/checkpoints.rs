@@ -17,7 +17,8 @@ use headlab::cpu::Kernel;
 use headlab::gpu::{GpuBert, GpuContext};
 use headlab::model::bert::BertOutput;
 use headlab::model::checkpoint::{
-    load, now, CheckpointError, DirFiles, Entry, Files, Loaded, MemoryFiles, Options,
+    load, now, referenced_files, CheckpointError, DirFiles, Entry, Files, Loaded, MemoryFiles, Options,
+    SERVED_NAMES,
 };
 use headlab::model::config::Architecture;
 use headlab::model::spec::{Activation, Pooling};
@@ -232,6 +233,38 @@ fn a_folder_made_here_round_trips_through_the_page_file() {
     // The same folder gives the same file, so the same id; other weights another.
     assert_eq!(read(&files).unwrap().id, loaded.id);
     assert_ne!(read(&tiny_folder(8).0).unwrap().id, loaded.id);
+}
+
+/// A folder on a server, which lists nothing: the page asks for the names a folder may hold, then
+/// for those its index and modules.json name; what it finds loads as the whole folder does (the
+/// generated folders have shards, a Pooling module and files the page does not need).
+#[test]
+fn a_served_folder_is_found_by_the_names_the_page_asks_for() {
+    for name in GENERATED.iter().filter(|n| **n != "bert-base-shaped") {
+        let dir = checkpoints_dir().join(name);
+        let all = DirFiles::new(&dir).unwrap();
+        let prefix = format!("{name}/");
+        let on_server = |path: &str| all.entries().iter().position(|e| e.path == format!("{prefix}{path}"));
+        let (mut wanted, mut found) =
+            (SERVED_NAMES.iter().map(|n| n.to_string()).collect::<Vec<_>>(), MemoryFiles::new());
+        while let Some(path) = wanted.pop() {
+            let Some(index) = on_server(&path).filter(|_| found.get(&path).is_none()) else { continue };
+            let bytes = now(all.read(index, 0, all.entries()[index].size)).unwrap();
+            wanted.extend(referenced_files(&path, &String::from_utf8_lossy(&bytes)));
+            found.put(&path, bytes);
+        }
+        let (served, whole) = (read(&found).unwrap(), read(&all).unwrap());
+        assert_eq!(served.id, whole.id, "{name}");
+        assert_eq!(served.notes, whole.notes, "{name}");
+    }
+    // Nothing outside the folder is ever asked for.
+    let index = r#"{"weight_map": {"a": "../secret.safetensors", "b": "/etc/x", "c": "ok.safetensors", "d": "https://x/y"}}"#;
+    assert_eq!(referenced_files("model.safetensors.index.json", index), ["ok.safetensors"]);
+    let modules = r#"[{"path": "", "type": "sentence_transformers.models.Transformer"},
+        {"path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]"#;
+    assert_eq!(referenced_files("modules.json", modules), ["1_Pooling/config.json"]);
+    assert!(referenced_files("config.json", modules).is_empty());
+    assert!(referenced_files("modules.json", "not json").is_empty());
 }
 
 /// `tiny_folder` with `change` applied to it.

@@ -354,6 +354,47 @@ async fn vocabulary<F: Files>(
     Ok((vocab, casing, folder.path("vocab.txt")))
 }
 
+/// The files a served folder is asked for (a server lists no folder): every name the loader
+/// reads by itself. [`referenced_files`] gives those the index and modules.json name.
+pub const SERVED_NAMES: [&str; 7] = [
+    "config.json",
+    "modules.json",
+    "tokenizer.json",
+    "vocab.txt",
+    "tokenizer_config.json",
+    "model.safetensors.index.json",
+    "model.safetensors",
+];
+
+/// The further files the folder's file `name` (its text) names: the index's shards, the
+/// Pooling module's config in modules.json; none outside the folder, none for other files.
+pub fn referenced_files(name: &str, text: &str) -> Vec<String> {
+    let Ok(value) = serde_json::from_str::<Value>(text) else { return Vec::new() };
+    let names: BTreeSet<String> = match name {
+        "model.safetensors.index.json" => value
+            .get("weight_map")
+            .and_then(Value::as_object)
+            .map(|m| m.values().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default(),
+        "modules.json" => value
+            .as_array()
+            .map(|modules| {
+                modules
+                    .iter()
+                    .filter(|m| m.get("type").and_then(Value::as_str).is_some_and(|t| t.ends_with("Pooling")))
+                    .filter_map(|m| m.get("path").and_then(Value::as_str))
+                    .map(|dir| format!("{}/config.json", dir.trim_matches('/')))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => BTreeSet::new(),
+    };
+    let inside = |n: &String| {
+        !n.is_empty() && !n.contains("..") && !n.starts_with('/') && !n.contains(':') && !n.contains('\\')
+    };
+    names.into_iter().filter(inside).take(1024).collect()
+}
+
 /// One safetensors file: where it is among the files, its header, and where its data starts.
 struct Shard {
     index: usize,

@@ -1,6 +1,7 @@
 //! Everything a link carries, and its round trip.
 
 use super::query::{format_head_list, pairs, parse_head_list, percent_encode, shorten};
+use super::source::TrainedSource;
 use super::{Frame, HostOrigin, Measure, ModelChoice, Panels, Settings, MAX_TEXT_CHARS};
 use crate::attention::HeadSet;
 
@@ -18,6 +19,8 @@ pub const MAX_TRAINED_LAYERS: usize = 96;
 pub struct Link {
     /// Shape, sequence, seed, backend and theme.
     pub settings: Settings,
+    /// Which trained model: the built-in one, a served folder, or the reader's own files.
+    pub source: TrainedSource,
     /// The trained model's sentence, when the link names one.
     pub text: Option<String>,
     /// The trained model's layer shown (checked against the model's layers once it is loaded).
@@ -38,6 +41,7 @@ impl Link {
         let (settings, mut notes) = Settings::from_query(query);
         let mut link = Link {
             settings,
+            source: TrainedSource::BuiltIn,
             text: None,
             layer: 0,
             measure: Measure::Drift,
@@ -45,6 +49,7 @@ impl Link {
             frame: None,
         };
         let (mut pruned, mut embed, mut view, mut host) = (None, None, None, None);
+        let (mut model, mut weights, mut name) = (None, None, None);
         for (key, value) in pairs(query) {
             match key {
                 "text" => {
@@ -66,12 +71,23 @@ impl Link {
                     )),
                 },
                 "pruned" => pruned = Some(value),
+                "model" => model = Some(value),
+                "weights" => weights = Some(value),
+                "name" => name = Some(value),
                 "embed" => embed = Some(value),
                 "view" => view = Some(value),
                 "host" => host = Some(value),
                 _ => {}
             }
         }
+        let (source, source_notes) =
+            TrainedSource::from_params(model.as_deref(), weights.as_deref(), name.as_deref());
+        notes.extend(source_notes);
+        if source != TrainedSource::BuiltIn {
+            // A link that names a trained model shows it, whatever its preset says.
+            link.settings.model = ModelChoice::Trained;
+        }
+        link.source = source;
         let count = match link.settings.model {
             ModelChoice::Trained => MAX_TRAINED_HEADS,
             _ => link.settings.config().num_heads.min(crate::attention::config::MAX_HEADS),
@@ -129,6 +145,7 @@ impl Link {
     pub fn full_view_query(&self) -> String {
         let mut query = self.settings.to_query();
         if self.settings.model == ModelChoice::Trained {
+            query.push_str(&self.source.to_query());
             if let Some(text) = &self.text {
                 query.push_str(&format!("&text={}", percent_encode(text)));
             }
@@ -155,6 +172,7 @@ mod tests {
         link.text = Some("Tom & Jerry: 50% \"off\"? é 😀 +=".into());
         link.layer = 3;
         link.measure = Measure::Margin;
+        link.source = TrainedSource::Files { name: "my bert".into(), weights: "0123456789abcdef".into() };
         // The trained model's heads, as many as the last one pruned (the model sizes them).
         link.heads = HeadSet::with_pruned(72, [0, 13, 71]);
         link.frame =
@@ -169,6 +187,13 @@ mod tests {
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(!synthetic.to_query().contains("text="));
         assert!(!Link::from_query("importance=task").0.to_query().contains("importance="));
+        // A served model is the trained model, whatever the preset says; another site is refused.
+        let (served, notes) = Link::from_query("preset=bert-base&model=models/tiny");
+        assert_eq!(served.settings.model, ModelChoice::Trained);
+        assert_eq!(served.source, TrainedSource::Served { path: "models/tiny".into(), weights: None });
+        assert!(notes.is_empty() && served.to_query().contains("&model=models%2Ftiny"));
+        let (refused, notes) = Link::from_query("model=https://elsewhere.example/m");
+        assert_eq!((refused.source, notes.len()), (TrainedSource::BuiltIn, 1));
     }
 
     #[test]

@@ -10,10 +10,12 @@
 mod frame;
 mod link;
 pub mod query;
+mod source;
 
 pub use frame::{Frame, HostOrigin, Panels};
 pub use link::Link;
 pub use query::{format_head_list, parse_head_list, shorten};
+pub use source::{served_path, Adoption, LoadedFrom, TrainedSource};
 
 use crate::attention::config::{preset_by_id, PRESETS};
 use crate::attention::{ModelConfig, Preset};

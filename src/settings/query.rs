@@ -171,7 +171,7 @@ pub fn shorten(s: &str) -> String {
 
 /// Decodes `%XX` escapes and `+`; invalid escapes and invalid UTF-8 are kept or replaced, never
 /// an error.
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
