@@ -17,7 +17,7 @@ use crate::attention::config::MAX_HEADS;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
 use crate::backend::{self, Run, Session};
 use crate::model::spec::ModelSpec;
-use crate::settings::{Frame, Link, Measure, Preference, Settings};
+use crate::settings::{Frame, Link, Measure, Preference, Settings, TrainedSource};
 
 /// What a synthetic pass is computed from: the shape, the seed and the session it ran on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub struct TrainedChoices {
     pub measure: RwSignal<Measure>,
     /// The trained model's shape: the loaded model's, the built-in one's before.
     pub shape: RwSignal<ModelSpec>,
+    /// Which trained model the link names: the built-in one, a served folder, the reader's files.
+    pub source: RwSignal<TrainedSource>,
 }
 
 /// The sentence the trained model starts with, and the others a reader can pick.
@@ -112,6 +114,7 @@ impl AppState {
             measure: RwSignal::new(link.measure),
             heads: RwSignal::new(if trained_link { link.heads.clone() } else { HeadSet::default() }),
             shape: RwSignal::new(ModelSpec::MINILM_L6_V2),
+            source: RwSignal::new(link.source.clone()),
         };
         let session = RwSignal::new_local(None::<Rc<Session>>);
         let progress = RwSignal::new(None::<f64>);
@@ -189,6 +192,7 @@ impl AppState {
         let heads = if settings.is_trained() { self.trained.heads.get() } else { self.heads.get() };
         Link {
             settings,
+            source: self.trained.source.get(),
             text: Some(self.trained.text.get()),
             layer: self.trained.layer.get(),
             measure: self.trained.measure.get(),

@@ -386,7 +386,7 @@ test('a failed model download says so and can be retried', async () => {
   await page.route('**/minilm-f16.bin', (route) => route.abort());
   await page.reload();
   await trained.modelError.waitFor();
-  assert.match(await trained.modelError.textContent(), /Could not load the model: the download failed/);
+  assert.match(await trained.modelError.textContent(), /Could not load the built-in model: minilm-f16\.bin: the download failed/);
   await page.unroute('**/minilm-f16.bin');
   await trained.modelError.getByRole('button').click();
   await trained.waitReady({ timeout: 60000 });

@@ -397,12 +397,27 @@ class Trained {
   get restore() { return element(this.root, 'trained-restore'); }
   get layer() { return element(this.root, 'layer'); }
   get modelError() { return element(this.root, 'model-error'); }
+  get modelDrop() { return element(this.root, 'model-drop'); }
+  get modelFiles() { return element(this.root, 'model-files'); }
+  get modelFolder() { return element(this.root, 'model-folder'); }
+  get modelBuiltIn() { return element(this.root, 'model-built-in'); }
+  get modelProgress() { return element(this.root, 'model-progress'); }
+  get modelLoad() { return element(this.root, 'model-load'); }
+  get modelNotes() { return element(this.root, 'model-notes'); }
+  get modelWanted() { return element(this.root, 'model-wanted'); }
+  get modelCredit() { return element(this.root, 'model-credit'); }
   get linkNotes() { return element(this.root, 'trained-link-notes'); }
   get exportImportanceCsv() { return element(this.root, 'export-trained-importance-csv'); }
 
-  /** Waits until the model is loaded and its layer's last head drawn. */
-  waitReady(options) {
-    return this.heatmap(11).waitFor(options);
+  /** Waits until the model is loaded and its layer's last head drawn (MiniLM's 12th by default). */
+  waitReady(options, heads = 12) {
+    return this.heatmap(heads - 1).waitFor(options);
+  }
+
+  /** Waits until the model named `name` is on show with its layer's `heads` heatmaps drawn. */
+  async waitModel(name, heads, options) {
+    await this.modelLoad.waitText(new RegExp(`^${name} \\(`), options);
+    await this.waitReady(options, heads);
   }
 
   /** Types `value` as the sentence and leaves the box, which runs it. */

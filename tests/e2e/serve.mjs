@@ -6,6 +6,9 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 
 export const root = resolve(import.meta.dirname, '../..');
+/** Where the page finds the test checkpoints, and where they are on disk. */
+export const CHECKPOINTS_PATH = '/__checkpoints/';
+export const checkpoints = process.env.HEADLAB_CHECKPOINTS ?? join(root, 'target/checkpoints');
 export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
 /**
@@ -18,12 +21,27 @@ export async function serveDist({ extra = async () => null, html = (_, text) => 
     try {
       const own = await extra(url.pathname, url);
       if (own) return res.writeHead(200, { 'content-type': own.type }).end(own.body);
-      const file = join(dist, url.pathname === '/' ? 'index.html' : url.pathname);
+      // The random checkpoints scripts/make-checkpoints.sh makes, served as a handbook would
+      // serve a model folder beside the page (?model=/__checkpoints/<name>).
+      const file = url.pathname.startsWith(CHECKPOINTS_PATH)
+        ? join(checkpoints, decodeURIComponent(url.pathname.slice(CHECKPOINTS_PATH.length)))
+        : join(dist, url.pathname === '/' ? 'index.html' : url.pathname);
       let body = await readFile(file);
       if (extname(file) === '.html') body = html(url.pathname, body.toString());
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(body);
+      const type = types[extname(file)] ?? 'application/octet-stream';
+      const headers = { 'content-type': type, 'accept-ranges': 'bytes', 'content-length': body.length };
+      if (req.method === 'HEAD') return res.writeHead(200, headers).end();
+      // One byte range, as static servers answer them (the page reads a checkpoint's tensors so).
+      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      if (range) {
+        const [start, end] = [Number(range[1]), Math.min(Number(range[2]), body.length - 1)];
+        if (start > end) return res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
+        return res.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${body.length}` })
+          .end(body.subarray(start, end + 1));
+      }
+      res.writeHead(200, headers).end(body);
     } catch (e) {
-      res.writeHead(e.code === 'ENOENT' ? 404 : 500).end(e.code === 'ENOENT' ? '' : String(e.message));
+      res.writeHead(['ENOENT', 'EISDIR'].includes(e.code) ? 404 : 500).end(['ENOENT', 'EISDIR'].includes(e.code) ? '' : String(e.message));
     }
   });
   await new Promise((ok) => server.listen(0, '127.0.0.1', ok));

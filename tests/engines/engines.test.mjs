@@ -6,9 +6,10 @@
 // engine, and writes it to target/e2e/engines/support.md; screenshots go beside it.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { By, ENGINES, artifacts, countDrawnHeatmaps, screenshot, serveDist, startEngine } from './webdriver.mjs';
+import { CHECKPOINTS_PATH, checkpoints } from '../e2e/serve.mjs';
 
 const engines = (process.env.HEADLAB_ENGINES ?? Object.keys(ENGINES).join(',')).split(',').filter(Boolean);
 for (const e of engines) if (!ENGINES[e]) throw new Error(`HEADLAB_ENGINES: unknown engine ${e}`);
@@ -246,6 +247,35 @@ for (const engine of engines) {
       await assertClean(driver, 'workers');
     });
 
+    check(engine, "a reader's checkpoint, served (?model=) or picked, draws its heads and its drift equals the float64 reference", async () => {
+      // The random checkpoints of scripts/make-checkpoints.sh, with their float64 references.
+      const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8')).page;
+      const prunedCosine = (heads) => `(document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('1 of ${heads}')
+        && ${COSINE('trained-cosine')}`;
+      // Served beside the page, sharded bf16 with sentence-transformers' pooling; the link prunes head 1.
+      const served = await reference('bert-cased-bf16-sharded');
+      await driver.get(`${base}/?model=${encodeURIComponent(`${CHECKPOINTS_PATH}bert-cased-bf16-sharded`)}&backend=cpu&pruned=1&text=${encodeURIComponent(served.text)}`);
+      await until(driver, `document.querySelector('[data-testid=trained-heatmap-2]')`, 'the served model', 120000);
+      await until(driver, prunedCosine(9), 'the served model pruned', 60000);
+      const servedCosine = Number(await valueOf(driver, 'trained-cosine'));
+      assert.ok(Math.abs(servedCosine - served.cosine) < 1e-5, `served: page ${servedCosine}, float64 ${served.cosine}`);
+      // Picked through the file input, as a reader picks files: the model replaces the served one.
+      const picked = await reference('bert-odd');
+      const dir = join(checkpoints, 'bert-odd');
+      const files = (await readdir(dir)).filter((f) => f !== 'reference.json' && !f.startsWith('.')).map((f) => join(dir, f));
+      await setValue(driver, 'text', picked.text);
+      await driver.findElement(By.css('[data-testid=model-files]')).sendKeys(files.join('\n'));
+      await until(driver, `/^bert-odd \\(/.test(document.querySelector('[data-testid=model-load]')?.textContent ?? '')
+        && document.querySelector('[data-testid=trained-heatmap-3]')`, 'the picked model', 120000);
+      await driver.executeScript(`document.querySelector('[data-testid=grid-0-1]').click()`);
+      await until(driver, prunedCosine(8), 'the picked model pruned', 60000);
+      const pickedCosine = Number(await valueOf(driver, 'trained-cosine'));
+      assert.ok(Math.abs(pickedCosine - picked.cosine) < 1e-5, `picked: page ${pickedCosine}, float64 ${picked.cosine}`);
+      record(engine, { checkpoint: `${servedCosine.toFixed(6)} / ${pickedCosine.toFixed(6)}` });
+      await screenshot(session, 'checkpoint');
+      await assertClean(driver, 'checkpoint');
+    });
+
     check(engine, "a phone's width gets one column, nothing wider than the screen, and sharp charts", async () => {
       // In a 390 px frame: Firefox's and WebKit's windows cannot be made that narrow.
       await driver.get(`${base}/__phone.html?src=${encodeURIComponent('/?preset=bert-base&seq=12')}`);
@@ -320,11 +350,11 @@ async function report() {
     const f = r.facts ?? {};
     const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
     return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
-      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
+      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
       + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
   });
-  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | tests passed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
 }

@@ -293,8 +293,15 @@ def make(out_dir, name, case):
             "attention_first": [round(float(v), 12) for v in att[0].ravel()],
             "attention_last": [round(float(v), 12) for v in att[-1].ravel()],
         })
+    # What the page shows for one sentence with head 2 of layer 1 pruned: the cosine of the
+    # pruned embedding to the full one (the end-to-end tests compare the page's with it).
+    ids = tokens[1]["ids"]
+    full, _ = reference_forward(case, w, ln_names, ids)
+    pruned_one, _ = reference_forward(case, w, ln_names, ids, [(0, 1)])
+    page = {"text": tokens[1]["text"], "ids": ids, "pruned": [[0, 1]],
+            "cosine": float(full @ pruned_one / np.linalg.norm(full) / np.linalg.norm(pruned_one))}
     with open(os.path.join(folder, "reference.json"), "w") as f:
-        json.dump({"tokens": tokens, "forward": forward}, f)
+        json.dump({"tokens": tokens, "forward": forward, "page": page}, f)
     print(f"{name}: {sum(a.size for a in w.values())} weights ({case['dtype']}), "
           f"{len(tokens)} tokenizer cases, {len(forward)} forward cases")
 

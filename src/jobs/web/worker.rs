@@ -2,9 +2,10 @@
 //! work ([`crate::model::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
-//! the worker says `"ready"`; the page sends the model's address (a string) and the worker
-//! answers `"loaded"` once it has fetched and checked it; then each piece of work comes as an
-//! `ArrayBuffer` and goes back as one. Anything that goes wrong is answered with a string that
+//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array]` (its model file, which
+//! the page fetched or converted: the worker reads nothing itself), and the worker answers
+//! `"loaded"` once it has decoded it; then each piece of work comes as an `ArrayBuffer` and goes
+//! back as one. Anything that goes wrong is answered with a string that
 //! starts with `"error: "` and says what, and the worker keeps serving.
 
 use std::cell::RefCell;
@@ -13,8 +14,7 @@ use std::rc::Rc;
 use js_sys::{Array, ArrayBuffer, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::{DedicatedWorkerGlobalScope, MessageEvent, Response};
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::cpu::Kernel;
 use crate::model::work::Work;
@@ -32,18 +32,15 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
     let reply_to = scope.clone();
     let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let data = event.data();
-        if let Some(url) = data.as_string() {
-            let (scope, model) = (reply_to.clone(), model.clone());
-            spawn_local(async move {
-                let answer = match load(&scope, &url).await {
-                    Ok(m) => {
-                        *model.borrow_mut() = Some(m);
-                        "loaded".to_string()
-                    }
-                    Err(e) => format!("error: {e}"),
-                };
-                post_text(&scope, &answer);
-            });
+        if let Some(message) = data.dyn_ref::<Array>() {
+            let answer = match load(message) {
+                Ok(m) => {
+                    *model.borrow_mut() = Some(m);
+                    "loaded".to_string()
+                }
+                Err(e) => format!("error: {e}"),
+            };
+            post_text(&reply_to, &answer);
         } else if let Some(buffer) = data.dyn_ref::<ArrayBuffer>() {
             let bytes = Uint8Array::new(buffer).to_vec();
             match work(model.borrow().as_ref(), &bytes) {
@@ -68,18 +65,11 @@ fn work(model: Option<&Model>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     Ok(work.run(&model.bert, Kernel::Simd).encode())
 }
 
-/// Fetches the model from `url` (the page's own origin) and checks it as the page does.
-async fn load(scope: &DedicatedWorkerGlobalScope, url: &str) -> Result<Model, String> {
-    let failed = |e: JsValue| {
-        format!("could not fetch the model: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")))
-    };
-    let response: Response =
-        JsFuture::from(scope.fetch_with_str(url)).await.map_err(failed)?.unchecked_into();
-    if !response.ok() {
-        return Err(format!("could not fetch the model: HTTP {}", response.status()));
-    }
-    let buffer = JsFuture::from(response.array_buffer().map_err(failed)?).await.map_err(failed)?;
-    Model::from_asset(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
+/// The model the page sent: `[id, Uint8Array]`, its id and its model file.
+fn load(message: &Array) -> Result<Model, String> {
+    let id = message.get(0).as_string().ok_or("the model's message has no id")?;
+    let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
+    Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())
 }
 
 fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {

@@ -133,22 +133,23 @@ struct Crew {
 
 impl Crew {
     /// Starts `size` workers and loads the model in each.
-    async fn start(size: usize, model_url: &str) -> Result<Crew, String> {
+    async fn start(size: usize, model: &ModelFile) -> Result<Crew, String> {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
-        let model = absolute(model_url);
         let members: Vec<Rc<Member>> =
             (0..size).map(|_| Member::spawn().map(Rc::new)).collect::<Result<_, _>>()?;
-        // All at once: each starts the wasm and fetches the model (from the browser's cache).
+        // All at once: each starts the wasm and decodes its copy of the model file.
         let started: Vec<oneshot::Receiver<Result<(), String>>> = members
             .iter()
             .map(|m| {
-                let (m, (glue, wasm, model)) = (m.clone(), (glue.clone(), wasm.clone(), model.clone()));
+                let (m, (glue, wasm)) = (m.clone(), (glue.clone(), wasm.clone()));
+                // Each worker gets its own copy (posting copies it): the page keeps the file.
+                let message = Array::of2(&JsValue::from_str(&model.id), &Uint8Array::from(&model.bytes[..]));
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
                     let urls = Array::of2(&JsValue::from_str(&glue), &JsValue::from_str(&wasm));
                     let ready = m.expect(&urls, "ready").await;
                     let loaded = match ready {
-                        Ok(()) => m.expect(&JsValue::from_str(&model), "loaded").await,
+                        Ok(()) => m.expect(&message, "loaded").await,
                         Err(e) => Err(e),
                     };
                     let _ = tx.send(loaded);
@@ -242,18 +243,26 @@ enum PoolState {
     Failed(String),
 }
 
-/// `threads` web workers, started the first time work comes, each loading the model from
-/// `model_url`.
+/// A model file ([`crate::model::asset`]'s format) and its id, as the page holds it for its
+/// workers.
+pub struct ModelFile {
+    /// [`crate::model::file_id`] of the bytes.
+    pub id: String,
+    /// The file.
+    pub bytes: Vec<u8>,
+}
+
+/// `threads` web workers, started the first time work comes, each given the model's file.
 pub struct WebWorkers {
     threads: usize,
-    model_url: &'static str,
+    model: Rc<ModelFile>,
     state: RefCell<PoolState>,
 }
 
 impl WebWorkers {
     /// Workers for `threads` threads (at least 2: one thread is the page's own).
-    pub fn new(threads: usize, model_url: &'static str) -> WebWorkers {
-        WebWorkers { threads, model_url, state: RefCell::new(PoolState::Idle) }
+    pub fn new(threads: usize, model: Rc<ModelFile>) -> WebWorkers {
+        WebWorkers { threads, model, state: RefCell::new(PoolState::Idle) }
     }
 
     /// The running crew, started on first use; why not, when it cannot be had.
@@ -282,7 +291,7 @@ impl WebWorkers {
                 None => break,
             }
         }
-        let next = match Crew::start(self.threads, self.model_url).await {
+        let next = match Crew::start(self.threads, &self.model).await {
             Ok(crew) => PoolState::Ready(Rc::new(crew)),
             Err(e) => PoolState::Failed(e),
         };

@@ -49,7 +49,7 @@ fn LayerHead(h: usize) -> impl IntoView {
     let layer = move || view.choices.layer.get().min(view.spec().layers - 1);
     // Head h's n x n weights in the selected layer of the current pass.
     let weights = move || {
-        let pass = view.current.get().flatten()?;
+        let pass = view.pass_now()?;
         let n = pass.out.seq_len;
         Some((pass.out.attention[layer()][h * n * n..(h + 1) * n * n].to_vec(), n))
     };

@@ -1,56 +1,138 @@
-//! Loading the trained model: the f16 asset (about 43 MiB) is fetched only when the reader picks
-//! the trained model, with progress, then checked and decoded ([`Model::from_asset`]).
+//! The trained model's loads, as the panel shows them: the model on show, a load under way with
+//! its progress, and why the last one failed. A new load replaces one under way (the older one
+//! stops at its next read, and its result is dropped); a failed load leaves the model on show,
+//! and everything the reader set, as they were. The loading itself is `jobs::web::load`.
 
+use std::cell::Cell;
 use std::rc::Rc;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use crate::jobs::web::load::{load, LoadedModel, Source};
+use crate::jobs::web::ModelFile;
 use crate::model::Model;
-use crate::ui::browser::{fetch_bytes, yield_to_browser};
 
-/// Where the page finds the asset (copied next to index.html by trunk).
-pub const ASSET_URL: &str = "minilm-f16.bin";
-
-/// Loading progress, or the result.
+/// A model on show: the model, its file (the workers get a copy), and what its load reported.
 #[derive(Clone)]
-pub enum LoadState {
-    /// Bytes received so far, and the total when the server said.
-    Loading(f64, Option<f64>),
-    /// Ready to run.
-    Ready(Rc<Model>),
-    /// Why it could not be loaded; the reader can retry.
-    Failed(String),
+pub struct Shown {
+    /// The model.
+    pub model: Rc<Model>,
+    /// Its file and id.
+    pub file: Rc<ModelFile>,
+    /// What the loader noted about the folder.
+    pub notes: Vec<String>,
+    /// How much was read, how fast.
+    pub summary: String,
 }
 
-impl LoadState {
-    /// The model, once loaded.
-    pub fn model(&self) -> Option<Rc<Model>> {
-        match self {
-            LoadState::Ready(m) => Some(m.clone()),
-            _ => None,
+/// A load under way.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Loading {
+    /// What is loaded ("the folder bert-base-uncased").
+    pub what: String,
+    /// Bytes read.
+    pub done: f64,
+    /// Bytes to read, when known.
+    pub total: Option<f64>,
+}
+
+/// Where the panel's loads stand (the model on show is the panel's, `super::models`).
+#[derive(Clone, Default)]
+pub struct LoadState {
+    /// The load under way.
+    pub loading: Option<Loading>,
+    /// Why the last load failed.
+    pub error: Option<String>,
+    /// The source of the failed load, when trying it again can help (a download).
+    pub retry: Option<Retry>,
+}
+
+/// A source that can be asked for again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Retry {
+    /// The built-in model.
+    BuiltIn,
+    /// A served folder.
+    Served(String),
+}
+
+/// The panel's loads: their state, and which one is the latest.
+#[derive(Clone, Copy)]
+pub struct Loader {
+    /// Where the loads stand.
+    pub state: RwSignal<LoadState, LocalStorage>,
+    /// Set to stop the load under way.
+    stop: StoredValue<Rc<Cell<bool>>, LocalStorage>,
+}
+
+impl Loader {
+    /// No model yet, nothing loading.
+    pub fn new() -> Loader {
+        Loader {
+            state: RwSignal::new_local(LoadState::default()),
+            stop: StoredValue::new_local(Rc::new(Cell::new(false))),
         }
+    }
+
+    /// Loads `source`, replacing any load under way, with `held` bytes taken by the model on
+    /// show; `loaded` gets the model.
+    pub fn start(self, source: Source, held: u64, loaded: impl Fn(Shown) + 'static) {
+        self.stop.get_value().set(true);
+        let stop = Rc::new(Cell::new(false));
+        self.stop.set_value(stop.clone());
+        let retry = match &source {
+            Source::BuiltIn => Some(Retry::BuiltIn),
+            Source::Served(path) => Some(Retry::Served(path.clone())),
+            Source::Reader(_) => None,
+        };
+        let what = source.describe();
+        self.state.update(|s| {
+            s.loading = Some(Loading { what: what.clone(), done: 0.0, total: None });
+            s.error = None;
+        });
+        let state = self.state;
+        spawn_local(async move {
+            let progress = {
+                let (stop, what) = (stop.clone(), what.clone());
+                move |done: f64, total: Option<f64>| {
+                    if !stop.get() {
+                        state.update(|s| s.loading = Some(Loading { what: what.clone(), done, total }));
+                    }
+                }
+            };
+            let result = load(source, held, stop.clone(), progress).await;
+            if stop.get() {
+                return;
+            }
+            match result {
+                Ok(done) => {
+                    state.set(LoadState::default());
+                    loaded(shown(done));
+                }
+                Err(e) => state.update(|s| {
+                    s.loading = None;
+                    s.error = Some(format!("Could not load {what}: {e}."));
+                    s.retry = retry;
+                }),
+            }
+        });
     }
 }
 
-/// Starts loading the model into `state` (on opening the panel, and on "Try again"); `loaded`
-/// sees the model before the page does.
-pub fn start(state: RwSignal<LoadState, LocalStorage>, loaded: impl Fn(&Model) + 'static) {
-    state.set(LoadState::Loading(0.0, None));
-    spawn_local(async move {
-        let failed = |e: &dyn std::fmt::Display| LoadState::Failed(format!("Could not load the model: {e}."));
-        let bytes =
-            match fetch_bytes(ASSET_URL, move |got, total| state.set(LoadState::Loading(got, total))).await {
-                Ok(b) => b,
-                Err(e) => return state.set(failed(&e)),
-            };
-        yield_to_browser().await;
-        state.set(match Model::from_asset(&bytes) {
-            Ok(model) => {
-                loaded(&model);
-                LoadState::Ready(Rc::new(model))
-            }
-            Err(e) => failed(&e),
-        });
-    });
+impl Shown {
+    /// Bytes the model takes in the page: its file and its f32 weights.
+    pub fn bytes(&self) -> u64 {
+        self.file.bytes.len() as u64 * 3
+    }
+}
+
+fn shown(done: LoadedModel) -> Shown {
+    let summary = format!(
+        "Read {:.1} MB of weights in {:.1} s ({:.0} MB/s), converted to f16 in this page.",
+        done.bytes_read as f64 / 1e6,
+        done.seconds,
+        done.megabytes_per_second()
+    );
+    Shown { model: done.model, file: done.file, notes: done.notes, summary }
 }

@@ -1,7 +1,8 @@
-//! The trained model in the page (the built-in all-MiniLM-L6-v2) on any sentence, its heads
-//! prunable.
+//! A trained model in the page on any sentence, its heads prunable: the built-in
+//! all-MiniLM-L6-v2, a BERT-family folder the handbook serves beside the page, or the reader's
+//! own ([`source`]).
 //!
-//! The f16 asset loads only when the reader picks the trained model, with a progress bar ([`loader`]).
+//! The model loads only when the reader picks the trained model, with a progress bar ([`loader`]).
 //! Drift is the cosine of the pruned sentence embedding to the unpruned one, and a small check
 //! (which of two sentences is closer in meaning to a third) shows behaviour change. What is
 //! computed lives in `crate::jobs` and `crate::model`, started by the resources of [`view`] and
@@ -11,6 +12,8 @@ mod grid;
 mod layer;
 mod loader;
 mod model_flow;
+mod models;
+mod source;
 mod task;
 mod task_view;
 mod view;
@@ -20,35 +23,38 @@ use leptos::prelude::*;
 use crate::attention::clock::show_ms;
 use crate::export::{attention_csv, layered_importance_csv};
 use crate::model::digits::cosine_text;
-use crate::settings::MAX_TEXT_CHARS;
+use crate::settings::{TrainedSource, MAX_TEXT_CHARS};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::{AppState, EXAMPLES};
 use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
-use loader::LoadState;
+use loader::Shown;
 use model_flow::TrainedFlow;
+use models::Models;
+use source::ModelSource;
 use task::TaskPanel;
 use task_view::TaskView;
 use view::TrainedView;
 
-/// The trained-model panel: loading, then the sentence, its tokens, the numbers, a layer's
-/// heatmaps and the grid of every head.
+/// The trained-model panel: where the model comes from, then, for the model on show, the
+/// sentence, its tokens, the numbers, a layer's heatmaps and the grid of every head.
 #[component]
 pub fn TrainedModel() -> impl IntoView {
-    let view = TrainedView::new();
-    view.provide();
-    TaskView::new(view).provide();
-    let title = move || {
-        let spec = view.spec();
-        format!("A trained model: {} ({} layers × {} heads)", view.name(), spec.layers, spec.heads)
+    let models = Models::new();
+    models.provide();
+    let title = move || match models.shown.with(|s| s.as_ref().map(|s| *s.model.spec())) {
+        Some(spec) => {
+            format!("A trained model: {} ({} layers × {} heads)", models.name(), spec.layers, spec.heads)
+        }
+        None => format!("A trained model: {}", models.name()),
     };
     view! {
         <section class="panel trained" aria-labelledby="trained-title" data-testid="trained">
             <h2 id="trained-title">{title}</h2>
-            <Loading />
+            <ModelSource />
             {move || {
-                let notes = view.link_notes.get();
+                let notes = models.link_notes.get();
                 (!notes.is_empty())
                     .then(|| {
                         view! {
@@ -58,71 +64,49 @@ pub fn TrainedModel() -> impl IntoView {
                         }
                     })
             }}
-            <p class="muted" data-testid="trained-backend">
-                {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
-            </p>
-            {move || {
-                view.running_on()
-                    .and_then(|(_, note)| note)
-                    .map(|n| view! { <p class="backend-note" data-testid="trained-note">{n}</p> })
-            }}
-            <Show when=move || view.ready()>
-                <Sentence />
-                <Numbers />
-                <LayerHeads />
-                <Exports />
-                <MeasureChoice />
-                <HeadGrid />
-                <PruneLeast />
-                <p data-testid="trained-contrast">{contrast_text}</p>
-                <TrainedFlow />
-                <TaskPanel />
-                <p class="muted">
-                    "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page."
-                </p>
-            </Show>
+            // Each model gets a view of its own: nothing computed for one meets another.
+            {move || models.shown.get().map(|shown| view! { <ModelPanel shown=shown /> })}
         </section>
     }
 }
 
-/// The download's progress, or why it failed with a way to try again.
+/// Everything the panel shows of one model.
 #[component]
-fn Loading() -> impl IntoView {
-    let view = TrainedView::get();
-    let progress = move || match view.load.get() {
-        LoadState::Loading(got, total) => Some((got, total)),
-        _ => None,
-    };
-    let failed = move || match view.load.get() {
-        LoadState::Failed(e) => Some(e),
-        _ => None,
-    };
-    let mib = |b: f64| b / 1048576.0;
+fn ModelPanel(shown: Shown) -> impl IntoView {
+    let view = TrainedView::new(&shown);
+    view.provide();
+    TaskView::new(view).provide();
     view! {
+        <p class="muted" data-testid="trained-backend">
+            {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
+        </p>
         {move || {
-            progress()
-                .map(|(got, total)| {
-                    view! {
-                        <label class="loading" data-testid="model-progress">
-                            {match total {
-                                Some(t) => format!("Loading the model: {:.1} of {:.1} MiB", mib(got), mib(t)),
-                                None => format!("Loading the model: {:.1} MiB", mib(got)),
-                            }}
-                            <progress max=total.unwrap_or(45.0 * 1048576.0) value=got></progress>
-                        </label>
-                    }
-                })
+            view.running_on()
+                .and_then(|(_, note)| note)
+                .map(|n| view! { <p class="backend-note" data-testid="trained-note">{n}</p> })
         }}
-        {move || {
-            failed()
-                .map(|e| {
-                    view! {
-                        <p class="error" role="alert" data-testid="model-error">
-                            {e} " " <button on:click=move |_| view.reload()>"Try again"</button>
-                        </p>
-                    }
-                })
-        }}
+        <Show when=move || view.ready()>
+            <Sentence />
+            <Numbers />
+            <LayerHeads />
+            <Exports />
+            <MeasureChoice />
+            <HeadGrid />
+            <PruneLeast />
+            <p data-testid="trained-contrast">{contrast_text}</p>
+            <TrainedFlow />
+            <TaskPanel />
+            <p class="muted" data-testid="model-credit">{move || credit(view)}</p>
+        </Show>
+    }
+}
+
+/// Where the model on show comes from, and its licence when the page ships it.
+fn credit(view: TrainedView) -> String {
+    match view.choices.source.get() {
+        TrainedSource::BuiltIn => "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page.".into(),
+        TrainedSource::Served { path, .. } => format!("Model: {}, served by this page's site from {path}. Weights converted to f16 while read; everything runs in this page.", view.name()),
+        TrainedSource::Files { .. } => format!("Model: {}, from your files. Weights converted to f16 while read; nothing left your machine.", view.name()),
     }
 }
 
@@ -224,7 +208,7 @@ fn Exports() -> impl IntoView {
     let export_layer = move |_| {
         let spec = untrack(|| view.spec());
         let l = view.choices.layer.get_untracked().min(spec.layers - 1);
-        let result = match view.current.get_untracked().flatten() {
+        let result = match untrack(|| view.pass_now()) {
             Some(pass) => {
                 let pieces: Vec<String> =
                     view.tokens.with_untracked(|t| t.iter().map(|t| t.piece.clone()).collect());

@@ -83,7 +83,7 @@ impl TaskView {
         let engine = view.engine;
         let data = LocalResource::new(move || {
             let model = view.model();
-            async move { Some(fetch_pairs(&*model?).await) }
+            async move { Some(fetch_pairs(&model).await) }
         });
         let ready = move || Some((engine.get().flatten()?, data.get().flatten()?.ok()?));
         let task_wanted = Memo::new(move |was: Option<&bool>| {
@@ -94,7 +94,7 @@ impl TaskView {
             async move {
                 let (engine, data) = ready.filter(|_| wanted)?;
                 let job = TaskImportance::new(&data, HeadSet::all(engine.model().spec().total_heads()));
-                drive(&engine, Planned::new(job), &Ticket::always(), |_, _| {}).await.map(Rc::new)
+                drive(&engine, Planned::new(job), &while_shown(view, &engine), |_, _| {}).await.map(Rc::new)
             }
         });
         let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
@@ -105,7 +105,10 @@ impl TaskView {
             let (ready, order, go) = (ready(), one_shot(), running.get());
             // Wanted while the reader has not paused it and the one-shot order is the same.
             let of = order.clone();
-            let ticket = Ticket::while_wanted(move || running.get_untracked() && untrack(one_shot) == of);
+            // (A view a new model replaced is gone: its jobs stop.)
+            let ticket = Ticket::while_wanted(move || {
+                running.try_get_untracked() == Some(true) && untrack(one_shot) == of
+            });
             async move {
                 // Whatever the browser saved shows at once; computing waits for the reader's go.
                 // The one-shot order joins when this sentence's ranking is there (a new sentence
@@ -145,6 +148,8 @@ impl TaskView {
             async move {
                 let (engine, data) = ready?;
                 (heads.len() == engine.model().spec().total_heads()).then_some(())?;
+                let shown = while_shown(view, &engine);
+                let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
                 drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
             }
         });
@@ -154,7 +159,7 @@ impl TaskView {
             async move {
                 let (engine, data) = ready?;
                 let job = Planned::new(HeadRoles::new(&engine, &data));
-                drive(&engine, job, &Ticket::always(), |_, _| {}).await.map(Rc::new)
+                drive(&engine, job, &while_shown(view, &engine), |_, _| {}).await.map(Rc::new)
             }
         });
         TaskView {
@@ -189,6 +194,13 @@ impl TaskView {
     }
 }
 
+/// A ticket current while the panel shows `engine`'s model on it (a new model or backend stops
+/// the job).
+fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
+    let of = engine.clone();
+    Ticket::while_wanted(move || super::view::engine_is(view.engine, &of))
+}
+
 /// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
 /// for `order`), saving every new point there.
 fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> CurveRun {
@@ -218,7 +230,7 @@ fn pruned_speed(
         // Wanted while the reader's set and the sentence's pass are these.
         let (of_heads, of_full) = (heads.clone(), full.clone());
         let ticket = Ticket::while_wanted(move || {
-            let same_full = match (view.full.get_untracked().flatten(), &of_full) {
+            let same_full = match (view.full.try_get_untracked().flatten().flatten(), &of_full) {
                 (Some(now), Some(was)) => Rc::ptr_eq(&now, was),
                 _ => false,
             };
@@ -241,11 +253,13 @@ fn importance_now(
     task: LocalResource<Option<Rc<Ranking>>>,
 ) -> Option<Rc<SentenceImportance>> {
     let of_sentence = |ranking: Ranking| Some(Rc::new(SentenceImportance { ids: view.ids(), ranking }));
-    match view.choices.measure.get() {
+    let ranking = match view.choices.measure.get() {
         Measure::Drift => view.drift_importance(),
         Measure::Margin => of_sentence(view.margin.get().flatten()?.ranking()),
         Measure::Task => of_sentence((*task.get().flatten()?).clone()),
-    }
+    }?;
+    // A ranking of the previous model's heads, while the next model's is measured, is not shown.
+    (ranking.ranking.len() == view.spec().total_heads()).then_some(ranking)
 }
 
 /// Fetches the pairs, checks them against the hash built into the page, and tokenizes them.

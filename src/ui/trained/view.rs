@@ -1,4 +1,4 @@
-//! The trained-model panel's state: the loaded model on the page's backend (a
+//! The trained-model panel's state for one model: the model on the page's backend (a
 //! [`crate::jobs::engine::Engine`]), and everything derived from it and the reader's sentence and
 //! heads. Each computation is a resource of its inputs that runs a pass or starts a job; the jobs
 //! publish their progress into signals the parts show.
@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::loader::{self, LoadState, ASSET_URL};
+use super::loader::Shown;
 use crate::attention::importance::Ranking;
 use crate::attention::{cosine, HeadSet};
 use crate::jobs::driver::{drive, Planned, Status};
@@ -37,16 +37,13 @@ pub type SentenceStatus = Option<(Vec<u32>, Status)>;
 /// The panel's derived state, shared by its parts through context.
 #[derive(Clone, Copy)]
 pub struct TrainedView {
-    app: AppState,
     /// The reader's sentence, layer and heads.
     pub choices: TrainedChoices,
-    /// Loading the model.
-    pub load: RwSignal<LoadState, LocalStorage>,
-    /// What the link said that the loaded model cannot show (heads or a layer it lacks).
-    pub link_notes: RwSignal<Vec<String>>,
+    /// The model this view shows (a new model gets a new view).
+    model: StoredValue<Rc<Model>, LocalStorage>,
     /// The model on the page's backend and its workers, once loaded and the backend chosen.
     pub engine: LocalResource<Option<Rc<Engine>>>,
-    /// Where the model's batch work runs, kept while the panel is (the workers hold the model).
+    /// Where the model's batch work runs, kept while the model is (the workers hold it).
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
     /// Changes whenever the workers' pace, threads or failure does.
     pub workers_changed: Trigger,
@@ -74,26 +71,23 @@ pub struct TrainedView {
 }
 
 impl TrainedView {
-    /// The panel's state; starts loading the model.
-    pub fn new() -> TrainedView {
+    /// The panel's state for the model `shown`: its workers, its engine on the page's backend,
+    /// and everything computed from it.
+    pub fn new(shown: &Shown) -> TrainedView {
         let app = AppState::get();
         let choices = app.trained;
-        let load = RwSignal::new_local(LoadState::Loading(0.0, None));
-        let link_notes = RwSignal::new(Vec::new());
-        loader::start(load, move |model: &Model| fit_link(app, model, link_notes));
+        let model = shown.model.clone();
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
-        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, ASSET_URL))));
+        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, shown.file.clone()))));
         let workers_changed = Trigger::new();
         workers.watch(move || workers_changed.notify());
         let workers = StoredValue::new_local(workers);
+        let model = StoredValue::new_local(model);
         let engine = LocalResource::new(move || {
-            let (model, session, workers) =
-                (load.with(LoadState::model), app.session.get(), workers.get_value());
-            async move { Some(Rc::new(Engine::new(model?, &*session?, workers, Rc::new(PageHost)).await)) }
+            let (model, session, workers) = (model.get_value(), app.session.get(), workers.get_value());
+            async move { Some(Rc::new(Engine::new(model, &*session?, workers, Rc::new(PageHost)).await)) }
         });
-        let tokens = Memo::new(move |_| {
-            load.with(|s| s.model().map(|m| m.tokenizer.encode(&choices.text.read())).unwrap_or_default())
-        });
+        let tokens = Memo::new(move |_| model.with_value(|m| m.tokenizer.encode(&choices.text.read())));
         let full = LocalResource::new(move || {
             let (engine, ids) = (engine.get().flatten(), ids_of(tokens));
             async move {
@@ -106,6 +100,7 @@ impl TrainedView {
             let (full, heads, engine) = (full.get().flatten(), choices.heads.get(), engine.get().flatten());
             async move {
                 let (full, engine) = (full?, engine?);
+                (full.model_id == engine.model().id).then_some(())?;
                 if !heads.any_pruned() || heads.len() != full.out.heads.len() {
                     return Some(full);
                 }
@@ -136,10 +131,8 @@ impl TrainedView {
         let check_now = LocalResource::new(move || check(Some(choices.heads.get())));
         let (margin, margin_status) = margin_importance(engine, choices.measure);
         TrainedView {
-            app,
             choices,
-            load,
-            link_notes,
+            model,
             engine,
             workers,
             workers_changed,
@@ -156,12 +149,6 @@ impl TrainedView {
         }
     }
 
-    /// Loads the model again (after a failed download).
-    pub fn reload(&self) {
-        let (app, notes) = (self.app, self.link_notes);
-        loader::start(self.load, move |model: &Model| fit_link(app, model, notes));
-    }
-
     /// Shares this view with the panel's parts.
     pub fn provide(self) {
         provide_context(self);
@@ -172,20 +159,19 @@ impl TrainedView {
         expect_context::<TrainedView>()
     }
 
-    /// The loaded model, once it is.
-    pub fn model(&self) -> Option<Rc<Model>> {
-        self.load.with(LoadState::model)
+    /// The model.
+    pub fn model(&self) -> Rc<Model> {
+        self.model.get_value()
     }
 
-    /// The loaded model's shape (the built-in model's until it is loaded).
+    /// The model's shape.
     pub fn spec(&self) -> ModelSpec {
-        self.load.with(|s| s.model().map_or(ModelSpec::MINILM_L6_V2, |m| *m.spec()))
+        self.model.with_value(|m| *m.spec())
     }
 
-    /// The loaded model's name.
+    /// The model's name.
     pub fn name(&self) -> String {
-        self.load
-            .with(|s| s.model().map_or_else(|| crate::model::BUILT_IN_NAME.to_string(), |m| m.name.clone()))
+        self.model.with_value(|m| m.name.clone())
     }
 
     /// Whether the model is ready to run: loaded, and on the page's backend (its weights on the
@@ -199,16 +185,32 @@ impl TrainedView {
         ids_of(self.tokens)
     }
 
+    /// Whether `pass` is the model on show's (a resource holds its last value while the next
+    /// model's pass runs).
+    fn of_model(&self, pass: &Pass) -> bool {
+        self.model.with_value(|m| m.id == pass.model_id)
+    }
+
+    /// The pass with the reader's heads (or the last one, while a new one runs), of the model on show.
+    pub fn pass_now(&self) -> Option<Rc<Pass>> {
+        self.current.get().flatten().filter(|p| self.of_model(p))
+    }
+
+    /// The unpruned pass over the sentence, of the model on show.
+    pub fn full_now(&self) -> Option<Rc<Pass>> {
+        self.full.get().flatten().filter(|p| self.of_model(p))
+    }
+
     /// The pass with the reader's heads, once it is for the heads the page says are pruned: while
     /// a new pass runs, the resource still holds the last one.
     pub fn current_for_heads(&self) -> Option<Rc<Pass>> {
-        let pass = self.current.get().flatten()?;
+        let pass = self.pass_now()?;
         self.choices.heads.with(|h| pass.out.heads == *h).then_some(pass)
     }
 
     /// Cosine of the pruned sentence embedding to the full one, for the heads pruned now.
     pub fn cosine(&self) -> Option<f64> {
-        let (full, now) = (self.full.get().flatten()?, self.current_for_heads()?);
+        let (full, now) = (self.full_now()?, self.current_for_heads()?);
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
     }
 
@@ -221,12 +223,12 @@ impl TrainedView {
     /// The embedding-drift ranking, when it is the current sentence's.
     pub fn drift_importance(&self) -> Option<Rc<SentenceImportance>> {
         let imp = self.importance.get().flatten()?;
-        (imp.ids == self.ids()).then_some(imp)
+        (imp.ids == self.ids() && imp.ranking.len() == self.spec().total_heads()).then_some(imp)
     }
 
     /// Where the model runs, and why not on the GPU when it is not: as of the last pass.
     pub fn running_on(&self) -> Option<(String, Option<String>)> {
-        match self.current.get().flatten() {
+        match self.pass_now() {
             Some(pass) => Some((pass.ran_on.clone(), pass.note.clone())),
             None => {
                 self.engine.get().flatten().map(|e| (e.runner().ran_on(self.ids().len()), e.runner().note()))
@@ -237,18 +239,6 @@ impl TrainedView {
 
 fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
     tokens.with(|t| t.iter().map(|t| t.id).collect())
-}
-
-/// The link's heads and layer fitted to the loaded model, with a note for what it lacks; the
-/// chart shows the model's shape.
-fn fit_link(app: AppState, model: &Model, notes: RwSignal<Vec<String>>) {
-    let spec = model.spec();
-    let (heads, layer) = (app.trained.heads.get_untracked(), app.trained.layer.get_untracked());
-    let (heads, layer, said) = spec.fit_link(&model.name, &heads, layer);
-    app.trained.heads.set(heads);
-    app.trained.layer.set(layer);
-    app.trained.shape.set(*spec);
-    notes.set(said);
 }
 
 /// The drift importance of the sentence of `full` (a job on `engine`), and its status.
@@ -266,7 +256,7 @@ fn drift_importance(
             // did not change).
             let of = base.clone();
             let ticket = Ticket::while_wanted(move || {
-                full.get_untracked().flatten().is_some_and(|f| Rc::ptr_eq(&f, &of))
+                full.try_get_untracked().flatten().flatten().is_some_and(|f| Rc::ptr_eq(&f, &of))
             });
             let ids = base.ids.clone();
             let job = Planned::new(DriftSweep::new(&engine, ids.clone()));
@@ -278,8 +268,8 @@ fn drift_importance(
 }
 
 /// Whether `engine` still holds `of`.
-fn engine_is(engine: LocalResource<Option<Rc<Engine>>>, of: &Rc<Engine>) -> bool {
-    engine.get_untracked().flatten().is_some_and(|e| Rc::ptr_eq(&e, of))
+pub(super) fn engine_is(engine: LocalResource<Option<Rc<Engine>>>, of: &Rc<Engine>) -> bool {
+    engine.try_get_untracked().flatten().flatten().is_some_and(|e| Rc::ptr_eq(&e, of))
 }
 
 /// The margin importance (a job on `engine`), once the reader first chooses that measure, and

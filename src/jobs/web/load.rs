@@ -1,0 +1,148 @@
+//! Loading a trained model into the page, from any of its sources: the built-in one (its model
+//! file fetched from the page's server and checked against the hash built into the page), a
+//! folder the handbook serves beside the page, or the reader's own files; the last two are
+//! converted by [`crate::model::checkpoint::load`] while they are read.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::rc::Rc;
+
+use super::files::{ReaderFiles, ServedFiles};
+use super::workers::ModelFile;
+use super::{fetch_bytes, now_ms, yield_to_browser};
+use crate::model::checkpoint::{self, Entry, Files, Options};
+use crate::model::{asset, Model};
+
+/// Where the page finds the built-in model's file (copied next to index.html by trunk).
+pub const BUILT_IN_URL: &str = "minilm-f16.bin";
+
+/// The most bytes a model may take in the page (its f16 file and its f32 weights together):
+/// a wasm page has 4 GiB of memory, and the page, the previous model until the new one is
+/// ready, and the passes need the rest.
+pub const PAGE_BYTES: u64 = 3 << 30;
+
+/// Where a model comes from.
+pub enum Source {
+    /// The page's own model.
+    BuiltIn,
+    /// A model folder on the page's server, at this path.
+    Served(String),
+    /// The reader's files.
+    Reader(ReaderFiles),
+}
+
+impl Source {
+    /// What the page calls the source while it loads.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::BuiltIn => "the built-in model".into(),
+            Source::Served(path) => format!("the model at {path}"),
+            Source::Reader(files) => match files.entries() {
+                [] => "no files".into(),
+                [one] => one.path.clone(),
+                [first, ..] => {
+                    let root = first.path.split('/').next().unwrap_or("");
+                    match files.entries().iter().all(|e| e.path.starts_with(&format!("{root}/"))) {
+                        true => format!("the folder {root}"),
+                        false => format!("{} files", files.entries().len()),
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// A model ready for the page: the model, its file for the workers, and what the reader should
+/// know about how it was read.
+pub struct LoadedModel {
+    /// The model.
+    pub model: Rc<Model>,
+    /// Its file and id, for the workers.
+    pub file: Rc<ModelFile>,
+    /// Notes from reading the folder (tensors ignored, modules not applied).
+    pub notes: Vec<String>,
+    /// Bytes of weights read (the checkpoint's tensors, or the built-in file).
+    pub bytes_read: u64,
+    /// Seconds from the first byte asked for to the model decoded.
+    pub seconds: f64,
+}
+
+impl LoadedModel {
+    /// The load's throughput, in megabytes (10^6 bytes) of weights per second.
+    pub fn megabytes_per_second(&self) -> f64 {
+        self.bytes_read as f64 / 1e6 / self.seconds.max(1e-3)
+    }
+}
+
+/// Loads `source`, reporting `(bytes read, bytes in all)` as it goes; `held` bytes are taken by
+/// the model the page holds now. Setting `stop` abandons it (another load replaced it) at its
+/// next read. An error says which file and what is wrong with it.
+pub async fn load(
+    source: Source,
+    held: u64,
+    stop: Rc<Cell<bool>>,
+    progress: impl Fn(f64, Option<f64>) + 'static,
+) -> Result<LoadedModel, String> {
+    let started = now_ms();
+    let options = Options { name: None, budget: PAGE_BYTES.saturating_sub(held) };
+    let (bytes, id, notes, bytes_read) = match source {
+        Source::BuiltIn => {
+            let bytes =
+                fetch_bytes(BUILT_IN_URL, progress).await.map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
+            asset::verify(&bytes).map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
+            let read = bytes.len() as u64;
+            (bytes, asset::ASSET_SHA256[..16].to_string(), Vec::new(), read)
+        }
+        Source::Served(path) => {
+            let files = ServedFiles::list(&path).await.map_err(|e| e.to_string())?;
+            convert(&Stoppable { files, stop }, &options, progress).await?
+        }
+        Source::Reader(files) => convert(&Stoppable { files, stop }, &options, progress).await?,
+    };
+    // Decoding takes a moment: let the progress bar show the end first.
+    yield_to_browser().await;
+    let model = Model::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
+    let seconds = (now_ms() - started) / 1000.0;
+    Ok(LoadedModel {
+        model: Rc::new(model),
+        file: Rc::new(ModelFile { id, bytes }),
+        notes,
+        bytes_read,
+        seconds,
+    })
+}
+
+/// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the
+/// bytes of tensors read.
+async fn convert<F: Files>(
+    files: &F,
+    options: &Options,
+    progress: impl Fn(f64, Option<f64>),
+) -> Result<(Vec<u8>, String, Vec<String>, u64), String> {
+    let mut report = |p: checkpoint::Progress| progress(p.done as f64, Some(p.total as f64));
+    let loaded = checkpoint::load(files, options, &mut report).await.map_err(|e| e.to_string())?;
+    Ok((loaded.file, loaded.id, loaded.notes, loaded.tensor_bytes))
+}
+
+/// Files whose reads fail once `stop` is set.
+struct Stoppable<F> {
+    files: F,
+    stop: Rc<Cell<bool>>,
+}
+
+impl<F: Files> Files for Stoppable<F> {
+    fn entries(&self) -> &[Entry] {
+        self.files.entries()
+    }
+
+    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+        let stopped = self.stop.get();
+        let read = self.files.read(index, start, len);
+        async move {
+            if stopped {
+                return Err("another load replaced this one".into());
+            }
+            read.await
+        }
+    }
+}

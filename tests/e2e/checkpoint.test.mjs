@@ -1,0 +1,152 @@
+// A reader's own BERT-family model in the built page: random checkpoints that
+// scripts/make-checkpoints.sh makes (with float64 references), loaded through ?model= (served
+// beside the page, the sharded bf16 one with its index and sentence-transformers pooling),
+// through the file and folder pickers and a drop; a pruned head's drift equal to the float64
+// reference; bad files refused with the file named while the model on show stays; a second load
+// replacing one under way; a link that names the reader's files.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { artifacts, suite } from './harness.mjs';
+import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
+
+const app = suite({ gpu: true });
+
+/**
+ * The page's problems but the browser's own line for each file a served folder lacks: a server
+ * lists no folder, so the page asks for each file a model folder may hold (a 404 for the rest).
+ */
+const withoutProbes = (problems) => problems.filter((p) => !/status of 404/.test(p));
+
+/** The float64 reference of checkpoint `name`: its page case (a sentence, a pruned head, the cosine). */
+const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8'));
+
+/** The files of checkpoint `name` a reader would pick (the folder's own, not the test's reference). */
+const folderFiles = async (name) => (await readdir(join(checkpoints, name)))
+  .filter((f) => f !== 'reference.json' && !f.startsWith('.'))
+  .map((f) => join(checkpoints, name, f));
+
+/** Prunes layer 1's head 2 (the reference's page case) and gives the page's cosine. */
+async function pruneReferenceHead(trained, heads) {
+  await trained.grid(0, 1).click();
+  await trained.waitPrunedCosine(`1 of ${heads}`, { timeout: 60000 });
+  return trained.cosineValue();
+}
+
+for (const backend of ['cpu', 'gpu']) {
+  test(`a served checkpoint (?model=, bf16 shards, [CLS] pooling) loads on the ${backend} and its drift equals the float64 reference`, async () => {
+    const ref = await reference('bert-cased-bf16-sharded');
+    const path = `${CHECKPOINTS_PATH}bert-cased-bf16-sharded`;
+    const { page, problems, lab: { trained } } = await app.open(`?model=${encodeURIComponent(path)}&backend=${backend}&text=${encodeURIComponent(ref.page.text)}`);
+    await trained.waitModel('bert-cased-bf16-sharded', 3, { timeout: 60000 });
+    assert.match(await trained.modelLoad.textContent(), /\(bert, weights [0-9a-f]{16}\): 3 layers × 3 heads of 8, d_model 24, FFN 40, 64 positions/);
+    assert.match(await trained.modelCredit.textContent(), /served by this page's site/);
+    const cosine = await pruneReferenceHead(trained, 9);
+    assert.ok(Math.abs(cosine - ref.page.cosine) < 1e-5, `page ${cosine}, float64 reference ${ref.page.cosine}`);
+    // The link names the served folder and the weights it was made with.
+    assert.match(page.url(), /[?&]model=%2F__checkpoints%2Fbert-cased-bf16-sharded&weights=[0-9a-f]{16}/);
+    console.log(`${backend}: served bf16 shards, cosine with head 1.2 pruned ${cosine} (float64 ${ref.page.cosine})`);
+    assert.deepEqual(withoutProbes(problems), []);
+    await page.close();
+  });
+}
+
+test("the reader's files, picked, dropped or as a folder: the model is read here, bad files are refused by name and the model on show stays", async () => {
+  const ref = await reference('bert-odd');
+  const { page, problems, lab: { trained } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent(ref.page.text)}`);
+  await trained.waitReady({ timeout: 60000 });
+  // Picked files: a BERT saved with its MLM head, in F32, with vocab.txt.
+  await trained.modelFiles.setInputFiles(await folderFiles('bert-odd'));
+  await trained.waitModel('bert-odd', 4, { timeout: 60000 });
+  assert.match(await trained.modelNotes.textContent(), /cls\.predictions/, 'the MLM head is named as not used');
+  assert.match(await trained.modelCredit.textContent(), /from your files/);
+  const cosine = await pruneReferenceHead(trained, 8);
+  assert.ok(Math.abs(cosine - ref.page.cosine) < 1e-5, `page ${cosine}, float64 reference ${ref.page.cosine}`);
+  assert.match(page.url(), /[?&]weights=[0-9a-f]{16}&name=/);
+  const text = await trained.text.inputValue();
+
+  // A damaged file: refused, naming it and the problem; the model, its pruned head and the sentence stay.
+  const files = await folderFiles('bert-odd');
+  const weights = await readFile(files.find((f) => f.endsWith('model.safetensors')));
+  const asBuffer = async (f) => ({ name: f.split('/').pop(), mimeType: 'application/octet-stream', buffer: await readFile(f) });
+  const others = await Promise.all(files.filter((f) => !f.endsWith('model.safetensors')).map(asBuffer));
+  const cut = { name: 'model.safetensors', mimeType: 'application/octet-stream', buffer: weights.subarray(0, weights.length - 100) };
+  await trained.modelFiles.setInputFiles([...others, cut]);
+  await trained.modelError.waitText(/^Could not load \d files: model\.safetensors: /, { timeout: 30000 });
+  console.log(`damaged weights: ${await trained.modelError.textContent()}`);
+  assert.match(await trained.modelError.textContent(), /The model on show stays\./);
+  assert.equal(await trained.cosineValue(), cosine);
+  assert.equal(await trained.text.inputValue(), text);
+  assert.match(await trained.modelLoad.textContent(), /^bert-odd \(/);
+
+  // A drop of the same files (as a drop made by script carries them: files, no folder entries).
+  await page.evaluate(async ([base, names]) => {
+    const data = new DataTransfer();
+    for (const name of names) {
+      const bytes = await (await fetch(`${base}/${name}`)).arrayBuffer();
+      data.items.add(new File([bytes], name));
+    }
+    const zone = document.querySelector('[data-testid="model-drop"]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  }, [`${CHECKPOINTS_PATH}distilbert`, ['config.json', 'model.safetensors', 'tokenizer.json', 'modules.json']]);
+  // DistilBERT, mean-pooled (its Pooling folder was not dropped: modules.json names it).
+  await trained.modelError.waitText(/1_Pooling\/config\.json: missing/, { timeout: 30000 });
+  // The folder picker gives the whole folder, its Pooling module's config included.
+  await trained.modelFolder.setInputFiles(join(checkpoints, 'distilbert'));
+  await trained.waitModel('distilbert', 2, { timeout: 60000 });
+  assert.equal(await trained.modelError.count(), 0);
+  await page.screenshot({ path: join(artifacts, 'checkpoint.png'), fullPage: true });
+
+  // A second load while one is under way replaces it: the BERT-base-shaped folder (174 MB) is
+  // still being read when the small one comes; only the small one is shown, then and later.
+  await trained.modelFiles.setInputFiles(await folderFiles('bert-base-shaped'));
+  await trained.modelProgress.waitText(/^Reading \d files: [\d.]+ of 17[0-9]\.\d MB/, { timeout: 30000 });
+  await trained.modelFiles.setInputFiles(await folderFiles('bert-odd'));
+  await trained.waitModel('bert-odd', 4, { timeout: 60000 });
+  await page.waitForTimeout(3000);
+  assert.match(await trained.modelLoad.textContent(), /^bert-odd \(/);
+  assert.equal(await trained.modelError.count(), 0);
+  assert.equal(await trained.modelProgress.count(), 0);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a link to a model from the reader's files says which to load, keeps its state, and applies it once they come", async () => {
+  const ref = await reference('bert-odd');
+  // The link a reader makes with bert-odd loaded and head 1.2 pruned.
+  const { page: first, lab: { trained: made } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent(ref.page.text)}`);
+  await made.waitReady({ timeout: 60000 });
+  await made.modelFiles.setInputFiles(await folderFiles('bert-odd'));
+  await made.waitModel('bert-odd', 4, { timeout: 60000 });
+  await pruneReferenceHead(made, 8);
+  const link = new URL(first.url()).search;
+  await first.close();
+  assert.match(link, /pruned=1/);
+
+  const { page, problems, lab: { trained } } = await app.open(link);
+  await trained.modelWanted.waitText(/^This link shows bert-odd \(weights [0-9a-f]{16}\)/, { timeout: 30000 });
+  assert.equal(await trained.heatmap(0).count(), 0, 'no other model is loaded in its place');
+  assert.equal(await trained.modelError.count(), 0);
+  await trained.modelFiles.setInputFiles(await folderFiles('bert-odd'));
+  await trained.waitModel('bert-odd', 4, { timeout: 60000 });
+  // The link's pruned head and sentence apply: the same cosine as the float64 reference.
+  await trained.waitPrunedCosine('1 of 8', { timeout: 60000 });
+  const cosine = await trained.cosineValue();
+  assert.ok(Math.abs(cosine - ref.page.cosine) < 1e-5, `page ${cosine}, float64 reference ${ref.page.cosine}`);
+  assert.equal(new URL(page.url()).search, link);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test('?model= on another site is refused with a message, and the built-in model is shown', async () => {
+  const { page, problems, lab: { status, trained } } = await app.open('?preset=minilm&model=https%3A%2F%2Felsewhere.example%2Fbert&backend=cpu');
+  await trained.waitReady({ timeout: 60000 });
+  assert.match(await status.urlNotes.textContent(), /model=https:\/\/elsewhere\.example\/bert: only folders on this page's own server are loaded/);
+  // A folder the server does not have: the file is named.
+  await page.goto(`${app.base}/?model=nothing-here&backend=cpu`);
+  await trained.modelError.waitText(/^Could not load the model at nothing-here: config\.json: missing/, { timeout: 30000 });
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
