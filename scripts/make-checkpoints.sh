@@ -3,15 +3,20 @@
 # DistilBERT, bf16 shards, a BERT-base-shaped one; about 175 MB) with their float64 references,
 # into target/checkpoints, unless the script that makes them is unchanged since they were made.
 # Prints the directory. Needs the venv scripts/install-tools.sh test makes.
+#   scripts/make-checkpoints.sh          the tests' folders
+#   scripts/make-checkpoints.sh large    a BERT-large-shaped folder (670 MB, for bench/load.mjs)
+#                                        into target/checkpoints-large
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+which=${1:-tests}
 out=target/checkpoints
+[ "$which" = large ] && out=target/checkpoints-large
 stamp=$(sha256sum tests/reference/checkpoints.py | cut -d' ' -f1)
 if [ "$(cat "$out/.made-by" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out"
   mkdir -p "$out"
-  "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" >&2
+  "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" "$which" >&2
   echo "$stamp" > "$out/.made-by"
 fi
 echo "$PWD/$out"

@@ -64,6 +64,8 @@ pub struct TrainedChoices {
     pub shape: RwSignal<ModelSpec>,
     /// Which trained model the link names: the built-in one, a served folder, the reader's files.
     pub source: RwSignal<TrainedSource>,
+    /// The trained model's name, once one is loaded.
+    pub name: RwSignal<Option<String>>,
 }
 
 /// The sentence the trained model starts with, and the others a reader can pick.
@@ -115,6 +117,7 @@ impl AppState {
             heads: RwSignal::new(if trained_link { link.heads.clone() } else { HeadSet::default() }),
             shape: RwSignal::new(ModelSpec::MINILM_L6_V2),
             source: RwSignal::new(link.source.clone()),
+            name: RwSignal::new(None),
         };
         let session = RwSignal::new_local(None::<Rc<Session>>);
         let progress = RwSignal::new(None::<f64>);
@@ -238,6 +241,16 @@ impl AppState {
     pub fn choice_why(&self) -> Option<String> {
         let synthetic = !self.settings.with(Settings::is_trained);
         self.run().filter(|_| synthetic).and_then(|r| r.choice).map(|c| c.why())
+    }
+
+    /// The name of what the chart shows: the trained model's (once loaded), the preset's, or the
+    /// reader's configuration; and whether it is trained.
+    pub fn shown_name(&self) -> (String, bool) {
+        let settings = self.settings.get();
+        match (settings.is_trained(), self.trained.name.get()) {
+            (true, Some(name)) => (name, true),
+            _ => (settings.model.name().to_string(), false),
+        }
     }
 
     /// The shape on show, `(d_model, heads)`: the trained model's, or the synthetic layer's.

@@ -113,12 +113,48 @@ pub fn model_groups() -> Vec<(String, usize, usize)> {
     groups
 }
 
-/// Draws d_model against heads on `area`, highlighting `current` (d_model, heads) if given.
+/// What the ring on the reader's shape is called: their configuration, or the trained model
+/// `trained` with its weights (at one of the seed's points when its shape is one of theirs).
+pub fn ring_label(trained: Option<&str>, d_model: usize, heads: usize) -> String {
+    match trained {
+        None => "your configuration".into(),
+        Some(name) => match model_groups().into_iter().find(|g| g.1 == d_model && g.2 == heads) {
+            Some((row, ..)) => format!("{name}: trained weights loaded, at the point of {row}"),
+            None => format!("{name} (trained)"),
+        },
+    }
+}
+
+/// Where a model of `d_model` and `heads` (called `name`) sits against the handbook's band of
+/// per-head sizes, in a sentence; for a trained model, which of the seed's points it is.
+pub fn band_note(name: &str, trained: bool, d_model: usize, heads: usize) -> String {
+    if heads == 0 || !d_model.is_multiple_of(heads) {
+        return format!("{name}: heads must divide d_model to have a d_k.");
+    }
+    let d_k = d_model / heads;
+    let place = match d_k {
+        64..=128 => "inside the 64..128 band",
+        d if d < 64 => "below the 64..128 band",
+        _ => "above the 64..128 band",
+    };
+    let row = model_groups().into_iter().find(|g| g.1 == d_model && g.2 == heads).map(|g| g.0);
+    match (trained, row) {
+        (true, Some(row)) => format!(
+            "{name}: d_k = {d_model} / {heads} = {d_k}, {place}; trained weights loaded, at the point of {row} on the chart."
+        ),
+        (true, None) => format!("{name}: d_k = {d_model} / {heads} = {d_k}, {place} (trained weights; none of the seed's seven shapes)."),
+        (false, _) => format!("{name}: d_k = {d_model} / {heads} = {d_k}, {place}."),
+    }
+}
+
+/// Draws d_model against heads on `area`, highlighting `current` (d_model, heads) if given,
+/// its ring called `ring` ([`ring_label`]).
 /// `scale` is backend pixels per CSS pixel (the device pixel ratio, less on a narrow canvas):
 /// text, marks and margins grow with it, so the chart is as sharp as the screen.
 pub fn draw_config_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     current: Option<(usize, usize)>,
+    ring: &str,
     palette: &Palette,
     scale: f64,
 ) -> Result<ConfigChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
@@ -185,10 +221,10 @@ pub fn draw_config_chart<DB: DrawingBackend>(
         let inside = (D_MODEL_RANGE.0..=D_MODEL_RANGE.1).contains(&at.0)
             && (HEADS_RANGE.0..=HEADS_RANGE.1).contains(&at.1);
         if inside {
-            let ring = palette.accent.stroke_width(px(RING_STROKE) as u32);
-            chart.draw_series(std::iter::once(Circle::new(at, px(RING_R) as i32, ring)))?;
+            let stroke = palette.accent.stroke_width(px(RING_STROKE) as u32);
+            chart.draw_series(std::iter::once(Circle::new(at, px(RING_R) as i32, stroke)))?;
             layout.points.push(PlacedPoint {
-                label: "your configuration".into(),
+                label: ring.to_string(),
                 d_model,
                 heads,
                 at: chart.backend_coord(&at),
@@ -457,7 +493,7 @@ mod tests {
         let mut svg = String::new();
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (640, 420)).into_drawing_area();
-            draw_config_chart(&area, current, &Palette::LIGHT, 1.0).unwrap()
+            draw_config_chart(&area, current, "your configuration", &Palette::LIGHT, 1.0).unwrap()
         };
         (svg, layout)
     }
@@ -514,12 +550,30 @@ mod tests {
         assert!(off_axes.points.iter().all(|p| !p.current));
     }
 
+    #[test]
+    fn a_trained_model_of_a_seed_shape_is_named_at_its_point_and_its_d_k_placed_in_the_band() {
+        assert_eq!(ring_label(None, 768, 12), "your configuration");
+        assert_eq!(
+            ring_label(Some("bert-base-uncased"), 768, 12),
+            "bert-base-uncased: trained weights loaded, at the point of BERT-base / GPT-2 Small"
+        );
+        assert!(ring_label(Some("bert-large"), 1024, 16).contains("BERT-large"));
+        assert_eq!(ring_label(Some("all-MiniLM-L6-v2"), 384, 12), "all-MiniLM-L6-v2 (trained)");
+        let base = band_note("bert-base-uncased", true, 768, 12);
+        assert_eq!(base, "bert-base-uncased: d_k = 768 / 12 = 64, inside the 64..128 band; trained weights loaded, at the point of BERT-base / GPT-2 Small on the chart.");
+        assert!(band_note("all-MiniLM-L6-v2", true, 384, 12)
+            .contains("= 32, below the 64..128 band (trained weights; none of"));
+        assert!(band_note("x", false, 4096, 16).ends_with("= 256, above the 64..128 band."));
+        assert!(band_note("x", false, 100, 7).contains("must divide"));
+        assert!(band_note("x", true, 100, 0).contains("must divide"));
+    }
+
     /// The chart's labels on a canvas of `size` at `scale`, for every reader's configuration
     /// that might be highlighted.
     fn labels_at(size: (u32, u32), scale: f64, current: Option<(usize, usize)>) -> ConfigChartLayout {
         let mut svg = String::new();
         let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        draw_config_chart(&area, current, &Palette::LIGHT, scale).unwrap()
+        draw_config_chart(&area, current, "your configuration", &Palette::LIGHT, scale).unwrap()
     }
 
     #[test]

@@ -9,8 +9,12 @@ use super::heatmap::{rasterize, Scale};
 use super::task_chart::{draw_task_chart, TaskChart};
 
 /// The configuration chart (see [`draw_config_chart`]) as an SVG document.
-pub fn config_chart(current: Option<(usize, usize)>, palette: &Palette) -> Result<String, String> {
-    render((600, 460), |area| draw_config_chart(area, current, palette, 1.0).map(drop))
+pub fn config_chart(
+    current: Option<(usize, usize)>,
+    ring: &str,
+    palette: &Palette,
+) -> Result<String, String> {
+    render((600, 460), |area| draw_config_chart(area, current, ring, palette, 1.0).map(drop))
 }
 
 /// The drift chart (see [`draw_drift_chart`]) as an SVG document.
@@ -127,7 +131,7 @@ mod tests {
 
     #[test]
     fn the_charts_are_whole_svg_documents() {
-        let config = config_chart(Some((768, 12)), &Palette::LIGHT).unwrap();
+        let config = config_chart(Some((768, 12)), "your configuration", &Palette::LIGHT).unwrap();
         let drift = drift_chart(&[0.0, 0.2, 1.0], &[0.0, 0.5, 1.0], None, &Palette::DARK).unwrap();
         let task = task_chart(&TaskChart { heads: 72, ..TaskChart::default() }, &Palette::LIGHT).unwrap();
         for svg in [&config, &drift, &task] {

@@ -2,7 +2,7 @@
 // page (dist/), and the in-page check that heatmaps are drawn. tests/e2e/ uses them through
 // harness.mjs (Playwright), tests/engines/ through webdriver.mjs (WebDriver).
 import { createServer } from 'node:http';
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import { extname, join, resolve } from 'node:path';
 
 export const root = resolve(import.meta.dirname, '../..');
@@ -26,20 +26,28 @@ export async function serveDist({ extra = async () => null, html = (_, text) => 
       const file = url.pathname.startsWith(CHECKPOINTS_PATH)
         ? join(checkpoints, decodeURIComponent(url.pathname.slice(CHECKPOINTS_PATH.length)))
         : join(dist, url.pathname === '/' ? 'index.html' : url.pathname);
+      const type = types[extname(file)] ?? 'application/octet-stream';
+      // One byte range, as static servers answer them (the page reads a checkpoint's tensors
+      // so), read alone from the file: a tensor of a large model is not a read of all of it.
+      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
+      if (range || req.method === 'HEAD') {
+        const { size } = await stat(file);
+        const headers = { 'content-type': type, 'accept-ranges': 'bytes', 'content-length': size };
+        if (req.method === 'HEAD') return res.writeHead(200, headers).end();
+        const [start, end] = [Number(range[1]), Math.min(Number(range[2]), size - 1)];
+        if (start > end) return res.writeHead(416, { 'content-range': `bytes */${size}` }).end();
+        const part = Buffer.alloc(end - start + 1);
+        const handle = await open(file);
+        try {
+          await handle.read(part, 0, part.length, start);
+        } finally {
+          await handle.close();
+        }
+        return res.writeHead(206, { ...headers, 'content-length': part.length, 'content-range': `bytes ${start}-${end}/${size}` }).end(part);
+      }
       let body = await readFile(file);
       if (extname(file) === '.html') body = html(url.pathname, body.toString());
-      const type = types[extname(file)] ?? 'application/octet-stream';
-      const headers = { 'content-type': type, 'accept-ranges': 'bytes', 'content-length': body.length };
-      if (req.method === 'HEAD') return res.writeHead(200, headers).end();
-      // One byte range, as static servers answer them (the page reads a checkpoint's tensors so).
-      const range = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? '');
-      if (range) {
-        const [start, end] = [Number(range[1]), Math.min(Number(range[2]), body.length - 1)];
-        if (start > end) return res.writeHead(416, { 'content-range': `bytes */${body.length}` }).end();
-        return res.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${body.length}` })
-          .end(body.subarray(start, end + 1));
-      }
-      res.writeHead(200, headers).end(body);
+      res.writeHead(200, { 'content-type': type, 'accept-ranges': 'bytes', 'content-length': body.length }).end(body);
     } catch (e) {
       res.writeHead(['ENOENT', 'EISDIR'].includes(e.code) ? 404 : 500).end(['ENOENT', 'EISDIR'].includes(e.code) ? '' : String(e.message));
     }

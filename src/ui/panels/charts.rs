@@ -10,8 +10,16 @@ use crate::settings::Theme;
 use crate::ui::canvas::{canvas_point, fit_to_screen, palette};
 use crate::ui::files;
 use crate::ui::state::AppState;
-use crate::viz::chart::{draw_config_chart, draw_drift_chart, ConfigChartLayout, Names};
+use crate::viz::chart::{
+    band_note, draw_config_chart, draw_drift_chart, ring_label, ConfigChartLayout, Names,
+};
 use crate::viz::svg;
+
+/// What the reader's ring on the chart is called (the trained model, once loaded, by its name).
+fn ring_of(state: AppState) -> String {
+    let ((d_model, heads), (name, trained)) = (state.shape(), state.shown_name());
+    ring_label(trained.then_some(name.as_str()), d_model, heads)
+}
 
 /// The seed's models on log axes with lines of constant d_k; hover names a point.
 #[component]
@@ -26,6 +34,7 @@ pub fn ConfigChart() -> impl IntoView {
     // Redraw when the shape, the theme or the canvas's size changes.
     Effect::new(move |_| {
         let ((d_model, heads), theme, scale) = (state.shape(), settings.read().theme, scale.get());
+        let ring = ring_of(state);
         let Some(canvas) = canvas.get() else { return };
         let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
             draw_error.set(Some("this browser gave no 2D canvas for the chart".into()));
@@ -33,7 +42,7 @@ pub fn ConfigChart() -> impl IntoView {
         };
         let area = backend.into_drawing_area();
         let current = (heads > 0).then_some((d_model, heads));
-        match draw_config_chart(&area, current, palette(theme), scale) {
+        match draw_config_chart(&area, current, &ring, palette(theme), scale) {
             Ok(l) => {
                 layout.set(l);
                 draw_error.set(None);
@@ -63,14 +72,8 @@ pub fn ConfigChart() -> impl IntoView {
         hover.set(near);
     };
     let summary = move || {
-        let (d_model, heads) = state.shape();
-        let what = settings.read().model.name();
-        if heads == 0 || !d_model.is_multiple_of(heads) {
-            return format!("{what}: heads must divide d_model to have a d_k.");
-        }
-        let d_k = d_model / heads;
-        let verdict = if (64..=128).contains(&d_k) { "inside" } else { "outside" };
-        format!("{what}: d_k = {d_model} / {heads} = {d_k}, {verdict} the 64..128 band.")
+        let ((d_model, heads), (name, trained)) = (state.shape(), state.shown_name());
+        band_note(&name, trained, d_model, heads)
     };
     let export_png = move |_| {
         let Some(canvas) = canvas.get_untracked() else { return };
@@ -79,7 +82,7 @@ pub fn ConfigChart() -> impl IntoView {
     let export_svg = move |_| {
         let ((d_model, heads), theme) = (untrack(|| state.shape()), settings.read_untracked().theme);
         let current = (heads > 0).then_some((d_model, heads));
-        let saved = svg::config_chart(current, palette(theme))
+        let saved = svg::config_chart(current, &untrack(|| ring_of(state)), palette(theme))
             .and_then(|t| files::svg("headlab-config-chart.svg", &t));
         draw_error.set(saved.err());
     };

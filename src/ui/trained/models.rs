@@ -127,6 +127,7 @@ impl Models {
         self.link_notes.set(notes);
         self.choices.source.set(adoption.source);
         self.choices.shape.set(*spec);
+        self.choices.name.set(Some(model.name.clone()));
         self.shown.set(Some(shown));
     }
 }

@@ -11,6 +11,7 @@ use web_sys::HtmlInputElement;
 use super::models::Models;
 use crate::jobs::web::files::ReaderFiles;
 use crate::jobs::web::load::Source;
+use crate::viz::chart::band_note;
 
 /// The model's source: what is on show, the ways to load another, progress and failures.
 #[component]
@@ -152,8 +153,11 @@ fn Loaded() -> impl IntoView {
                         shown.summary
                     )}
                 </p>
+                <p class="muted" data-testid="model-band">
+                    {band_note(&m.name, true, spec.d_model, spec.heads)}
+                </p>
                 {(!shown.notes.is_empty()).then(|| view! {
-                    <ul class="notes" data-testid="model-notes">
+                    <ul class="model-notes" data-testid="model-notes">
                         {shown.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}
                     </ul>
                 })}
