@@ -22,6 +22,7 @@ pub fn HeadGrid() -> impl IntoView {
         <p class="legend" data-testid="roles-legend">{format!("Labels: {}.", legend.join(", "))}</p>
         <div
             class="head-grid"
+            style=move || format!("--heads: {}", view.spec().heads)
             data-testid="head-grid"
             role="group"
             aria-label="Heads by layer; arrow keys move between them"
