@@ -45,7 +45,7 @@ install_apt() {
 }
 
 has_version() { # has_version CMD EXPECTED -> true when `CMD --version` mentions EXPECTED
-  command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -qF "$2"
+  command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -F "$2" >/dev/null
 }
 
 cargo_tool() { # cargo_tool BIN VERSION CRATE [extra cargo install args...]
