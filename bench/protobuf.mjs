@@ -1,5 +1,5 @@
 // The protobuf wire encoding the ONNX graphs of the benchmarks are written in (bench/onnx.mjs,
-// bench/onnx-minilm.mjs): only what they use, field numbers from onnx/onnx.proto.
+// bench/onnx-bert.mjs): only what they use, field numbers from onnx/onnx.proto.
 
 /** Protobuf wire encoding that keeps large payloads as typed-array chunks (a model is ~90 MB). */
 export class Writer {

@@ -58,8 +58,11 @@ cargo bench --quiet --locked --features bench --bench trained -- "$rounds" prune
 if [ "$shapes" != smoke ]; then
   echo
   echo "## the trained model against transformers.js on onnxruntime-web (wasm backend), same process"
-  node bench/onnx-minilm.mjs >/dev/null
+  node bench/onnx-bert.mjs >/dev/null
   "${node_relaxed[@]}" bench/transformers.mjs "$rounds"
+  echo
+  echo "## a BERT-base-shaped checkpoint (random weights, scripts/make-checkpoints.sh) against transformers.js, 128 tokens"
+  "${node_relaxed[@]}" bench/transformers.mjs "$rounds" all --model="$(scripts/make-checkpoints.sh)/bert-base-shaped"
 fi
 
 echo

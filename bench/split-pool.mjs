@@ -30,12 +30,13 @@ function concat(parts) {
 
 export class SplitPool {
   /** `threads` in all (this one and threads - 1 workers), the workers on the build in
-   * target/`folder`: the one the driving thread's model comes from. */
-  constructor(threads, folder = 'bench-node') {
+   * target/`folder`: the one the driving thread's model comes from; a trained model's shards
+   * read the page's model file at `model` (the built-in MiniLM's by default). */
+  constructor(threads, folder = 'bench-node', model = assetPath) {
     this.threads = threads;
     this.folder = folder;
     this.workers = Array.from({ length: threads - 1 }, (_, i) =>
-      new Worker(fileURLToPath(import.meta.url), { workerData: { index: i + 1, count: threads, folder } }));
+      new Worker(fileURLToPath(import.meta.url), { workerData: { index: i + 1, count: threads, folder, model } }));
     // One question at a time per worker: each answer settles the one waiting.
     this.waiting = this.workers.map(() => null);
     this.workers.forEach((w, i) => {
@@ -64,12 +65,12 @@ export class SplitPool {
     c.assemble(this.threads, concat(await pending));
   }
 
-  /** The sentence embedding of `text` by `model` (a MiniLmCase), cut into one shard per thread. */
+  /** The sentence embedding of `text` by `model` (a TrainedCase), cut into one shard per thread. */
   async embed(model, text) {
     model.split_begin(text, this.threads);
     for (let code = model.split_step(); code >= 0; code = model.split_step()) {
       const x = model.split_input();
-      const pending = this.ask(this.workers.map(() => ({ kind: 'minilm', code, x })), this.workers.length === 1 ? [x.buffer] : []);
+      const pending = this.ask(this.workers.map(() => ({ kind: 'trained', code, x })), this.workers.length === 1 ? [x.buffer] : []);
       model.split_local();
       model.split_absorb(concat(await pending));
     }
@@ -83,8 +84,8 @@ export class SplitPool {
 
 /** A worker: one shard of each pass the driver cuts, answered with its buffer transferred. */
 function serve() {
-  const { index, count, folder } = workerData;
-  const { MhaCase, MiniLmShard } = wasm(folder);
+  const { index, count, folder, model } = workerData;
+  const { MhaCase, TrainedShard } = wasm(folder);
   const cases = new Map();
   let shard = null;
   parentPort.on('message', (m) => {
@@ -94,7 +95,7 @@ function serve() {
       if (!cases.has(key)) cases.set(key, new MhaCase(m.d, m.h, m.n));
       out = cases.get(key).forward_heads(m.x, m.lo, m.hi);
     } else {
-      shard ??= new MiniLmShard(readFileSync(assetPath), index, count);
+      shard ??= new TrainedShard(readFileSync(model), index, count);
       out = shard.run(m.code, m.x);
     }
     parentPort.postMessage(out, [out.buffer]);

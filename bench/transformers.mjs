@@ -1,33 +1,28 @@
-// The trained model (all-MiniLM-L6-v2) as headlab's page embeds a sentence (the page's code, in
-// both of its wasm builds where Node runs relaxed SIMD: bench/builds.mjs) against
-// transformers.js's feature-extraction pipeline (mean pooling, normalised) on an ONNX export of
-// the same checkpoint (bench/onnx-minilm.mjs: fp32 and the 8-bit file it picks by default for
-// wasm), run on onnxruntime-web's WebAssembly backend, in one Node process.
+// A trained model as headlab's page embeds a sentence (the page's code, in both of its wasm
+// builds where Node runs relaxed SIMD: bench/builds.mjs) against transformers.js's
+// feature-extraction pipeline (mean pooling, normalised) on an ONNX export of the same checkpoint
+// (bench/onnx-bert.mjs: fp32 and the 8-bit file it picks by default for wasm), run on
+// onnxruntime-web's WebAssembly backend, in one Node process. The built-in all-MiniLM-L6-v2 by
+// default; with --model=DIR any BERT folder the page loads (the tests' BERT-base-shaped one:
+// scripts/make-checkpoints.sh), converted to the page's model file by the page's loader
+// (convert-model) and exported by bench/onnx-bert.mjs, both made here when missing.
 //
-//   node --experimental-wasm-relaxed-simd bench/transformers.mjs [ROUNDS] [smoke]
+//   node --experimental-wasm-relaxed-simd bench/transformers.mjs [ROUNDS] [smoke] [--model=DIR] [--lengths=8,128]
 //   (bench/run.sh builds the wasm and the export; without the flag, the simd128 build alone)
 //
-// Full: sentences of 8, 32, 128 and 512 tokens; onnxruntime-web with 1 and 2 threads; at least
-// 10 s of warm-up per side and length; ROUNDS (default 5) interleaved rounds; medians of times
-// and of per-round ratios; each embedding's cosine to the float64 reference
-// (tests/reference/minilm.py through bench/reference.py). Then transformers.js on
-// onnxruntime-node (native code, its default in Node) as a reference line. Smoke: 8 and 128
-// tokens, one thread, 1 s of warm-up, no onnxruntime-node line. With two threads, headlab's
-// sentence also runs cut across both (bench/split-pool.mjs: heads and feed-forward units), so
-// that its time on two threads stands beside transformers.js's on two, in the same rounds.
-//
-// transformers.js takes onnxruntime-web through its hook, globalThis[Symbol.for('onnxruntime')]:
-// in Node it would otherwise use onnxruntime-node and refuse `device: 'wasm'`. With the hook it
-// lists no device at all (4.3.2 fills its device list only for the two runtimes it imports), so
-// the pipeline is given the wasm execution provider in its session options and an empty device
-// for the model file, which makes it use them. It passes a file path, which onnxruntime-web
-// would fetch() (Node's fetch reads no files): the hook reads the file first, as a browser's
-// fetch would. onnxruntime-web's thread count is fixed when its wasm starts, so each thread
-// count runs in a child process of its own (both sides in it).
+// Full: sentences of 8, 32, 128 and 512 tokens (128 alone with --model); onnxruntime-web with 1
+// and 2 threads; at least 10 s of warm-up per side and length; ROUNDS (default 5) interleaved
+// rounds; medians of times and of per-round ratios; each embedding's cosine to the float64
+// reference (bench/reference.py: tests/reference/minilm.py, or tests/reference/checkpoints.py's
+// forward pass for another folder). Then transformers.js on onnxruntime-node (native code, its
+// default in Node) as a reference line. Smoke: 8 and 128 tokens (128 with --model), one thread,
+// 1 s of warm-up, no onnxruntime-node line. With two threads, headlab's sentence also runs cut
+// across both (bench/split-pool.mjs: heads and feed-forward units), so that its time on two
+// threads stands beside transformers.js's on two, in the same rounds.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
@@ -47,16 +42,19 @@ const version = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf
 const transformersDir = packageDir('@huggingface/transformers', toolsDir);
 // The onnxruntime-web that transformers.js depends on (its browser users get this one).
 const ortWebDir = packageDir('onnxruntime-web', transformersDir);
-const modelsDir = join(root, 'target/transformers');
-const modelName = 'all-MiniLM-L6-v2';
-const referenceFile = join(modelsDir, 'reference.json');
-
 const args = process.argv.slice(2);
-const flag = (name) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const flag = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const positional = args.filter((a) => !a.startsWith('--'));
 const rounds = Number(positional[0] ?? 5);
 const smoke = positional[1] === 'smoke';
-const lengths = smoke ? [8, 128] : [8, 32, 128, 512];
+// The model: the built-in one, or a BERT folder (--model=DIR).
+const folder = flag('model') ? resolve(flag('model')) : null;
+const modelsDir = join(root, 'target/transformers');
+const modelName = folder ? basename(folder) : 'all-MiniLM-L6-v2';
+const referenceFile = join(modelsDir, `${modelName}.reference.json`);
+/** The page's model file: the built asset, or the folder converted by the page's loader. */
+const assetFile = folder ? join(modelsDir, `${modelName}.headlab.bin`) : join(root, 'target/model/minilm-f16.bin');
+const lengths = flag('lengths')?.split(',').map(Number) ?? (folder ? [128] : smoke ? [8, 128] : [8, 32, 128, 512]);
 const warmupMs = smoke ? 1000 : 10000;
 
 const cosine = (a, b) => {
@@ -65,16 +63,19 @@ const cosine = (a, b) => {
   return ab / Math.sqrt(aa * bb);
 };
 
-const asset = () => readFileSync(join(root, 'target/model/minilm-f16.bin'));
+const asset = () => readFileSync(assetFile);
 /** The trained model in each build: `[{ name, label, model }]`, the simd128 build first. */
 function headlab() {
   const bytes = asset();
-  return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.MiniLmCase(bytes) }));
+  return headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.TrainedCase(bytes) }));
 }
 
-/** A text of exactly n tokens ([CLS] and [SEP] included) for headlab's tokenizer: plain words, one token each. */
+/** A text of exactly n tokens ([CLS] and [SEP] included) for headlab's tokenizer: plain words
+ * that are one token each in the model's vocabulary. */
 function sentence(model, n) {
-  const words = 'the river bank was steep and she sat on it to watch the water run past the old mill'.split(' ');
+  const words = 'the river bank was steep and she sat on it to watch the water run past the old mill after rain'
+    .split(' ').filter((w) => model.ids(w).length === 3);
+  if (!words.length) throw new Error('no word of the sentence is one token in this vocabulary');
   const text = Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
   const got = model.ids(text).length;
   if (got !== n) throw new Error(`a sentence meant to be ${n} tokens is ${got}`);
@@ -113,7 +114,7 @@ async function child(threads, runtime) {
   // (bench/split-pool.mjs): the same process, the same rounds, the last build (relaxed SIMD
   // where this Node runs it: what a Chromium or Firefox reader's page would load).
   const cutBuild = builds.at(-1);
-  const pool = threads > 1 && runtime === 'web' ? new SplitPool(threads, cutBuild.folder) : null;
+  const pool = threads > 1 && runtime === 'web' ? new SplitPool(threads, cutBuild.folder, assetFile) : null;
   const runs = {
     ...Object.fromEntries(builds.map((b) => [b.name, (text) => b.model.embed(text)])),
     ...(pool ? { split: (text) => pool.embed(cutBuild.model, text) } : {}),
@@ -171,26 +172,48 @@ async function child(threads, runtime) {
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label }) => ({ name, label })), cutLabel: cutBuild.label, rows }));
 }
 
+/** The page's model file and the ONNX export of --model's folder, made when missing. */
+function prepareFolder() {
+  // Made again when any of the folder's files is newer (scripts/make-checkpoints.sh remade it).
+  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+  const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
+  if (stale(assetFile)) {
+    execFileSync('cargo', ['run', '--quiet', '--locked', '--release', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  if (stale(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
+    execFileSync(process.execPath, [join(root, 'bench/onnx-bert.mjs'), folder, join(modelsDir, modelName)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+}
+
+/** A folder's model in a few words, from its config.json. */
+function describe(dir) {
+  const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+  return `${c.model_type}, ${c.num_hidden_layers} layers x ${c.num_attention_heads} heads, d_model ${c.hidden_size}, FFN ${c.intermediate_size}`;
+}
+
 async function main() {
+  if (folder) prepareFolder();
   // The simd128 build's tokenizer (the same code in both builds) makes the texts.
-  const model = new (simd128().MiniLmCase)(asset());
+  const model = new (simd128().TrainedCase)(asset());
   const texts = lengths.map((n) => sentence(model, n));
-  // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint.
+  // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint, or
+  // tests/reference/checkpoints.py's forward pass on the folder.
   const python = join(toolsDir, 'venv/bin/python');
   if (!existsSync(python)) throw new Error(`${python} is missing: scripts/install-tools.sh test makes it`);
-  const checkpoint = execFileSync(join(root, 'scripts/fetch-model.sh'), { encoding: 'utf8' }).trim();
+  const checkpoint = folder ?? execFileSync(join(root, 'scripts/fetch-model.sh'), { encoding: 'utf8' }).trim();
   const ref = JSON.parse(execFileSync(python, [join(root, 'bench/reference.py')], {
-    input: JSON.stringify({ model: checkpoint, texts }), encoding: 'utf8', maxBuffer: 1 << 26,
+    input: JSON.stringify({ model: checkpoint, builtIn: !folder, texts }), encoding: 'utf8', maxBuffer: 1 << 26,
   }));
   writeFileSync(referenceFile, JSON.stringify({ texts, ids: ref.ids, reference: ref.embeddings }));
   if (!existsSync(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
-    throw new Error(`no export in ${modelsDir}/${modelName}: run node bench/onnx-minilm.mjs first`);
+    throw new Error(`no export in ${modelsDir}/${modelName}: run node bench/onnx-bert.mjs first`);
   }
 
   const configs = smoke ? [[1, 'web']] : [[1, 'web'], [2, 'web'], [1, 'node'], [2, 'node']];
   const results = [];
   for (const [threads, runtime] of configs) {
-    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--runtime=${runtime}`],
+    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--runtime=${runtime}`,
+      ...(folder ? [`--model=${folder}`] : []), `--lengths=${lengths.join(',')}`],
       { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 24 });
     if (run.status !== 0) throw new Error(`the ${runtime} run with ${threads} thread(s) failed (exit ${run.status}): ${run.stdout}`);
     results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
@@ -203,24 +226,26 @@ async function main() {
   const cutLabel = results[0].cutLabel;
   const each = (f) => builds.map(f).join(' | ');
   const cos = (r) => Math.min(...builds.map((b) => r.cos[b.name]));
-  console.log(`all-MiniLM-L6-v2, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; ${cpuLine()}; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(`${modelName}${folder ? ` (${describe(folder)})` : ''}, one sentence, headlab (1 thread unless "on the threads") against transformers.js ${tjs} feature-extraction (mean pooling, normalised); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side and length; ${cpuLine()}; Node ${process.version}; ${[ortWeb, ortNode].filter(Boolean).join(', ')}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(buildsNote(builds));
-  console.log(`| runtime | threads | tokens | ${each((b) => `headlab ${b.label} ms`)} | headlab ${cutLabel} on the threads ms | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${cutLabel} on the threads / fp32 | ${each((b) => `${b.label} / q8`)} | cos f64: headlab | cos f64: fp32 | cos f64: q8 |`);
-  console.log(`|---|---:|---:|${'---:|'.repeat(3 * builds.length + 7)}`);
+  console.log(`| runtime | threads | tokens | ${each((b) => `headlab ${b.label} ms`)} | headlab ${cutLabel} on the threads ms | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${cutLabel} on the threads / fp32 | ${each((b) => `${b.label} / q8`)} | ${cutLabel} on the threads / q8 | cos f64: headlab | cos f64: fp32 | cos f64: q8 |`);
+  console.log(`|---|---:|---:|${'---:|'.repeat(3 * builds.length + 8)}`);
   for (const { rows } of results) {
     for (const r of rows) {
       const name = r.runtime === 'web' ? 'onnxruntime-web (wasm)' : 'onnxruntime-node (native, reference only)';
-      const split = r.ratio.split == null ? ['-', '-'] : [r.ms.split.toFixed(1), r.ratio.split.fp32.toFixed(2)];
-      console.log(`| ${name} | ${r.threads} | ${r.n} | ${each((b) => r.ms[b.name].toFixed(1))} | ${split[0]} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${split[1]} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${cos(r).toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
+      const split = r.ratio.split == null ? ['-', '-', '-'] : [r.ms.split.toFixed(1), r.ratio.split.fp32.toFixed(2), r.ratio.split.q8.toFixed(2)];
+      console.log(`| ${name} | ${r.threads} | ${r.n} | ${each((b) => r.ms[b.name].toFixed(1))} | ${split[0]} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${split[1]} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${split[2]} | ${cos(r).toFixed(7)} | ${r.cos.fp32.toFixed(7)} | ${r.cos.q8.toFixed(4)} |`);
     }
   }
   // The targets: headlab <= 0.70x transformers.js fp32 (onnxruntime-web, one thread) at 128
   // tokens and <= 1.0x at every length, for each build.
   const single = results[0].rows;
-  for (const b of builds) {
+  // The targets are the built-in model's (BENCHMARKS.md 8); another model's table stands alone.
+  for (const b of folder ? [] : builds) {
     const at128 = single.find((r) => r.n === 128)?.ratio[b.name].fp32;
     const worst = Math.max(...single.map((r) => r.ratio[b.name].fp32));
-    console.log(`targets, ${b.label} build (onnxruntime-web, 1 thread, fp32): 128 tokens ${at128.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
+    const first = at128 == null ? '' : `128 tokens ${at128.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); `;
+    console.log(`targets, ${b.label} build (onnxruntime-web, 1 thread, fp32): ${first}every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
   }
   const fp32Export = Math.min(...single.map((r) => r.cos.fp32));
   const headlabMin = Math.min(...single.map(cos));

@@ -10,7 +10,7 @@ model=$(scripts/fetch-model.sh)
 # by another version of the converter is made again.
 want=$(sed -n 's/^pub const ASSET_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/asset.rs)
 if [ ! -s "$out" ] || [ "$(sha256sum "$out" | cut -d' ' -f1)" != "$want" ]; then
-  cargo run --quiet --locked --release --bin convert-model -- "$model" "$out"
+  cargo run --quiet --locked --release --bin convert-model -- --built-in "$model" "$out"
 fi
 got=$(sha256sum "$out" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "build-model-asset.sh: $out has SHA-256 $got, the page expects $want" >&2; exit 1; }

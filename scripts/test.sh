@@ -61,10 +61,14 @@ step "end-to-end tests on three engines (WebDriver: Chromium, Firefox, WebKit)" 
 step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
 # The trained model against transformers.js on onnxruntime-web (wasm): the ONNX export of the
 # checkpoint (fp32 and transformers.js's 8-bit form, target/transformers/), then a short run.
-step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node bench/onnx-minilm.mjs
+step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node bench/onnx-bert.mjs
 # Both of the page's wasm builds (bench/run.sh made them); Node 20 runs relaxed SIMD behind a flag.
 step "benchmark smoke run: the trained model against transformers.js" \
   node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke
+# The same at BERT-base's shape: the tests' random BERT-base-shaped folder, converted by the
+# page's loader and exported by bench/onnx-bert.mjs (both made by the run), at 128 tokens.
+step "benchmark smoke run: a BERT-base-shaped checkpoint against transformers.js" \
+  node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke --model="$HEADLAB_CHECKPOINTS/bert-base-shaped"
 
 # Where the time went, slowest first: the steps to look at when the run grows.
 printf '\nseconds per check, slowest first:\n'

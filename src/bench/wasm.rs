@@ -235,11 +235,20 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
         .collect()
 }
 
-/// The trained model as the page embeds one sentence (tokenizer, then the forward pass with
-/// every head on the simd128 kernel, mean pooling and L2 normalisation), for
+/// The model in a model file: the page's built-in asset (checked against its SHA-256, so a
+/// stale build is refused), or a checkpoint converted by the page's loader (convert-model).
+fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
+    use crate::model::{asset, file_id, Model, BUILT_IN_NAME};
+    let built_in = asset::decode(bytes).map_err(|e| e.to_string())?.description.name == BUILT_IN_NAME;
+    let model = if built_in { Model::from_asset(bytes) } else { Model::from_file(bytes, file_id(bytes)) };
+    model.map_err(|e| e.to_string())
+}
+
+/// A trained model as the page embeds one sentence (tokenizer, then the forward pass with
+/// every head on the simd128 kernel, the model's pooling), for
 /// `bench/transformers.mjs`, which times it against transformers.js in the same process.
 #[wasm_bindgen]
-pub struct MiniLmCase {
+pub struct TrainedCase {
     model: &'static crate::model::Model,
     full: crate::model::pruned::PrunedBert<'static>,
     split: Option<Split>,
@@ -255,19 +264,19 @@ struct Split {
 }
 
 #[wasm_bindgen]
-impl MiniLmCase {
-    /// The model in the page's asset (`asset`, the bytes of minilm-f16.bin), checked and decoded
-    /// once. Its weights live as long as the wasm instance (a benchmark makes one or two).
+impl TrainedCase {
+    /// The model in a model file (`asset`, [`model_file`]: minilm-f16.bin, or a converted
+    /// checkpoint), checked and decoded once. Its weights live as long as the wasm instance (a benchmark makes one or two).
     #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8]) -> Result<MiniLmCase, String> {
-        let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    pub fn new(asset: &[u8]) -> Result<TrainedCase, String> {
+        let model = model_file(asset)?;
         let model: &'static crate::model::Model = Box::leak(Box::new(model));
         let all = HeadSet::all(model.spec().total_heads());
-        Ok(MiniLmCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all), split: None })
+        Ok(TrainedCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all), split: None })
     }
 
     /// Starts `text`'s pass cut into `count` shards (1 to 12), this thread holding the first
-    /// ([`crate::model::sharded`]); the other threads hold [`MiniLmShard`]s of the same cut.
+    /// ([`crate::model::sharded`]); the other threads hold [`TrainedShard`]s of the same cut.
     pub fn split_begin(&mut self, text: &str, count: usize) -> Result<(), String> {
         let heads = self.model.spec().heads;
         if !(1..=heads).contains(&count) {
@@ -293,7 +302,7 @@ impl MiniLmCase {
         self.split.as_ref().map_or_else(Vec::new, |s| s.pass.input().to_vec())
     }
 
-    /// This thread's partial branch of the current step, kept for [`MiniLmCase::split_absorb`].
+    /// This thread's partial branch of the current step, kept for [`TrainedCase::split_absorb`].
     pub fn split_local(&mut self) -> Result<(), String> {
         let s = self.split.as_mut().ok_or("no pass begun")?;
         let step = s.pass.step().ok_or("the pass is done")?;
@@ -356,22 +365,22 @@ impl MiniLmCase {
 
 /// Another thread's share of the trained model ([`BertShard`]), for a pass cut across threads.
 #[wasm_bindgen]
-pub struct MiniLmShard {
+pub struct TrainedShard {
     spec: crate::model::spec::ModelSpec,
     shard: BertShard,
 }
 
 #[wasm_bindgen]
-impl MiniLmShard {
-    /// Shard `index` of `count` of the model in the page's asset (`asset`).
+impl TrainedShard {
+    /// Shard `index` of `count` of the model in a model file (`asset`, [`model_file`]).
     #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8], index: usize, count: usize) -> Result<MiniLmShard, String> {
-        let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    pub fn new(asset: &[u8], index: usize, count: usize) -> Result<TrainedShard, String> {
+        let model = model_file(asset)?;
         let spec = *model.spec();
         if index >= count || count > spec.heads {
             return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
-        Ok(MiniLmShard { spec, shard: BertShard::new(&model.bert, index, count) })
+        Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count) })
     }
 
     /// This shard's partial branch of the step `code` for the layer input `x`.

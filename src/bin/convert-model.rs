@@ -1,8 +1,10 @@
-//! Makes the page's data files: the built-in model's file from its checkpoint folder
-//! (scripts/fetch-model.sh), read by the same loader as a folder the reader drops on the page,
-//! and the sentence pairs from the STS Benchmark's test split (scripts/fetch-pairs.sh):
+//! Makes the page's data files: a model's file from its checkpoint folder, read by the same
+//! loader as a folder the reader drops on the page (named as the folder's config names it, or
+//! with `--built-in` as the page's built-in model, for scripts/fetch-model.sh's MiniLM; the
+//! benchmarks convert their checkpoints so too), and the sentence pairs from the STS
+//! Benchmark's test split (scripts/fetch-pairs.sh):
 //!
-//!     cargo run --release --bin convert-model -- MODEL_DIR OUT_FILE
+//!     cargo run --release --bin convert-model -- [--built-in] MODEL_DIR OUT_FILE
 //!     cargo run --release --bin convert-model -- --pairs STS_TEST_CSV OUT_FILE
 
 use headlab::model::checkpoint::{load, now, DirFiles, Options};
@@ -12,10 +14,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match &args[..] {
         [flag, csv, out] if flag == "--pairs" => pairs(csv.as_ref(), out.as_ref()),
-        [model_dir, out] => convert(model_dir.as_ref(), out.as_ref()),
+        [flag, model_dir, out] if flag == "--built-in" => {
+            convert(model_dir.as_ref(), out.as_ref(), Some(BUILT_IN_NAME.to_string()))
+        }
+        [model_dir, out] => convert(model_dir.as_ref(), out.as_ref(), None),
         _ => {
             eprintln!(
-                "usage: convert-model MODEL_DIR OUT_FILE | convert-model --pairs STS_TEST_CSV OUT_FILE"
+                "usage: convert-model [--built-in] MODEL_DIR OUT_FILE | convert-model --pairs STS_TEST_CSV OUT_FILE"
             );
             std::process::exit(2);
         }
@@ -26,9 +31,13 @@ fn main() {
     }
 }
 
-fn convert(model_dir: &std::path::Path, out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+fn convert(
+    model_dir: &std::path::Path,
+    out: &std::path::Path,
+    name: Option<String>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let files = DirFiles::new(model_dir)?;
-    let options = Options { name: Some(BUILT_IN_NAME.to_string()), budget: u64::MAX };
+    let options = Options { name, budget: u64::MAX };
     let loaded = now(load(&files, &options, &mut |_| {}))?;
     for note in &loaded.notes {
         println!("note: {note}");

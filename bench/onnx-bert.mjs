@@ -1,19 +1,25 @@
-// Exports the trained model (all-MiniLM-L6-v2) to ONNX from the checksum-verified safetensors,
-// as a folder transformers.js loads with `allowRemoteModels = false` (bench/transformers.mjs):
+// Exports a BERT checkpoint folder to ONNX, as a folder transformers.js loads with
+// `allowRemoteModels = false` (bench/transformers.mjs): the trained model (all-MiniLM-L6-v2, from
+// the checksum-verified safetensors) by default, or any BERT folder the page loads (config.json,
+// model.safetensors in F32, F16 or BF16, whole or sharded; the tests' random BERT-base-shaped one
+// for the benchmark at BERT-base's shape):
 //
-//   node bench/onnx-minilm.mjs [MODEL_DIR] [OUT_DIR]
-//     MODEL_DIR: scripts/fetch-model.sh's directory (default: its output)
-//     OUT_DIR:   default target/transformers/all-MiniLM-L6-v2
+//   node bench/onnx-bert.mjs [MODEL_DIR] [OUT_DIR]
+//     MODEL_DIR: default scripts/fetch-model.sh's directory
+//     OUT_DIR:   default target/transformers/<MODEL_DIR's last name> (all-MiniLM-L6-v2 for MiniLM)
 //
 // writes OUT_DIR/onnx/model.onnx (fp32) and OUT_DIR/onnx/model_quantized.onnx (8-bit, the file
 // transformers.js picks by default for wasm, `dtype: 'q8'`), and copies config.json,
-// tokenizer.json, tokenizer_config.json and special_tokens_map.json next to them.
+// tokenizer.json, tokenizer_config.json and special_tokens_map.json next to them (a folder with
+// vocab.txt alone gets the tokenizer.json that Python `tokenizers` makes of it, as a Hugging Face
+// conversion would).
 //
 // The fp32 graph is BERT from standard ops (opset 17), the shape a PyTorch export has: embeddings
-// (word + position + token type), LayerNormalization, 6 layers of self-attention with the
-// attention mask added to the scores, GELU as x/sqrt 2 -> Erf -> +1 -> *x -> *0.5 (the pattern
-// onnxruntime fuses), LayerNormalization; inputs input_ids, attention_mask, token_type_ids
-// (int64, batch x sequence), output last_hidden_state (pooling is transformers.js's job).
+// (word + position + token type), LayerNormalization, the config's layers of self-attention with
+// the attention mask added to the scores, GELU as x/sqrt 2 -> Erf -> +1 -> *x -> *0.5 (the pattern
+// onnxruntime fuses; `gelu_new` as its tanh form), LayerNormalization; inputs input_ids,
+// attention_mask, token_type_ids (int64, batch x sequence), output last_hidden_state (pooling is
+// transformers.js's job). Sizes, activation and LayerNorm epsilon come from config.json.
 //
 // The 8-bit graph is what onnxruntime's dynamic quantisation (ONNXQuantizer, IntegerOps, as
 // transformers.js's scripts/quantize.py calls it for q8) makes of that graph, written here
@@ -22,14 +28,14 @@
 // range [-64, 64]: transformers.js's conversion sets per_channel and reduce_range for BERT, and
 // picks int8 weights for q8 where the graph has no Conv) -> Cast -> Mul by both scales; each embedding table becomes uint8 (per tensor, asymmetric) with
 // Gather -> DequantizeLinear. MatMuls of two activations (scores, weighted values) stay float.
-import { readFileSync, writeFileSync, mkdirSync, copyFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync, writeFileSync, mkdirSync, copyFileSync, existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { homedir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Writer } from './protobuf.mjs';
 
 const FLOAT = 1, UINT8 = 2, INT8 = 3, INT64 = 7;
-const D = 384, HEADS = 12, DK = 32, LAYERS = 6, LN_EPS = 1e-12;
 
 /** TensorProto: dims=1, data_type=2, name=8, raw_data=9 (little-endian). */
 function tensorFields(w, name, dims, type, data) {
@@ -83,7 +89,7 @@ function valueInfo(w, name, type, dims) {
   }));
 }
 
-function model(graph, name) {
+function model(graph, name, d) {
   const m = new Writer();
   m.int(1, 8); // ir_version 8
   m.string(2, 'headlab');
@@ -94,25 +100,76 @@ function model(graph, name) {
     for (const input of ['input_ids', 'attention_mask', 'token_type_ids']) {
       g.message(11, (v) => valueInfo(v, input, INT64, ['batch_size', 'sequence_length']));
     }
-    g.message(12, (v) => valueInfo(v, 'last_hidden_state', FLOAT, ['batch_size', 'sequence_length', D]));
+    g.message(12, (v) => valueInfo(v, 'last_hidden_state', FLOAT, ['batch_size', 'sequence_length', d]));
   });
   m.message(8, (o) => o.string(1, '').int(2, 17)); // opset_import: ai.onnx 17
   return m.bytes();
 }
 
-/** The F32 tensors of a safetensors file. */
-export function readSafetensors(path) {
+/** An IEEE half (`bits`) as a number. */
+function half(bits) {
+  const sign = bits & 0x8000 ? -1 : 1, exp = (bits >> 10) & 0x1f, frac = bits & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
+}
+
+/** The float tensors of one safetensors file as f32 (F64 rounded; F16, BF16 widened), by name. */
+function readSafetensorsFile(path) {
   const buf = readFileSync(path);
   const n = Number(buf.readBigUInt64LE(0));
   const header = JSON.parse(buf.subarray(8, 8 + n).toString('utf8'));
   const out = {};
   for (const [name, t] of Object.entries(header)) {
-    if (name === '__metadata__' || t.dtype !== 'F32') continue;
+    // Integer tensors (position_ids buffers some exports keep) are not weights.
+    if (name === '__metadata__' || /^(I|U)\d+$|^BOOL$/.test(t.dtype)) continue;
     const [a, b] = t.data_offsets;
     const bytes = buf.subarray(8 + n + a, 8 + n + b);
-    out[name] = { shape: t.shape, data: new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length)) };
+    const copy = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+    let data;
+    if (t.dtype === 'F32') data = new Float32Array(copy);
+    else if (t.dtype === 'F64') data = Float32Array.from(new Float64Array(copy));
+    else if (t.dtype === 'F16') data = Float32Array.from(new Uint16Array(copy), half);
+    else if (t.dtype === 'BF16') {
+      // bf16 is the top half of an f32's bits.
+      const top = new Uint16Array(copy), bits = new Uint32Array(top.length);
+      for (let i = 0; i < top.length; i++) bits[i] = top[i] << 16;
+      data = new Float32Array(bits.buffer);
+    }
+    else throw new Error(`${path}: tensor ${name} is ${t.dtype}; the export reads F64, F32, F16 and BF16`);
+    out[name] = { shape: t.shape, data };
   }
   return out;
+}
+
+/**
+ * The tensors of a checkpoint folder (model.safetensors, or the shards its index names) under
+ * BERT's own names: a BertFor... prefix (`bert.`) dropped, LayerNorm's gamma/beta read as
+ * weight/bias.
+ */
+export function readCheckpoint(dir) {
+  const index = join(dir, 'model.safetensors.index.json');
+  const files = existsSync(index)
+    ? [...new Set(Object.values(JSON.parse(readFileSync(index, 'utf8')).weight_map))]
+    : ['model.safetensors'];
+  const out = {};
+  for (const f of files) {
+    for (const [name, t] of Object.entries(readSafetensorsFile(join(dir, f)))) {
+      const plain = name.replace(/^bert\./, '').replace(/LayerNorm\.gamma$/, 'LayerNorm.weight').replace(/LayerNorm\.beta$/, 'LayerNorm.bias');
+      out[plain] = t;
+    }
+  }
+  return out;
+}
+
+/** The sizes the graph needs, from config.json; BERT only (what the benchmarks compare). */
+export function bertShape(dir) {
+  const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
+  if (c.model_type !== 'bert') throw new Error(`${dir}: model_type ${c.model_type}; the export writes BERT's graph`);
+  const act = c.hidden_act ?? 'gelu';
+  if (act !== 'gelu' && act !== 'gelu_new') throw new Error(`${dir}: hidden_act ${act}; the export writes gelu and gelu_new`);
+  const d = c.hidden_size, heads = c.num_attention_heads;
+  return { d, heads, dk: d / heads, layers: c.num_hidden_layers, eps: c.layer_norm_eps ?? 1e-12, act };
 }
 
 /** `[out, in]` row-major to `[in, out]`. */
@@ -158,7 +215,7 @@ function roundEven(x) {
 }
 
 /** The BERT graph of `w`; `quantized` gives the 8-bit form. */
-function bertGraph(w, quantized) {
+function bertGraph(w, { d: D, heads: HEADS, dk: DK, layers: LAYERS, eps: LN_EPS, act }, quantized) {
   const g = new Graph();
   const quantizedOnce = new Set();
   // A constant weight for the right of a MatMul (`[in, out]`), and the product with it.
@@ -210,7 +267,7 @@ function bertGraph(w, quantized) {
   const merged = g.i64('merged_shape', [0, 0, D]);
   const scale = g.f('sqrt_dk', Math.sqrt(DK));
   const sqrt2 = g.f('sqrt_2', Math.SQRT2);
-  const half = g.f('half', 0.5);
+  const halfValue = g.f('half', 0.5);
 
   for (let l = 0; l < LAYERS; l++) {
     const p = `encoder.layer.${l}.`;
@@ -223,8 +280,10 @@ function bertGraph(w, quantized) {
     const ctx = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [probs, v])], { perm: [0, 2, 1, 3] }), merged]);
     x = norm(g.op('Add', [linear(ctx, p + 'attention.output.dense'), x]), p + 'attention.output.LayerNorm');
     const h = linear(x, p + 'intermediate.dense');
-    const erf = g.op('Erf', [g.op('Div', [h, sqrt2])]);
-    const gelu = g.op('Mul', [g.op('Mul', [h, g.op('Add', [erf, g.f(`one_${l}`, 1)])]), half]);
+    const gelu = act === 'gelu'
+      ? g.op('Mul', [g.op('Mul', [h, g.op('Add', [g.op('Erf', [g.op('Div', [h, sqrt2])]), g.f(`one_${l}`, 1)])]), halfValue])
+      // gelu_new: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+      : g.op('Mul', [g.op('Mul', [h, g.op('Add', [g.op('Tanh', [g.op('Mul', [g.op('Add', [h, g.op('Mul', [g.op('Mul', [g.op('Mul', [h, h]), h]), g.f(`cubic_${l}`, 0.044715)])]), g.f(`tanh_scale_${l}`, Math.sqrt(2 / Math.PI))])]), g.f(`one_${l}`, 1)])]), halfValue]);
     const last = l === LAYERS - 1;
     const y = g.op('Add', [linear(gelu, p + 'output.dense'), x]);
     x = g.op('LayerNormalization',
@@ -235,22 +294,40 @@ function bertGraph(w, quantized) {
   return g;
 }
 
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** tokenizer.json for a folder that has vocab.txt alone: Python `tokenizers`' BertWordPiece on
+ * it, with the casing tokenizer_config.json says (the venv scripts/install-tools.sh test makes). */
+function tokenizerFromVocab(modelDir, out) {
+  const python = join(process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools'), 'venv/bin/python');
+  const config = join(modelDir, 'tokenizer_config.json');
+  const lower = existsSync(config) ? JSON.parse(readFileSync(config, 'utf8')).do_lower_case ?? true : true;
+  execFileSync(python, ['-c', 'import sys; from tokenizers import BertWordPieceTokenizer as T; '
+    + 'T(sys.argv[1], lowercase=sys.argv[3] == "1", strip_accents=None).save(sys.argv[2])',
+  join(modelDir, 'vocab.txt'), out, lower ? '1' : '0']);
+}
+
 /** Writes the folder; returns its path. */
-export function exportMiniLm(modelDir, outDir) {
-  const w = readSafetensors(join(modelDir, 'model.safetensors'));
+export function exportBert(modelDir, outDir) {
+  const shape = bertShape(modelDir);
+  const w = readCheckpoint(modelDir);
   mkdirSync(join(outDir, 'onnx'), { recursive: true });
-  writeFileSync(join(outDir, 'onnx/model.onnx'), model(bertGraph(w, false), 'minilm_fp32'));
-  writeFileSync(join(outDir, 'onnx/model_quantized.onnx'), model(bertGraph(w, true), 'minilm_q8'));
+  writeFileSync(join(outDir, 'onnx/model.onnx'), model(bertGraph(w, shape, false), 'bert_fp32', shape.d));
+  writeFileSync(join(outDir, 'onnx/model_quantized.onnx'), model(bertGraph(w, shape, true), 'bert_q8', shape.d));
   for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json']) {
-    copyFileSync(join(modelDir, f), join(outDir, f));
+    if (existsSync(join(modelDir, f))) copyFileSync(join(modelDir, f), join(outDir, f));
   }
+  if (!existsSync(join(modelDir, 'tokenizer.json'))) tokenizerFromVocab(modelDir, join(outDir, 'tokenizer.json'));
   return outDir;
 }
 
+/** Where a model folder's export goes: the built-in model's under its page name. */
+export const exportDir = (modelDir, builtIn) => join(root, 'target/transformers', builtIn ? 'all-MiniLM-L6-v2' : basename(modelDir));
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const root = fileURLToPath(new URL('..', import.meta.url));
+  const builtIn = process.argv[2] == null;
   const modelDir = process.argv[2] ?? execFileSync(join(root, 'scripts/fetch-model.sh'), { encoding: 'utf8' }).trim();
-  const outDir = process.argv[3] ?? join(root, 'target/transformers/all-MiniLM-L6-v2');
-  exportMiniLm(modelDir, outDir);
+  const outDir = process.argv[3] ?? exportDir(modelDir, builtIn);
+  exportBert(modelDir, outDir);
   console.log(outDir);
 }
