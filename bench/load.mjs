@@ -2,20 +2,71 @@
 // (?model=, read by range requests) and the same files through the file input. For each: MB of
 // safetensors read and converted to f16 per second (the page's own line), seconds to the first
 // heatmap, the page's wasm memory once the model runs, and one forward pass at 128 tokens on the
-// CPU kernel (the page's own timing, on its thread). Headless Chromium without WebGPU; the CPU model printed.
-//   node bench/load.mjs [ROUNDS] [FOLDER...]
+// CPU kernel (the page's own timing, on its thread). Headless Chromium without WebGPU through
+// Playwright, or Firefox ESR and WebKitGTK through WebDriver (tests/engines/webdriver.mjs); the
+// CPU model printed.
+//   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver] [FOLDER...]
 // FOLDERs are folders of scripts/make-checkpoints.sh (default bert-base-shaped; `large` makes
 // bert-large-shaped in target/checkpoints-large: give its path).
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from '../tests/e2e/serve.mjs';
+import { By, startEngine } from '../tests/engines/webdriver.mjs';
 import { cpuLine } from './machine.mjs';
 
-const [roundsArg, ...folderArgs] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const engine = args.find((a) => a.startsWith('--engine='))?.slice(9) ?? 'chromium';
+const [roundsArg, ...folderArgs] = args.filter((a) => !a.startsWith('--'));
 const rounds = Number(roundsArg ?? 1);
 const folders = (folderArgs.length ? folderArgs : ['bert-base-shaped']).map((f) => (f.includes('/') ? f : join(checkpoints, f)));
 const sentence = Array.from({ length: 126 }, (_, i) => ['the', 'bank', 'river', 'was', 'muddy', 'after', 'rain'][i % 7]).join(' ');
+const LONG = 600000;
+
+/** Chromium through Playwright, as one browser of the two shapes `measure` drives. */
+async function playwright() {
+  const browser = await launch({ webgpu: false });
+  return {
+    name: `Chromium ${browser.version()} headless (Playwright)`,
+    async open(url) {
+      const { page } = await openPage(browser, url);
+      return {
+        poll: async (fn, arg, timeout = LONG) => (await page.waitForFunction(fn, arg, { polling: 20, timeout })).jsonValue(),
+        click: (id) => page.getByTestId(id).click({ timeout: LONG }),
+        files: (paths) => page.getByTestId('model-files').setInputFiles(paths),
+        close: () => page.close(),
+      };
+    },
+    close: () => browser.close(),
+  };
+}
+
+/** Firefox or WebKit (or Chromium) through WebDriver, polled every 50 ms. */
+async function webdriver(name) {
+  const e = await startEngine(name);
+  return {
+    name: `${e.browser} ${e.version} (WebDriver)`,
+    async open(url) {
+      await e.driver.get(url);
+      return {
+        async poll(fn, arg, timeout = LONG) {
+          const t0 = Date.now();
+          for (;;) {
+            const v = await e.driver.executeScript(fn, arg);
+            if (v) return v;
+            if (Date.now() - t0 > timeout) throw new Error(`${name}: nothing after ${timeout} ms of ${fn}`);
+            await sleep(50);
+          }
+        },
+        click: (id) => e.driver.findElement(By.css(`[data-testid=${id}]`)).click(),
+        files: (paths) => e.driver.findElement(By.css('[data-testid=model-files]')).sendKeys(paths.join('\n')),
+        close: async () => {},
+      };
+    },
+    close: () => e.stop(),
+  };
+}
 
 /** The numbers the page shows once the model at `how` ('served' or 'picked') is on show. */
 async function measure(browser, base, folder, how) {
@@ -24,33 +75,37 @@ async function measure(browser, base, folder, how) {
   let page;
   if (how === 'served') {
     // The server serves every folder under one root: its parent must be the checkpoints' root.
-    ({ page } = await openPage(browser, `${base}/${query}&model=${encodeURIComponent(CHECKPOINTS_PATH + basename(folder))}`));
+    page = await browser.open(`${base}/${query}&model=${encodeURIComponent(CHECKPOINTS_PATH + basename(folder))}`);
   } else {
-    ({ page } = await openPage(browser, `${base}/${query}`));
-    await page.getByTestId('trained-heatmap-0').waitFor({ timeout: 120000 });
+    page = await browser.open(`${base}/${query}`);
+    await page.poll(() => document.querySelector('[data-testid=trained-heatmap-0]'), null, 120000);
     const files = (await readdir(folder)).filter((f) => f !== 'reference.json' && !f.startsWith('.')).map((f) => join(folder, f));
-    await page.getByTestId('model-files').setInputFiles(files);
-    await page.waitForFunction((name) => (document.querySelector('[data-testid=model-load]')?.textContent ?? '').startsWith(name), basename(folder), { timeout: 600000 });
+    await page.files(files);
+    await page.poll((name) => (document.querySelector('[data-testid=model-load]')?.textContent ?? '').startsWith(name), basename(folder));
   }
   // Read where it is seen: a large model's first passes keep the page's thread busy for seconds.
-  const seen = await page.waitForFunction((name) => {
+  const { line, memory, tokens } = await page.poll((name) => {
     const line = document.querySelector('[data-testid=model-load]')?.textContent ?? '';
     return line.startsWith(name) && document.querySelector('[data-testid=trained-heatmap-0]')?.width > 1
       && { line, memory: window.wasmBindings.wasm_memory_bytes(), tokens: document.querySelectorAll('[data-testid=tokens] .token').length };
-  }, basename(folder), { polling: 20, timeout: 600000 });
+  }, basename(folder));
   const toHeatmap = (Date.now() - t0) / 1000;
-  const { line, memory, tokens } = await seen.jsonValue();
   const [, mb, seconds, rate] = /Read ([\d.]+) MB of weights in ([\d.]+) s \(([\d.]+) MB\/s\)/.exec(line);
   // Prune one head for the page's own timing of a pass (every layer again).
-  await page.getByTestId('grid-0-0').click({ timeout: 600000 });
-  await page.waitForFunction(() => /Last change recomputed layers 1-/.test(document.querySelector('[data-testid=trained-pass]')?.textContent ?? ''), null, { timeout: 600000 });
-  const forward = /in ([\d.]+\s?(ms|s))\./.exec(await page.getByTestId('trained-pass').textContent())?.[1] ?? '?';
+  await page.click('grid-0-0');
+  const pass = await page.poll(() => {
+    const text = document.querySelector('[data-testid=trained-pass]')?.textContent ?? '';
+    return /Last change recomputed layers 1-/.test(text) && text;
+  });
+  const forward = /in ([\d.]+\s?(ms|s))\./.exec(pass)?.[1] ?? '?';
   await page.close();
   return { mb: Number(mb), seconds: Number(seconds), rate: Number(rate), toHeatmap, memory: memory / 2 ** 20, tokens, forward };
 }
 
 const { server, base } = await serveDist();
-const browser = await launch({ webgpu: false });
+// Chromium through Playwright unless --driver=webdriver (the other engines always through WebDriver).
+const viaWebDriver = engine !== 'chromium' || args.includes('--driver=webdriver');
+const browser = viaWebDriver ? await webdriver(engine) : await playwright();
 const rows = [];
 for (const folder of folders) {
   if (dirname(folder) !== checkpoints) {
@@ -60,7 +115,15 @@ for (const folder of folders) {
   const bytes = (await stat(join(folder, 'model.safetensors'))).size;
   for (const how of ['served', 'picked']) {
     for (let r = 0; r < rounds; r++) {
-      const m = await measure(browser, base, folder, how);
+      let m;
+      try {
+        m = await measure(browser, base, folder, how);
+      } catch (e) {
+        // What does not load in an engine is a row too: what the page said, or the driver.
+        rows.push(`| ${basename(folder)} | ${(bytes / 1e6).toFixed(0)} | ${how} | fails: ${String(e.message ?? e).split('\n')[0].slice(0, 200)} |`);
+        console.error(rows.at(-1));
+        continue;
+      }
       rows.push(`| ${basename(folder)} | ${(bytes / 1e6).toFixed(0)} | ${how} | ${m.mb.toFixed(0)} | ${m.seconds.toFixed(1)} | ${m.rate.toFixed(0)} | ${m.toHeatmap.toFixed(1)} | ${m.memory.toFixed(0)} | ${m.tokens} | ${m.forward} |`);
       console.error(rows.at(-1));
     }
@@ -68,7 +131,7 @@ for (const folder of folders) {
 }
 await browser.close();
 server.close();
-console.log(`${cpuLine()}; Chromium headless, no WebGPU (CPU kernel on the page's thread, importance on its workers)`);
+console.log(`${cpuLine()}; ${browser.name}, no WebGPU (CPU kernel on the page's thread, importance on its workers)`);
 console.log('| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);
