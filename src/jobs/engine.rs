@@ -130,9 +130,6 @@ impl Workers {
 
 /// One pass of the trained model, and where and how it ran.
 pub struct Pass {
-    /// The id of the model that ran it (a page holds a pass of its last model while its next
-    /// model's first pass runs).
-    pub model_id: String,
     /// What it computed.
     pub out: Arc<BertOutput>,
     /// The token ids it ran on.
@@ -216,7 +213,7 @@ impl Engine {
             self.keep_trace(&ids, out.clone());
         }
         let ran_on = self.runner.ran_on(ids.len());
-        Pass { model_id: self.model.id.clone(), out, ids, ran_on, note: self.runner.note(), elapsed_ms }
+        Pass { out, ids, ran_on, note: self.runner.note(), elapsed_ms }
     }
 
     fn keep_trace(&self, ids: &[u32], out: Arc<BertOutput>) {

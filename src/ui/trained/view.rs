@@ -100,7 +100,6 @@ impl TrainedView {
             let (full, heads, engine) = (full.get().flatten(), choices.heads.get(), engine.get().flatten());
             async move {
                 let (full, engine) = (full?, engine?);
-                (full.model_id == engine.model().id).then_some(())?;
                 if !heads.any_pruned() || heads.len() != full.out.heads.len() {
                     return Some(full);
                 }
@@ -185,20 +184,15 @@ impl TrainedView {
         ids_of(self.tokens)
     }
 
-    /// Whether `pass` is the model on show's (a resource holds its last value while the next
-    /// model's pass runs).
-    fn of_model(&self, pass: &Pass) -> bool {
-        self.model.with_value(|m| m.id == pass.model_id)
-    }
-
-    /// The pass with the reader's heads (or the last one, while a new one runs), of the model on show.
+    /// The pass with the reader's heads (or the last one, while a new one runs). Each model on
+    /// show has a view of its own, so every pass here is this model's.
     pub fn pass_now(&self) -> Option<Rc<Pass>> {
-        self.current.get().flatten().filter(|p| self.of_model(p))
+        self.current.get().flatten()
     }
 
-    /// The unpruned pass over the sentence, of the model on show.
+    /// The unpruned pass over the sentence.
     pub fn full_now(&self) -> Option<Rc<Pass>> {
-        self.full.get().flatten().filter(|p| self.of_model(p))
+        self.full.get().flatten()
     }
 
     /// The pass with the reader's heads, once it is for the heads the page says are pruned: while
