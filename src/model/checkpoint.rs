@@ -47,7 +47,8 @@ pub trait Files {
     fn entries(&self) -> &[Entry];
 
     /// `len` bytes of file `index` (of [`Files::entries`]) from byte `start`; the caller keeps
-    /// the range within the file's size.
+    /// the range within the file's size. The read starts when this is called, not when the
+    /// future is first polled, so that a caller can have several under way.
     fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>>;
 }
 
@@ -161,15 +162,25 @@ pub async fn load<F: Files>(
     let total = plan.iter().map(|s| s.source.as_ref().map_or(0, |(_, _, len)| *len)).sum();
     let mut done = 0;
     progress(Progress { done, total });
+    // The reads of the next tensors are under way while this one is converted (a served file's
+    // request waits for the network, a picked one's for the browser), within READ_AHEAD_BYTES.
+    let mut reads = std::collections::VecDeque::new();
+    let (mut next, mut ahead) = (0, 0u64);
     for step in &plan {
+        while next < plan.len() && (reads.is_empty() || ahead < READ_AHEAD_BYTES) {
+            if let Some((shard, start, len)) = &plan[next].source {
+                reads.push_back((*len, Box::pin(files.read(shards[*shard].index, *start, *len))));
+                ahead += len;
+            }
+            next += 1;
+        }
         let f16_le = match &step.source {
             None => vec![0u8; 2 * step.count as usize],
-            Some((shard, start, len)) => {
+            Some((shard, _, len)) => {
                 let shard = &shards[*shard];
-                let raw = files
-                    .read(shard.index, *start, *len)
-                    .await
-                    .or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
+                let (_, read) = reads.pop_front().expect("each step with a source has its read started");
+                ahead -= len;
+                let raw = read.await.or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
                 done += len;
                 progress(Progress { done, total });
                 to_f16(step.dtype, &raw, step.count as usize)
@@ -182,6 +193,10 @@ pub async fn load<F: Files>(
     let id = super::file_id(&file);
     Ok(Loaded { file, id, description, notes, tensor_bytes: done })
 }
+
+/// How many bytes of tensors may be read ahead of the one being converted (at least one tensor
+/// is, whatever its size).
+const READ_AHEAD_BYTES: u64 = 32 << 20;
 
 fn megabytes(bytes: u64) -> String {
     match bytes {

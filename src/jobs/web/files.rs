@@ -81,10 +81,12 @@ impl Files for ReaderFiles {
     }
 
     fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
-        let part = self.files[index].slice_with_f64_and_f64(start as f64, (start + len) as f64);
+        // Started now (Files::read's contract); awaited below.
+        let reading = self.files[index]
+            .slice_with_f64_and_f64(start as f64, (start + len) as f64)
+            .map(|part| JsFuture::from(part.array_buffer()));
         async move {
-            let part = part.map_err(|e| describe(&e))?;
-            let buffer = JsFuture::from(part.array_buffer()).await.map_err(|e| describe(&e))?;
+            let buffer = reading.map_err(|e| describe(&e))?.await.map_err(|e| describe(&e))?;
             let bytes = Uint8Array::new(&buffer).to_vec();
             if bytes.len() as u64 != len {
                 return Err(format!(
@@ -223,15 +225,19 @@ impl Files for ServedFiles {
     fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
         let url = format!("{}{}", self.base, self.entries[index].path);
         let whole = start == 0 && len == self.entries[index].size;
-        async move {
-            if len == 0 {
-                return Ok(Vec::new());
-            }
+        // The request goes out now (Files::read's contract); its answer is awaited below.
+        let request = (len > 0).then(|| {
             let init = RequestInit::new();
             let headers = Headers::new().map_err(|e| describe(&e))?;
             headers.set("range", &format!("bytes={start}-{}", start + len - 1)).map_err(|e| describe(&e))?;
             init.set_headers(&headers);
-            let response = fetch(&url, &init).await?;
+            Ok::<_, String>(fetch(&url, &init))
+        });
+        async move {
+            let Some(request) = request else {
+                return Ok(Vec::new());
+            };
+            let response = request?.await?;
             match response.status() {
                 206 => {}
                 200 if whole => {}
@@ -271,12 +277,14 @@ fn same_origin(path: &str) -> Result<String, String> {
     Ok(url.href())
 }
 
-async fn fetch(url: &str, init: &RequestInit) -> Result<Response, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str_and_init(url, init))
-        .await
-        .map_err(|e| format!("could not be fetched ({})", describe(&e)))?;
-    Ok(response.unchecked_into())
+/// Sends the request now; the future answers with its response.
+fn fetch(url: &str, init: &RequestInit) -> impl Future<Output = Result<Response, String>> {
+    let sent =
+        web_sys::window().ok_or("no window").map(|w| JsFuture::from(w.fetch_with_str_and_init(url, init)));
+    async move {
+        let response = sent?.await.map_err(|e| format!("could not be fetched ({})", describe(&e)))?;
+        Ok(response.unchecked_into())
+    }
 }
 
 fn describe(e: &JsValue) -> String {
