@@ -47,8 +47,27 @@ pub fn quality_text(q: f64) -> String {
     format!("{q:.3}")
 }
 
+/// Two sizes in bytes, before and after ("85.3 -> 80.1 MiB"), in the unit of the larger: KiB
+/// below a MiB, so a small model's weights do not read "0.0 -> 0.0 MiB".
+pub fn bytes_change_text(before: u64, after: u64) -> String {
+    let (unit, name) = match before.max(after) {
+        b if b >= 1 << 30 => ((1u64 << 30) as f64, "GiB"),
+        b if b >= 1 << 20 => ((1u64 << 20) as f64, "MiB"),
+        _ => (1024.0, "KiB"),
+    };
+    format!("{:.1} -> {:.1} {name}", before as f64 / unit, after as f64 / unit)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sizes_change_in_the_unit_of_the_larger() {
+        assert_eq!(super::bytes_change_text(89_456_640, 83_886_080), "85.3 -> 80.0 MiB");
+        assert_eq!(super::bytes_change_text(47_104, 35_328), "46.0 -> 34.5 KiB");
+        assert_eq!(super::bytes_change_text(3 << 30, 1 << 29), "3.0 -> 0.5 GiB");
+        assert_eq!(super::bytes_change_text(0, 0), "0.0 -> 0.0 KiB");
+    }
+
     use super::*;
 
     #[test]

@@ -13,7 +13,7 @@ use crate::attention::HeadSet;
 use crate::export::curves_csv;
 use crate::jobs::task::ROLE_SENTENCES;
 use crate::model::curves::{Curves, Order};
-use crate::model::digits::quality_text as q;
+use crate::model::digits::{bytes_change_text, quality_text as q};
 use crate::model::pruned::cost;
 use crate::model::roles::roles_sentence;
 use crate::model::spec::ModelSpec;
@@ -238,15 +238,13 @@ fn PrunedLine() -> impl IntoView {
             ),
             None => "forward: measuring…".to_string(),
         };
-        let mib = |b: u64| b as f64 / 1048576.0;
         let less = |a: u64, b: u64| 100.0 * (1.0 - b as f64 / a as f64);
         format!(
-            "{k} of {total} heads pruned ({:.0} %): {quality}, attention FLOPs -{:.0} % (all FLOPs -{:.0} %), {speed}, weights {:.1} -> {:.1} MiB.",
+            "{k} of {total} heads pruned ({:.0} %): {quality}, attention FLOPs -{:.0} % (all FLOPs -{:.0} %), {speed}, weights {}.",
             100.0 * k as f64 / total as f64,
             less(full.attention_flops, cut.attention_flops),
             less(full.total_flops, cut.total_flops),
-            mib(full.weight_bytes),
-            mib(cut.weight_bytes),
+            bytes_change_text(full.weight_bytes, cut.weight_bytes),
         )
     };
     let exact = move || current_point(task, view.choices.heads).map(|(_, quality)| quality.to_string());
