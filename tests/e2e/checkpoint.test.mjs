@@ -3,12 +3,13 @@
 // beside the page, the sharded bf16 one with its index and sentence-transformers pooling),
 // through the file and folder pickers and a drop; a pruned head's drift equal to the float64
 // reference; bad files refused with the file named while the model on show stays; a second load
-// replacing one under way; a link that names the reader's files.
+// replacing one under way; a link that names the reader's files; every tool of the trained
+// panel on a loaded model (its shape, not MiniLM's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { artifacts, suite } from './harness.mjs';
+import { artifacts, download, suite } from './harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
 
 const app = suite({ gpu: true });
@@ -147,6 +148,60 @@ test('?model= on another site is refused with a message, and the built-in model 
   // A folder the server does not have: the file is named.
   await page.goto(`${app.base}/?model=nothing-here&backend=cpu`);
   await trained.modelError.waitText(/^Could not load the model at nothing-here: config\.json: missing/, { timeout: 30000 });
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
+test("a loaded checkpoint gets every tool of the trained panel: importance by each measure, prune-k, the CSV, roles, rollout, the meaning check, quality and the three curves", async () => {
+  // BERT with 2 layers of 4 heads of 9, F32, no pooling config (mean), served.
+  const path = `${CHECKPOINTS_PATH}bert-odd`;
+  const { page, problems, lab: { trained, task, flow } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent('The bank of the river was muddy after the rain.')}`);
+  await trained.waitModel('bert-odd', 4, { timeout: 60000 });
+  assert.equal(await page.locator('[data-testid^="grid-"]').count(), 8, 'a grid of 2 x 4 heads');
+  // Each importance measure ranks the model's 8 heads.
+  const measured = async (measure) => {
+    if (measure) await trained.importanceMeasure.selectOption(measure);
+    await trained.waitImportanceDone({ timeout: 120000 });
+    await trained.waitShaded();
+    return trained.shades();
+  };
+  const drift = await measured(null);
+  const margin = await measured('margin');
+  const byTask = await measured('task');
+  for (const [name, shades] of Object.entries({ drift, margin, task: byTask })) {
+    assert.equal(shades.length, 8, name);
+    assert.ok(shades.every((v) => v >= 0 && v <= 1) && shades.includes(1), `${name}: ${shades}`);
+  }
+  assert.notDeepEqual(byTask, drift, 'the task measure ranks the heads otherwise than the drift');
+  console.log(`bert-odd importance: drift ${drift.map((v) => v.toFixed(2))}, margin ${margin.map((v) => v.toFixed(2))}, task ${byTask.map((v) => v.toFixed(2))}`);
+  // The slider prunes the least important by the chosen measure.
+  await trained.pruneK.fill('3');
+  await trained.waitPrunedCount(3);
+  const least = byTask.map((v, i) => [v, i]).sort((a, b) => a[0] - b[0]).slice(0, 3).map(([, i]) => i).sort((a, b) => a - b);
+  assert.deepEqual(await trained.pruned(), least);
+  await trained.waitPrunedCosine('3 of 8', { timeout: 60000 });
+  // The importance CSV: a row per head, named by its layer and place in the layer.
+  const csv = await download(page, trained.exportImportanceCsv);
+  const rows = csv.bytes.toString('utf8').trim().split('\n');
+  assert.equal(rows[0], 'head,layer,head_in_layer,task_loss_gate_gradient,rank,pruned');
+  assert.deepEqual(rows.slice(1).map((r) => r.split(',').slice(0, 3).map(Number)), [...Array(8).keys()].map((h) => [h, Math.floor(h / 4) + 1, h % 4]));
+  // The meaning check, the rollout picture, the heads' roles: measured on this model.
+  assert.match(await trained.check.textContent(), /^Check: which is closer in meaning to .*Full model: .*Pruned: /);
+  await flow.waitDrawn({ timeout: 60000 });
+  assert.match(await flow.change.textContent(), /^With 3 heads pruned, ".+" draws on /);
+  await task.rolesSummary.waitText(/Roles over the first \d+ sentences/, { timeout: 120000 });
+  // Quality on the STS pairs with the pruned heads, then the three curves to the end.
+  const quality = await task.quality({ timeout: 120000 });
+  assert.ok(quality > -1 && quality < 1, `quality ${quality}`);
+  await task.run.click();
+  await task.status.waitText(/All points measured/, { timeout: 300000 });
+  const curves = await task.curves();
+  for (const order of ['iterative', 'one-shot', 'random-0']) {
+    const ks = new Set([0, 8, ...(curves.points[order] ?? []).map((p) => p[0])]);
+    assert.ok(ks.has(2) && ks.has(4) && ks.has(6), `${order}: points at ${[...ks]}`);
+  }
+  console.log(`bert-odd: quality with 3 pruned ${quality}; ${await task.status.textContent()}`);
+  await page.screenshot({ path: join(artifacts, 'checkpoint-tools.png'), fullPage: true });
   assert.deepEqual(withoutProbes(problems), []);
   await page.close();
 });
