@@ -114,12 +114,15 @@ pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
     out
 }
 
-/// `heads_pruned,iterative,one_shot,random_mean,random_min,random_max`: the task-quality curves,
-/// a row for every number of heads pruned any of them measured (empty where one did not).
+/// `heads_pruned,iterative,one_shot,random_mean,random_min,random_max,iterative_lo,iterative_hi,
+/// one_shot_lo,one_shot_hi`: the task-quality curves and the iterative and one-shot orders' 95 %
+/// intervals (`bands`, as `(k, lo, hi)`), a row for every number of heads pruned any of them
+/// measured (empty where one did not).
 pub fn curves_csv(
     iterative: &[(usize, f64)],
     one_shot: &[(usize, f64)],
     random: &[(usize, f64, f64, f64)],
+    bands: &[Vec<(usize, f64, f64)>; 2],
 ) -> String {
     let mut ks: Vec<usize> =
         iterative.iter().chain(one_shot).map(|p| p.0).chain(random.iter().map(|r| r.0)).collect();
@@ -127,11 +130,17 @@ pub fn curves_csv(
     ks.dedup();
     let find =
         |v: &[(usize, f64)], k| v.iter().find(|p| p.0 == k).map(|p| p.1.to_string()).unwrap_or_default();
-    let mut out = String::from("heads_pruned,iterative,one_shot,random_mean,random_min,random_max\n");
+    let interval = |b: &[(usize, f64, f64)], k| {
+        b.iter().find(|b| b.0 == k).map(|b| format!("{},{}", b.1, b.2)).unwrap_or_else(|| ",".into())
+    };
+    let mut out = String::from(
+        "heads_pruned,iterative,one_shot,random_mean,random_min,random_max,iterative_lo,iterative_hi,one_shot_lo,one_shot_hi\n",
+    );
     for k in ks {
         let r = random.iter().find(|r| r.0 == k);
         let band = r.map(|r| format!("{},{},{}", r.1, r.2, r.3)).unwrap_or_else(|| ",,".into());
-        let _ = writeln!(out, "{k},{},{},{band}", find(iterative, k), find(one_shot, k));
+        let (it, os) = (interval(&bands[0], k), interval(&bands[1], k));
+        let _ = writeln!(out, "{k},{},{},{band},{it},{os}", find(iterative, k), find(one_shot, k));
     }
     out
 }
@@ -237,17 +246,29 @@ mod tests {
             &[(0, 0.8), (6, 0.81)],
             &[(0, 0.8)],
             &[(0, 0.8, 0.8, 0.8), (3, 0.7, 0.6, 0.75)],
+            &[vec![(0, 0.75, 0.85), (6, 0.76, 0.86)], vec![]],
         ));
         assert_eq!(
             rows[0],
-            ["heads_pruned", "iterative", "one_shot", "random_mean", "random_min", "random_max"]
+            [
+                "heads_pruned",
+                "iterative",
+                "one_shot",
+                "random_mean",
+                "random_min",
+                "random_max",
+                "iterative_lo",
+                "iterative_hi",
+                "one_shot_lo",
+                "one_shot_hi"
+            ]
         );
         assert_eq!(
             rows[1..],
             [
-                ["0", "0.8", "0.8", "0.8", "0.8", "0.8"],
-                ["3", "", "", "0.7", "0.6", "0.75"],
-                ["6", "0.81", "", "", "", ""]
+                ["0", "0.8", "0.8", "0.8", "0.8", "0.8", "0.75", "0.85", "", ""],
+                ["3", "", "", "0.7", "0.6", "0.75", "", "", "", ""],
+                ["6", "0.81", "", "", "", "", "0.76", "0.86", "", ""]
             ]
         );
         let d = TokenDrift { cosine: 0.9, rel_l2: 0.25 };

@@ -141,10 +141,10 @@ fn a_sets_quality_and_the_tasks_importance_are_the_models_own() {
     for heads in
         [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6]), HeadSet::with_pruned(total, 0..total)]
     {
-        let (set, quality) = run(&workers, Planned::new(SetQuality::new(data.clone(), heads.clone())));
-        let direct =
-            data.pairs.quality(&PrunedBert::new(&model.bert, &heads).embed_batch(Kernel::Simd, &data.ids));
-        assert_eq!((set, quality), (heads.clone(), direct));
+        let score = run(&workers, Planned::new(SetQuality::new(data.clone(), heads.clone())));
+        let embeddings = PrunedBert::new(&model.bert, &heads).embed_batch(Kernel::Simd, &data.ids);
+        assert_eq!((&score.heads, score.quality), (&heads, data.pairs.quality(&embeddings)));
+        assert_eq!(&score.cosines[..], &data.pairs.cosines(&embeddings)[..]);
         let importance = run(&workers, Planned::new(TaskImportance::new(&data, heads.clone())));
         let in_place = head_importance(&model.bert, Kernel::Simd, &data.subset(), &heads);
         for (h, (a, b)) in importance.per_head.iter().zip(&in_place).enumerate() {
@@ -186,6 +186,15 @@ fn the_curves_of_a_small_model_have_its_own_marks_and_every_point_is_the_models_
         // Every head pruned is the same model whatever the order.
         let order = if k == total { (0..total).collect() } else { c.iterative_order[..k].to_vec() };
         assert_eq!(iterative, quality(&HeadSet::with_pruned(total, order)), "iterative at {k}");
+    }
+    // Every point measured here knows how sure it is: the full model's cosines are kept, and
+    // each other point's change from it is paired over the same resamples of the pairs.
+    assert!(c.full_cosines.is_some());
+    for k in 0..=total {
+        let s = c.spread(Order::OneShot, k).unwrap_or_else(|| panic!("no spread at {k}"));
+        assert_eq!(Some(s.quality.value), c.at(Order::OneShot, k));
+        assert!(s.quality.lo <= s.quality.value && s.quality.value <= s.quality.hi, "{s:?}");
+        assert_eq!(s.change.is_none(), k == 0, "a change at {k} from the full model");
     }
     // The iterative order prunes the least important by the task's gradient, one head a step
     // (a twelfth of 8 heads, at least one), measured again after each, as far as a point needs.

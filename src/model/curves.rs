@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use super::digits::quality_text;
+use super::intervals::{Bootstrap, Estimate, Spread};
 use super::spec::ModelSpec;
 
 /// Random orders averaged (and drawn as a band).
@@ -34,12 +35,24 @@ pub struct Curves {
     pub one_per_layer: Option<f64>,
     /// The iterative order as far as it is known (least important first).
     pub iterative_order: Vec<usize>,
+    /// Per order, how sure each point is ([`super::intervals`]), where its cosines were measured
+    /// here (points of an older cache have none).
+    pub spreads: BTreeMap<Order, BTreeMap<usize, Spread>>,
+    /// The full model's cosine for each pair: what every point's change is paired with.
+    pub full_cosines: Option<Vec<f64>>,
 }
 
 impl Curves {
     /// Nothing measured yet, for a model of `heads` heads.
     pub fn new(heads: usize) -> Curves {
-        Curves { heads, points: BTreeMap::new(), one_per_layer: None, iterative_order: Vec::new() }
+        Curves {
+            heads,
+            points: BTreeMap::new(),
+            one_per_layer: None,
+            iterative_order: Vec::new(),
+            spreads: BTreeMap::new(),
+            full_cosines: None,
+        }
     }
 
     /// The quality of `order` at `k` pruned, if measured (the ends count for every order).
@@ -54,6 +67,35 @@ impl Curves {
     /// Records `quality` at `k` pruned in `order`.
     pub fn record(&mut self, order: Order, k: usize, quality: f64) {
         self.points.entry(order).or_default().insert(k, quality);
+    }
+
+    /// Records the point at `k` pruned in `order` from its pair cosines: its quality, and how
+    /// sure it is by `bootstrap`'s resamples (the full model's cosines kept at `k` = 0).
+    pub fn record_cosines(&mut self, order: Order, k: usize, cosines: &[f64], bootstrap: &Bootstrap) {
+        let full = self.full_cosines.as_deref().filter(|_| k != 0);
+        let Some(spread) = bootstrap.spread(cosines, full) else {
+            return self.record(order, k, 0.0);
+        };
+        if k == 0 {
+            self.full_cosines = Some(cosines.to_vec());
+        }
+        self.record(order, k, spread.quality.value);
+        self.spreads.entry(order).or_default().insert(k, spread);
+    }
+
+    /// How sure the point of `order` at `k` pruned is, if its cosines were measured here (the
+    /// ends count for every order).
+    pub fn spread(&self, order: Order, k: usize) -> Option<Spread> {
+        if k == 0 || k == self.heads {
+            return self.spreads.values().find_map(|p| p.get(&k).copied());
+        }
+        self.spreads.get(&order)?.get(&k).copied()
+    }
+
+    /// `order`'s 95 % band: `(k, lo, hi)` at every point whose spread is known.
+    pub fn band(&self, order: Order) -> Vec<(usize, f64, f64)> {
+        let ks = self.curve(order).into_iter().map(|(k, _)| k);
+        ks.filter_map(|k| self.spread(order, k).map(|s| (k, s.quality.lo, s.quality.hi))).collect()
     }
 
     /// The curve of one order: `(k, quality)` for every measured `k`, ends included.
@@ -87,19 +129,27 @@ impl Curves {
     pub fn without(&self, order: Order) -> Curves {
         let mut c = self.clone();
         c.points.remove(&order);
+        c.spreads.remove(&order);
         c
     }
 
     /// Only `order`'s points.
     pub fn only(&self, order: Order) -> Curves {
         let points = self.points.get(&order).map(|p| [(order, p.clone())].into()).unwrap_or_default();
-        Curves { points, ..Curves::new(self.heads) }
+        let spreads = self.spreads.get(&order).map(|p| [(order, p.clone())].into()).unwrap_or_default();
+        Curves { points, spreads, full_cosines: self.full_cosines.clone(), ..Curves::new(self.heads) }
     }
 
     /// These curves with `other`'s points and findings added (`other` wins where both have one).
     pub fn merged(mut self, other: &Curves) -> Curves {
         for (order, points) in &other.points {
             self.points.entry(*order).or_default().extend(points);
+        }
+        for (order, spreads) in &other.spreads {
+            self.spreads.entry(*order).or_default().extend(spreads);
+        }
+        if other.full_cosines.is_some() {
+            self.full_cosines = other.full_cosines.clone();
         }
         self.one_per_layer = other.one_per_layer.or(self.one_per_layer);
         if other.iterative_order.len() > self.iterative_order.len() {
@@ -126,9 +176,10 @@ impl Curves {
                 random(k)
             )
         };
+        let full = self.spread(Order::Iterative, 0).map_or_else(|| quality_text(full), |s| s.quality.text());
+        let changes = self.changes_at(&[m20, m40]).map(|c| format!(" {c}")).unwrap_or_default();
         Some(format!(
-            "Full model: {}. Heads pruned {}; {}; {}. One head per layer ({} pruned): {}. All {total} pruned (no attention at all): {}.",
-            quality_text(full),
+            "Full model: {full}. Heads pruned {}; {}; {}. One head per layer ({} pruned): {}. All {total} pruned (no attention at all): {}.{changes}",
             row(m20),
             row(m40),
             row(total / 2),
@@ -136,6 +187,30 @@ impl Curves {
             shown(self.one_per_layer),
             shown(self.at(Order::Iterative, total)),
         ))
+    }
+
+    /// What the pairs allow one to say of the iterative and one-shot orders at `ks` pruned against
+    /// the full model, where their changes are known: "Against the full model, paired over the
+    /// same resamples: iterative at 14 pruned, no change detectable …; at 29, a loss of …".
+    fn changes_at(&self, ks: &[usize]) -> Option<String> {
+        let said: Vec<String> = [(Order::Iterative, "iterative"), (Order::OneShot, "one-shot")]
+            .into_iter()
+            .filter_map(|(order, name)| {
+                let each: Vec<String> = ks
+                    .iter()
+                    .filter_map(|&k| {
+                        Some(format!("at {k} pruned, {}", self.spread(order, k)?.change?.change_text()))
+                    })
+                    .collect();
+                (!each.is_empty()).then(|| format!("{name} {}", each.join("; ")))
+            })
+            .collect();
+        (!said.is_empty()).then(|| {
+            format!(
+                "Against the full model, paired over the same resamples of the pairs: {}.",
+                said.join("; ")
+            )
+        })
     }
 
     /// As JSON, for the page's cache.
@@ -150,8 +225,26 @@ impl Curves {
             .iter()
             .map(|(o, p)| (name(o), Value::Array(p.iter().map(|(k, q)| json!([k, q])).collect())))
             .collect();
-        json!({ "version": 1, "points": points, "one_per_layer": self.one_per_layer, "iterative_order": self.iterative_order })
-            .to_string()
+        let spreads: serde_json::Map<String, Value> = self
+            .spreads
+            .iter()
+            .map(|(o, p)| {
+                let row = |(k, s): (&usize, &Spread)| match s.change {
+                    Some(c) => json!([k, s.quality.lo, s.quality.hi, c.value, c.lo, c.hi]),
+                    None => json!([k, s.quality.lo, s.quality.hi]),
+                };
+                (name(o), Value::Array(p.iter().map(row).collect()))
+            })
+            .collect();
+        json!({
+            "version": 1,
+            "points": points,
+            "one_per_layer": self.one_per_layer,
+            "iterative_order": self.iterative_order,
+            "spreads": spreads,
+            "full_cosines": self.full_cosines,
+        })
+        .to_string()
     }
 
     /// From [`Curves::to_json`]'s text, for a model of `heads` heads; `None` for anything else
@@ -171,17 +264,36 @@ impl Curves {
             iterative_order: order,
             ..Curves::new(heads)
         };
+        let order_of = |name: &str| match name {
+            "iterative" => Some(Order::Iterative),
+            "one-shot" => Some(Order::OneShot),
+            r => Some(Order::Random(r.strip_prefix("random-")?.parse().ok().filter(|s| *s < RANDOM_SEEDS)?)),
+        };
         for (name, pts) in v.get("points")?.as_object()? {
-            let order = match name.as_str() {
-                "iterative" => Order::Iterative,
-                "one-shot" => Order::OneShot,
-                r => Order::Random(r.strip_prefix("random-")?.parse().ok().filter(|s| *s < RANDOM_SEEDS)?),
-            };
+            let order = order_of(name)?;
             for p in pts.as_array()? {
                 let (k, q) = (p.get(0)?.as_u64()? as usize, p.get(1)?.as_f64()?);
                 (k <= heads && q.is_finite()).then_some(())?;
                 curves.record(order, k, q);
             }
+        }
+        // How sure each point is, where the cache has it (an older one has none).
+        for (name, rows) in v.get("spreads").and_then(Value::as_object).into_iter().flatten() {
+            let order = order_of(name)?;
+            for r in rows.as_array()? {
+                let k = r.get(0)?.as_u64()? as usize;
+                let n = |i: usize| r.get(i).and_then(Value::as_f64).filter(|v| v.is_finite());
+                let value = curves.at(order, k)?;
+                let quality = Estimate { value, lo: n(1)?, hi: n(2)? };
+                let change = match r.as_array()?.len() {
+                    3 => None,
+                    _ => Some(Estimate { value: n(3)?, lo: n(4)?, hi: n(5)? }),
+                };
+                curves.spreads.entry(order).or_default().insert(k, Spread { quality, change });
+            }
+        }
+        if let Some(c) = v.get("full_cosines").and_then(Value::as_array) {
+            curves.full_cosines = Some(c.iter().map(Value::as_f64).collect::<Option<_>>()?);
         }
         Some(curves)
     }
@@ -210,6 +322,29 @@ mod tests {
     }
 
     #[test]
+    fn points_from_cosines_carry_their_intervals_and_their_change_from_the_full_model() {
+        let scores: Vec<f64> = (0..40).map(|i| ((i * 7) % 40) as f64 / 40.0).collect();
+        let b = Bootstrap::new(&scores, 200, 1);
+        let full: Vec<f64> =
+            scores.iter().enumerate().map(|(i, s)| s + 0.05 * ((i * 13 % 7) as f64)).collect();
+        let mut c = Curves::new(8);
+        c.record_cosines(Order::Iterative, 0, &full, &b);
+        // The full model is every order's first point, and has no change from itself.
+        let s0 = c.spread(Order::OneShot, 0).unwrap();
+        assert!(
+            s0.change.is_none() && s0.quality.lo <= s0.quality.value && s0.quality.value <= s0.quality.hi
+        );
+        assert_eq!(c.full_cosines.as_deref(), Some(&full[..]));
+        // The cosines given to other pairs: a loss, and its interval says so.
+        let shuffled: Vec<f64> = full.iter().rev().copied().collect();
+        c.record_cosines(Order::Iterative, 4, &shuffled, &b);
+        let s4 = c.spread(Order::Iterative, 4).unwrap();
+        assert!(s4.change.unwrap().hi < 0.0, "{s4:?}");
+        assert_eq!(c.at(Order::Iterative, 4), Some(s4.quality.value));
+        assert_eq!(c.band(Order::Iterative).iter().map(|b| b.0).collect::<Vec<_>>(), vec![0, 4]);
+    }
+
+    #[test]
     fn the_summary_names_the_marks_of_this_models_heads() {
         let spec = ModelSpec { layers: 2, heads: 4, d_model: 16, ..ModelSpec::MINILM_L6_V2 };
         let mut c = Curves::new(8);
@@ -225,6 +360,24 @@ mod tests {
              one-shot …, random …; 4: iterative …, one-shot …, random …. One head per layer (6 pruned): 0.500. \
              All 8 pruned (no attention at all): …."
         );
+        // With the points' intervals: the full model's, and what the marks' changes allow.
+        let q = |value, lo, hi| Estimate { value, lo, hi };
+        let full = Spread { quality: q(0.8134, 0.78, 0.845), change: None };
+        c.spreads.entry(Order::Iterative).or_default().insert(0, full);
+        let mark = Spread { quality: q(0.8, 0.76, 0.83), change: Some(q(-0.0134, -0.02, -0.006)) };
+        c.spreads.entry(Order::Iterative).or_default().insert(2, mark);
+        let text = c.summary(&spec).unwrap();
+        assert!(
+            text.starts_with("Full model: 0.813 (0.780 to 0.845). Heads pruned 2: iterative 0.800"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "Against the full model, paired over the same resamples of the pairs: iterative at 2 pruned, \
+                 a loss of 0.013 (95 % interval 0.006 to 0.020)."
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -234,6 +387,16 @@ mod tests {
         c.record(Order::Random(2), 5, -0.125);
         c.one_per_layer = Some(0.5);
         c.iterative_order = vec![7, 0, 3];
+        let q = |value, lo, hi| Estimate { value, lo, hi };
+        c.spreads
+            .entry(Order::Iterative)
+            .or_default()
+            .insert(3, Spread { quality: q(0.75, 0.7, 0.8), change: Some(q(-0.01, -0.02, 0.001)) });
+        c.spreads
+            .entry(Order::Random(2))
+            .or_default()
+            .insert(5, Spread { quality: q(-0.125, -0.2, 0.0), change: None });
+        c.full_cosines = Some(vec![0.5, -0.25, 1.0]);
         let text = c.to_json();
         assert_eq!(Curves::from_json(&text, 8), Some(c.clone()));
         // A model of fewer heads cannot have head 7, nor a point at 7 pruned of 6.
@@ -242,6 +405,14 @@ mod tests {
         assert_eq!(Curves::from_json("not json", 8), None);
         let merged = Curves::new(8).merged(&c.only(Order::Random(2)));
         assert_eq!(merged.curve(Order::Random(2)), vec![(5, -0.125)]);
+        assert_eq!(merged.band(Order::Random(2)), vec![(5, -0.2, 0.0)]);
+        assert_eq!(merged.full_cosines, c.full_cosines);
         assert!(!c.without(Order::Iterative).points.contains_key(&Order::Iterative));
+        assert!(c.without(Order::Iterative).band(Order::Iterative).is_empty());
+        // A cache from before the spreads: the points, without them.
+        let old =
+            r#"{"version":1,"points":{"iterative":[[3,0.75]]},"one_per_layer":null,"iterative_order":[]}"#;
+        let read = Curves::from_json(old, 8).unwrap();
+        assert_eq!((read.at(Order::Iterative, 3), read.spread(Order::Iterative, 3)), (Some(0.75), None));
     }
 }

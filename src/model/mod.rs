@@ -11,6 +11,7 @@ pub mod contrast;
 pub mod curves;
 pub mod digits;
 pub mod gradient;
+pub mod intervals;
 pub mod pruned;
 pub mod roles;
 pub mod runner;

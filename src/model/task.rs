@@ -156,9 +156,22 @@ impl Pairs {
     /// The model's quality given every sentence's embedding: Spearman's correlation of the
     /// pairs' cosine similarities with their human scores.
     pub fn quality(&self, embeddings: &[Vec<f32>]) -> f64 {
-        let cos: Vec<f64> = self.pairs.iter().map(|p| cosine(&embeddings[p.a], &embeddings[p.b])).collect();
-        let scores: Vec<f64> = self.pairs.iter().map(|p| p.score).collect();
-        spearman(&cos, &scores).unwrap_or(0.0)
+        self.quality_of(&self.cosines(embeddings))
+    }
+
+    /// Each pair's cosine similarity, given every sentence's embedding.
+    pub fn cosines(&self, embeddings: &[Vec<f32>]) -> Vec<f64> {
+        self.pairs.iter().map(|p| cosine(&embeddings[p.a], &embeddings[p.b])).collect()
+    }
+
+    /// The human scores, in the pairs' order.
+    pub fn scores(&self) -> Vec<f64> {
+        self.pairs.iter().map(|p| p.score).collect()
+    }
+
+    /// The quality of the pairs' cosines (0 where it is undefined: every cosine equal).
+    pub fn quality_of(&self, cosines: &[f64]) -> f64 {
+        spearman(cosines, &self.scores()).unwrap_or(0.0)
     }
 }
 

@@ -19,6 +19,10 @@ pub struct TaskChart {
     pub one_shot: Vec<(usize, f64)>,
     /// The random orders: `(k, mean, min, max)`.
     pub random: Vec<(usize, f64, f64, f64)>,
+    /// The iterative and one-shot curves' 95 % bands (pairs resampled): `(k, lo, hi)`.
+    pub bands: [Vec<(usize, f64, f64)>; 2],
+    /// Heads the iterative order prunes between two measurements of importance.
+    pub iterative_step: usize,
     /// Michel et al.'s fractions, as heads pruned.
     pub marks: Vec<(usize, &'static str)>,
     /// The "one head per layer" point: heads pruned and quality.
@@ -52,6 +56,7 @@ pub fn draw_task_chart<DB: DrawingBackend>(
     let values = chart.iterative.iter().chain(&chart.one_shot).map(|p| p.1);
     let values =
         values.chain(chart.random.iter().flat_map(|r| [r.2, r.3])).chain(chart.one_per_layer.map(|p| p.1));
+    let values = values.chain(chart.bands.iter().flatten().flat_map(|b| [b.1, b.2]));
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     let (lo, hi) = if lo.is_finite() { (lo - 0.02, hi + 0.06) } else { (0.0, 1.0) };
     let heads = chart.heads.max(1) as f64;
@@ -78,6 +83,23 @@ pub fn draw_task_chart<DB: DrawingBackend>(
                 + Text::new(*label, (sc(4.0) as i32, 0), font(12.0).pos(Pos::new(HPos::Left, VPos::Top))),
         ))?;
     }
+    // The 95 % intervals of the iterative curve, shaded under everything, and of the one-shot
+    // curve, as dashed edges: where an interval covers the full model's quality, the pairs alone
+    // cannot tell the two apart.
+    let [iterative_band, one_shot_band] = &chart.bands;
+    if iterative_band.len() > 1 {
+        let upper = iterative_band.iter().map(|b| (b.0 as f64, b.2));
+        let lower = iterative_band.iter().rev().map(|b| (b.0 as f64, b.1));
+        let area = upper.chain(lower).collect::<Vec<_>>();
+        c.draw_series(std::iter::once(Polygon::new(area, palette.accent.mix(0.12))))?;
+    }
+    if one_shot_band.len() > 1 {
+        for edge in [|b: &(usize, f64, f64)| b.1, |b: &(usize, f64, f64)| b.2] {
+            let line = one_shot_band.iter().map(|b| (b.0 as f64, edge(b)));
+            let style = palette.point.mix(0.8).stroke_width(stroke(1.0));
+            c.draw_series(DashedLineSeries::new(line, sc(4.0) as u32, sc(4.0) as u32, style))?;
+        }
+    }
     if !chart.random.is_empty() {
         let upper = chart.random.iter().map(|r| (r.0 as f64, r.3));
         let lower = chart.random.iter().rev().map(|r| (r.0 as f64, r.2));
@@ -101,12 +123,15 @@ pub fn draw_task_chart<DB: DrawingBackend>(
     }
     let points = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| (k as f64, q)).collect::<Vec<_>>();
     c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(stroke(2.0))))?
-        .label("one-shot (the grid's order)")
+        .label("one-shot (the grid's order); dashed: its 95 % interval")
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.point.stroke_width(stroke(2.0)))
         });
     c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(stroke(3.0))))?
-        .label("iterative (gradient importance, every 6 heads)")
+        .label(format!(
+            "iterative (gradient importance, every {} heads); shaded: its 95 % interval",
+            chart.iterative_step
+        ))
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.accent.stroke_width(stroke(3.0)))
         });
@@ -163,6 +188,8 @@ mod tests {
             marks: vec![(14, "20 %"), (29, "40 %")],
             one_per_layer: Some((66, 0.66)),
             current: Some((10, 0.8)),
+            bands: [vec![(0, 0.79, 0.83), (36, 0.78, 0.82), (72, 0.66, 0.72)], vec![]],
+            iterative_step: 6,
         };
         let mut svg = String::new();
         let layout = {
@@ -180,7 +207,14 @@ mod tests {
         // Higher quality is higher on the page; the ends of both curves meet.
         assert!(layout.iterative[0].1 < layout.iterative[2].1);
         assert_eq!(layout.iterative[0], layout.random[0]);
-        for text in ["one head per layer", "your set", "20 %", "40 %", "random orders: mean"] {
+        for text in [
+            "one head per layer",
+            "your set",
+            "20 %",
+            "40 %",
+            "random orders: mean",
+            "every 6 heads); shaded: its 95 %",
+        ] {
             assert!(svg.contains(text), "{text} missing");
         }
         // Nothing measured yet: an empty chart, no panic.

@@ -201,6 +201,9 @@ test("a loaded checkpoint gets every tool of the trained panel: importance by ea
     assert.ok(ks.has(2) && ks.has(4) && ks.has(6), `${order}: points at ${[...ks]}`);
   }
   console.log(`bert-odd: quality with 3 pruned ${quality}; ${await task.status.textContent()}`);
+  // The reader's set against the full model, paired over the resampled pairs.
+  await task.prunedLine.waitText(/quality 0\.\d{3} -> 0\.\d{3}: (no change detectable at this sample size|a loss of|a gain of)/, { timeout: 60000 });
+  console.log(await task.prunedLine.textContent());
   await page.screenshot({ path: join(artifacts, 'checkpoint-tools.png'), fullPage: true });
   assert.deepEqual(withoutProbes(problems), []);
   await page.close();

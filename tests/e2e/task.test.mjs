@@ -46,6 +46,20 @@ test('the pruning curves compute on request, coarsest first, through a new sente
     console.log(`${k} heads pruned: iterative ${at(c, 'iterative', k).toFixed(4)}, one-shot ${at(c, 'one-shot', k).toFixed(4)}, random ${mean.toFixed(4)} [${Math.min(...random).toFixed(4)}, ${Math.max(...random).toFixed(4)}]`);
     assert.ok(at(c, 'iterative', k) >= mean, `iterative below the random mean at ${k}`);
   }
+  // Every point measured here comes with its 95 % interval (the pairs resampled), drawn as a
+  // band, and the marks' changes from the full model say what the pairs allow.
+  for (const order of ['iterative', 'one-shot']) {
+    for (const k of [14, 29]) {
+      const row = c.spreads[order].find((r) => r[0] === k);
+      assert.ok(row && row[1] <= at(c, order, k) && at(c, order, k) <= row[2], `${order} at ${k}: ${row}`);
+      assert.equal(row.length, 6, `${order} at ${k} has its change from the full model`);
+    }
+  }
+  assert.equal(c.full_cosines.length, 230);
+  const summary = await page.getByTestId('task-summary').textContent();
+  console.log(summary);
+  assert.match(summary, /^Full model: 0\.\d{3} \(0\.\d{3} to 0\.\d{3}\)\./);
+  assert.match(summary, /Against the full model, paired over the same resamples of the pairs: iterative at 14 pruned, (no change detectable at this sample size|a loss of|a gain of)/);
   // Both ends are every order's: the random band holds the one-shot curve there.
   for (const k of [0, 72]) {
     const random = seeds.map((s) => at(c, s, k));

