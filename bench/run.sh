@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-15}
 shapes=${2:-all}
 # Every table holds only for the CPU it was measured on.
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) logical cores; $(date -u +%F)"
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | xargs) model $(grep -m1 '^model\s' /proc/cpuinfo | cut -d: -f2 | xargs)), $(nproc) logical cores; $(date -u +%F)"
 
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
 cargo bench --quiet --locked --features bench --bench mha -- "$rounds"

@@ -29,17 +29,25 @@ pub struct Report {
     pub rounds: usize,
 }
 
-/// "CPU: <model name>, N logical cores", read from `/proc/cpuinfo` (every table holds only for the
-/// CPU it was measured on, so each native benchmark prints this first; "unknown CPU" where there is
-/// no such file).
+/// "CPU: <model name> (family F model M), N logical cores", read from `/proc/cpuinfo` (every
+/// table holds only for the CPU it was measured on, so each native benchmark prints this first;
+/// the family and model tell apart the generations one model name covers; "unknown CPU" where
+/// there is no such file).
 pub fn cpu_line() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = info
-        .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, m)| m.trim()))
-        .unwrap_or("unknown CPU");
+    let field = |name: &str| {
+        info.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == name).then(|| value.trim())
+        })
+    };
+    let model = field("model name").unwrap_or("unknown CPU");
+    let generation = match (field("cpu family"), field("model")) {
+        (Some(f), Some(m)) => format!(" (family {f} model {m})"),
+        _ => String::new(),
+    };
     let cores = std::thread::available_parallelism().map_or(0, usize::from);
-    format!("CPU: {model}, {cores} logical cores")
+    format!("CPU: {model}{generation}, {cores} logical cores")
 }
 
 /// The median of `times` (NaN for none).

@@ -10,7 +10,8 @@ use crate::cpu::Kernel;
 use crate::jobs::curves::CurveRun;
 use crate::jobs::driver::{Next, Plan};
 use crate::jobs::task::TaskData;
-use crate::model::curves::{Curves, Order};
+use crate::model::curves::{Curves, Order, RANDOM_SEEDS};
+use crate::model::intervals::RESAMPLES;
 use crate::model::pruned::{cost, PrunedBert};
 use crate::model::spec::ModelSpec;
 use crate::model::work::Work;
@@ -225,6 +226,7 @@ pub fn curves_report(
     }
     let total = now() - t0;
     let c = run.curves();
+    let full = c.spread(Order::Iterative, 0).map(|s| s.quality.text()).unwrap_or_default();
     let [m20, m40] = spec.michel_marks();
     let heads = spec.total_heads();
     let band = c.random_band();
@@ -232,8 +234,23 @@ pub fn curves_report(
     let random = |k: usize| {
         band.iter().find(|b| b.0 == k).map_or("-".into(), |b| format!("{:.3} [{:.3}, {:.3}]", b.1, b.2, b.3))
     };
+    // A change from the full model, paired over the same resamples: "+0.007 [-0.005, +0.021]".
+    let change = |o: Order, k: usize| {
+        c.spread(o, k)
+            .and_then(|s| s.change)
+            .map_or("-".into(), |e| format!("{:+.3} [{:+.3}, {:+.3}]", e.value, e.lo, e.hi))
+    };
+    let seeds = |k: usize| {
+        let changes: Vec<_> =
+            (0..RANDOM_SEEDS).filter_map(|s| c.spread(Order::Random(s), k).and_then(|s| s.change)).collect();
+        let detected = changes.iter().filter(|e| e.excludes_zero()).count();
+        match changes.len() {
+            0 => "-".to_string(),
+            n => format!("{detected} of {n}"),
+        }
+    };
     let mut text = format!(
-        "Pruning curves, {} pairs, {} kernel: first complete curve after {:.0} s, all {} evaluations after {:.0} s\n| heads pruned | iterative | one-shot | random: mean [min, max] |\n|---:|---:|---:|---|\n",
+        "Pruning curves, {} pairs, {} kernel: first complete curve after {:.0} s, all {} evaluations after {:.0} s\n| heads pruned | iterative | one-shot | random: mean [min, max] | iterative - full (95 % interval) | one-shot - full | random orders whose change is detectable |\n|---:|---:|---:|---|---|---|---|\n",
         pairs,
         Kernel::Simd.describe(),
         first.unwrap_or(f64::NAN) / 1e3,
@@ -242,16 +259,20 @@ pub fn curves_report(
     );
     for k in [0, m20, m40, heads / 2, heads * 3 / 4, heads] {
         text += &format!(
-            "| {k} | {} | {} | {} |\n",
+            "| {k} | {} | {} | {} | {} | {} | {} |\n",
             cell(Order::Iterative, k),
             cell(Order::OneShot, k),
-            random(k)
+            random(k),
+            change(Order::Iterative, k),
+            change(Order::OneShot, k),
+            seeds(k)
         );
     }
     text += &format!(
-        "| one head per layer ({}) | {} | | |\n",
+        "| one head per layer ({}) | {} | | | | | |\n",
         spec.one_per_layer_pruned(),
         c.one_per_layer.map_or("-".into(), |v| format!("{v:.3}"))
     );
+    text += &format!("Full model: {full} (its 95 % interval, the {pairs} pairs resampled {RESAMPLES} times; changes paired over the same resamples)\n");
     text
 }
