@@ -123,8 +123,14 @@ impl Bootstrap {
     /// The [`Spread`] of a point whose pair cosines are `cosines`, against the full model's
     /// (`full`, if known).
     pub fn spread(&self, cosines: &[f64], full: Option<&[f64]>) -> Option<Spread> {
-        let change = full.and_then(|f| self.change(f, cosines));
-        Some(Spread { quality: self.quality(cosines)?, change })
+        let value = self.value(cosines)?;
+        // Each resample's quality once, for the interval and the change alike.
+        let mine: Vec<Option<f64>> = self.each(cosines).collect();
+        let change = full.and_then(|f| {
+            let diffs = mine.iter().zip(self.each(f)).map(|(a, b)| Some((*a)? - b?));
+            Some(interval(value - self.value(f)?, diffs))
+        });
+        Some(Spread { quality: interval(value, mine.into_iter()), change })
     }
 
     fn value(&self, cosines: &[f64]) -> Option<f64> {
@@ -230,6 +236,16 @@ mod tests {
         // A tiny change is not called one.
         let nudged: Vec<f64> = cos.iter().enumerate().map(|(i, &c)| c + 0.01 * normal(5, i as u32)).collect();
         assert!(!b.change(&cos, &nudged).unwrap().excludes_zero());
+    }
+
+    #[test]
+    fn a_points_spread_is_its_quality_and_its_change() {
+        let (cos, scores) = sample(230, 0.6, 21);
+        let b = Bootstrap::of_pairs(&scores);
+        let other: Vec<f64> = cos.iter().enumerate().map(|(i, &c)| c + 0.3 * normal(8, i as u32)).collect();
+        let s = b.spread(&other, Some(&cos)).unwrap();
+        assert_eq!((s.quality, s.change), (b.quality(&other).unwrap(), b.change(&cos, &other)));
+        assert_eq!(b.spread(&cos, None).unwrap().change, None);
     }
 
     #[test]
