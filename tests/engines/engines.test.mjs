@@ -247,7 +247,7 @@ for (const engine of engines) {
       await assertClean(driver, 'workers');
     });
 
-    check(engine, "a reader's checkpoint, served (?model=) or picked, draws its heads and its drift equals the float64 reference", async () => {
+    check(engine, "a reader's checkpoint, served (?model=) or picked, draws its heads, its drift equals the float64 reference, its curves have intervals", async () => {
       // The random checkpoints of scripts/make-checkpoints.sh, with their float64 references.
       const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8')).page;
       const prunedCosine = (heads) => `(document.querySelector('[data-testid=trained-cosine]')?.parentElement.textContent ?? '').includes('1 of ${heads}')
@@ -272,6 +272,16 @@ for (const engine of engines) {
       const pickedCosine = Number(await valueOf(driver, 'trained-cosine'));
       assert.ok(Math.abs(pickedCosine - picked.cosine) < 1e-5, `picked: page ${pickedCosine}, float64 ${picked.cosine}`);
       record(engine, { checkpoint: `${servedCosine.toFixed(6)} / ${pickedCosine.toFixed(6)}` });
+      // Its pruning curves (8 heads: seconds), every point with its 95 % interval (the pairs
+      // resampled), and the reader's set's change from the full model paired over them.
+      await driver.executeScript(`document.querySelector('[data-testid=task-run]').click()`);
+      await until(driver, `/All points measured/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? '')`, 'the curves', 180000);
+      const curves = JSON.parse(await driver.executeScript(`return document.querySelector('[data-testid=task-chart]').dataset.curves`));
+      for (const [k, q] of curves.points.iterative) {
+        const row = curves.spreads.iterative.find((r) => r[0] === k) ?? curves.spreads['one-shot'].find((r) => r[0] === k);
+        assert.ok(row && row[1] <= q && q <= row[2], `iterative at ${k}: ${q} in ${row}`);
+      }
+      await until(driver, `/quality 0\\.\\d{3} -> 0\\.\\d{3}: (no change detectable at this sample size|a loss of|a gain of)/.test(document.querySelector('[data-testid=pruned-line]')?.textContent ?? '')`, 'the set against the full model', 60000);
       await screenshot(session, 'checkpoint');
       await assertClean(driver, 'checkpoint');
     });
