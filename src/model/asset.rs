@@ -62,7 +62,12 @@ pub const ASSET_SHA256: &str = "f840232194fea03fdf3839a79b4de38c36a16c58fedcf15d
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    // Fed a MiB at a time: a browser's wasm engine first runs a function as baseline code and
+    // swaps in its optimised build only for later calls, so one call over a whole 174 MB file
+    // would run at baseline speed throughout (BENCHMARKS.md section 11: 2.6x slower loads).
+    let mut hash = sha2::Sha256::new();
+    bytes.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Checks `bytes` against [`ASSET_SHA256`] before anything is decoded. When they differ, the
