@@ -235,13 +235,21 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
         .collect()
 }
 
-/// The model in a model file: the page's built-in asset (checked against its SHA-256, so a
-/// stale build is refused), or a checkpoint converted by the page's loader (convert-model).
+/// The model in a model file: the page's built-in asset (which must have the SHA-256 the page
+/// expects, so a stale build is refused), or a checkpoint converted by the page's loader
+/// (convert-model). The file is hashed and decoded once.
 fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
-    use crate::model::{asset, file_id, Model, BUILT_IN_NAME};
-    let built_in = asset::decode(bytes).map_err(|e| e.to_string())?.description.name == BUILT_IN_NAME;
-    let model = if built_in { Model::from_asset(bytes) } else { Model::from_file(bytes, file_id(bytes)) };
-    model.map_err(|e| e.to_string())
+    use crate::model::{asset, Model, BUILT_IN_NAME};
+    let hash = asset::sha256_hex(bytes);
+    let model = Model::from_file(bytes, hash[..16].to_string()).map_err(|e| e.to_string())?;
+    if model.name == BUILT_IN_NAME && hash != asset::ASSET_SHA256 {
+        return Err(format!(
+            "the built-in model's file has SHA-256 {}…, not the {}… this build expects",
+            &hash[..12],
+            &asset::ASSET_SHA256[..12]
+        ));
+    }
+    Ok(model)
 }
 
 /// A trained model as the page embeds one sentence (tokenizer, then the forward pass with

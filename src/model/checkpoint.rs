@@ -169,7 +169,7 @@ pub async fn load<F: Files>(
     for step in &plan {
         while next < plan.len() && (reads.is_empty() || ahead < READ_AHEAD_BYTES) {
             if let Some((shard, start, len)) = &plan[next].source {
-                reads.push_back((*len, Box::pin(files.read(shards[*shard].index, *start, *len))));
+                reads.push_back(Box::pin(files.read(shards[*shard].index, *start, *len)));
                 ahead += len;
             }
             next += 1;
@@ -178,7 +178,7 @@ pub async fn load<F: Files>(
             None => vec![0u8; 2 * step.count as usize],
             Some((shard, _, len)) => {
                 let shard = &shards[*shard];
-                let (_, read) = reads.pop_front().expect("each step with a source has its read started");
+                let read = reads.pop_front().expect("each step with a source has its read started");
                 ahead -= len;
                 let raw = read.await.or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
                 done += len;

@@ -108,16 +108,13 @@ impl Bootstrap {
     /// The quality of the pair cosines `cosines` and its interval; `None` when they are not one
     /// per pair or the quality is undefined (every cosine equal).
     pub fn quality(&self, cosines: &[f64]) -> Option<Estimate> {
-        let value = self.value(cosines)?;
-        Some(interval(value, self.each(cosines)))
+        Some(self.spread(cosines, None)?.quality)
     }
 
     /// The change of quality from `before`'s cosines to `after`'s (after minus before), the two
     /// resampled pair by pair, and its interval.
     pub fn change(&self, before: &[f64], after: &[f64]) -> Option<Estimate> {
-        let value = self.value(after)? - self.value(before)?;
-        let diffs = self.each(after).zip(self.each(before)).map(|(a, b)| Some(a? - b?));
-        Some(interval(value, diffs))
+        self.spread(after, Some(before))?.change
     }
 
     /// The [`Spread`] of a point whose pair cosines are `cosines`, against the full model's
