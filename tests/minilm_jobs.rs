@@ -237,3 +237,31 @@ fn a_ranking_by_any_measure_orders_the_curves_one_shot_points() {
     );
     assert!(!run.coarse_complete() && run.work_left().all > 0);
 }
+
+#[test]
+fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own_run() {
+    use headlab::jobs::patching::PatchSweep;
+    use headlab::model::bert::Patch;
+    use headlab::model::patching::{PatchMetric, CLEAN, CORRUPTED};
+    let model = fp32_model();
+    let (clean, corrupted) = (ids(&model.tokenizer, CLEAN), ids(&model.tokenizer, CORRUPTED));
+    let here = engine(model.clone(), 1);
+    let sweep = |e: &Engine| run(e, Planned::new(PatchSweep::new(e, clean.clone(), corrupted.clone())));
+    let patching = sweep(&here);
+    // Four workers: four pieces (and the candidates') through the wire, the same bits.
+    assert_eq!(sweep(&engine(model.clone(), 4)), patching, "workers vs here");
+    let total = SPEC.total_heads();
+    let all = HeadSet::all(total);
+    let clean_run = model.bert.forward(Kernel::Simd, &clean, &all);
+    for h in [0, 41, 71] {
+        let alone = Patch { heads: &[h], from: &clean_run };
+        let direct = model.bert.forward_patched(Kernel::Simd, &corrupted, &all, None, Some(alone));
+        assert_eq!(patching.patched[h], direct.embedding, "head {h}");
+    }
+    // Either metric: the corrupted run reads "bank" as a river's, the clean one as money's.
+    let margin = patching.effects(PatchMetric::Margin);
+    assert!(margin.clean > 0.0 && margin.corrupted < -0.2 && margin.measurable(), "{margin:?}");
+    let similarity = patching.effects(PatchMetric::Similarity);
+    assert!((similarity.clean - 1.0).abs() < 1e-6 && similarity.measurable());
+    println!("{}", margin.summary(&SPEC));
+}

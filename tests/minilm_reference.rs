@@ -120,3 +120,55 @@ fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
     );
     assert!((quality - want).abs() < 1e-4, "{quality} vs {want}");
 }
+
+#[test]
+fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
+    use headlab::model::check::CANDIDATES;
+    use headlab::model::patching::{Patching, CLEAN, CORRUPTED};
+    use headlab::model::work::{Done, Work};
+    let (bert, tok) = (checkpoint(), tokenizer());
+    let case = fixture("minilm-patching.json");
+    let ids = |s: &str| tok.encode(s).iter().map(|t| t.id).collect::<Vec<u32>>();
+    let (clean, corrupted) = (ids(CLEAN), ids(CORRUPTED));
+    let want_ids =
+        |k: &str| case[k].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect::<Vec<_>>();
+    assert_eq!((&clean, &corrupted), (&want_ids("clean_ids"), &want_ids("corrupted_ids")));
+    let total = SPEC.total_heads();
+    let all = HeadSet::all(total);
+    for kernel in Kernel::ALL {
+        let work =
+            Work::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch: (0..total).collect() };
+        let Done::Embeddings(e) = work.run(&bert, kernel) else { panic!("embeddings") };
+        let candidates = CANDIDATES.map(|c| bert.forward(kernel, &ids(c), &all).embedding);
+        let p = Patching {
+            clean: e[0].clone(),
+            corrupted: e[1].clone(),
+            candidates,
+            patched: e[2..].iter().step_by(2).cloned().collect(),
+            ablated: e[3..].iter().step_by(2).cloned().collect(),
+        };
+        let effects = p.effects(headlab::model::patching::PatchMetric::Margin);
+        let close = |got: f64, want: &serde_json::Value, what: String| {
+            let want = want.as_f64().unwrap();
+            assert!((got - want).abs() < 2e-5, "{kernel:?} {what}: {got} vs the reference's {want}");
+        };
+        close(effects.clean, &case["clean_margin"], "clean margin".into());
+        close(effects.corrupted, &case["corrupted_margin"], "corrupted margin".into());
+        let gap = effects.gap();
+        for h in 0..total {
+            let patched = effects.corrupted + effects.restored[h] * gap;
+            close(patched, &case["patched_margins"][h], format!("head {h} patched"));
+            let ablated = effects.clean - effects.lost[h] * gap;
+            close(ablated, &case["ablated_margins"][h], format!("head {h} removed"));
+        }
+        let best = effects.top_restoring(3);
+        println!(
+            "{kernel:?}: margins clean {:.4}, corrupted {:.4}; restores most: {:?} ({:?}); Spearman to ablation {:?}",
+            effects.clean,
+            effects.corrupted,
+            best.iter().map(|&h| SPEC.head_name(h)).collect::<Vec<_>>(),
+            best.iter().map(|&h| format!("{:.2}", effects.restored[h])).collect::<Vec<_>>(),
+            effects.correlation()
+        );
+    }
+}

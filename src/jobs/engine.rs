@@ -282,7 +282,13 @@ impl Engine {
     pub fn deal(&self, tokens: usize) -> usize {
         let probe =
             Work::Ablate { heads: HeadSet::default(), sentences: vec![vec![0; tokens]], ablate: vec![] };
-        match self.place_of(&probe) {
+        self.deal_like(&probe)
+    }
+
+    /// How many pieces to deal work of `probe`'s kind (one head at a time) into: one per worker,
+    /// or one per head where it runs one piece at a time here.
+    pub fn deal_like(&self, probe: &Work) -> usize {
+        match self.place_of(probe) {
             Where::Workers(n) => n,
             Where::Gpu | Where::PageThread => self.model.spec().total_heads(),
         }

@@ -20,6 +20,7 @@ pub mod host;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod pace;
+pub mod patching;
 pub mod pool;
 pub mod sweep;
 pub mod task;

@@ -258,9 +258,30 @@ impl Bert {
         heads: &HeadSet,
         base: Option<&BertOutput>,
     ) -> BertOutput {
+        self.forward_patched(kernel, ids, heads, base, None)
+    }
+
+    /// [`Bert::forward_from`] with `patch`'s heads' outputs taken from its source pass (activation
+    /// patching): in each patched head's layer, that head's output (its `n x d_k` columns before
+    /// the output projection) is the source's, whatever this pass's input; everything after it
+    /// follows. The layers before the first patched (or first differently pruned) one are
+    /// `base`'s. With no heads listed, or a source on the same tokens, the result is
+    /// [`Bert::forward_from`]'s, bit for bit.
+    pub fn forward_patched(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        patch: Option<Patch<'_>>,
+    ) -> BertOutput {
         let spec = &self.spec;
         let (n, d, layers) = (ids.len(), spec.d_model, spec.layers);
-        let start = first_changed_layer(spec, base, n, heads);
+        let patched_from = patch.and_then(|p| p.first_layer(spec)).unwrap_or(layers);
+        if let Some(p) = patch {
+            assert!(p.fits(spec, n), "a patch's source is a pass of {n} tokens that kept its heads' outputs");
+        }
+        let start = first_changed_layer(spec, base, n, heads).min(patched_from);
         let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == layers);
         let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
             Some(b) if start == layers => return BertOutput { first_computed: layers, ..b.clone() },
@@ -295,6 +316,10 @@ impl Bert {
                 attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
                 (Arc::new(att), Arc::new(outs))
             });
+            let outs = match patch {
+                Some(p) if p.heads.iter().any(|&h| spec.layer_of(h) == l) => p.apply(spec, l, &outs),
+                _ => outs,
+            };
             concat.copy_from_slice(&outs);
             attention.push(att);
             head_outputs.push(outs);
@@ -353,6 +378,43 @@ pub fn pool(spec: &ModelSpec, hidden: &[f32]) -> Vec<f32> {
     }
     let norm = if normalize { pooled.iter().map(|v| v * v).sum::<f64>().sqrt().max(1e-12) } else { 1.0 };
     pooled.iter().map(|v| (v / norm) as f32).collect()
+}
+
+/// Heads whose outputs a pass takes from another pass (activation patching,
+/// [`Bert::forward_patched`]): the source ran on tokens of the same count (position `t` of one is
+/// position `t` of the other) and kept its heads' outputs (a CPU pass).
+#[derive(Clone, Copy, Debug)]
+pub struct Patch<'a> {
+    /// The heads patched, numbered as in a [`HeadSet`].
+    pub heads: &'a [usize],
+    /// The pass their outputs come from.
+    pub from: &'a BertOutput,
+}
+
+impl Patch<'_> {
+    /// The first layer with a patched head (`None` when none is listed).
+    fn first_layer(&self, spec: &ModelSpec) -> Option<usize> {
+        self.heads.iter().map(|&h| spec.layer_of(h)).min()
+    }
+
+    /// Whether the source can patch a pass of `n` tokens of a model of shape `spec`.
+    fn fits(&self, spec: &ModelSpec, n: usize) -> bool {
+        self.from.seq_len == n
+            && self.from.head_outputs.len() == spec.layers
+            && self.heads.iter().all(|&h| h < spec.total_heads())
+    }
+
+    /// Layer `l`'s heads' outputs (`n x d_model`) with the patched heads' columns the source's.
+    fn apply(&self, spec: &ModelSpec, l: usize, outs: &Arc<Vec<f32>>) -> Arc<Vec<f32>> {
+        let (d, d_k, source) = (spec.d_model, spec.d_k(), &self.from.head_outputs[l]);
+        let mut patched = outs.as_ref().clone();
+        for h in self.heads.iter().filter(|&&h| spec.layer_of(h) == l).map(|&h| spec.head_in_layer(h)) {
+            for (row, from) in patched.chunks_exact_mut(d).zip(source.chunks_exact(d)) {
+                row[h * d_k..(h + 1) * d_k].copy_from_slice(&from[h * d_k..(h + 1) * d_k]);
+            }
+        }
+        Arc::new(patched)
+    }
 }
 
 /// What a forward pass of the trained model produces.

@@ -12,6 +12,7 @@ pub mod curves;
 pub mod digits;
 pub mod gradient;
 pub mod intervals;
+pub mod patching;
 pub mod pruned;
 pub mod roles;
 pub mod runner;

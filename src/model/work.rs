@@ -17,13 +17,14 @@
 //! tag 1 (Gradients): heads, count:u32 then count (ids ids score:f64)
 //! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids
 //! tag 3 (Roles):     count:u32 then count (ids, n:u32 then n bytes: 1 = punctuation)
+//! tag 4 (Patch):     ids (clean), ids (corrupted), count:u32 then count head:u32
 //! ```
 //!
 //! Decoding checks every length against what is left and against the limits below, so a
 //! damaged message is refused with a [`WireError`], never half-read; [`Work::check`] then checks
 //! the piece against the model that is to run it.
 
-use super::bert::Bert;
+use super::bert::{Bert, Patch};
 use super::gradient::{gates, pair_gradients};
 use super::pruned::{cost, PrunedBert};
 use super::roles::RoleCounter;
@@ -110,6 +111,18 @@ pub enum Work {
         /// The heads removed, one at a time.
         ablate: Vec<usize>,
     },
+    /// Activation patching ([`super::patching`]): the unpruned model's embeddings of `clean` and
+    /// `corrupted` (the same number of tokens), then for each head of `patch` in order, the
+    /// corrupted run with that head's output taken from the clean run, and the clean run with
+    /// that head removed ([`Done::Embeddings`]: clean, corrupted, then two per head).
+    Patch {
+        /// The clean sentence's token ids.
+        clean: Vec<u32>,
+        /// The corrupted sentence's, as many.
+        corrupted: Vec<u32>,
+        /// The heads patched (and removed), one at a time.
+        patch: Vec<usize>,
+    },
     /// Where every head of the full model attends over `sentences`, summed for
     /// [`RoleCounter`] ([`Done::HeadSums`], [`RoleCounter::to_sums`]).
     Roles {
@@ -175,6 +188,8 @@ impl Work {
                 sentences.iter().map(|s| ablation_flops(spec, s.len(), ablate)).sum()
             }
             Work::Roles { sentences, .. } => cost(spec, &all, &lengths(sentences)).total_flops,
+            // Removing a head and patching it cost the same: from its own layer on.
+            Work::Patch { clean, patch, .. } => 2 * ablation_flops(spec, clean.len(), patch),
         }
     }
 
@@ -206,6 +221,21 @@ impl Work {
                 }
                 Done::Embeddings(out)
             }
+            Work::Patch { clean, corrupted, patch } => {
+                let all = HeadSet::all(bert.spec().total_heads());
+                let (clean_run, corrupted_run) =
+                    (bert.forward(kernel, clean, &all), bert.forward(kernel, corrupted, &all));
+                let mut out = vec![clean_run.embedding.clone(), corrupted_run.embedding.clone()];
+                for &h in patch {
+                    let from = Patch { heads: &[h], from: &clean_run };
+                    let patched =
+                        bert.forward_patched(kernel, corrupted, &all, Some(&corrupted_run), Some(from));
+                    out.push(patched.embedding);
+                    let without = HeadSet::with_pruned(all.len(), [h]);
+                    out.push(bert.forward_from(kernel, clean, &without, Some(&clean_run)).embedding);
+                }
+                Done::Embeddings(out)
+            }
             Work::Roles { sentences, punctuation } => {
                 let (spec, mut counter) = (bert.spec(), RoleCounter::new(bert.spec()));
                 let all = HeadSet::all(spec.total_heads());
@@ -229,13 +259,19 @@ impl Work {
             }
             Work::Ablate { heads, sentences, .. } => (Some(heads), sentences.iter().collect()),
             Work::Roles { sentences, .. } => (None, sentences.iter().collect()),
+            Work::Patch { clean, corrupted, .. } => (None, vec![clean, corrupted]),
         };
         if heads.is_some_and(|h| h.len() != spec.total_heads()) {
             return Err(WireError::OutOfRange("a head set"));
         }
         match self {
-            Work::Ablate { ablate, .. } if ablate.iter().any(|&h| h >= spec.total_heads()) => {
+            Work::Ablate { ablate: heads, .. } | Work::Patch { patch: heads, .. }
+                if heads.iter().any(|&h| h >= spec.total_heads()) =>
+            {
                 return Err(WireError::OutOfRange("a head"));
+            }
+            Work::Patch { clean, corrupted, .. } if clean.len() != corrupted.len() => {
+                return Err(WireError::OutOfRange("a patched pair's length"));
             }
             Work::Roles { sentences, punctuation }
                 if punctuation.len() != sentences.len()
@@ -265,6 +301,7 @@ impl Work {
             (Work::Ablate { sentences, ablate, .. }, Done::Embeddings(e)) => {
                 embeddings(e, sentences.len() * (1 + ablate.len()))
             }
+            (Work::Patch { patch, .. }, Done::Embeddings(e)) => embeddings(e, 2 + 2 * patch.len()),
             (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == spec.total_heads(),
             (Work::Roles { .. }, Done::HeadSums(s)) => s.len() == RoleCounter::sums_len(spec),
             _ => false,
@@ -298,6 +335,13 @@ impl Work {
                 ablate.iter().for_each(|&h| w.u32(h));
                 w.u32(sentences.len());
                 sentences.iter().for_each(|s| w.ids(s));
+            }
+            Work::Patch { clean, corrupted, patch } => {
+                w.u8(4);
+                w.ids(clean);
+                w.ids(corrupted);
+                w.u32(patch.len());
+                patch.iter().for_each(|&h| w.u32(h));
             }
             Work::Roles { sentences, punctuation } => {
                 w.u8(3);
@@ -346,6 +390,12 @@ impl Work {
                     punctuation.push(r.flags()?);
                 }
                 Work::Roles { sentences, punctuation }
+            }
+            4 => {
+                let (clean, corrupted) = (r.ids()?, r.ids()?);
+                let count = r.count(MAX_ITEMS)?;
+                let patch = (0..count).map(|_| r.count(u32::MAX as usize)).collect::<Result<_, _>>()?;
+                Work::Patch { clean, corrupted, patch }
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -530,6 +580,11 @@ mod tests {
                 sentences: vec![vec![101, 1012, 102], vec![101, 102]],
                 punctuation: vec![vec![false, true, false], vec![false, false]],
             },
+            Work::Patch {
+                clean: vec![101, 7592, 102],
+                corrupted: vec![101, 2088, 102],
+                patch: vec![0, 71, 5],
+            },
         ]
     }
 
@@ -615,7 +670,7 @@ mod tests {
 
     #[test]
     fn a_result_is_accepted_only_for_its_own_kind_of_piece() {
-        let [embed, _, gradients, ablate, roles] = <[Work; 5]>::try_from(samples()).unwrap();
+        let [embed, _, gradients, ablate, roles, patch] = <[Work; 6]>::try_from(samples()).unwrap();
         let embeddings = |count| Done::Embeddings(vec![vec![0.0; SPEC.d_model]; count]);
         let sums = Done::HeadSums(vec![0.0; TOTAL]);
         assert!(embed.accepts(&SPEC, &embeddings(2)) && gradients.accepts(&SPEC, &sums));
@@ -626,6 +681,9 @@ mod tests {
         assert!(ablate.accepts(&SPEC, &embeddings(8)) && !ablate.accepts(&SPEC, &embeddings(6)));
         let role_sums = Done::HeadSums(vec![0.0; RoleCounter::sums_len(&SPEC)]);
         assert!(roles.accepts(&SPEC, &role_sums) && !roles.accepts(&SPEC, &sums));
+        // Both runs, then a patched and an ablated run per head.
+        assert!(patch.accepts(&SPEC, &embeddings(8)) && !patch.accepts(&SPEC, &embeddings(5)));
+        assert!(!patch.accepts(&SPEC, &sums));
     }
 
     #[test]
@@ -635,6 +693,10 @@ mod tests {
         let all = HeadSet::all(8);
         let ok = Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![0, 7] };
         assert_eq!(ok.check(&bert), Ok(()));
+        assert_eq!(
+            Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6, 3], patch: vec![0, 7] }.check(&bert),
+            Ok(())
+        );
         let refused = [
             Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![8] },
             Work::Embed { heads: HeadSet::all(72), ids: vec![vec![2, 3]] },
@@ -642,6 +704,10 @@ mod tests {
             Work::Embed { heads: all.clone(), ids: vec![vec![2; 9]] },
             Work::Embed { heads: all, ids: vec![vec![]] },
             Work::Roles { sentences: vec![vec![2, 3]], punctuation: vec![vec![false]] },
+            Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6], patch: vec![0] },
+            Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6, 3], patch: vec![8] },
+            Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 30, 3], patch: vec![1] },
+            Work::Patch { clean: vec![], corrupted: vec![], patch: vec![1] },
         ];
         for w in refused {
             assert!(w.check(&bert).is_err(), "{w:?}");

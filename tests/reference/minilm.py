@@ -45,6 +45,11 @@ SENTENCES = [
     "She paid off the loan at the bank.",
     "Attention heads can be pruned.",
 ]
+# The meaning check's candidates and activation patching's two sentences (src/model/check.rs,
+# src/model/patching.rs).
+CANDIDATES = ["We sat on the grassy bank by the river.", "The financial institution approved my loan."]
+PATCH_CLEAN = "I deposited my paycheck at the bank."
+PATCH_CORRUPTED = "I sat down on the grass at the bank."
 # (layer, head) pairs switched off for the masked case.
 PRUNED = [(0, 3), (1, 0), (2, 7), (3, 11), (5, 0), (5, 1), (5, 2), (5, 3)]
 
@@ -74,13 +79,16 @@ def gelu(x):
     return 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
 
 
-def forward(w, ids, pruned=()):
+def forward(w, ids, pruned=(), patch=(), source=None):
+    """The normalised mean-pooled embedding, each layer's attention and each layer's heads'
+    outputs (heads x n x dk, before the mask); the heads in `patch` ((layer, head) pairs) take
+    their outputs from `source`, another call's third result on as many tokens."""
     n, heads, d = len(ids), 12, 384
     dk = d // heads
     x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
     x = x + w["embeddings.token_type_embeddings.weight"][0]
     x = layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
-    attentions = []
+    attentions, contexts = [], []
     for l in range(6):
         p = f"encoder.layer.{l}."
         lin = lambda v, name: v @ w[p + name + ".weight"].T + w[p + name + ".bias"]
@@ -91,15 +99,19 @@ def forward(w, ids, pruned=()):
         s = s - s.max(-1, keepdims=True)
         probs = np.exp(s) / np.exp(s).sum(-1, keepdims=True)
         attentions.append(probs)
+        ctx = probs @ v
+        for h in range(heads):
+            if (l, h) in patch:
+                ctx[h] = source[l][h]
+        contexts.append(ctx.copy())
         mask = np.array([0.0 if (l, h) in pruned else 1.0 for h in range(heads)])
-        ctx = (probs * mask[:, None, None]) @ v
-        ctx = ctx.transpose(1, 0, 2).reshape(n, d)
+        ctx = (ctx * mask[:, None, None]).transpose(1, 0, 2).reshape(n, d)
         x = layer_norm(lin(ctx, "attention.output.dense") + x, w[p + "attention.output.LayerNorm.weight"],
                        w[p + "attention.output.LayerNorm.bias"])
         h = gelu(lin(x, "intermediate.dense"))
         x = layer_norm(lin(h, "output.dense") + x, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
     pooled = x.mean(0)
-    return pooled / np.linalg.norm(pooled), attentions
+    return pooled / np.linalg.norm(pooled), attentions, contexts
 
 
 def main(model_dir):
@@ -114,8 +126,8 @@ def main(model_dir):
     out = []
     for s in SENTENCES:
         ids = tok.encode(s).ids
-        emb, att = forward(w, ids)
-        emb_pruned, _ = forward(w, ids, PRUNED)
+        emb, att, _ = forward(w, ids)
+        emb_pruned, _, _ = forward(w, ids, PRUNED)
         out.append({
             "text": s,
             "ids": ids,
@@ -129,6 +141,37 @@ def main(model_dir):
     with open(os.path.join(FIXTURES, "minilm-forward.json"), "w") as f:
         json.dump(out, f, indent=0)
     print("wrote", len(cases), "tokenizer cases and", len(out), "forward cases")
+    patching(w, tok)
+
+
+def patching(w, tok):
+    """Activation patching on the meaning check (src/model/patching.rs): every head's clean
+    output put into the corrupted run, and every head removed from the clean run, scored by the
+    check's margin toward the clean run's choice."""
+    ids = lambda s: tok.encode(s).ids
+    clean, corrupted = ids(PATCH_CLEAN), ids(PATCH_CORRUPTED)
+    candidates = [forward(w, ids(c))[0] for c in CANDIDATES]
+    cos = lambda a, b: float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+    clean_emb, _, clean_ctx = forward(w, clean)
+    toward = 1 if cos(clean_emb, candidates[1]) > cos(clean_emb, candidates[0]) else 0
+    margin = lambda e: cos(e, candidates[toward]) - cos(e, candidates[1 - toward])
+    heads = [(l, h) for l in range(6) for h in range(12)]
+    patched = [margin(forward(w, corrupted, patch={lh}, source=clean_ctx)[0]) for lh in heads]
+    ablated = [margin(forward(w, clean, pruned={lh})[0]) for lh in heads]
+    out = {
+        "clean": PATCH_CLEAN,
+        "corrupted": PATCH_CORRUPTED,
+        "clean_ids": clean,
+        "corrupted_ids": corrupted,
+        "candidates": CANDIDATES,
+        "clean_margin": margin(clean_emb),
+        "corrupted_margin": margin(forward(w, corrupted)[0]),
+        "patched_margins": patched,
+        "ablated_margins": ablated,
+    }
+    with open(os.path.join(FIXTURES, "minilm-patching.json"), "w") as f:
+        json.dump(out, f, indent=0)
+    print("wrote the patching reference: margins", out["clean_margin"], out["corrupted_margin"])
 
 
 if __name__ == "__main__":
