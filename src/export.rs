@@ -104,6 +104,28 @@ pub fn layered_importance_csv(ranking: &Ranking, heads: &HeadSet, measure: &str,
     out
 }
 
+/// `head,layer,head_in_layer,metric,restored,lost`: every head's activation-patching effect (the
+/// share of the clean-minus-corrupted gap of `metric` its clean output restores in the corrupted
+/// run) and its ablation effect (the share lost when it is removed from the clean run); the two
+/// runs' values (`runs`: clean, corrupted) on the first two lines, as comments.
+pub fn patching_csv(
+    metric: &str,
+    runs: (f64, f64),
+    restored: &[f64],
+    lost: &[f64],
+    per_layer: usize,
+) -> String {
+    let per_layer = per_layer.max(1);
+    let mut out = format!(
+        "# clean {metric} {}\n# corrupted {metric} {}\nhead,layer,head_in_layer,metric,restored,lost\n",
+        runs.0, runs.1
+    );
+    for (h, (restored, lost)) in restored.iter().zip(lost).enumerate() {
+        let _ = writeln!(out, "{h},{},{},{metric},{restored},{lost}", h / per_layer + 1, h % per_layer);
+    }
+    out
+}
+
 /// `heads_pruned,least_important_first_rel_l2,random_mean_rel_l2`: the drift curve, k = 0..=heads.
 pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
     let mut out = String::from("heads_pruned,least_important_first_rel_l2,random_mean_rel_l2\n");
@@ -183,6 +205,26 @@ mod tests {
             }
         }
         rows
+    }
+
+    #[test]
+    fn patching_rows_read_back_with_their_heads_and_exact_shares() {
+        let (restored, lost) = ([0.25, -0.125, 1.0 / 3.0, 0.0, 0.5], [0.5, 0.0, -0.75, 1.0, 0.1]);
+        let csv = patching_csv("margin", (0.023, -0.4), &restored, &lost, 2);
+        assert!(csv.starts_with("# clean margin 0.023\n# corrupted margin -0.4\n"), "{csv}");
+        let rows = parse(csv.lines().skip(2).map(|l| format!("{l}\n")).collect::<String>().as_str());
+        assert_eq!(rows[0], ["head", "layer", "head_in_layer", "metric", "restored", "lost"]);
+        assert_eq!(rows.len(), 1 + 5);
+        for (h, row) in rows[1..].iter().enumerate() {
+            assert_eq!(
+                row[..4],
+                [h.to_string(), (h / 2 + 1).to_string(), (h % 2).to_string(), "margin".into()]
+            );
+            assert_eq!(
+                (row[4].parse::<f64>().unwrap(), row[5].parse::<f64>().unwrap()),
+                (restored[h], lost[h])
+            );
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The trained model's long work, in one place, below the page and above the model.
 //!
 //! Every long computation is a job: the importance sweeps ([`sweep`]), the task's importance, the
-//! quality of a set of heads and the heads' roles ([`task`]), the pruning curves ([`curves`]) and
-//! the pruned-forward timing ([`timing`]). [`driver::drive`] runs each through one loop: before
+//! quality of a set of heads and the heads' roles ([`task`]), the pruning curves ([`curves`]),
+//! activation patching ([`patching`]) and the pruned-forward timing ([`timing`]). [`driver::drive`] runs each through one loop: before
 //! every step the browser gets a turn, the job stops when its input changed (its
 //! [`ticket::Ticket`], a condition on its inputs, no longer holds), and its progress is published with the time left at
 //! the pace measured where it runs ([`pace`]).

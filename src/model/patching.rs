@@ -249,7 +249,13 @@ impl PatchEffects {
 
 /// A share as a percentage of whole points ("38 %", "-4 %").
 pub fn percent(share: f64) -> String {
-    format!("{:.0} %", 100.0 * share)
+    format!("{} %", percent_points(share))
+}
+
+/// A share in whole percentage points, as a grid cell shows it ("27", "-4"; "0", never "-0").
+pub fn percent_points(share: f64) -> String {
+    let points = (100.0 * share).round();
+    format!("{}", if points == 0.0 { 0.0 } else { points })
 }
 
 /// The `k` largest values' indices, largest first (ties by index).
@@ -333,6 +339,10 @@ mod tests {
         assert!(s.contains("Spearman correlation of"), "{s}");
         assert_eq!(percent(0.384), "38 %");
         assert_eq!(percent(-0.04), "-4 %");
+        assert_eq!(
+            (percent_points(0.2704), percent_points(-0.004), percent_points(-0.04)),
+            ("27".into(), "0".into(), "-4".into())
+        );
     }
 
     #[test]

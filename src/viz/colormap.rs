@@ -31,9 +31,41 @@ pub fn viridis_css_gradient() -> String {
     format!("linear-gradient(to right, {})", stops.join(", "))
 }
 
+/// The blue end of [`diverging`] (ColorBrewer RdBu's).
+const BLUE: [u8; 3] = [33, 102, 172];
+
+/// The red end of [`diverging`].
+const RED: [u8; 3] = [178, 24, 43];
+
+/// A diverging map for signed shares: white at 0, blue toward `+1`, red toward `-1` (clamped;
+/// NaN is white). Blue and red stay apart for the common forms of colour blindness.
+pub fn diverging(t: f32) -> [u8; 3] {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(-1.0, 1.0) };
+    let end = if t >= 0.0 { BLUE } else { RED };
+    let f = t.abs();
+    std::array::from_fn(|c| (255.0 + (end[c] as f32 - 255.0) * f).round() as u8)
+}
+
+/// Whether text on `rgb` reads better white than black (Rec. 601 luma below the middle).
+pub fn wants_light_text([r, g, b]: [u8; 3]) -> bool {
+    (0.299 * r as f32 + 0.587 * g as f32 + 0.114 * b as f32) < 140.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn diverging_is_white_at_zero_and_its_ends_beyond() {
+        assert_eq!(diverging(0.0), [255, 255, 255]);
+        assert_eq!(diverging(f32::NAN), [255, 255, 255]);
+        assert_eq!((diverging(1.0), diverging(4.0)), (BLUE, BLUE));
+        assert_eq!((diverging(-1.0), diverging(-4.0)), (RED, RED));
+        // Halfway is halfway in every channel, and the sign picks the hue.
+        assert_eq!(diverging(0.5), [144, 179, 214]);
+        assert!(diverging(-0.5)[0] > diverging(-0.5)[2]);
+        assert!(wants_light_text(BLUE) && wants_light_text(RED) && !wants_light_text(diverging(0.3)));
+    }
 
     #[test]
     fn ends_and_clamping() {

@@ -4,8 +4,9 @@
 // pruned heads, and its SVG; a phone's width.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { artifacts, download, suite } from './harness.mjs';
+import { artifacts, download, root, suite } from './harness.mjs';
 
 const app = suite({ gpu: true, noGpu: true });
 
@@ -196,4 +197,51 @@ test('on a phone the code walk and the flow fit the width, and view=code embeds 
     assert.deepEqual(problems, []);
     await page.close();
   }
+});
+
+test('activation patching: on request, every head patched and removed on the workers, each share the float64 reference\'s, by either metric, with a CSV', async () => {
+  const { page, problems, lab: { trained, patching } } = await open('?preset=minilm&backend=cpu');
+  await trained.waitReady({ timeout: 120000 });
+  // Nothing runs before the reader asks; a pair of other token counts is refused with its counts.
+  assert.equal(await patching.summary.count(), 0);
+  await patching.setCorrupted('I sat on the grass.');
+  await patching.refused.waitText(/the clean one has 12, the corrupted one 8/);
+  assert.equal(await patching.run.isDisabled(), true);
+  await patching.setCorrupted('I sat down on the grass at the bank.');
+  await patching.refused.waitFor({ state: 'detached' });
+  await patching.run.click();
+  await patching.summary.waitFor({ timeout: 120000 });
+  const summary = await patching.summary.textContent();
+  console.log(summary);
+  assert.match(summary, /^By the meaning check's margin: the clean run 0\.02\d, the corrupted run -0\.40\d\./);
+  assert.match(summary, /share of the difference: layer 4 head 9 \(27 %\)/);
+  // Each head's shares are the float64 reference's (tests/reference/minilm.py, float32 weights)
+  // to what the page's f16 weights allow: 3e-4 on a margin, over a gap of 0.42.
+  const ref = JSON.parse(await readFile(join(root, 'tests/fixtures/minilm-patching.json'), 'utf8'));
+  const gap = ref.clean_margin - ref.corrupted_margin;
+  const want = {
+    restored: ref.patched_margins.map((m) => (m - ref.corrupted_margin) / gap),
+    lost: ref.ablated_margins.map((m) => (ref.clean_margin - m) / gap),
+  };
+  for (const kind of ['restored', 'lost']) {
+    const got = await patching.shares(kind);
+    assert.equal(got.length, 72);
+    const worst = Math.max(...got.map((v, h) => Math.abs(v - want[kind][h])));
+    console.log(`${kind}: worst difference from the float64 reference ${worst.toExponential(2)}`);
+    assert.ok(worst < 1e-3, `${kind}: ${worst}`);
+  }
+  await page.screenshot({ path: join(artifacts, 'patching.png'), fullPage: true });
+  // The other metric reads the same runs: no new job.
+  await patching.metric.selectOption('similarity');
+  await patching.summary.waitText(/^By the embedding's cosine to the clean run's: the clean run 1\.0000/);
+  assert.equal(await patching.status.textContent(), '');
+  const csv = await download(page, patching.exportCsv);
+  assert.equal(csv.name, 'headlab-minilm-patching-similarity.csv');
+  const rows = csv.bytes.toString('utf8').trim().split('\n');
+  assert.match(rows[0], /^# clean similarity 1/);
+  assert.equal(rows[2], 'head,layer,head_in_layer,metric,restored,lost');
+  assert.equal(rows.length, 3 + 72);
+  assert.deepEqual(rows.slice(3).map((r) => Number(r.split(',')[4])), await patching.shares('restored'));
+  assert.deepEqual(problems, []);
+  await page.close();
 });

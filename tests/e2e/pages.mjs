@@ -526,6 +526,36 @@ class Task {
 }
 
 /** The page objects of the app in `root` (a page, or the frame it is embedded in). */
+class Patching {
+  constructor(root) {
+    this.root = root;
+  }
+
+  get panel() { return element(this.root, 'patching'); }
+  get clean() { return element(this.root, 'patch-clean'); }
+  get corrupted() { return element(this.root, 'patch-corrupted'); }
+  get cleanTokens() { return element(this.root, 'patch-clean-tokens'); }
+  get corruptedTokens() { return element(this.root, 'patch-corrupted-tokens'); }
+  get metric() { return element(this.root, 'patch-metric'); }
+  get run() { return element(this.root, 'patch-run'); }
+  get refused() { return element(this.root, 'patch-refused'); }
+  get status() { return element(this.root, 'patch-status'); }
+  get summary() { return element(this.root, 'patch-summary'); }
+  get exportCsv() { return element(this.root, 'export-patching-csv'); }
+  grid(kind) { return element(this.root, `patch-grid-${kind}`); }
+
+  /** Types `value` as the corrupted sentence and leaves the box. */
+  async setCorrupted(value) {
+    await this.corrupted.fill(value);
+    await this.corrupted.blur();
+  }
+
+  /** Every head's share of `kind` ('restored' or 'lost'), in the model's head order. */
+  shares(kind) {
+    return this.grid(kind).locator('.share-cell').evaluateAll((cells) => cells.map((c) => Number(c.dataset.value)));
+  }
+}
+
 export class Lab {
   constructor(root) {
     this.root = root;
@@ -540,6 +570,7 @@ export class Lab {
     this.flow = new Flow(root);
     this.trained = new Trained(root);
     this.task = new Task(root);
+    this.patching = new Patching(root);
     this.header = root.locator('.page-header');
     this.footer = root.locator('.page-footer');
   }

@@ -247,6 +247,27 @@ for (const engine of engines) {
       await assertClean(driver, 'workers');
     });
 
+    check(engine, "activation patching on two workers: every head's share is the float64 reference's, and Chromium's", async () => {
+      await driver.get(`${base}/?preset=minilm&backend=cpu&threads=2`);
+      const run = `document.querySelector('[data-testid=patch-run]')`;
+      await until(driver, `${run} && !${run}.disabled`, 'the patching button', 180000);
+      await driver.executeScript(`${run}.click()`);
+      const cells = (kind) => `[...document.querySelectorAll('[data-testid=patch-grid-${kind}] .share-cell')].map((c) => Number(c.dataset.value))`;
+      await until(driver, `${cells('restored')}.length === 72`, 'the patching grids', 180000);
+      const [restored, lost] = await driver.executeScript(`return [${cells('restored')}, ${cells('lost')}]`);
+      const ref = JSON.parse(await readFile(join(import.meta.dirname, '../fixtures/minilm-patching.json'), 'utf8'));
+      const gap = ref.clean_margin - ref.corrupted_margin;
+      const worst = Math.max(...restored.map((v, h) => Math.abs(v - (ref.patched_margins[h] - ref.corrupted_margin) / gap)),
+        ...lost.map((v, h) => Math.abs(v - (ref.clean_margin - ref.ablated_margins[h]) / gap)));
+      record(engine, { patchWorst: worst.toExponential(1) });
+      // The page's f16 weights: 3e-4 on a margin, over a gap of 0.42.
+      assert.ok(worst < 1e-3, `a share ${worst} from the float64 reference's`);
+      await compareWithChromium(engine, session, 'patchRestored', restored[3 * 12 + 9]);
+      await compareWithChromium(engine, session, 'patchLost', lost[5 * 12 + 10]);
+      await screenshot(session, 'patching');
+      await assertClean(driver, 'patching');
+    });
+
     check(engine, "a reader's checkpoint, served (?model=) or picked, draws its heads, its drift equals the float64 reference, its curves have intervals", async () => {
       // The random checkpoints of scripts/make-checkpoints.sh, with their float64 references.
       const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8')).page;
@@ -360,11 +381,11 @@ async function report() {
     const f = r.facts ?? {};
     const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
     return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
-      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
+      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${r.patchWorst ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
       + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
   });
-  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | tests passed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | patching: worst share vs float64 | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
 }

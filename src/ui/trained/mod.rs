@@ -13,6 +13,7 @@ mod layer;
 mod loader;
 mod model_flow;
 mod models;
+mod patching;
 mod source;
 mod task;
 mod task_view;
@@ -32,6 +33,7 @@ use layer::LayerHeads;
 use loader::Shown;
 use model_flow::TrainedFlow;
 use models::Models;
+use patching::PatchPanel;
 use source::ModelSource;
 use task::TaskPanel;
 use task_view::TaskView;
@@ -96,6 +98,7 @@ fn ModelPanel(shown: Shown) -> impl IntoView {
             <p data-testid="trained-contrast">{contrast_text}</p>
             <TrainedFlow />
             <TaskPanel />
+            <PatchPanel />
             <p class="muted" data-testid="model-credit">{move || credit(view)}</p>
         </Show>
     }
