@@ -6,6 +6,7 @@
 
 use std::fmt::{self, Write};
 
+use crate::attention::atlas::Atlas;
 use crate::attention::importance::Ranking;
 use crate::attention::{Drift, HeadSet};
 
@@ -126,6 +127,25 @@ pub fn patching_csv(
     out
 }
 
+/// `head,layer,head_in_layer,cluster,L1H0,...`: the head atlas, a row and a column per head in
+/// the atlas's order (alike heads side by side), each row with its cluster (from 1, as cut into
+/// `clusters`) and its mean Jensen-Shannon divergence (bits) to every head.
+pub fn atlas_csv(atlas: &Atlas, clusters: &[usize], per_layer: usize) -> String {
+    let per_layer = per_layer.max(1);
+    let name = |h: usize| format!("L{}H{}", h / per_layer + 1, h % per_layer);
+    let order = &atlas.tree.order;
+    let mut out = String::from("head,layer,head_in_layer,cluster");
+    order.iter().for_each(|&h| out.push_str(&format!(",{}", name(h))));
+    out.push('\n');
+    for &a in order {
+        let cluster = clusters.get(a).map_or(0, |c| c + 1);
+        let _ = write!(out, "{a},{},{},{cluster}", a / per_layer + 1, a % per_layer);
+        order.iter().for_each(|&b| out.push_str(&format!(",{}", atlas.distances.get(a, b))));
+        out.push('\n');
+    }
+    out
+}
+
 /// `heads_pruned,least_important_first_rel_l2,random_mean_rel_l2`: the drift curve, k = 0..=heads.
 pub fn drift_curve_csv(ranked: &[f64], random: &[f64]) -> String {
     let mut out = String::from("heads_pruned,least_important_first_rel_l2,random_mean_rel_l2\n");
@@ -205,6 +225,22 @@ mod tests {
             }
         }
         rows
+    }
+
+    #[test]
+    fn the_atlas_reads_back_square_in_its_order_with_clusters() {
+        use crate::attention::atlas::Distances;
+        let d = Distances::from_rows(3, vec![0.0, 0.5, 0.1, 0.5, 0.0, 0.4, 0.1, 0.4, 0.0]);
+        let tree = d.cluster();
+        let atlas = Atlas { distances: d, tree, rows: 9 };
+        let clusters = atlas.tree.clusters(2);
+        let rows = parse(&atlas_csv(&atlas, &clusters, 2));
+        // Heads 0 and 2 are alike, so side by side.
+        assert_eq!(atlas.tree.order, vec![0, 2, 1]);
+        assert_eq!(rows[0], ["head", "layer", "head_in_layer", "cluster", "L1H0", "L2H0", "L1H1"]);
+        assert_eq!(rows[1], ["0", "1", "0", "1", "0", "0.1", "0.5"]);
+        assert_eq!(rows[3], ["1", "1", "1", "2", "0.5", "0.4", "0"]);
+        assert_eq!(rows.len(), 4);
     }
 
     #[test]

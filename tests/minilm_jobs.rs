@@ -265,3 +265,54 @@ fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own
     assert!((similarity.clean - 1.0).abs() < 1e-6 && similarity.measurable());
     println!("{}", margin.summary(&SPEC));
 }
+
+#[test]
+fn the_atlas_is_the_same_on_workers_and_puts_alike_heads_together() {
+    use headlab::jobs::task::{HeadAtlas, HeadRoles};
+    use headlab::model::roles::Role;
+    let model = fp32_model();
+    let data = Rc::new(TaskData::new(sts_pairs(), &model.tokenizer));
+    let here = engine(model.clone(), 1);
+    let atlas = run(&here, Planned::new(HeadAtlas::new(&here, &data)));
+    // Eight pieces of eight sentences through the wire on four workers: the same bits.
+    let workers = engine(model.clone(), 4);
+    assert_eq!(run(&workers, Planned::new(HeadAtlas::new(&workers, &data))), atlas, "workers vs here");
+    let (d, total) = (&atlas.distances, SPEC.total_heads());
+    for a in 0..total {
+        assert_eq!(d.get(a, a), 0.0);
+        for b in 0..total {
+            assert_eq!(d.get(a, b), d.get(b, a));
+        }
+    }
+    // Heads of one specialised role attend alike: closer to each other than to the other heads.
+    let roles = run(&here, Planned::new(HeadRoles::new(&here, &data)));
+    let mean = |pairs: Vec<(usize, usize)>| {
+        pairs.iter().map(|&(a, b)| d.get(a, b)).sum::<f64>() / pairs.len() as f64
+    };
+    let mut checked = 0;
+    for role in Role::ALL.into_iter().filter(|&r| r != Role::None) {
+        let with: Vec<usize> = (0..total).filter(|&h| roles[h] == role).collect();
+        if with.len() < 2 {
+            continue;
+        }
+        checked += 1;
+        let within = mean(
+            with.iter().flat_map(|&a| with.iter().filter(move |&&b| b != a).map(move |&b| (a, b))).collect(),
+        );
+        let across = mean(
+            with.iter()
+                .flat_map(|&a| (0..total).filter(|b| !with.contains(b)).map(move |b| (a, b)))
+                .collect(),
+        );
+        println!(
+            "{} heads ({}): mean divergence {within:.3} among them, {across:.3} to the others",
+            role.name(),
+            with.len()
+        );
+        assert!(within < 0.6 * across, "{role:?}: {within} vs {across}");
+    }
+    // MiniLM has broad and to-[CLS] heads by the dozen.
+    assert!(checked >= 2, "{checked} roles of two heads or more");
+    let clusters = atlas.tree.clusters(6);
+    println!("{:?}", headlab::model::filter::cluster_lines(&clusters, Some(&roles), &SPEC));
+}

@@ -2,7 +2,9 @@
 //! oracle, sets of heads, output drift, importance and what the page shows of them. No web or
 //! GPU dependency; compiled and tested natively.
 
+pub mod align;
 pub mod analysis;
+pub mod atlas;
 pub mod clock;
 pub mod config;
 pub mod heads;

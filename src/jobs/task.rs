@@ -6,6 +6,8 @@ use std::rc::Rc;
 
 use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
+use super::pool::Priority;
+use crate::attention::atlas::{Atlas, PatternSums};
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::model::intervals::Bootstrap;
@@ -238,6 +240,57 @@ impl Plan for HeadRoles {
             self.counter.absorb(sums);
         }
         self.batch.done.push(done);
+    }
+
+    fn progress(&self, engine: &Engine) -> Progress {
+        let done = (self.batch.done.len() * ROLE_SENTENCES_PER_PIECE).min(self.sentences);
+        Progress { done, total: self.sentences, left: self.batch.left(engine) }
+    }
+}
+
+/// The head atlas over the first [`ROLE_SENTENCES`] sentences of the pairs (the sentences the
+/// roles are counted on), on the full model.
+pub struct HeadAtlas {
+    sums: PatternSums,
+    batch: Batch,
+    sentences: usize,
+    handed: bool,
+}
+
+impl HeadAtlas {
+    /// The atlas of `engine`'s model's heads on `data`'s first sentences.
+    pub fn new(engine: &Engine, data: &TaskData) -> HeadAtlas {
+        let take = ROLE_SENTENCES.min(data.ids.len());
+        let pieces = data.ids[..take]
+            .chunks(ROLE_SENTENCES_PER_PIECE)
+            .map(|s| Work::Atlas { sentences: s.to_vec() })
+            .collect();
+        let sums = PatternSums::new(engine.model().spec().total_heads());
+        HeadAtlas { sums, batch: Batch::new(pieces), sentences: take, handed: false }
+    }
+}
+
+impl Plan for HeadAtlas {
+    type Output = Atlas;
+
+    fn next(&mut self) -> Next<Atlas> {
+        if !std::mem::replace(&mut self.handed, true) {
+            return Next::Run(self.batch.pieces.clone());
+        }
+        Next::Finished(Atlas::from_sums(&self.sums))
+    }
+
+    fn absorb(&mut self, done: Done) {
+        // Summed in the pieces' order wherever they ran: the same sums to the bit.
+        if let Done::HeadSums(sums) = &done {
+            self.sums.absorb(sums);
+        }
+        self.batch.done.push(done);
+    }
+
+    /// The reader asked for it and waits: ahead of background work.
+    fn priority(&self) -> Priority {
+        Priority::Now
     }
 
     fn progress(&self, engine: &Engine) -> Progress {

@@ -10,6 +10,7 @@ pub mod config;
 pub mod contrast;
 pub mod curves;
 pub mod digits;
+pub mod filter;
 pub mod gradient;
 pub mod intervals;
 pub mod patching;

@@ -18,6 +18,7 @@
 //! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids
 //! tag 3 (Roles):     count:u32 then count (ids, n:u32 then n bytes: 1 = punctuation)
 //! tag 4 (Patch):     ids (clean), ids (corrupted), count:u32 then count head:u32
+//! tag 5 (Atlas):     count:u32 then count ids
 //! ```
 //!
 //! Decoding checks every length against what is left and against the limits below, so a
@@ -29,6 +30,7 @@ use super::gradient::{gates, pair_gradients};
 use super::pruned::{cost, PrunedBert};
 use super::roles::RoleCounter;
 use super::spec::ModelSpec;
+use crate::attention::atlas::PatternSums;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 
@@ -45,6 +47,9 @@ pub const MAX_TOKENS: usize = 8192;
 
 /// Most heads a message's head set may have, and most values in a result.
 pub const MAX_VALUES: usize = 1 << 20;
+
+/// FLOPs counted for one term of a Jensen-Shannon divergence (a logarithm and a few products).
+pub const JS_TERM_FLOPS: u64 = 20;
 
 /// Two sentences' token ids and their similarity score in `[0, 1]`.
 pub type Pair = (Vec<u32>, Vec<u32>, f64);
@@ -123,6 +128,12 @@ pub enum Work {
         /// The heads patched (and removed), one at a time.
         patch: Vec<usize>,
     },
+    /// How alike every two heads of the full model attend over `sentences`, summed for the head
+    /// atlas ([`Done::HeadSums`], [`PatternSums::to_sums`]).
+    Atlas {
+        /// The sentences' token ids.
+        sentences: Vec<Vec<u32>>,
+    },
     /// Where every head of the full model attends over `sentences`, summed for
     /// [`RoleCounter`] ([`Done::HeadSums`], [`RoleCounter::to_sums`]).
     Roles {
@@ -190,6 +201,12 @@ impl Work {
             Work::Roles { sentences, .. } => cost(spec, &all, &lengths(sentences)).total_flops,
             // Removing a head and patching it cost the same: from its own layer on.
             Work::Patch { clean, patch, .. } => 2 * ablation_flops(spec, clean.len(), patch),
+            Work::Atlas { sentences } => {
+                let (total, pairs) =
+                    (spec.total_heads() as u64, PatternSums::sums_len(spec.total_heads()) as u64);
+                let rows: u64 = sentences.iter().map(|s| (s.len() * s.len()) as u64).sum();
+                cost(spec, &all, &lengths(sentences)).total_flops + rows * (pairs + total) * JS_TERM_FLOPS
+            }
         }
     }
 
@@ -236,6 +253,14 @@ impl Work {
                 }
                 Done::Embeddings(out)
             }
+            Work::Atlas { sentences } => {
+                let all = HeadSet::all(bert.spec().total_heads());
+                let mut sums = PatternSums::new(all.len());
+                for ids in sentences {
+                    sums.add(&bert.forward(kernel, ids, &all).attention, ids.len());
+                }
+                Done::HeadSums(sums.to_sums())
+            }
             Work::Roles { sentences, punctuation } => {
                 let (spec, mut counter) = (bert.spec(), RoleCounter::new(bert.spec()));
                 let all = HeadSet::all(spec.total_heads());
@@ -260,6 +285,7 @@ impl Work {
             Work::Ablate { heads, sentences, .. } => (Some(heads), sentences.iter().collect()),
             Work::Roles { sentences, .. } => (None, sentences.iter().collect()),
             Work::Patch { clean, corrupted, .. } => (None, vec![clean, corrupted]),
+            Work::Atlas { sentences } => (None, sentences.iter().collect()),
         };
         if heads.is_some_and(|h| h.len() != spec.total_heads()) {
             return Err(WireError::OutOfRange("a head set"));
@@ -304,6 +330,7 @@ impl Work {
             (Work::Patch { patch, .. }, Done::Embeddings(e)) => embeddings(e, 2 + 2 * patch.len()),
             (Work::Gradients { .. }, Done::HeadSums(s)) => s.len() == spec.total_heads(),
             (Work::Roles { .. }, Done::HeadSums(s)) => s.len() == RoleCounter::sums_len(spec),
+            (Work::Atlas { .. }, Done::HeadSums(s)) => s.len() == PatternSums::sums_len(spec.total_heads()),
             _ => false,
         }
     }
@@ -342,6 +369,11 @@ impl Work {
                 w.ids(corrupted);
                 w.u32(patch.len());
                 patch.iter().for_each(|&h| w.u32(h));
+            }
+            Work::Atlas { sentences } => {
+                w.u8(5);
+                w.u32(sentences.len());
+                sentences.iter().for_each(|s| w.ids(s));
             }
             Work::Roles { sentences, punctuation } => {
                 w.u8(3);
@@ -396,6 +428,10 @@ impl Work {
                 let count = r.count(MAX_ITEMS)?;
                 let patch = (0..count).map(|_| r.count(u32::MAX as usize)).collect::<Result<_, _>>()?;
                 Work::Patch { clean, corrupted, patch }
+            }
+            5 => {
+                let count = r.count(MAX_ITEMS)?;
+                Work::Atlas { sentences: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? }
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -585,6 +621,7 @@ mod tests {
                 corrupted: vec![101, 2088, 102],
                 patch: vec![0, 71, 5],
             },
+            Work::Atlas { sentences: vec![vec![101, 7592, 102], vec![101, 102]] },
         ]
     }
 
@@ -670,7 +707,7 @@ mod tests {
 
     #[test]
     fn a_result_is_accepted_only_for_its_own_kind_of_piece() {
-        let [embed, _, gradients, ablate, roles, patch] = <[Work; 6]>::try_from(samples()).unwrap();
+        let [embed, _, gradients, ablate, roles, patch, atlas] = <[Work; 7]>::try_from(samples()).unwrap();
         let embeddings = |count| Done::Embeddings(vec![vec![0.0; SPEC.d_model]; count]);
         let sums = Done::HeadSums(vec![0.0; TOTAL]);
         assert!(embed.accepts(&SPEC, &embeddings(2)) && gradients.accepts(&SPEC, &sums));
@@ -684,6 +721,10 @@ mod tests {
         // Both runs, then a patched and an ablated run per head.
         assert!(patch.accepts(&SPEC, &embeddings(8)) && !patch.accepts(&SPEC, &embeddings(5)));
         assert!(!patch.accepts(&SPEC, &sums));
+        // Every two heads' sum, and the rows.
+        assert!(
+            atlas.accepts(&SPEC, &Done::HeadSums(vec![0.0; 72 * 71 / 2 + 1])) && !atlas.accepts(&SPEC, &sums)
+        );
     }
 
     #[test]
@@ -708,6 +749,7 @@ mod tests {
             Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6, 3], patch: vec![8] },
             Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 30, 3], patch: vec![1] },
             Work::Patch { clean: vec![], corrupted: vec![], patch: vec![1] },
+            Work::Atlas { sentences: vec![vec![2, 30]] },
         ];
         for w in refused {
             assert!(w.check(&bert).is_err(), "{w:?}");

@@ -31,6 +31,25 @@ pub fn viridis_css_gradient() -> String {
     format!("linear-gradient(to right, {})", stops.join(", "))
 }
 
+/// Okabe and Ito's eight colours, told apart by the common forms of colour blindness: for
+/// categories (the head atlas's clusters).
+pub const CATEGORIES: [[u8; 3]; 8] = [
+    [230, 159, 0],
+    [86, 180, 233],
+    [0, 158, 115],
+    [240, 228, 66],
+    [0, 114, 178],
+    [213, 94, 0],
+    [204, 121, 167],
+    [102, 102, 102],
+];
+
+/// Category `i`'s colour as CSS (the palette repeats after eight).
+pub fn category_css(i: usize) -> String {
+    let [r, g, b] = CATEGORIES[i % CATEGORIES.len()];
+    format!("rgb({r},{g},{b})")
+}
+
 /// The blue end of [`diverging`] (ColorBrewer RdBu's).
 const BLUE: [u8; 3] = [33, 102, 172];
 

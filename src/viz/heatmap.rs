@@ -1,6 +1,6 @@
 //! An attention matrix as RGBA pixels, one pixel per (query, key) pair.
 
-use super::colormap::viridis;
+use super::colormap::{diverging, viridis};
 
 /// Colour scale of one heatmap: weights from 0 to `max` map onto the whole colour map.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,9 +29,34 @@ pub fn rasterize(weights: &[f32], n: usize, scale: Scale) -> Vec<u8> {
     rgba
 }
 
+/// RGBA bytes for an `n x n` matrix of signed values (a difference of two attention maps): white
+/// at 0, blue for positive, red for negative, full colour at `max_abs` (the largest magnitude).
+pub fn rasterize_signed(values: &[f32], n: usize) -> Vec<u8> {
+    assert_eq!(values.len(), n * n, "an n x n matrix");
+    let max_abs = values.iter().copied().filter(|v| v.is_finite()).fold(0.0f32, |m, v| m.max(v.abs()));
+    let max_abs = max_abs.max(f32::MIN_POSITIVE);
+    values
+        .iter()
+        .flat_map(|&v| {
+            let [r, g, b] = diverging(v / max_abs);
+            [r, g, b, 255]
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signed_values_are_white_at_zero_and_full_at_the_largest_magnitude() {
+        let px = rasterize_signed(&[0.0, 0.5, -0.25, f32::NAN], 2);
+        assert_eq!(px.len(), 16);
+        assert_eq!(&px[0..4], &[255, 255, 255, 255]);
+        assert_eq!([px[4], px[5], px[6]], diverging(1.0));
+        assert_eq!([px[8], px[9], px[10]], diverging(-0.5));
+        assert_eq!([px[12], px[13], px[14]], [255, 255, 255], "NaN is drawn as no difference");
+    }
 
     #[test]
     fn one_pixel_per_weight_scaled_to_the_max() {

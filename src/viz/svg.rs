@@ -54,14 +54,22 @@ const CELL: usize = 16;
 /// key), coloured as the page colours it (0 to the matrix's largest weight), each with a tooltip
 /// naming its query, key and weight. `tokens` names the positions when there are `n` of them.
 pub fn heatmap(weights: &[f32], n: usize, tokens: &[impl AsRef<str>], title: &str) -> String {
-    assert_eq!(weights.len(), n * n, "an n x n matrix");
-    let pixels = rasterize(weights, n, Scale::fit(weights));
     let name = |i: usize| {
         tokens
             .get(i)
             .filter(|_| tokens.len() == n)
             .map_or(format!("t{i}"), |t| format!("t{i} {}", t.as_ref()))
     };
+    matrix(weights, n, &(0..n).map(name).collect::<Vec<_>>(), title)
+}
+
+/// An `n x n` matrix of values in `[0, largest]` as an SVG document, coloured as the page
+/// colours a heatmap, each square's tooltip naming its row and column (`names`) and its value.
+pub fn matrix(weights: &[f32], n: usize, names: &[String], title: &str) -> String {
+    assert_eq!(weights.len(), n * n, "an n x n matrix");
+    assert_eq!(names.len(), n, "a name per row");
+    let pixels = rasterize(weights, n, Scale::fit(weights));
+    let name = |i: usize| &names[i];
     let side = n * CELL;
     let mut svg = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{side}\" height=\"{side}\" viewBox=\"0 0 {side} {side}\" \
@@ -78,8 +86,8 @@ pub fn heatmap(weights: &[f32], n: usize, tokens: &[impl AsRef<str>], title: &st
                 p[0],
                 p[1],
                 p[2],
-                escape(&name(q)),
-                escape(&name(k)),
+                escape(name(q)),
+                escape(name(k)),
                 weights[q * n + k],
             ));
         }
