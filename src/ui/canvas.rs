@@ -9,7 +9,7 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent
 
 use crate::settings::Theme;
 use crate::viz::chart::Palette;
-use crate::viz::heatmap::{rasterize, Scale};
+use crate::viz::heatmap::{rasterize, rasterize_signed, Scale};
 
 /// Draws an `n x n` attention matrix into `canvas`, one pixel per weight.
 pub fn draw_heatmap(
@@ -22,6 +22,18 @@ pub fn draw_heatmap(
     let ctx: CanvasRenderingContext2d =
         canvas.get_context("2d")?.ok_or("no 2d context")?.dyn_into().map_err(|_| "not a 2d context")?;
     let pixels = rasterize(weights, n, Scale::fit(weights));
+    let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&pixels), n as u32, n as u32)?;
+    ctx.put_image_data(&image, 0.0, 0.0)
+}
+
+/// Draws an `n x n` matrix of signed values into `canvas`, one pixel per value, blue above zero
+/// and red below ([`rasterize_signed`]).
+pub fn draw_signed_heatmap(canvas: &HtmlCanvasElement, values: &[f32], n: usize) -> Result<(), JsValue> {
+    canvas.set_width(n as u32);
+    canvas.set_height(n as u32);
+    let ctx: CanvasRenderingContext2d =
+        canvas.get_context("2d")?.ok_or("no 2d context")?.dyn_into().map_err(|_| "not a 2d context")?;
+    let pixels = rasterize_signed(values, n);
     let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&pixels), n as u32, n as u32)?;
     ctx.put_image_data(&image, 0.0, 0.0)
 }

@@ -65,9 +65,24 @@ pub fn diverging(t: f32) -> [u8; 3] {
     std::array::from_fn(|c| (255.0 + (end[c] as f32 - 255.0) * f).round() as u8)
 }
 
-/// Whether text on `rgb` reads better white than black (Rec. 601 luma below the middle).
-pub fn wants_light_text([r, g, b]: [u8; 3]) -> bool {
-    (0.299 * r as f32 + 0.587 * g as f32 + 0.114 * b as f32) < 140.0
+/// WCAG 2's relative luminance of an sRGB colour.
+fn luminance(rgb: [u8; 3]) -> f64 {
+    let lin = |c: u8| {
+        let c = c as f64 / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
+}
+
+/// Whether white text on `rgb` has more contrast than black (WCAG 2's ratio): the better of
+/// the two is always at least 4.58:1, above the 4.5:1 small text needs.
+pub fn wants_light_text(rgb: [u8; 3]) -> bool {
+    let l = luminance(rgb);
+    1.05 / (l + 0.05) > (l + 0.05) / 0.05
 }
 
 #[cfg(test)]
@@ -84,6 +99,21 @@ mod tests {
         assert_eq!(diverging(0.5), [144, 179, 214]);
         assert!(diverging(-0.5)[0] > diverging(-0.5)[2]);
         assert!(wants_light_text(BLUE) && wants_light_text(RED) && !wants_light_text(diverging(0.3)));
+        // Every colour of both maps gets text of at least 4.5:1 contrast, black or white.
+        let ratio = |rgb| {
+            let l = luminance(rgb);
+            if wants_light_text(rgb) {
+                1.05 / (l + 0.05)
+            } else {
+                (l + 0.05) / 0.05
+            }
+        };
+        for i in 0..=100 {
+            let t = i as f32 / 100.0;
+            for rgb in [viridis(t), diverging(t), diverging(-t)] {
+                assert!(ratio(rgb) >= 4.5, "{rgb:?}: {}", ratio(rgb));
+            }
+        }
     }
 
     #[test]

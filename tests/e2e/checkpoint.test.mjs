@@ -152,10 +152,10 @@ test('?model= on another site is refused with a message, and the built-in model 
   await page.close();
 });
 
-test("a loaded checkpoint gets every tool of the trained panel: importance by each measure, prune-k, the CSV, roles, rollout, the meaning check, quality and the three curves", async () => {
+test("a loaded checkpoint gets every tool of the trained panel: importance by each measure, prune-k, the CSV, roles, rollout, the meaning check, the atlas, patching, two sentences, quality and the three curves", async () => {
   // BERT with 2 layers of 4 heads of 9, F32, no pooling config (mean), served.
   const path = `${CHECKPOINTS_PATH}bert-odd`;
-  const { page, problems, lab: { trained, task, flow } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent('The bank of the river was muddy after the rain.')}`);
+  const { page, problems, lab: { trained, task, flow, atlas, patching } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent('The bank of the river was muddy after the rain.')}`);
   await trained.waitModel('bert-odd', 4, { timeout: 60000 });
   assert.equal(await page.locator('[data-testid^="grid-"]').count(), 8, 'a grid of 2 x 4 heads');
   // Each importance measure ranks the model's 8 heads.
@@ -190,6 +190,20 @@ test("a loaded checkpoint gets every tool of the trained panel: importance by ea
   await flow.waitDrawn({ timeout: 60000 });
   assert.match(await flow.change.textContent(), /^With 3 heads pruned, ".+" draws on /);
   await task.rolesSummary.waitText(/Roles over the first \d+ sentences/, { timeout: 120000 });
+  // Beyond looking, on this model too: the atlas of its 8 heads, patching, two sentences.
+  await atlas.run.click();
+  await atlas.summary.waitFor({ timeout: 120000 });
+  assert.equal(await atlas.matrix.evaluate((c) => c.width), 8);
+  assert.equal((await atlas.gridClusters()).filter((c) => c !== null).length, 8);
+  await patching.clean.fill('a b c d');
+  await patching.clean.blur();
+  await patching.setCorrupted('a c b d');
+  await patching.metric.selectOption('similarity');
+  await patching.run.click();
+  await patching.summary.waitFor({ timeout: 120000 });
+  console.log(`bert-odd patching: ${await patching.summary.textContent()}`);
+  assert.equal((await patching.shares('restored')).length, 8);
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=compare-grid] .share-cell').length === 8, null, { timeout: 60000 });
   // Quality on the STS pairs with the pruned heads, then the three curves to the end.
   const quality = await task.quality({ timeout: 120000 });
   assert.ok(quality > -1 && quality < 1, `quality ${quality}`);

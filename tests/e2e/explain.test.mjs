@@ -245,3 +245,99 @@ test('activation patching: on request, every head patched and removed on the wor
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test('the head atlas: on request, every two heads compared on the workers, clustered, coloured on the grid, a head beside its nearest; the filter shows a role, a cluster, the most important', async () => {
+  const { page, problems, lab: { trained, atlas } } = await open('?preset=minilm&backend=cpu');
+  await trained.waitReady({ timeout: 120000 });
+  // The filter shows the previous-token heads the roles find (layer 1 head 2 among them).
+  await atlas.filter.selectOption('role-prev');
+  await atlas.filterCount.waitText(/^ \d+ of 72 heads shown\.$/, { timeout: 120000 });
+  const previous = await atlas.shownHeads();
+  console.log(`previous-token heads: ${previous.join(', ')}`);
+  assert.ok(previous.includes(2), `layer 1 head 2 is a previous-token head: ${previous}`);
+  assert.ok(previous.length < 72);
+  const shownCount = Number((await atlas.filterCount.textContent()).match(/(\d+) of/)[1]);
+  assert.equal(shownCount, previous.length);
+  // The atlas waits for the reader.
+  assert.equal(await atlas.summary.count(), 0);
+  assert.deepEqual([...new Set(await atlas.gridClusters())], [null]);
+  await atlas.run.click();
+  await atlas.summary.waitFor({ timeout: 180000 });
+  assert.equal(await atlas.summary.locator('li').count(), 6);
+  console.log((await atlas.summary.textContent()).replace(/\.C/g, '.\nC'));
+  // Every head has its cluster on the grid; six clusters, all used.
+  const clusters = await atlas.gridClusters();
+  assert.equal(clusters.length, 72);
+  assert.deepEqual([...new Set(clusters)].sort(), [1, 2, 3, 4, 5, 6]);
+  // The matrix is one pixel per pair of heads, drawn.
+  assert.equal(await atlas.matrix.evaluate((c) => c.width), 72);
+  // A head beside its three nearest, each drawn on the sentence.
+  await atlas.head.selectOption('2');
+  await atlas.near.locator('figure').nth(3).waitFor();
+  assert.equal(await atlas.near.locator('figure').count(), 4);
+  const captions = await atlas.near.locator('figcaption').allTextContents();
+  assert.match(captions[0], /^layer 1 head 2 · this head/);
+  const apart = captions.slice(1).map((c) => Number(c.match(/· (\d\.\d{3}) bits apart/)[1]));
+  assert.deepEqual(apart, [...apart].sort((a, b) => a - b), 'nearest first');
+  // The filter by cluster shows that cluster's heads; by importance, ten.
+  await atlas.filter.selectOption('cluster-0');
+  await atlas.filterCount.waitText(/^ \d+ of 72 heads shown\.$/);
+  const first = await atlas.shownHeads();
+  assert.deepEqual(first, clusters.map((c, h) => [c, h]).filter(([c]) => c === 1).map(([, h]) => h));
+  await atlas.filter.selectOption('important');
+  await atlas.filterCount.waitText(/^ 10 of 72 heads shown\.$/, { timeout: 120000 });
+  await page.screenshot({ path: join(artifacts, 'atlas.png'), fullPage: true });
+  // Fewer clusters: the grid and the list follow.
+  await atlas.clusters.selectOption('3');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=atlas-summary] li').length === 3);
+  assert.deepEqual([...new Set(await atlas.gridClusters())].sort(), [1, 2, 3]);
+  // The exports: the matrix with its heads in the atlas's order and clusters, and as SVG.
+  const csv = await download(page, atlas.exportCsv);
+  assert.equal(csv.name, 'headlab-minilm-atlas.csv');
+  const rows = csv.bytes.toString('utf8').trim().split('\n').map((r) => r.split(','));
+  assert.equal(rows.length, 73);
+  assert.deepEqual(rows[0].slice(0, 4), ['head', 'layer', 'head_in_layer', 'cluster']);
+  assert.equal(rows[0].length, 4 + 72);
+  for (const [i, row] of rows.slice(1).entries()) {
+    assert.equal(Number(row[4 + i]), 0, 'a head is no distance from itself');
+    assert.equal(Number(row[3]), (await atlas.gridClusters())[Number(row[0])]);
+  }
+  const svg = await download(page, atlas.exportSvg);
+  const text = svg.bytes.toString('utf8');
+  assert.equal((text.match(/<rect /g) ?? []).length, 72 * 72);
+  assert.match(text, /<title>layer 1 head 2 → /);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("two sentences side by side: the meaning check's pair aligned by their shared pieces, every head's difference, the layer's maps, the embeddings' cosine", async () => {
+  const { page, problems, lab: { trained } } = await open('?preset=minilm&backend=cpu');
+  await trained.waitReady({ timeout: 120000 });
+  const rule = page.getByTestId('compare-rule');
+  const cells = () => page.getByTestId('compare-grid').locator('.share-cell').evaluateAll((c) => c.map((e) => Number(e.dataset.value)));
+  await page.getByTestId('compare-check').click();
+  await trained.text.waitFor();
+  assert.equal(await trained.text.inputValue(), 'We sat on the grassy bank by the river.');
+  await page.waitForFunction(() => /They have 12 and 9 tokens/.test(document.querySelector('[data-testid=compare-rule]')?.textContent ?? ''), null, { timeout: 60000 });
+  assert.match(await rule.textContent(), /compared where both have the same piece, in order \(a longest common subsequence\), 4 tokens: \[CLS\] the \. \[SEP\]\.$/);
+  const outputs = page.getByTestId('compare-outputs');
+  const cosine = Number(await outputs.getAttribute('data-cosine'));
+  console.log(await outputs.textContent());
+  assert.ok(cosine > 0 && cosine < 0.9, `the two candidates' cosine ${cosine}`);
+  const differences = await cells();
+  assert.equal(differences.length, 72);
+  assert.ok(differences.every((v) => v >= 0) && Math.max(...differences) > 0);
+  // The chosen layer's heads, drawn on the four aligned tokens.
+  assert.equal(await page.getByTestId('compare-map-0').evaluate((c) => c.width), 4);
+  await page.getByTestId('compare').screenshot({ path: join(artifacts, 'compare.png') });
+  // The same sentence twice: position by position, and nothing differs.
+  const second = page.getByTestId('second-text');
+  await second.fill('We sat on the grassy bank by the river.');
+  await second.blur();
+  await page.waitForFunction(() => /^Both have 12 tokens: compared position by position\.$/.test(document.querySelector('[data-testid=compare-rule]')?.textContent ?? ''), null, { timeout: 60000 });
+  await page.waitForFunction(() => [...document.querySelectorAll('[data-testid=compare-grid] .share-cell')].every((c) => Number(c.dataset.value) === 0));
+  assert.equal(Number(await outputs.getAttribute('data-cosine')).toFixed(6), '1.000000');
+  assert.equal(await page.getByTestId('compare-map-0').evaluate((c) => c.width), 12);
+  assert.deepEqual(problems, []);
+  await page.close();
+});

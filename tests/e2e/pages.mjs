@@ -526,6 +526,36 @@ class Task {
 }
 
 /** The page objects of the app in `root` (a page, or the frame it is embedded in). */
+class Atlas {
+  constructor(root) {
+    this.root = root;
+  }
+
+  get panel() { return element(this.root, 'atlas'); }
+  get run() { return element(this.root, 'atlas-run'); }
+  get status() { return element(this.root, 'atlas-status'); }
+  get summary() { return element(this.root, 'atlas-summary'); }
+  get clusters() { return element(this.root, 'atlas-clusters'); }
+  get matrix() { return element(this.root, 'atlas-matrix'); }
+  get head() { return element(this.root, 'atlas-head'); }
+  get near() { return element(this.root, 'atlas-near'); }
+  get exportCsv() { return element(this.root, 'export-atlas-csv'); }
+  get exportSvg() { return element(this.root, 'export-atlas-svg'); }
+  get filter() { return element(this.root, 'head-filter'); }
+  get filterCount() { return element(this.root, 'head-filter-count'); }
+
+  /** The heads the grid shows under the filter (numbered as the model numbers them). */
+  shownHeads() {
+    return this.root.locator(byPrefix(GRID)).evaluateAll((cells) => cells
+      .map((c, i) => [c.dataset.shown === 'true', i]).filter(([shown]) => shown).map(([, i]) => i));
+  }
+
+  /** Every head's cluster on the grid (from 1), or null before the atlas is in. */
+  gridClusters() {
+    return this.root.locator(byPrefix(GRID)).evaluateAll((cells) => cells.map((c) => (c.dataset.cluster ? Number(c.dataset.cluster) : null)));
+  }
+}
+
 class Patching {
   constructor(root) {
     this.root = root;
@@ -571,6 +601,7 @@ export class Lab {
     this.trained = new Trained(root);
     this.task = new Task(root);
     this.patching = new Patching(root);
+    this.atlas = new Atlas(root);
     this.header = root.locator('.page-header');
     this.footer = root.locator('.page-footer');
   }

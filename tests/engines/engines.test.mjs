@@ -268,6 +268,26 @@ for (const engine of engines) {
       await assertClean(driver, 'patching');
     });
 
+    check(engine, "the head atlas draws on two workers, and the filter shows the previous-token heads the roles find", async () => {
+      await driver.get(`${base}/?preset=minilm&backend=cpu&threads=2`);
+      const run = `document.querySelector('[data-testid=atlas-run]')`;
+      await until(driver, `${run} && !${run}.disabled`, 'the atlas button', 180000);
+      await setValue(driver, 'head-filter', 'role-prev');
+      await until(driver, `/^ \\d+ of 72 heads shown\\.$/.test(document.querySelector('[data-testid=head-filter-count]')?.textContent ?? '')`, 'the roles', 180000);
+      const shown = await driver.executeScript(`return [...document.querySelectorAll('.grid-head')].map((c, i) => [c.dataset.shown, i]).filter(([s]) => s === 'true').map(([, i]) => i)`);
+      assert.ok(shown.includes(2) && shown.length < 72, `previous-token heads: ${shown}`);
+      await driver.executeScript(`${run}.click()`);
+      await until(driver, `document.querySelectorAll('[data-testid=atlas-summary] li').length === 6`, 'the atlas', 180000);
+      const atlas = await driver.executeScript(`return { width: document.querySelector('[data-testid=atlas-matrix]').width,
+        clusters: [...document.querySelectorAll('.grid-head')].map((c) => Number(c.dataset.cluster)),
+        summary: document.querySelector('[data-testid=atlas-summary]').textContent }`);
+      assert.equal(atlas.width, 72);
+      assert.deepEqual([...new Set(atlas.clusters)].sort(), [1, 2, 3, 4, 5, 6]);
+      await compareWithChromium(engine, session, 'atlasClusters', atlas.clusters.join(''));
+      await screenshot(session, 'atlas');
+      await assertClean(driver, 'atlas');
+    });
+
     check(engine, "a reader's checkpoint, served (?model=) or picked, draws its heads, its drift equals the float64 reference, its curves have intervals", async () => {
       // The random checkpoints of scripts/make-checkpoints.sh, with their float64 references.
       const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8')).page;

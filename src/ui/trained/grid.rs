@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use super::atlas::AtlasView;
 use super::task_view::TaskView;
 use super::view::TrainedView;
 use crate::attention::HeadSet;
@@ -11,6 +12,7 @@ use crate::model::digits::margin_text;
 use crate::model::roles::Role;
 use crate::settings::Measure;
 use crate::ui::keyboard::arrow_focus;
+use crate::viz::colormap::category_css;
 
 /// The grid: a row per layer, a button per head, each labelled with its role.
 #[component]
@@ -123,9 +125,16 @@ fn GridHead(layer: usize, head: usize, index: usize) -> impl IntoView {
     let importance = move || task.importance_now().map(|imp| (imp.ranking.per_head[i], imp.ranking.share(i)));
     let measure = view.choices.measure;
     let role = move || task.roles.get().flatten().and_then(|r| r.get(i).copied()).unwrap_or(Role::None);
+    let atlas = AtlasView::get();
+    let cluster = move || atlas.cluster_of().and_then(|c| c.get(i).copied());
+    // Hidden by the filter only once what it needs is known.
+    let hidden = move || atlas.shows(i) == Some(false);
     view! {
         <button
             class="grid-head"
+            class:filtered-out=hidden
+            data-shown=move || (!hidden()).to_string()
+            data-cluster=move || cluster().map(|c| (c + 1).to_string())
             aria-label=format!("layer {}, head {head}", layer + 1)
             data-nav="grid"
             data-testid=format!("grid-{layer}-{head}")
@@ -133,9 +142,16 @@ fn GridHead(layer: usize, head: usize, index: usize) -> impl IntoView {
             data-role=move || role().short()
             title=move || {
                 let what = importance().map(|(v, _)| value_text(measure.get(), v)).unwrap_or_else(|| "measuring…".into());
-                format!("layer {}, head {head}: {what}; role: {}", layer + 1, role().name())
+                let cluster = cluster().map(|c| format!("; atlas cluster {}", c + 1)).unwrap_or_default();
+                format!("layer {}, head {head}: {what}; role: {}{cluster}", layer + 1, role().name())
             }
-            style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
+            style=move || {
+                let weight = format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share));
+                match cluster() {
+                    Some(c) => format!("{weight}; --cluster: {}", category_css(c)),
+                    None => weight,
+                }
+            }
             on:click=move |_| heads.update(|s| {
                 if i < s.len() {
                     s.toggle(i)

@@ -8,6 +8,8 @@
 //! computed lives in `crate::jobs` and `crate::model`, started by the resources of [`view`] and
 //! [`task_view`]; the components here display it.
 
+mod atlas;
+mod compare;
 mod grid;
 mod layer;
 mod loader;
@@ -28,6 +30,8 @@ use crate::settings::{TrainedSource, MAX_TEXT_CHARS};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::{AppState, EXAMPLES};
+use atlas::{AtlasPanel, AtlasView, GridFilter};
+use compare::ComparePanel;
 use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
 use loader::Shown;
@@ -78,6 +82,7 @@ fn ModelPanel(shown: Shown) -> impl IntoView {
     let view = TrainedView::new(&shown);
     view.provide();
     TaskView::new(view).provide();
+    AtlasView::new(TaskView::get()).provide();
     view! {
         <p class="muted" data-testid="trained-backend">
             {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
@@ -93,12 +98,15 @@ fn ModelPanel(shown: Shown) -> impl IntoView {
             <LayerHeads />
             <Exports />
             <MeasureChoice />
+            <GridFilter />
             <HeadGrid />
             <PruneLeast />
             <p data-testid="trained-contrast">{contrast_text}</p>
             <TrainedFlow />
             <TaskPanel />
+            <AtlasPanel />
             <PatchPanel />
+            <ComparePanel />
             <p class="muted" data-testid="model-credit">{move || credit(view)}</p>
         </Show>
     }

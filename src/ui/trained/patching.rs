@@ -231,7 +231,7 @@ fn ShareGrid(title: &'static str, values: Vec<f64>, scale: f64, kind: &'static s
     let cell = move |h: usize| {
         let v = values[h];
         let rgb = diverging((v / scale) as f32);
-        let text = if wants_light_text(rgb) { "#fff" } else { "#1d1d1f" };
+        let text = if wants_light_text(rgb) { "#fff" } else { "#000" };
         let style = format!("background: rgb({},{},{}); color: {text}", rgb[0], rgb[1], rgb[2]);
         let (l, i) = (spec.layer_of(h), spec.head_in_layer(h));
         view! {
