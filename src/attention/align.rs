@@ -75,7 +75,7 @@ impl Alignment {
     pub fn difference_map(&self, a: &[f32], b: &[f32], head: usize) -> Vec<f32> {
         let (na, nb) = self.lengths;
         assert!(
-            a.len() % (na * na).max(1) == 0 && b.len() % (nb * nb).max(1) == 0,
+            a.len().is_multiple_of((na * na).max(1)) && b.len().is_multiple_of((nb * nb).max(1)),
             "maps of the aligned sentences"
         );
         let (a, b) = (&a[head * na * na..(head + 1) * na * na], &b[head * nb * nb..(head + 1) * nb * nb]);
