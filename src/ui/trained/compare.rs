@@ -9,12 +9,12 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::view::TrainedView;
+use super::SentenceInput;
 use crate::attention::align::{align, Alignment};
 use crate::attention::cosine;
 use crate::jobs::engine::Pass;
 use crate::model::check::CANDIDATES;
 use crate::model::tokenizer::Token;
-use crate::settings::MAX_TEXT_CHARS;
 use crate::ui::canvas::draw_signed_heatmap;
 use crate::ui::state::EXAMPLES;
 use crate::viz::colormap::{viridis, wants_light_text};
@@ -70,22 +70,10 @@ pub fn ComparePanel() -> impl IntoView {
                  above attends more, red where the second does), and how far apart the two runs' hidden states are \
                  before each layer."
             </p>
-            <label class="text-input">
-                "Second sentence "
-                <textarea
-                    data-testid="second-text"
-                    rows="1"
-                    maxlength=MAX_TEXT_CHARS.to_string()
-                    prop:value=move || second.get()
-                    on:change=move |ev| second.set(event_target_value(&ev))
-                ></textarea>
-            </label>
+            <SentenceInput label="Second sentence " text=second testid="second-text" tokens=Signal::derive(move || tokens.get()) />
             <div class="buttons examples">
                 <button data-testid="compare-check" on:click=check_example>"The meaning check's two sentences"</button>
             </div>
-            <p class="tokens" data-testid="second-tokens">
-                {move || tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
-            </p>
             {move || compared().map(|c| view! { <CompareResult compared=c /> })}
         </section>
     }

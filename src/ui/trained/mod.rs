@@ -26,6 +26,7 @@ use leptos::prelude::*;
 use crate::attention::clock::show_ms;
 use crate::export::{attention_csv, layered_importance_csv};
 use crate::model::digits::cosine_text;
+use crate::model::tokenizer::Token;
 use crate::settings::{TrainedSource, MAX_TEXT_CHARS};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
@@ -159,6 +160,32 @@ fn Sentence() -> impl IntoView {
                     }
                 })
         }}
+    }
+}
+
+/// A sentence of the panel's tools (patching, the side-by-side), its tokens and their count.
+#[component]
+fn SentenceInput(
+    label: &'static str,
+    text: RwSignal<String>,
+    testid: &'static str,
+    tokens: Signal<Vec<Token>>,
+) -> impl IntoView {
+    view! {
+        <label class="text-input">
+            {label}
+            <textarea
+                data-testid=testid
+                rows="1"
+                maxlength=MAX_TEXT_CHARS.to_string()
+                prop:value=move || text.get()
+                on:change=move |ev| text.set(event_target_value(&ev))
+            ></textarea>
+        </label>
+        <p class="tokens" data-testid=format!("{testid}-tokens")>
+            {move || tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
+            <span class="muted">{move || format!("{} tokens", tokens.read().len())}</span>
+        </p>
     }
 }
 

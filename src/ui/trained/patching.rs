@@ -7,6 +7,7 @@ use std::rc::Rc;
 use leptos::prelude::*;
 
 use super::view::{engine_is, TrainedView};
+use super::SentenceInput;
 use crate::export::patching_csv;
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::patching::PatchSweep;
@@ -14,8 +15,6 @@ use crate::jobs::ticket::Ticket;
 use crate::model::patching::{
     check_pair, percent, percent_points, PatchEffects, PatchMetric, Patching, CLEAN, CORRUPTED,
 };
-use crate::model::tokenizer::Token;
-use crate::settings::MAX_TEXT_CHARS;
 use crate::ui::files;
 use crate::ui::state::AppState;
 use crate::viz::colormap::{diverging, wants_light_text};
@@ -145,32 +144,6 @@ fn status_text(state: PatchState) -> String {
         (Some(done), Some(asked)) if done.pair != asked => "Patching…".into(),
         (None, Some(_)) => "Patching…".into(),
         _ => String::new(),
-    }
-}
-
-/// A sentence to patch, its tokens and their count.
-#[component]
-fn SentenceInput(
-    label: &'static str,
-    text: RwSignal<String>,
-    testid: &'static str,
-    tokens: Signal<Vec<Token>>,
-) -> impl IntoView {
-    view! {
-        <label class="text-input">
-            {label}
-            <textarea
-                data-testid=testid
-                rows="1"
-                maxlength=MAX_TEXT_CHARS.to_string()
-                prop:value=move || text.get()
-                on:change=move |ev| text.set(event_target_value(&ev))
-            ></textarea>
-        </label>
-        <p class="tokens" data-testid=format!("{testid}-tokens")>
-            {move || tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
-            <span class="muted">{move || format!("{} tokens", tokens.read().len())}</span>
-        </p>
     }
 }
 
