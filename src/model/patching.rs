@@ -23,6 +23,7 @@ use super::check::ANCHOR;
 use super::digits::{margin_text, MARGIN_ERROR};
 use super::spec::ModelSpec;
 use crate::attention::cosine;
+use crate::attention::importance::least_important_first;
 use crate::attention::stats::spearman;
 
 /// The clean sentence the page starts with: the meaning check's anchor.
@@ -258,12 +259,9 @@ pub fn percent_points(share: f64) -> String {
     format!("{}", if points == 0.0 { 0.0 } else { points })
 }
 
-/// The `k` largest values' indices, largest first (ties by index).
+/// The `k` largest values' indices, largest first.
 fn top(values: &[f64], k: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..values.len()).collect();
-    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
-    order.truncate(k);
-    order
+    least_important_first(values).into_iter().rev().take(k).collect()
 }
 
 #[cfg(test)]
