@@ -172,3 +172,50 @@ fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
         );
     }
 }
+
+#[test]
+fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_within_0_003() {
+    use headlab::attention::precision::Precision;
+    use headlab::model::pruned::PrunedBert;
+    use headlab::model::CALIBRATION;
+    let (mut bert, tok) = (checkpoint(), tokenizer());
+    let all = HeadSet::all(SPEC.total_heads());
+    let f16 = bert.clone();
+    let calibration: Vec<Vec<u32>> =
+        CALIBRATION.iter().map(|s| tok.encode(s).iter().map(|t| t.id).collect()).collect();
+    bert.set_precision(Kernel::Simd, Precision::Int8, &calibration);
+    assert_eq!((bert.precision(), f16.precision()), (Precision::Int8, Precision::F16));
+    let mut worst = 1.0f64;
+    for kernel in Kernel::ALL {
+        for case in fixture("minilm-forward.json").as_array().unwrap() {
+            let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
+            let c = cosine(&bert.forward(kernel, &ids, &all).embedding, &floats(&case["embedding"]));
+            assert!(c >= 0.999, "{kernel:?} {:?}: cosine {c} to the float64 reference", case["text"]);
+            worst = worst.min(c);
+        }
+    }
+    // Longer sentences, against the f32 pass (itself within 1e-6 of the reference's cosine).
+    let words = "the river bank was steep and she sat on it to watch the water run past the old mill ";
+    for n in [8, 32, 128, 512] {
+        let mut ids: Vec<u32> = tok.encode(&words.repeat(40)).iter().map(|t| t.id).collect();
+        let sep = *ids.last().unwrap();
+        ids.truncate(n - 1);
+        ids.push(sep);
+        let (a, b) = (
+            bert.forward(Kernel::Simd, &ids, &all).embedding,
+            f16.forward(Kernel::Simd, &ids, &all).embedding,
+        );
+        let c = headlab::attention::cosine(&a, &b);
+        println!("8-bit at {n} tokens: cosine {c:.6} to the f16 model's embedding");
+        assert!(c >= 0.999, "{n} tokens: cosine {c}");
+        worst = worst.min(c);
+    }
+    let pairs = sts_pairs();
+    let ids = pairs.ids(&tok);
+    let quality = |b: &headlab::model::bert::Bert| {
+        pairs.quality(&PrunedBert::new(b, &all).embed_batch(Kernel::Simd, &ids))
+    };
+    let (q8, q16) = (quality(&bert), quality(&f16));
+    println!("8-bit: worst cosine {worst:.6}; STS quality {q8:.5} against {q16:.5} in f16");
+    assert!((q8 - q16).abs() <= 0.003, "quality {q8} against {q16}");
+}

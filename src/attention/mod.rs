@@ -10,6 +10,7 @@ pub mod config;
 pub mod heads;
 pub mod importance;
 pub mod oracle;
+pub mod precision;
 pub mod prune;
 pub mod rollout;
 pub mod stats;

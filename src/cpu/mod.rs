@@ -19,6 +19,7 @@ pub mod gemm;
 pub mod generated;
 pub mod head_loop;
 pub mod head_shards;
+pub mod int8;
 pub mod mat;
 pub mod packed;
 pub mod softmax;

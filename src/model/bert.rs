@@ -15,10 +15,12 @@
 use std::sync::Arc;
 
 use super::spec::{Activation, ModelSpec, Pooling};
+use crate::attention::precision::Precision;
 use crate::attention::synthetic::hash32;
 use crate::attention::HeadSet;
 use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+use crate::cpu::int8::{qgemm, ActivationBits, QuantizedWeights};
 use crate::cpu::{attend, Kernel};
 
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
@@ -28,6 +30,57 @@ pub struct Linear {
     pub w: Vec<f32>,
     /// `out`.
     pub b: Vec<f32>,
+    /// `W` quantized to 8 bits, when the model runs at [`Precision::Int8`]: products use it.
+    pub int8: Option<Arc<QuantizedWeights>>,
+}
+
+impl Linear {
+    /// A layer in f32 (no 8-bit copy).
+    pub fn new(w: Vec<f32>, b: Vec<f32>) -> Linear {
+        Linear { w, b, int8: None }
+    }
+
+    /// Output features.
+    pub fn out(&self) -> usize {
+        self.b.len()
+    }
+
+    /// Input features.
+    pub fn inp(&self) -> usize {
+        self.w.len() / self.b.len().max(1)
+    }
+
+    /// The 8-bit copy of this layer, its activations' outliers moved into the weights by their
+    /// largest magnitudes `input_max` per input feature ([`QuantizedWeights::smoothed`]).
+    pub fn quantize(&mut self, input_max: &[f32], bits: ActivationBits) {
+        let q = QuantizedWeights::smoothed(&self.w, self.out(), self.inp(), input_max);
+        self.int8 = Some(Arc::new(q.with_activation_bits(bits)));
+    }
+
+    /// Output features `rows` (in that order) and their biases; the 8-bit copy keeps its bytes
+    /// and scales.
+    pub fn select_outputs(&self, rows: &[usize]) -> Linear {
+        let inp = self.inp();
+        Linear {
+            w: rows.iter().flat_map(|&o| self.w[o * inp..(o + 1) * inp].iter().copied()).collect(),
+            b: rows.iter().map(|&o| self.b[o]).collect(),
+            int8: self.int8.as_ref().map(|q| Arc::new(q.select_channels(rows))),
+        }
+    }
+
+    /// Input features in `ranges` (in order) with `bias`; the 8-bit copy keeps each channel's
+    /// scale.
+    pub fn select_inputs(&self, ranges: &[std::ops::Range<usize>], bias: Vec<f32>) -> Linear {
+        let w = self
+            .w
+            .chunks_exact(self.inp())
+            .flat_map(|row| ranges.iter().flat_map(move |r| row[r.clone()].iter().copied()));
+        Linear {
+            w: w.collect(),
+            b: bias,
+            int8: self.int8.as_ref().map(|q| Arc::new(q.select_inputs(ranges))),
+        }
+    }
 }
 
 /// LayerNorm's scale and shift.
@@ -149,6 +202,67 @@ pub fn tensor_names(spec: &ModelSpec) -> Vec<(String, Vec<usize>)> {
 }
 
 impl Bert {
+    /// The precision its dense layers run at.
+    pub fn precision(&self) -> Precision {
+        match self.layers.first() {
+            Some(layer) if layer.out.int8.is_some() => Precision::Int8,
+            _ => Precision::F16,
+        }
+    }
+
+    /// Every dense layer at `precision`. For [`Precision::Int8`] the weights are quantized with
+    /// the largest inputs each layer sees over `calibration` (token ids of a few sentences), as
+    /// this model computes them in f32; for [`Precision::F16`] the 8-bit copies are dropped.
+    pub fn set_precision(&mut self, kernel: Kernel, precision: Precision, calibration: &[Vec<u32>]) {
+        if precision == self.precision() {
+            return;
+        }
+        let maxima = match precision {
+            Precision::F16 => None,
+            Precision::Int8 => Some(self.input_maxima(kernel, calibration)),
+        };
+        for (l, layer) in self.layers.iter_mut().enumerate() {
+            let [q, k, v] = &mut layer.qkv;
+            let lins = [q, k, v, &mut layer.out, &mut layer.ffn_in, &mut layer.ffn_out];
+            for (i, lin) in lins.into_iter().enumerate() {
+                match &maxima {
+                    None => lin.int8 = None,
+                    Some(m) => match int8_plan(i, &m[l]) {
+                        Some((input_max, bits)) => lin.quantize(&input_max, bits),
+                        None => lin.int8 = None,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Per layer, the largest magnitude of each input feature of its 8-bit products over the
+    /// sentences `ids`: `[layer input (q, k, v), heads' outputs (W_o), after LayerNorm 1 (W_i)]`,
+    /// all heads active, in f32.
+    fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>]) -> Vec<[Vec<f32>; 3]> {
+        let spec = &self.spec;
+        let d = spec.d_model;
+        let mut maxima = vec![[vec![0.0f32; d], vec![0.0f32; d], vec![0.0f32; d]]; spec.layers];
+        let all = HeadSet::all(spec.total_heads());
+        for sentence in ids.iter().filter(|s| (1..=spec.positions).contains(&s.len())) {
+            let pass = self.forward(kernel, sentence, &all);
+            let n = sentence.len();
+            for (l, layer) in self.layers.iter().enumerate() {
+                let (x, heads) = (&pass.layer_inputs[l], &pass.head_outputs[l]);
+                let mut after = vec![0.0f32; n * d];
+                linear(kernel, heads, n, &layer.out, &mut after, d);
+                after.iter_mut().zip(x).for_each(|(a, b)| *a += b);
+                layer_norm(&mut after, &layer.ln1, spec.layer_norm_eps);
+                for (max, values) in maxima[l].iter_mut().zip([&x[..], &heads[..], &after[..]]) {
+                    for row in values.chunks_exact(d) {
+                        max.iter_mut().zip(row).for_each(|(m, v)| *m = m.max(v.abs()));
+                    }
+                }
+            }
+        }
+        maxima
+    }
+
     /// Builds a model of shape `spec` from a source of named f32 tensors (a checkpoint or the
     /// page's asset), checking every shape against the spec.
     pub fn from_tensors(
@@ -169,7 +283,7 @@ impl Bert {
         for l in 0..spec.layers {
             let p = format!("encoder.layer.{l}.");
             let mut lin = |name: &str| -> Result<Linear, LoadError> {
-                Ok(Linear { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
+                Ok(Linear::new(take(&format!("{p}{name}.weight"))?, take(&format!("{p}{name}.bias"))?))
             };
             let qkv =
                 [lin("attention.self.query")?, lin("attention.self.key")?, lin("attention.self.value")?];
@@ -204,9 +318,8 @@ impl Bert {
                 .map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0))
                 .collect()
         };
-        let linear = |out: usize, inp: usize| Linear {
-            w: values(out * inp, (3.0 / inp as f32).sqrt()),
-            b: values(out, 0.1),
+        let linear = |out: usize, inp: usize| {
+            Linear::new(values(out * inp, (3.0 / inp as f32).sqrt()), values(out, 0.1))
         };
         let norm =
             |d: usize| Norm { w: values(d, 0.2).iter().map(|v: &f32| 1.0 + v).collect(), b: values(d, 0.1) };
@@ -457,8 +570,28 @@ pub fn first_changed_layer(
     base.heads.first_differing_layer(heads, spec.heads).unwrap_or(spec.layers)
 }
 
+/// How the `i`-th dense layer of a layer (`q, k, v, W_o, W_i, W_2`) runs in an 8-bit model, from
+/// the largest inputs of the layer's three 8-bit products (`maxima`): the smoothing's activation
+/// maxima and the activations' bits, or `None` for f32. Chosen by measurement on MiniLM
+/// (`tests/minilm_reference.rs`, cosines of the embedding to the f16 model's at 8 to 512
+/// tokens): the feed-forward layer's second product stays f32, because its 8-bit *weights* alone
+/// cost 0.9995 at 512 tokens, as much as every other product together, with or without
+/// smoothing or clipping; with it in f32 the rest at 7-bit activations keep 0.9995 or better
+/// (every product in 8 bits: 0.9989; 8-bit activations, two dot products a step, do not help).
+fn int8_plan(i: usize, maxima: &[Vec<f32>; 3]) -> Option<(Vec<f32>, ActivationBits)> {
+    match i {
+        0..=2 => Some((maxima[0].clone(), ActivationBits::Seven)),
+        3 => Some((maxima[1].clone(), ActivationBits::Seven)),
+        4 => Some((maxima[2].clone(), ActivationBits::Seven)),
+        _ => None,
+    }
+}
+
 /// `y <- x W^T + b` for `x` (`n x in`); row `i` of the result goes to `y[i * rs..][..out]`.
 pub(crate) fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], rs: usize) {
+    if let Some(q) = &lin.int8 {
+        return qgemm(kernel, x, n, q, &lin.b, y, rs);
+    }
     let (out, inp) = (lin.b.len(), lin.w.len() / lin.b.len());
     sgemm(
         kernel,

@@ -23,6 +23,7 @@ pub mod task;
 pub mod tokenizer;
 pub mod work;
 
+use crate::attention::precision::Precision;
 use bert::{Bert, LoadError};
 use spec::ModelSpec;
 use tokenizer::{Tokenizer, VocabError};
@@ -110,4 +111,30 @@ impl Model {
     pub fn ids(&self, text: &str) -> Vec<u32> {
         self.tokenizer.encode(text).iter().map(|t| t.id).collect()
     }
+
+    /// The precision its passes run at.
+    pub fn precision(&self) -> Precision {
+        self.bert.precision()
+    }
+
+    /// Runs its passes at `precision`; an 8-bit model is calibrated on [`CALIBRATION`] in this
+    /// model's own tokens.
+    pub fn set_precision(&mut self, kernel: crate::cpu::Kernel, precision: Precision) {
+        let calibration: Vec<Vec<u32>> = CALIBRATION.iter().map(|s| self.ids(s)).collect();
+        self.bert.set_precision(kernel, precision, &calibration);
+    }
 }
+
+/// The text an 8-bit model is calibrated on: the largest input each dense layer sees here sets
+/// how its weights are quantized (which features are outliers). Plain English of several kinds;
+/// any text of a few hundred tokens would do, the outlier features are the model's, not the text's.
+pub const CALIBRATION: &[&str] = &[
+    "The bank raised its interest rates again this spring, and savers moved their money.",
+    "She sat on the river bank and watched the water run past the old mill.",
+    "A man is playing a guitar on the street while children dance around him.",
+    "Attention lets every token look at every other token and take what it needs.",
+    "In 1905 Einstein published four papers that changed physics; one explained the photoelectric effect.",
+    "Please send the report by Friday, or call me if anything is unclear!",
+    "The recipe needs two eggs, a cup of flour, some sugar and a pinch of salt.",
+    "Why do cats sleep so much? Nobody knows for sure, but they seem to enjoy it.",
+];

@@ -31,19 +31,12 @@ pub struct PrunedAttention {
 
 impl PrunedAttention {
     pub(super) fn new(spec: &ModelSpec, layer: &super::bert::Layer, kept: Vec<usize>) -> Self {
-        let (d, d_k) = (spec.d_model, spec.d_k());
-        let rows = |lin: &Linear| Linear {
-            w: kept.iter().flat_map(|&h| lin.w[h * d_k * d..(h + 1) * d_k * d].iter().copied()).collect(),
-            b: kept.iter().flat_map(|&h| lin.b[h * d_k..(h + 1) * d_k].iter().copied()).collect(),
-        };
-        let qkv = [rows(&layer.qkv[0]), rows(&layer.qkv[1]), rows(&layer.qkv[2])];
-        let w = layer
-            .out
-            .w
-            .chunks_exact(d)
-            .flat_map(|row| kept.iter().flat_map(move |&h| row[h * d_k..(h + 1) * d_k].iter().copied()))
-            .collect();
-        PrunedAttention { kept, d_k, qkv, out: Linear { w, b: layer.out.b.clone() } }
+        let d_k = spec.d_k();
+        let channels: Vec<usize> = kept.iter().flat_map(|&h| h * d_k..(h + 1) * d_k).collect();
+        let qkv = layer.qkv.each_ref().map(|lin| lin.select_outputs(&channels));
+        let columns: Vec<std::ops::Range<usize>> = kept.iter().map(|&h| h * d_k..(h + 1) * d_k).collect();
+        let out = layer.out.select_inputs(&columns, layer.out.b.clone());
+        PrunedAttention { kept, d_k, qkv, out }
     }
 
     /// Width of the kept heads together.
@@ -245,5 +238,46 @@ mod tests {
         let none = cost(spec, &HeadSet::with_pruned(total, 0..total), &lengths);
         assert_eq!(none.attention_flops, 0);
         assert!(none.total_flops > 0 && none.total_flops == full.total_flops - full.attention_flops);
+    }
+
+    #[test]
+    fn an_8_bit_model_prunes_exactly_like_its_masked_pass_and_returns_to_f16_bit_for_bit() {
+        use crate::attention::precision::Precision;
+        use crate::model::sharded::{BertShard, SplitPass};
+        let spec = SPECS[1];
+        let f16 = Bert::random(spec, 7);
+        let mut q8 = f16.clone();
+        let calibration: Vec<Vec<u32>> = vec![(0..12).map(|i| (i * 7 % spec.vocab) as u32).collect()];
+        q8.set_precision(Kernel::Simd, Precision::Int8, &calibration);
+        assert_eq!((q8.precision(), f16.precision()), (Precision::Int8, Precision::F16));
+        let ids: Vec<u32> = (0..9).map(|i| (i * 5 % spec.vocab) as u32).collect();
+        let total = spec.total_heads();
+        for heads in
+            [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6]), HeadSet::with_pruned(total, 0..4)]
+        {
+            let masked = q8.forward(Kernel::Simd, &ids, &heads).embedding;
+            // A pruned head's zero columns cancel in the zero point's correction, and the kept
+            // channels keep their bytes and scales: the same integers, the same bits.
+            let pruned = PrunedBert::new(&q8, &heads).embed(Kernel::Simd, &ids);
+            assert_eq!(masked, pruned, "{heads:?}");
+            let exact = f16.forward(Kernel::Simd, &ids, &heads).embedding;
+            let c = crate::attention::cosine(&masked, &exact);
+            assert!(c > 0.99 && c < 1.0, "{heads:?}: 8-bit against f16, cosine {c}");
+        }
+        // A pass cut across two shards: each quantizes its own heads' outputs (a finer step than
+        // the whole row's), so it is as close to the f16 model as the whole pass, not equal to it.
+        let shards = [BertShard::new(&q8, 0, 2), BertShard::new(&q8, 1, 2)];
+        let mut pass = SplitPass::new(&q8, &ids);
+        while let Some(step) = pass.step() {
+            let parts: Vec<Vec<f32>> =
+                shards.iter().map(|s| s.run(Kernel::Simd, step, pass.input())).collect();
+            pass.absorb(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        }
+        let split = pass.embedding().expect("done");
+        let exact = f16.forward(Kernel::Simd, &ids, &HeadSet::all(total)).embedding;
+        let c = crate::attention::cosine(&split, &exact);
+        assert!(c > 0.99, "split 8-bit pass against f16: cosine {c}");
+        q8.set_precision(Kernel::Simd, Precision::F16, &[]);
+        assert_eq!(q8, f16, "back to f16: the 8-bit copies dropped, nothing else changed");
     }
 }

@@ -124,15 +124,12 @@ impl BertShard {
 
 /// Rows `units` of `lin` (output features) and their biases.
 fn rows_of(lin: &Linear, units: &std::ops::Range<usize>) -> Linear {
-    let inp = lin.w.len() / lin.b.len();
-    Linear { w: lin.w[units.start * inp..units.end * inp].to_vec(), b: lin.b[units.clone()].to_vec() }
+    lin.select_outputs(&units.clone().collect::<Vec<_>>())
 }
 
 /// Columns `units` of the layer's `W_out` (`d_model x ffn`), with a zero bias.
 fn columns_of(layer: &Layer, units: &std::ops::Range<usize>) -> Linear {
-    let (d, ffn) = (layer.ffn_out.b.len(), layer.ffn_in.b.len());
-    let w = layer.ffn_out.w.chunks_exact(ffn).flat_map(|row| row[units.clone()].iter().copied()).collect();
-    Linear { w, b: vec![0.0; d] }
+    layer.ffn_out.select_inputs(std::slice::from_ref(units), vec![0.0; layer.ffn_out.out()])
 }
 
 /// A sentence's pass driven step by step: the driver hands out [`SplitPass::step`] and its

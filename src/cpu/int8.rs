@@ -1,0 +1,736 @@
+//! The 8-bit matrix product of the trained model's projections: `y = x W^T + b` for activations
+//! `x` (`n x K`, f32) and weights `W` (`N x K`, PyTorch's `[out, in]`), with the products in
+//! 8-bit integers accumulated exactly in i32.
+//!
+//! ```text
+//! weights, once at load, per output channel o (symmetric):
+//!   s_o = max_k |W[o,k]| / 127          q[o,k] = round(W[o,k] / s_o)            in [-127, 127]
+//! activations, per row i at run time (asymmetric, 7 bits, zero exactly representable):
+//!   lo = min(0, min_k x[i,k])  hi = max(0, max_k x[i,k])  t_i = (hi - lo) / 127
+//!   z_i = round(-lo / t_i)      u[i,k] = clamp(round(x[i,k] / t_i) + z_i, 0, 127)
+//! y[i,o] = t_i s_o (sum_k u[i,k] q[o,k] - z_i sum_k q[o,k]) + b[o]
+//! ```
+//!
+//! Why 7-bit activations: relaxed SIMD's `i32x4.relaxed_dot_i8x16_i7x16_add_s` multiplies 16
+//! signed bytes by 16 bytes whose top bit must be clear (an engine may read them as signed or
+//! unsigned), summing each four into an i32 lane: 16 multiply-adds per instruction where
+//! `f32x4.relaxed_madd` does 4. The activations are that operand, as unsigned 7-bit values with
+//! a zero point; the weights keep all 8 bits.
+//!
+//! # Contract
+//! - The integer sum is exact (`|sum| <= 127 * 127 * K < 2^31` for any `K <= 133_000`), so `y`
+//!   equals the float64 product of the *dequantized* operands `x^ = t_i (u - z_i)` and
+//!   `W^ = s_o q` up to the f32 roundings of the final scale and bias (a test holds it to
+//!   `1e-6` relative).
+//! - Against the exact `x W^T + b`: `|x - x^| <= t_i / 2` and `|W - W^| <= s_o / 2`
+//!   elementwise, so `|y - y_exact| <= t_i / 2 sum_k |W^[o,k]| + s_o / 2 sum_k |x[i,k]|`
+//!   (a test checks this bound on a table of shapes).
+//! - A row of `x` holding NaN or infinity gives a row of NaN; every element of `y`'s `n x N`
+//!   block is written and nothing else (NaN-poisoned outputs prove it).
+//!
+//! The micro-kernel has three variants with one contract, chosen by [`Kernel`] and the build:
+//! relaxed SIMD (the page's relaxed build), simd128's `i32x4.dot_i16x8_s` on bytes widened to
+//! 16 bits (engines without relaxed SIMD), and a portable twin that always compiles and runs the
+//! native tests. All three compute the same integers, so they give the same bits.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use super::Kernel;
+
+/// Rows of `y` a micro-kernel call produces.
+const MR: usize = 4;
+/// Columns (output channels) of `y` a micro-kernel call produces: two vectors of four.
+const NR: usize = 8;
+/// Bytes of one step of the packed weights: `NR` channels times four input positions.
+const STEP: usize = NR * 4;
+/// The largest quantized magnitude of a weight.
+const WEIGHT_LEVELS: f32 = 127.0;
+/// How finely a product quantizes its activations: the largest code of a row.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ActivationBits {
+    /// Codes `0..=127`: one relaxed dot product per step.
+    #[default]
+    Seven,
+    /// Codes `0..=254`, each split as `(u >> 1) + (u - (u >> 1))` into two 7-bit halves for
+    /// the relaxed dot product (two per step): half the step, for the layers whose error
+    /// dominates (the feed-forward layer's second product, whose input is GELU's).
+    Eight,
+}
+
+impl ActivationBits {
+    /// The largest code.
+    pub fn levels(self) -> f32 {
+        match self {
+            ActivationBits::Seven => 127.0,
+            ActivationBits::Eight => 254.0,
+        }
+    }
+}
+
+/// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel:
+/// strips of [`NR`] channels, each a run of steps of four input positions, `NR x 4` bytes per
+/// step (channel-major within a step); the strip past `N` and the positions past `K` are zero.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantizedWeights {
+    out: usize,
+    inp: usize,
+    /// `s_o` per output channel.
+    scales: Vec<f32>,
+    /// `sum_k q[o,k]` per output channel (the zero point's correction).
+    sums: Vec<i32>,
+    /// The packed bytes.
+    packed: Vec<i8>,
+    /// Per input position `k`, `1 / m_k`: the activations are quantized as `x[i,k] / m_k`
+    /// against weights `W[o,k] m_k` (smoothing, see [`QuantizedWeights::smoothed`]); empty
+    /// when every `m_k` is 1.
+    smoothing: Vec<f32>,
+    /// How finely the activations are quantized.
+    bits: ActivationBits,
+}
+
+impl QuantizedWeights {
+    /// `w` (`out x inp`, row-major) quantized. A channel of zeros gets scale 1 (its bytes are 0);
+    /// a non-finite weight gives its channel a NaN scale, so its outputs are NaN.
+    pub fn new(w: &[f32], out: usize, inp: usize) -> Self {
+        assert_eq!(w.len(), out * inp, "W must be out x inp");
+        let scales: Vec<f32> = (0..out).map(|o| channel_scale(&w[o * inp..(o + 1) * inp])).collect();
+        let inverse: Vec<f32> = scales.iter().map(|s| 1.0 / s).collect();
+        Self::from_fn(out, inp, scales, |o, k| {
+            (w[o * inp + k] * inverse[o]).round().clamp(-WEIGHT_LEVELS, WEIGHT_LEVELS) as i8
+        })
+    }
+
+    /// `w` quantized with its activations' outliers moved into the weights (SmoothQuant, Xiao
+    /// et al. 2023): a position `k` whose activations reach `a_k` in magnitude (`input_max`,
+    /// measured on calibration text) while its weights reach `w_k` gets the factor
+    /// `m_k = sqrt(a_k / w_k)`, so both reach `sqrt(a_k w_k)`. `x W^T = (x / m) (W m)^T`
+    /// exactly; only the rounding moves, away from the few positions whose activations are
+    /// tens of times the rest's (a transformer's outlier features), which would otherwise set
+    /// every row's step. Positions never active (or with zero weights) keep `m_k = 1`.
+    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32]) -> Self {
+        assert_eq!(input_max.len(), inp, "one activation maximum per input position");
+        let factors: Vec<f32> = (0..inp)
+            .map(|k| {
+                let w_k = (0..out).map(|o| w[o * inp + k].abs()).fold(0.0f32, f32::max);
+                let m = (input_max[k] / w_k).sqrt();
+                if m.is_finite() && m > 0.0 {
+                    m
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let scaled: Vec<f32> = w.iter().enumerate().map(|(i, v)| v * factors[i % inp.max(1)]).collect();
+        let mut q = Self::new(&scaled, out, inp);
+        q.smoothing = factors.iter().map(|m| 1.0 / m).collect();
+        q
+    }
+
+    /// Packs the bytes `q(o, k)` with the channels' `scales`.
+    fn from_fn(out: usize, inp: usize, scales: Vec<f32>, q: impl Fn(usize, usize) -> i8) -> Self {
+        let steps = inp.div_ceil(4);
+        let mut packed = vec![0i8; out.div_ceil(NR) * steps * STEP];
+        let mut sums = vec![0i32; out];
+        for o in 0..out {
+            let strip = &mut packed[o / NR * steps * STEP..];
+            for k in 0..inp {
+                let v = q(o, k);
+                strip[k / 4 * STEP + o % NR * 4 + k % 4] = v;
+                sums[o] += v as i32;
+            }
+        }
+        QuantizedWeights {
+            out,
+            inp,
+            scales,
+            sums,
+            packed,
+            smoothing: Vec::new(),
+            bits: ActivationBits::Seven,
+        }
+    }
+
+    /// Output channels `N`.
+    pub fn out(&self) -> usize {
+        self.out
+    }
+
+    /// Input positions `K`.
+    pub fn inp(&self) -> usize {
+        self.inp
+    }
+
+    /// Bytes the quantized weights take (the packed bytes and the per-channel scales and sums).
+    pub fn bytes(&self) -> usize {
+        self.packed.len() + 8 * self.out
+    }
+
+    /// The byte `q[o, k]`.
+    pub fn at(&self, o: usize, k: usize) -> i8 {
+        assert!(o < self.out && k < self.inp, "({o}, {k}) outside {} x {}", self.out, self.inp);
+        self.packed[o / NR * self.inp.div_ceil(4) * STEP + k / 4 * STEP + o % NR * 4 + k % 4]
+    }
+
+    /// `s_o` of channel `o`.
+    pub fn scale(&self, o: usize) -> f32 {
+        self.scales[o]
+    }
+
+    /// `W^ = s_o q / m_k` (`out x inp`, row-major): the weights the product really multiplies
+    /// the activations by (up to the activations' own rounding).
+    pub fn dequantized(&self) -> Vec<f32> {
+        let inv = |k: usize| self.smoothing.get(k).copied().unwrap_or(1.0);
+        (0..self.out)
+            .flat_map(|o| (0..self.inp).map(move |k| self.scales[o] * self.at(o, k) as f32 * inv(k)))
+            .collect()
+    }
+
+    /// These weights with their activations quantized at `bits`.
+    pub fn with_activation_bits(mut self, bits: ActivationBits) -> Self {
+        self.bits = bits;
+        self
+    }
+
+    /// How finely the activations are quantized.
+    pub fn activation_bits(&self) -> ActivationBits {
+        self.bits
+    }
+
+    /// `1 / m_k` per input position, empty without smoothing.
+    pub fn smoothing(&self) -> &[f32] {
+        &self.smoothing
+    }
+
+    /// The channels `channels`, in that order, with their scales: the same bytes, so a product
+    /// with the selection equals the same channels of a product with the whole.
+    pub fn select_channels(&self, channels: &[usize]) -> Self {
+        let scales = channels.iter().map(|&o| self.scales[o]).collect();
+        let mut q = Self::from_fn(channels.len(), self.inp, scales, |o, k| self.at(channels[o], k));
+        q.smoothing = self.smoothing.clone();
+        q.bits = self.bits;
+        q
+    }
+
+    /// The input positions in `ranges`, in order, each channel keeping its scale (chosen over
+    /// the whole row): the kept heads' columns of an output projection.
+    pub fn select_inputs(&self, ranges: &[Range<usize>]) -> Self {
+        let keep: Vec<usize> = ranges.iter().flat_map(|r| r.clone()).collect();
+        let mut q = Self::from_fn(self.out, keep.len(), self.scales.clone(), |o, k| self.at(o, keep[k]));
+        q.smoothing = if self.smoothing.is_empty() {
+            Vec::new()
+        } else {
+            keep.iter().map(|&k| self.smoothing[k]).collect()
+        };
+        q.bits = self.bits;
+        q
+    }
+}
+
+/// `s_o = max |w| / 127` for one channel: 1 for a channel of zeros, NaN if any weight is not
+/// finite.
+fn channel_scale(row: &[f32]) -> f32 {
+    let mut max = 0.0f32;
+    for &v in row {
+        if !v.is_finite() {
+            return f32::NAN;
+        }
+        max = max.max(v.abs());
+    }
+    if max == 0.0 {
+        1.0
+    } else {
+        max / WEIGHT_LEVELS
+    }
+}
+
+/// Rows of activations quantized for one product: `u` (`rows x 4 * steps`, padded with zero
+/// rows to a multiple of [`MR`] and zero positions to a multiple of four), `t_i` and `z_i`.
+#[derive(Debug, Default)]
+struct QuantizedRows {
+    values: Vec<u8>,
+    scales: Vec<f32>,
+    zeros: Vec<i32>,
+    /// One row divided by the smoothing factors.
+    smoothed: Vec<f32>,
+}
+
+impl QuantizedRows {
+    /// Quantizes `x` (`n x inp`) into these buffers (reused between products).
+    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32], levels: f32) {
+        let width = inp.div_ceil(4) * 4;
+        let padded = n.div_ceil(MR) * MR;
+        self.values.clear();
+        self.values.resize(padded * width, 0);
+        self.scales.clear();
+        self.zeros.clear();
+        for (i, out) in self.values.chunks_exact_mut(width.max(1)).take(n).enumerate() {
+            let row = &x[i * inp..(i + 1) * inp];
+            let (t, z) = if smoothing.is_empty() {
+                quantize_row(row, &mut out[..inp], levels)
+            } else {
+                self.smoothed.clear();
+                self.smoothed.extend(row.iter().zip(smoothing).map(|(v, s)| v * s));
+                quantize_row(&self.smoothed, &mut out[..inp], levels)
+            };
+            self.scales.push(t);
+            self.zeros.push(z);
+        }
+        self.scales.resize(padded, 0.0);
+        self.zeros.resize(padded, 0);
+    }
+}
+
+/// Quantizes one row into `out`, returning `(t, z)`. NaN or infinity anywhere: `t` is NaN.
+fn quantize_row(row: &[f32], out: &mut [u8], levels: f32) -> (f32, i32) {
+    let (mut lo, mut hi) = (0.0f32, 0.0f32);
+    for &v in row {
+        if !v.is_finite() {
+            return (f32::NAN, 0);
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if hi == lo {
+        // A row of zeros: every byte is the zero point 0.
+        out.fill(0);
+        return (1.0, 0);
+    }
+    let t = (hi - lo) / levels;
+    let z = (-lo / t).round();
+    let inv = 1.0 / t;
+    for (o, &v) in out.iter_mut().zip(row) {
+        *o = (v * inv + z).round().clamp(0.0, levels) as u8;
+    }
+    (t, z as i32)
+}
+
+impl QuantizedWeights {
+    /// `(x^, t)` of one row of activations as a product with these weights quantizes it: the
+    /// row it really multiplies, `x^_k = m_k t (u_k - z)`, and its step `t` (for tests and the
+    /// error bound).
+    pub fn dequantized_row(&self, row: &[f32]) -> (Vec<f32>, f32) {
+        let m = |k: usize| self.smoothing.get(k).map_or(1.0, |s| 1.0 / s);
+        let smoothed: Vec<f32> = row.iter().enumerate().map(|(k, v)| v / m(k)).collect();
+        let mut u = vec![0u8; row.len()];
+        let (t, z) = quantize_row(&smoothed, &mut u, self.bits.levels());
+        (u.iter().enumerate().map(|(k, &v)| m(k) * t * (v as i32 - z) as f32).collect(), t)
+    }
+
+    /// `m_k`, the smoothing factor of input position `k` (1 without smoothing).
+    pub fn smoothing_factor(&self, k: usize) -> f32 {
+        self.smoothing.get(k).map_or(1.0, |s| 1.0 / s)
+    }
+}
+
+thread_local! {
+    /// The quantized activations, kept between products (they only grow).
+    static ROWS: RefCell<QuantizedRows> = RefCell::new(QuantizedRows::default());
+}
+
+/// `y <- x W^T + bias` for `x` (`n x K`); row `i` of the result goes to `y[i * rs..][..N]`,
+/// nothing else of `y` is read or written.
+pub fn qgemm(
+    kernel: Kernel,
+    x: &[f32],
+    n: usize,
+    w: &QuantizedWeights,
+    bias: &[f32],
+    y: &mut [f32],
+    rs: usize,
+) {
+    let (out, inp) = (w.out, w.inp);
+    assert_eq!(x.len(), n * inp, "x must be n x {inp}");
+    assert_eq!(bias.len(), out, "one bias per output channel");
+    assert!(
+        n == 0 || (rs >= out && y.len() >= (n - 1) * rs + out),
+        "y must hold n rows of {out} at stride {rs}"
+    );
+    if n == 0 || out == 0 {
+        return;
+    }
+    ROWS.with(|rows| {
+        let mut rows = rows.borrow_mut();
+        rows.fill(x, n, inp, &w.smoothing, w.bits.levels());
+        product(kernel, &rows, n, w, bias, y, rs);
+    });
+}
+
+/// The blocked loops around the micro-kernel: each strip of `NR` channels (`K/4 x 32` bytes,
+/// in L1) against every block of `MR` rows.
+fn product(
+    kernel: Kernel,
+    rows: &QuantizedRows,
+    n: usize,
+    w: &QuantizedWeights,
+    bias: &[f32],
+    y: &mut [f32],
+    rs: usize,
+) {
+    let steps = w.inp.div_ceil(4);
+    if steps == 0 {
+        // K = 0: every product is the empty sum.
+        (0..n).for_each(|i| y[i * rs..i * rs + w.out].copy_from_slice(bias));
+        return;
+    }
+    let width = steps * 4;
+    for (s, strip) in w.packed.chunks_exact(steps * STEP).enumerate() {
+        let o0 = s * NR;
+        let cols = NR.min(w.out - o0);
+        for i0 in (0..n).step_by(MR) {
+            let a: [&[u8]; MR] =
+                std::array::from_fn(|r| &rows.values[(i0 + r) * width..(i0 + r + 1) * width]);
+            let acc = micro_kernel(kernel, steps, a, strip, w.bits);
+            for r in 0..MR.min(n - i0) {
+                let i = i0 + r;
+                let (t, z) = (rows.scales[i], rows.zeros[i]);
+                let row = &mut y[i * rs + o0..i * rs + o0 + cols];
+                for (c, v) in row.iter_mut().enumerate() {
+                    let o = o0 + c;
+                    let sum = acc[r * NR + c] - z * w.sums[o];
+                    *v = t * w.scales[o] * sum as f32 + bias[o];
+                }
+            }
+        }
+    }
+}
+
+/// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of four positions.
+fn micro_kernel(
+    kernel: Kernel,
+    steps: usize,
+    a: [&[u8]; MR],
+    strip: &[i8],
+    bits: ActivationBits,
+) -> [i32; MR * NR] {
+    assert!(
+        strip.len() >= steps * STEP && a.iter().all(|r| r.len() >= steps * 4),
+        "a step past the operands"
+    );
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if kernel == Kernel::Simd {
+        // safety: the assert above: every row of `a` holds `4 * steps` bytes and the strip
+        // `STEP * steps`, which is all either variant reads.
+        return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr(), bits) };
+    }
+    let _ = (kernel, bits);
+    micro_kernel_portable(steps, a, strip)
+}
+
+/// The portable twin: plain integer loops.
+#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
+fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
+    let mut acc = [0i32; MR * NR];
+    for (p, step) in strip.chunks_exact(STEP).take(steps).enumerate() {
+        for (r, row) in a.iter().enumerate() {
+            let u = &row[p * 4..p * 4 + 4];
+            for (c, q) in step.chunks_exact(4).enumerate() {
+                acc[r * NR + c] += (0..4).map(|j| u[j] as i32 * q[j] as i32).sum::<i32>();
+            }
+        }
+    }
+    acc
+}
+
+/// The relaxed-SIMD micro-kernel: per step, two vectors of weights (channels 0-3 and 4-7, four
+/// positions each) and each row's four activations broadcast; one
+/// `i32x4.relaxed_dot_i8x16_i7x16_add_s` per row and vector, or two for 8-bit activations, each
+/// code `u` split into `u >> 1` and `u - (u >> 1)` (both below 128).
+///
+/// # Safety
+/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+#[target_feature(enable = "simd128,relaxed-simd")]
+unsafe fn micro_kernel_simd128(
+    steps: usize,
+    a: [*const u8; MR],
+    b: *const i8,
+    bits: ActivationBits,
+) -> [i32; MR * NR] {
+    use core::arch::wasm32::*;
+    let mut acc = [i32x4_splat(0); MR * 2];
+    for p in 0..steps {
+        // safety: p < steps: both loads lie in the strip's step p.
+        let (b0, b1) = unsafe {
+            (v128_load(b.add(p * STEP) as *const v128), v128_load(b.add(p * STEP + 16) as *const v128))
+        };
+        for r in 0..MR {
+            // safety: p < steps: the row's bytes 4p..4p + 4.
+            let u = unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) };
+            // The activations (top bit clear) are the operand an engine may read as unsigned.
+            if bits == ActivationBits::Eight {
+                let half = u8x16_shr(u, 1);
+                let rest = i8x16_sub(u, half);
+                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, half, acc[2 * r]);
+                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, half, acc[2 * r + 1]);
+                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, rest, acc[2 * r]);
+                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, rest, acc[2 * r + 1]);
+            } else {
+                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, u, acc[2 * r]);
+                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, u, acc[2 * r + 1]);
+            }
+        }
+    }
+    let mut out = [0i32; MR * NR];
+    for (chunk, v) in out.chunks_exact_mut(4).zip(acc) {
+        // safety: four i32 lanes into four i32s.
+        unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, v) };
+    }
+    out
+}
+
+/// The simd128 micro-kernel: bytes widened to 16 bits, `i32x4.dot_i16x8_s` on each half of a
+/// weight vector (two channels of four positions) against the row's four activations twice,
+/// so each lane holds two positions of one channel; the lanes are paired at the end. Codes up to
+/// 254 (8-bit activations) widen like any other.
+///
+/// # Safety
+/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
+#[target_feature(enable = "simd128")]
+unsafe fn micro_kernel_simd128(
+    steps: usize,
+    a: [*const u8; MR],
+    b: *const i8,
+    _: ActivationBits,
+) -> [i32; MR * NR] {
+    use core::arch::wasm32::*;
+    // acc[r * 4 + h]: row r, channels 2h and 2h + 1, lanes [2h: k0+k1, 2h: k2+k3, 2h+1: ..].
+    let mut acc = [i32x4_splat(0); MR * 4];
+    for p in 0..steps {
+        // safety: p < steps: both loads lie in the strip's step p.
+        let (b0, b1) = unsafe {
+            (v128_load(b.add(p * STEP) as *const v128), v128_load(b.add(p * STEP + 16) as *const v128))
+        };
+        let w = [
+            i16x8_extend_low_i8x16(b0),
+            i16x8_extend_high_i8x16(b0),
+            i16x8_extend_low_i8x16(b1),
+            i16x8_extend_high_i8x16(b1),
+        ];
+        for r in 0..MR {
+            // safety: p < steps: the row's bytes 4p..4p + 4, twice over in the widened vector.
+            let u = u16x8_extend_low_u8x16(unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) });
+            for (h, w) in w.iter().enumerate() {
+                acc[r * 4 + h] = i32x4_add(acc[r * 4 + h], i32x4_dot_i16x8(*w, u));
+            }
+        }
+    }
+    let mut out = [0i32; MR * NR];
+    for (pair, v) in out.chunks_exact_mut(2).zip(acc) {
+        pair[0] = i32x4_extract_lane::<0>(v) + i32x4_extract_lane::<1>(v);
+        pair[1] = i32x4_extract_lane::<2>(v) + i32x4_extract_lane::<3>(v);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// A deterministic value in about [-1, 1] with some large ones (outlier channels).
+    fn value(seed: usize, i: usize) -> f32 {
+        let h = crate::attention::synthetic::hash32((seed as u32).wrapping_mul(0x9e37_79b9) ^ i as u32);
+        let v = (h as f32 / u32::MAX as f32) * 2.0 - 1.0;
+        if h.is_multiple_of(97) {
+            v * 8.0
+        } else {
+            v
+        }
+    }
+
+    fn filled(len: usize, seed: usize) -> Vec<f32> {
+        (0..len).map(|i| value(seed, i)).collect()
+    }
+
+    /// `(n, K, N)`: empty, one, odd, every remainder of MR, NR and four, and the trained
+    /// models' projection shapes.
+    const SHAPES: &[(usize, usize, usize)] = &[
+        (0, 5, 3),
+        (3, 0, 5),
+        (1, 1, 1),
+        (2, 3, 7),
+        (5, 9, 9),
+        (7, 13, 17),
+        (4, 4, 8),
+        (9, 33, 15),
+        (13, 384, 384),
+        (6, 384, 1536),
+        (11, 1536, 384),
+        (17, 768, 31),
+    ];
+
+    /// The weights of the table's cases: plain, smoothed by activation maxima of a wide range,
+    /// each with 7- and 8-bit activations.
+    fn variants(w: &[f32], m: usize, k: usize) -> Vec<QuantizedWeights> {
+        let maxima: Vec<f32> = (0..k).map(|j| 0.1 + 10.0 * value(99, j).abs()).collect();
+        let plain = QuantizedWeights::new(w, m, k);
+        let smooth = QuantizedWeights::smoothed(w, m, k, &maxima);
+        [plain, smooth]
+            .into_iter()
+            .flat_map(|q| [q.clone(), q.with_activation_bits(ActivationBits::Eight)])
+            .collect()
+    }
+
+    #[test]
+    fn the_integer_product_equals_f64_on_the_dequantized_operands_and_meets_the_stated_bound() {
+        for kernel in Kernel::ALL {
+            for &(n, k, m) in SHAPES {
+                let (x, w, bias) = (filled(n * k, 1), filled(m * k, 2), filled(m, 3));
+                for q in variants(&w, m, k) {
+                    check_product(kernel, &x, n, &w, &q, &bias);
+                }
+            }
+        }
+    }
+
+    /// [`qgemm`] against the f64 product of the dequantized operands (to f32 rounding) and of
+    /// the exact ones (within the contract's bound), into NaN-poisoned rows wider than the block.
+    fn check_product(kernel: Kernel, x: &[f32], n: usize, w: &[f32], q: &QuantizedWeights, bias: &[f32]) {
+        let (k, m) = (q.inp(), q.out());
+        let case = format!(
+            "{kernel:?} {n}x{k}x{m} {:?} smoothed {}",
+            q.activation_bits(),
+            !q.smoothing().is_empty()
+        );
+        let wq = q.dequantized();
+        let rs = m + 3;
+        let mut y = vec![f32::NAN; n * rs];
+        qgemm(kernel, x, n, q, bias, &mut y, rs);
+        for i in 0..n {
+            let row = &x[i * k..(i + 1) * k];
+            let (xq, t) = q.dequantized_row(row);
+            for o in 0..m {
+                let got = y[i * rs + o] as f64;
+                let terms = |a: &[f32], b: &[f32]| -> (f64, f64) {
+                    let p = (0..k).map(|j| a[j] as f64 * b[o * k + j] as f64);
+                    (p.clone().sum::<f64>() + bias[o] as f64, p.map(f64::abs).sum::<f64>() + 1.0)
+                };
+                let ((deq, scale), (exact, _)) = (terms(&xq, &wq), terms(row, w));
+                assert!(
+                    (got - deq).abs() <= 1e-6 * scale,
+                    "{case} at ({i}, {o}): {got} against {deq} dequantized"
+                );
+                let bound: f64 = (0..k)
+                    .map(|j| {
+                        let mk = q.smoothing_factor(j) as f64;
+                        mk * t as f64 / 2.0 * (wq[o * k + j] as f64).abs()
+                            + q.scale(o) as f64 / (2.0 * mk) * (row[j] as f64).abs()
+                    })
+                    .sum();
+                let error = (got - exact).abs();
+                assert!(
+                    error <= bound * (1.0 + 1e-5) + 1e-6 * scale,
+                    "{case} at ({i}, {o}): error {error} over {bound}"
+                );
+            }
+            for o in m..rs {
+                assert!(y[i * rs + o].is_nan(), "{case}: wrote ({i}, {o}) outside the block");
+            }
+        }
+    }
+
+    #[test]
+    fn both_kernels_give_the_same_bits() {
+        for &(n, k, m) in SHAPES {
+            let (x, w, bias) = (filled(n * k, 4), filled(m * k, 5), filled(m, 6));
+            for q in variants(&w, m, k) {
+                let run = |kernel| {
+                    let mut y = vec![f32::NAN; n * m];
+                    qgemm(kernel, &x, n, &q, &bias, &mut y, m);
+                    y
+                };
+                let (a, b) = (run(Kernel::Simd), run(Kernel::Scalar));
+                let same = a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{n}x{k}x{m} {:?}: the kernels differ", q.activation_bits());
+            }
+        }
+    }
+
+    #[test]
+    fn the_error_is_rounding_noise_not_a_bias() {
+        // Rounding to the nearest level leaves an error uniform in +-step/2 (variance step^2/12)
+        // on each operand; the products' squared error stays near the sum of those variances.
+        // Truncation, or a zero point off by one, would be 4 times as much or more.
+        let (n, k, m) = (16, 384, 384);
+        let (x, w) = (filled(n * k, 7), filled(m * k, 8));
+        let q = QuantizedWeights::new(&w, m, k);
+        let mut y = vec![0.0; n * m];
+        qgemm(Kernel::Simd, &x, n, &q, &vec![0.0; m], &mut y, m);
+        let (mut err, mut predicted) = (0.0f64, 0.0f64);
+        for i in 0..n {
+            let (_, t) = q.dequantized_row(&x[i * k..(i + 1) * k]);
+            for o in 0..m {
+                let exact: f64 = (0..k).map(|j| x[i * k + j] as f64 * w[o * k + j] as f64).sum();
+                err += (y[i * m + o] as f64 - exact).powi(2);
+                let s = q.scale(o) as f64;
+                predicted += (0..k)
+                    .map(|j| {
+                        ((w[o * k + j] as f64).powi(2) * (t as f64).powi(2)
+                            + (x[i * k + j] as f64).powi(2) * s * s)
+                            / 12.0
+                    })
+                    .sum::<f64>();
+            }
+        }
+        let ratio = err / predicted;
+        assert!((0.5..1.5).contains(&ratio), "squared error {ratio} times the rounding noise's");
+    }
+
+    #[test]
+    fn non_finite_rows_and_channels_give_nan_and_zero_rows_give_the_bias() {
+        let (n, k, m) = (3, 6, 5);
+        let mut x = filled(n * k, 9);
+        x[k + 2] = f32::NAN;
+        x[2 * k..].fill(0.0);
+        let mut w = filled(m * k, 10);
+        w[3 * k + 1] = f32::INFINITY;
+        let bias = filled(m, 11);
+        let q = QuantizedWeights::new(&w, m, k);
+        for kernel in Kernel::ALL {
+            let mut y = vec![0.0; n * m];
+            qgemm(kernel, &x, n, &q, &bias, &mut y, m);
+            assert!(y[m..2 * m].iter().all(|v| v.is_nan()), "{kernel:?}: a NaN input row gives NaN");
+            assert!(
+                y[3].is_nan() && y[2 * m + 3].is_nan(),
+                "{kernel:?}: an infinite weight's channel is NaN"
+            );
+            for o in [0, 1, 2, 4] {
+                assert_eq!(y[2 * m + o], bias[o], "{kernel:?}: a zero row gives the bias");
+                assert!(y[o].is_finite(), "{kernel:?}: finite rows stay finite");
+            }
+        }
+    }
+
+    #[test]
+    fn selected_channels_and_inputs_compute_those_parts_of_the_whole_product() {
+        let (n, k, m) = (5, 24, 19);
+        let (x, w, bias) = (filled(n * k, 12), filled(m * k, 13), filled(m, 14));
+        let q = QuantizedWeights::new(&w, m, k);
+        let channels = [17, 2, 3, 11];
+        let sel = q.select_channels(&channels);
+        let mut whole = vec![0.0; n * m];
+        qgemm(Kernel::Scalar, &x, n, &q, &bias, &mut whole, m);
+        let mut part = vec![0.0; n * channels.len()];
+        let sel_bias: Vec<f32> = channels.iter().map(|&o| bias[o]).collect();
+        qgemm(Kernel::Scalar, &x, n, &sel, &sel_bias, &mut part, channels.len());
+        for i in 0..n {
+            for (c, &o) in channels.iter().enumerate() {
+                assert_eq!(part[i * channels.len() + c].to_bits(), whole[i * m + o].to_bits(), "({i}, {o})");
+            }
+        }
+        // Inputs: the kept columns keep their bytes and their channel's scale.
+        let ranges = [3..7, 12..20];
+        let kept = q.select_inputs(&ranges);
+        assert_eq!((kept.out(), kept.inp()), (m, 12));
+        for o in 0..m {
+            assert_eq!(kept.scale(o), q.scale(o));
+            for (j, k) in ranges.iter().flat_map(|r| r.clone()).enumerate() {
+                assert_eq!(kept.at(o, j), q.at(o, k), "({o}, {k})");
+            }
+        }
+    }
+}
