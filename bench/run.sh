@@ -77,5 +77,9 @@ echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
 if [ "$shapes" = smoke ]; then node bench/relaxed.mjs 2 smoke; else node bench/relaxed.mjs "$rounds"; fi
 
 echo
+echo "## the 8-bit path against f16, both builds, side by side in headless Chromium"
+if [ "$shapes" = smoke ]; then node bench/int8.mjs 2 smoke; else node bench/int8.mjs "$rounds"; fi
+
+echo
 echo "## the backend per input: the page's measured choice against the CPU kernel and the GPU forced"
 if [ "$shapes" = smoke ]; then node bench/backend.mjs 1 smoke; else node bench/backend.mjs 3; fi
