@@ -219,3 +219,29 @@ fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_wi
     println!("8-bit: worst cosine {worst:.6}; STS quality {q8:.5} against {q16:.5} in f16");
     assert!((q8 - q16).abs() <= 0.003, "quality {q8} against {q16}");
 }
+
+#[test]
+fn a_model_at_another_precision_is_a_copy_with_its_own_cache_id_and_the_original_is_untouched() {
+    use headlab::attention::precision::Precision;
+    use headlab::model::Model;
+    let model = fp32_model();
+    let (same, note) = Model::for_precision(&model, Precision::F16);
+    assert!(std::rc::Rc::ptr_eq(&same, &model) && note.is_none(), "the same precision: the same model");
+    let (int8, note) = Model::for_precision(&model, Precision::Int8);
+    assert!(note.is_none());
+    assert_eq!((int8.precision(), model.precision()), (Precision::Int8, Precision::F16));
+    assert_eq!(model.cache_id(), model.id);
+    assert_eq!(int8.cache_id(), format!("{}-int8", model.id));
+    assert!(
+        int8.bert.weight_bytes() > model.bert.weight_bytes(),
+        "the 8-bit copies come on top of the f32 weights"
+    );
+    // A model too large to copy keeps its weights and says why.
+    let mut big = (*model).clone();
+    big.bert.word = vec![0.0; headlab::model::MAX_COPY_BYTES / 4];
+    let big = std::rc::Rc::new(big);
+    let (kept, note) = Model::for_precision(&big, Precision::Int8);
+    assert!(std::rc::Rc::ptr_eq(&kept, &big), "refused: the model as it was");
+    let note = note.expect("a reason");
+    assert!(note.contains("leave no room") && note.contains("f16 weights"), "{note}");
+}

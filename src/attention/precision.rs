@@ -31,6 +31,14 @@ impl Precision {
         Precision::ALL.into_iter().find(|p| p.key().eq_ignore_ascii_case(key.trim()))
     }
 
+    /// A word or two for the page's badge.
+    pub fn short(self) -> &'static str {
+        match self {
+            Precision::F16 => "f16",
+            Precision::Int8 => "8-bit",
+        }
+    }
+
     /// What the page calls it.
     pub fn label(self) -> &'static str {
         match self {

@@ -8,6 +8,7 @@ use super::calibrate::{self, Probes};
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
+use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuBert, GpuError};
@@ -40,7 +41,14 @@ impl TrainedRunner {
     /// kernel and says why.
     pub async fn new(model: Rc<Model>, session: &Session, clock: &impl Clock) -> TrainedRunner {
         let (mut gpu, mut note, mut crossover) = (None, None, None);
-        if let Some(ctx) = session.gpu() {
+        let int8 = model.precision() == Precision::Int8;
+        if int8 && session.gpu().is_some() {
+            note = Some(
+                "The 8-bit model runs on the CPU kernel: the GPU path multiplies the f16 weights."
+                    .to_string(),
+            );
+        }
+        if let Some(ctx) = session.gpu().filter(|_| !int8) {
             let placed = match GpuBert::new(ctx, &model.bert).await {
                 Ok(g) if session.measured => calibrate_trained(&model, &g, clock).await.map(|c| (g, Some(c))),
                 Ok(g) => Ok((g, None)),
@@ -84,6 +92,10 @@ impl TrainedRunner {
         let on = match self.on_gpu(tokens) {
             true => "the GPU (WebGPU)".to_string(),
             false => format!("the CPU kernel ({})", Kernel::Simd.describe()),
+        };
+        let on = match self.model.precision() {
+            Precision::F16 => on,
+            p => format!("{on}, {}", p.label()),
         };
         match self.choice(tokens) {
             Some(c) => format!("{on}, {}", c.why()),

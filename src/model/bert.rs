@@ -202,6 +202,21 @@ pub fn tensor_names(spec: &ModelSpec) -> Vec<(String, Vec<usize>)> {
 }
 
 impl Bert {
+    /// Bytes its weights take in memory (f32, and the 8-bit copies where made).
+    pub fn weight_bytes(&self) -> usize {
+        let norm = |n: &Norm| n.w.len() + n.b.len();
+        let lin = |l: &Linear| 4 * (l.w.len() + l.b.len()) + l.int8.as_ref().map_or(0, |q| q.bytes());
+        let layers: usize = self
+            .layers
+            .iter()
+            .map(|l| {
+                l.qkv.iter().chain([&l.out, &l.ffn_in, &l.ffn_out]).map(lin).sum::<usize>()
+                    + 4 * (norm(&l.ln1) + norm(&l.ln2))
+            })
+            .sum();
+        layers + 4 * (self.word.len() + self.position.len() + self.token_type.len() + norm(&self.ln_embed))
+    }
+
     /// The precision its dense layers run at.
     pub fn precision(&self) -> Precision {
         match self.layers.first() {

@@ -72,6 +72,10 @@ pub fn file_id(bytes: &[u8]) -> String {
     asset::sha256_hex(bytes)[..16].to_string()
 }
 
+/// The largest model (bytes of its f32 weights) the page copies for another precision: BERT-base's
+/// 440 MB fits, BERT-large's 1.3 GB does not.
+pub const MAX_COPY_BYTES: usize = 600 << 20;
+
 /// The name of the model in the page's asset.
 pub const BUILT_IN_NAME: &str = "all-MiniLM-L6-v2";
 
@@ -112,6 +116,15 @@ impl Model {
         self.tokenizer.encode(text).iter().map(|t| t.id).collect()
     }
 
+    /// What caches of its measured numbers know it by: its id, and its precision when that is
+    /// not the f16 weights' (an 8-bit model's curves are its own).
+    pub fn cache_id(&self) -> String {
+        match self.precision() {
+            Precision::F16 => self.id.clone(),
+            p => format!("{}-{}", self.id, p.key()),
+        }
+    }
+
     /// The precision its passes run at.
     pub fn precision(&self) -> Precision {
         self.bert.precision()
@@ -122,6 +135,39 @@ impl Model {
     pub fn set_precision(&mut self, kernel: crate::cpu::Kernel, precision: Precision) {
         let calibration: Vec<Vec<u32>> = CALIBRATION.iter().map(|s| self.ids(s)).collect();
         self.bert.set_precision(kernel, precision, &calibration);
+    }
+
+    /// A copy of this model at `precision` (this one unchanged), or why the page cannot hold
+    /// one: the copy keeps its f32 weights beside the 8-bit ones (the feed-forward layer's
+    /// second product, the gradients and the GPU read them), so it needs the model's memory
+    /// again, and a page's wasm memory ends at 4 GiB.
+    pub fn at_precision(&self, precision: Precision) -> Result<Model, String> {
+        let bytes = self.bert.weight_bytes();
+        if precision != self.precision() && bytes > MAX_COPY_BYTES {
+            return Err(format!(
+                "the 8-bit model is a second copy of the weights beside this one's, and this model's {} MB leave no room for it in the page's memory (at most {} MB); it runs with its f16 weights",
+                bytes >> 20,
+                MAX_COPY_BYTES >> 20
+            ));
+        }
+        let mut model = self.clone();
+        model.set_precision(crate::cpu::Kernel::Simd, precision);
+        Ok(model)
+    }
+
+    /// `model` at `precision`: itself when it already is, else a copy
+    /// ([`Model::at_precision`]); when no copy can be had, itself and why.
+    pub fn for_precision(
+        model: &std::rc::Rc<Model>,
+        precision: Precision,
+    ) -> (std::rc::Rc<Model>, Option<String>) {
+        if model.precision() == precision {
+            return (model.clone(), None);
+        }
+        match model.at_precision(precision) {
+            Ok(m) => (std::rc::Rc::new(m), None),
+            Err(why) => (model.clone(), Some(format!("No 8-bit model: {why}."))),
+        }
     }
 }
 

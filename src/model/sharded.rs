@@ -201,4 +201,42 @@ mod tests {
             assert_eq!(Step::from_code(2 * layers as u32, layers), None);
         }
     }
+
+    #[test]
+    fn an_8_bit_pass_cut_across_shards_is_as_close_to_f16_as_the_whole_pass() {
+        use crate::attention::precision::Precision;
+        use crate::attention::HeadSet;
+        use crate::model::spec::ModelSpec;
+        let spec = ModelSpec {
+            layers: 2,
+            heads: 4,
+            d_model: 20,
+            ffn: 36,
+            vocab: 50,
+            positions: 16,
+            ..ModelSpec::MINILM_L6_V2
+        };
+        let f16 = Bert::random(spec, 7);
+        let mut q8 = f16.clone();
+        q8.set_precision(
+            Kernel::Simd,
+            Precision::Int8,
+            &[(0..12).map(|i| (i * 7 % spec.vocab) as u32).collect()],
+        );
+        let ids: Vec<u32> = (0..9).map(|i| (i * 5 % spec.vocab) as u32).collect();
+        // Each shard quantizes its own heads' outputs (a finer step than the whole row's), so the
+        // cut pass is as close to the f16 model as the whole pass, not equal to it.
+        let shards = [BertShard::new(&q8, 0, 2), BertShard::new(&q8, 1, 2)];
+        let mut pass = SplitPass::new(&q8, &ids);
+        while let Some(step) = pass.step() {
+            let parts: Vec<Vec<f32>> =
+                shards.iter().map(|s| s.run(Kernel::Simd, step, pass.input())).collect();
+            pass.absorb(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
+        }
+        let all = HeadSet::all(spec.total_heads());
+        let exact = f16.forward(Kernel::Simd, &ids, &all).embedding;
+        let whole = crate::attention::cosine(&q8.forward(Kernel::Simd, &ids, &all).embedding, &exact);
+        let split = crate::attention::cosine(&pass.embedding().expect("done"), &exact);
+        assert!(split > 0.99 && (split - whole).abs() < 0.01, "cut {split}, whole {whole}");
+    }
 }

@@ -18,6 +18,7 @@ pub use query::{format_head_list, parse_head_list, shorten};
 pub use source::{served_path, Adoption, LoadedFrom, TrainedSource};
 
 use crate::attention::config::{preset_by_id, PRESETS};
+use crate::attention::precision::Precision;
 use crate::attention::{ModelConfig, Preset};
 
 /// Which model shape is selected.
@@ -224,6 +225,8 @@ pub struct Settings {
     pub theme: Theme,
     /// Threads for the trained model's batch work.
     pub threads: Threads,
+    /// The precision the trained model runs at (`?precision=`).
+    pub precision: Precision,
 }
 
 /// URL identifier of the trained model.
@@ -241,6 +244,7 @@ impl Default for Settings {
             backend: Preference::Auto,
             theme: Theme::Auto,
             threads: Threads::Auto,
+            precision: Precision::F16,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! survives, and lists of pruned heads.
 
 use super::{ModelChoice, Preference, Settings, Theme, Threads, DEFAULT_PRESET};
+use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 
 impl Settings {
@@ -48,6 +49,13 @@ impl Settings {
                         "threads={} is not auto or a whole number from 1 to {}; using every core.",
                         shorten(&value),
                         Threads::MAX
+                    )),
+                },
+                "precision" => match Precision::from_key(&value) {
+                    Some(p) => s.precision = p,
+                    None => notes.push(format!(
+                        "precision={} is not f16 or int8; using the f16 weights.",
+                        shorten(&value)
                     )),
                 },
                 "d_model" => d_model = number("for d_model").map(saturate),
@@ -101,7 +109,11 @@ impl Settings {
             Threads::Auto => String::new(),
             Threads::Exactly(n) => format!("&threads={n}"),
         };
-        format!("{model}&seq={}&seed={}{backend}{theme}{threads}", self.seq_len, self.seed)
+        let precision = match self.precision {
+            Precision::F16 => String::new(),
+            other => format!("&precision={}", other.key()),
+        };
+        format!("{model}&seq={}&seed={}{backend}{theme}{threads}{precision}", self.seq_len, self.seed)
     }
 }
 
@@ -213,6 +225,7 @@ mod tests {
                 backend: Preference::Auto,
                 theme,
                 threads: [Threads::Auto, Threads::Exactly(1), Threads::Exactly(16)][i % 3],
+                precision: Precision::ALL[i % 2],
             };
             assert_eq!(Settings::from_query(&want.to_query()), (want, vec![]), "{}", p.id);
         }
@@ -223,6 +236,7 @@ mod tests {
             backend: Preference::Cpu,
             theme: Theme::Dark,
             threads: Threads::Exactly(3),
+            precision: Precision::Int8,
         };
         assert_eq!(Settings::from_query(&format!("?{}", custom.to_query())), (custom, vec![]));
         // Out-of-range values are kept for validation to explain.
@@ -249,6 +263,27 @@ mod tests {
             assert!(notes.len() == 1 && notes[0].contains("using every core"), "{bad}: {notes:?}");
         }
         assert_eq!((Threads::Auto.count(6), Threads::Auto.count(0), Threads::Exactly(2).count(6)), (6, 1, 2));
+    }
+
+    #[test]
+    fn precision_is_f16_or_int8_and_a_bad_one_keeps_f16_with_a_note() {
+        for (q, want) in [
+            ("precision=int8", Precision::Int8),
+            ("precision=F16", Precision::F16),
+            ("precision=INT8", Precision::Int8),
+        ] {
+            assert_eq!(
+                Settings::from_query(q),
+                (Settings { precision: want, ..Settings::default() }, vec![]),
+                "{q}"
+            );
+        }
+        assert!(!Settings::default().to_query().contains("precision"), "the default stays out of links");
+        for bad in ["precision=int4", "precision=", "precision=%00", "precision=fp32"] {
+            let (s, notes) = Settings::from_query(bad);
+            assert_eq!(s.precision, Precision::F16, "{bad}");
+            assert!(notes.len() == 1 && notes[0].contains("using the f16 weights"), "{bad}: {notes:?}");
+        }
     }
 
     #[test]

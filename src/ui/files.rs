@@ -82,7 +82,14 @@ fn describe(e: &JsValue) -> String {
 pub fn stem(settings: &crate::settings::Settings) -> String {
     use crate::settings::ModelChoice;
     let model = match settings.model {
-        ModelChoice::Trained => return format!("headlab-{}", ModelChoice::Trained.id()),
+        ModelChoice::Trained => {
+            // Exports name the precision their numbers came from; the f16 default keeps its name.
+            let precision = match settings.precision {
+                crate::attention::precision::Precision::F16 => String::new(),
+                p => format!("-{}", p.key()),
+            };
+            return format!("headlab-{}{precision}", ModelChoice::Trained.id());
+        }
         ModelChoice::Custom { d_model, num_heads } => format!("custom-{d_model}x{num_heads}"),
         preset => preset.id().to_string(),
     };

@@ -14,6 +14,7 @@ use leptos::task::spawn_local;
 use super::browser::{after_next_paint, now_ms, yield_to_browser, PageHost};
 use crate::attention::analysis::{measure_drift, DriftView, Importance};
 use crate::attention::config::MAX_HEADS;
+use crate::attention::precision::Precision;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
 use crate::backend::{self, Run, Session};
 use crate::model::spec::ModelSpec;
@@ -231,8 +232,15 @@ impl AppState {
     pub fn backend_status(&self) -> Option<(String, Option<String>, bool)> {
         let synthetic = !self.settings.with(Settings::is_trained);
         let badge = self.run().filter(|_| synthetic).map(|r| r.badge());
+        // The trained model at 8 bits says so beside what the session runs.
+        let precision = self.settings.with(|s| s.precision);
+        let precision =
+            (!synthetic && precision != Precision::F16).then(|| format!(" · {}", precision.short()));
         self.session.with(|s| {
-            s.as_ref().map(|s| (badge.unwrap_or_else(|| s.placement_label()), s.note(), s.retryable()))
+            s.as_ref().map(|s| {
+                let label = badge.unwrap_or_else(|| s.placement_label());
+                (format!("{label}{}", precision.clone().unwrap_or_default()), s.note(), s.retryable())
+            })
         })
     }
 

@@ -391,6 +391,8 @@ class Trained {
   get contrast() { return element(this.root, 'trained-contrast'); }
   get backend() { return element(this.root, 'trained-backend'); }
   get note() { return element(this.root, 'trained-note'); }
+  get precision() { return element(this.root, 'precision'); }
+  get precisionNote() { return element(this.root, 'precision-note'); }
   get importanceMeasure() { return element(this.root, 'importance-measure'); }
   get importanceStatus() { return element(this.root, 'importance-status'); }
   get pruneK() { return element(this.root, 'trained-prune-k'); }

@@ -2,9 +2,10 @@
 //! work ([`crate::model::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
-//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array]` (its model file, which
-//! the page fetched or converted: the worker reads nothing itself), and the worker answers
-//! `"loaded"` once it has decoded it; then each piece of work comes as an `ArrayBuffer` and goes
+//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision]` (its model
+//! file, which the page fetched or converted: the worker reads nothing itself, and the precision
+//! the page runs it at, `"f16"` or `"int8"`), and the worker answers `"loaded"` once it has
+//! decoded it (and quantized it, calibrated as the page's own copy, so both give the same bits); then each piece of work comes as an `ArrayBuffer` and goes
 //! back as one. Anything that goes wrong is answered with a string that
 //! starts with `"error: "` and says what, and the worker keeps serving.
 
@@ -16,6 +17,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
+use crate::attention::precision::Precision;
 use crate::cpu::Kernel;
 use crate::model::work::Work;
 use crate::model::Model;
@@ -65,11 +67,17 @@ fn work(model: Option<&Model>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     Ok(work.run(&model.bert, Kernel::Simd).encode())
 }
 
-/// The model the page sent: `[id, Uint8Array]`, its id and its model file.
+/// The model the page sent: `[id, Uint8Array, precision]`, its id, its model file and the
+/// precision to run it at.
 fn load(message: &Array) -> Result<Model, String> {
     let id = message.get(0).as_string().ok_or("the model's message has no id")?;
     let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
-    Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())
+    let key = message.get(2).as_string().ok_or("the model's message has no precision")?;
+    let precision =
+        Precision::from_key(&key).ok_or_else(|| format!("the model's message asks for precision {key:?}"))?;
+    let mut model = Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
+    model.set_precision(Kernel::Simd, precision);
+    Ok(model)
 }
 
 fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {

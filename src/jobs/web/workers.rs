@@ -22,6 +22,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
 
+use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
 use crate::model::work::{Done, Work};
@@ -133,7 +134,7 @@ struct Crew {
 
 impl Crew {
     /// Starts `size` workers and loads the model in each.
-    async fn start(size: usize, model: &ModelFile) -> Result<Crew, String> {
+    async fn start(size: usize, model: &ModelFile, precision: Precision) -> Result<Crew, String> {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
         let members: Vec<Rc<Member>> =
             (0..size).map(|_| Member::spawn().map(Rc::new)).collect::<Result<_, _>>()?;
@@ -143,7 +144,11 @@ impl Crew {
             .map(|m| {
                 let (m, (glue, wasm)) = (m.clone(), (glue.clone(), wasm.clone()));
                 // Each worker gets its own copy (posting copies it): the page keeps the file.
-                let message = Array::of2(&JsValue::from_str(&model.id), &Uint8Array::from(&model.bytes[..]));
+                let message = Array::of3(
+                    &JsValue::from_str(&model.id),
+                    &Uint8Array::from(&model.bytes[..]),
+                    &JsValue::from_str(precision.key()),
+                );
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
                     let urls = Array::of2(&JsValue::from_str(&glue), &JsValue::from_str(&wasm));
@@ -256,13 +261,15 @@ pub struct ModelFile {
 pub struct WebWorkers {
     threads: usize,
     model: Rc<ModelFile>,
+    precision: Precision,
     state: RefCell<PoolState>,
 }
 
 impl WebWorkers {
-    /// Workers for `threads` threads (at least 2: one thread is the page's own).
-    pub fn new(threads: usize, model: Rc<ModelFile>) -> WebWorkers {
-        WebWorkers { threads, model, state: RefCell::new(PoolState::Idle) }
+    /// Workers for `threads` threads (at least 2: one thread is the page's own), each running
+    /// the model at `precision`.
+    pub fn new(threads: usize, model: Rc<ModelFile>, precision: Precision) -> WebWorkers {
+        WebWorkers { threads, model, precision, state: RefCell::new(PoolState::Idle) }
     }
 
     /// The running crew, started on first use; why not, when it cannot be had.
@@ -291,7 +298,7 @@ impl WebWorkers {
                 None => break,
             }
         }
-        let next = match Crew::start(self.threads, &self.model).await {
+        let next = match Crew::start(self.threads, &self.model, self.precision).await {
             Ok(crew) => PoolState::Ready(Rc::new(crew)),
             Err(e) => PoolState::Failed(e),
         };

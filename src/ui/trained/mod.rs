@@ -24,6 +24,7 @@ mod view;
 use leptos::prelude::*;
 
 use crate::attention::clock::show_ms;
+use crate::attention::precision::Precision;
 use crate::export::{attention_csv, layered_importance_csv};
 use crate::model::digits::cosine_text;
 use crate::model::tokenizer::Token;
@@ -50,6 +51,8 @@ use view::TrainedView;
 pub fn TrainedModel() -> impl IntoView {
     let models = Models::new();
     models.provide();
+    let app = AppState::get();
+    let precision = Memo::new(move |_| app.settings.with(|s| s.precision));
     let title = move || match models.shown.with(|s| s.as_ref().map(|s| *s.model.spec())) {
         Some(spec) => {
             format!("A trained model: {} ({} layers × {} heads)", models.name(), spec.layers, spec.heads)
@@ -71,16 +74,20 @@ pub fn TrainedModel() -> impl IntoView {
                         }
                     })
             }}
-            // Each model gets a view of its own: nothing computed for one meets another.
-            {move || models.shown.get().map(|shown| view! { <ModelPanel shown=shown /> })}
+            // Each model, and each precision of it, gets a view of its own: nothing computed for
+            // one meets another.
+            {move || {
+                let precision = precision.get();
+                models.shown.get().map(|shown| view! { <ModelPanel shown=shown precision=precision /> })
+            }}
         </section>
     }
 }
 
 /// Everything the panel shows of one model.
 #[component]
-fn ModelPanel(shown: Shown) -> impl IntoView {
-    let view = TrainedView::new(&shown);
+fn ModelPanel(shown: Shown, precision: Precision) -> impl IntoView {
+    let view = TrainedView::new(&shown, precision);
     view.provide();
     TaskView::new(view).provide();
     AtlasView::new(TaskView::get()).provide();
@@ -88,6 +95,8 @@ fn ModelPanel(shown: Shown) -> impl IntoView {
         <p class="muted" data-testid="trained-backend">
             {move || view.running_on().map(|(on, _)| format!("Running on {on}."))}
         </p>
+        <PrecisionChoice />
+        {view.precision_note.get_value().map(|n| view! { <p class="backend-note" data-testid="precision-note">{n}</p> })}
         {move || {
             view.running_on()
                 .and_then(|(_, note)| note)
@@ -289,5 +298,33 @@ fn Exports() -> impl IntoView {
             </button>
         </div>
         {move || export_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+    }
+}
+
+/// The reader's precision for the trained model: the f16 weights or the 8-bit path. Changing it
+/// builds the panel again at that precision (the sentence and heads stay, the numbers are
+/// measured again); the link keeps it.
+#[component]
+fn PrecisionChoice() -> impl IntoView {
+    let app = AppState::get();
+    let chosen = move || app.settings.with(|s| s.precision);
+    view! {
+        <p class="precision">
+        <label class="measure">
+            "Precision: "
+            <select
+                data-testid="precision"
+                prop:value=move || chosen().key()
+                on:change=move |ev| {
+                    if let Some(p) = Precision::from_key(&event_target_value(&ev)) {
+                        app.settings.update(|s| s.precision = p);
+                    }
+                }
+            >
+                {Precision::ALL.map(|p| view! { <option value=p.key()>{p.label()}</option> }).into_iter().collect_view()}
+            </select>
+        </label>
+        <span class="muted">" Every number in this panel comes from the model at this precision."</span>
+        </p>
     }
 }

@@ -216,7 +216,7 @@ fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
 fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> CurveRun {
     let model = engine.model();
     let total = model.spec().total_heads();
-    let cache = CurveCache::new(Rc::new(BrowserStore), &model.id, &PAIRS_SHA256[..16], total);
+    let cache = CurveCache::new(Rc::new(BrowserStore), &model.cache_id(), &PAIRS_SHA256[..16], total);
     let known = cache.saved(order.as_deref());
     CurveRun::new(*model.spec(), data, order, known, Some(cache))
 }

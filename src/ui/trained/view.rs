@@ -9,6 +9,7 @@ use leptos::prelude::*;
 
 use super::loader::Shown;
 use crate::attention::importance::Ranking;
+use crate::attention::precision::Precision;
 use crate::attention::{cosine, HeadSet};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::{Engine, Pass, Workers};
@@ -39,8 +40,11 @@ pub type SentenceStatus = Option<(Vec<u32>, Status)>;
 pub struct TrainedView {
     /// The reader's sentence, layer and heads.
     pub choices: TrainedChoices,
-    /// The model this view shows (a new model gets a new view).
+    /// The model this view shows, at the reader's precision (a new model or precision gets a
+    /// new view).
     model: StoredValue<Rc<Model>, LocalStorage>,
+    /// Why the model runs at another precision than the reader asked for, when it does.
+    pub precision_note: StoredValue<Option<String>>,
     /// The model on the page's backend and its workers, once loaded and the backend chosen.
     pub engine: LocalResource<Option<Rc<Engine>>>,
     /// Where the model's batch work runs, kept while the model is (the workers hold it).
@@ -73,12 +77,13 @@ pub struct TrainedView {
 impl TrainedView {
     /// The panel's state for the model `shown`: its workers, its engine on the page's backend,
     /// and everything computed from it.
-    pub fn new(shown: &Shown) -> TrainedView {
+    pub fn new(shown: &Shown, precision: Precision) -> TrainedView {
         let app = AppState::get();
         let choices = app.trained;
-        let model = shown.model.clone();
+        let (model, precision_note) = Model::for_precision(&shown.model, precision);
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
-        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, shown.file.clone()))));
+        let file = shown.file.clone();
+        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, file, model.precision()))));
         let workers_changed = Trigger::new();
         workers.watch(move || workers_changed.notify());
         let workers = StoredValue::new_local(workers);
@@ -132,6 +137,7 @@ impl TrainedView {
         TrainedView {
             choices,
             model,
+            precision_note: StoredValue::new(precision_note),
             engine,
             workers,
             workers_changed,
