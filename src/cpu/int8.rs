@@ -283,24 +283,45 @@ impl QuantizedRows {
 
 /// Quantizes one row into `out`, returning `(t, z)`. NaN or infinity anywhere: `t` is NaN.
 fn quantize_row(row: &[f32], out: &mut [u8], levels: f32) -> (f32, i32) {
-    let (mut lo, mut hi) = (0.0f32, 0.0f32);
-    for &v in row {
-        if !v.is_finite() {
-            return (f32::NAN, 0);
+    // Eight running minima and maxima, and `v * 0` summed (NaN once any value is NaN or
+    // infinite), written so that the compiler vectorizes them (compare-and-select: f32x4.pmin).
+    let (mut lo, mut hi, mut bad) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
+    let mut chunks = row.chunks_exact(8);
+    for chunk in &mut chunks {
+        for j in 0..8 {
+            let v = chunk[j];
+            lo[j] = if v < lo[j] { v } else { lo[j] };
+            hi[j] = if v > hi[j] { v } else { hi[j] };
+            bad[j] += v * 0.0;
         }
-        lo = lo.min(v);
-        hi = hi.max(v);
     }
+    for (j, &v) in chunks.remainder().iter().enumerate() {
+        lo[j] = if v < lo[j] { v } else { lo[j] };
+        hi[j] = if v > hi[j] { v } else { hi[j] };
+        bad[j] += v * 0.0;
+    }
+    if bad.iter().sum::<f32>().is_nan() {
+        return (f32::NAN, 0);
+    }
+    let (lo, hi) = (lo.iter().fold(0.0f32, |a, &b| a.min(b)), hi.iter().fold(0.0f32, |a, &b| a.max(b)));
     if hi == lo {
         // A row of zeros: every byte is the zero point 0.
         out.fill(0);
         return (1.0, 0);
     }
     let t = (hi - lo) / levels;
-    let z = (-lo / t).round();
+    let z = (-lo / t).round_ties_even();
     let inv = 1.0 / t;
     for (o, &v) in out.iter_mut().zip(row) {
-        *o = (v * inv + z).round().clamp(0.0, levels) as u8;
+        // Rounding to nearest, ties to even: one f32x4.nearest.
+        let q = (v * inv + z).round_ties_even();
+        *o = (if q < 0.0 {
+            0.0
+        } else if q > levels {
+            levels
+        } else {
+            q
+        }) as u8;
     }
     (t, z as i32)
 }
@@ -381,14 +402,15 @@ fn product(
             let a: [&[u8]; MR] =
                 std::array::from_fn(|r| &rows.values[(i0 + r) * width..(i0 + r + 1) * width]);
             let acc = micro_kernel(kernel, steps, a, strip, w.bits);
+            let (scales, sums, bias) =
+                (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols], &bias[o0..o0 + cols]);
             for r in 0..MR.min(n - i0) {
                 let i = i0 + r;
                 let (t, z) = (rows.scales[i], rows.zeros[i]);
                 let row = &mut y[i * rs + o0..i * rs + o0 + cols];
-                for (c, v) in row.iter_mut().enumerate() {
-                    let o = o0 + c;
-                    let sum = acc[r * NR + c] - z * w.sums[o];
-                    *v = t * w.scales[o] * sum as f32 + bias[o];
+                let acc = &acc[r * NR..r * NR + cols];
+                for ((((v, &a), &q), &s), &b) in row.iter_mut().zip(acc).zip(sums).zip(scales).zip(bias) {
+                    *v = t * s * (a - z * q) as f32 + b;
                 }
             }
         }
