@@ -87,6 +87,10 @@ pub struct QuantizedWeights {
     smoothing: Vec<f32>,
     /// How finely the activations are quantized.
     bits: ActivationBits,
+    /// The rounding error of these weights, quantized again per channel (a second product on
+    /// the same activation codes): weights of about 15 bits for twice the integer work, where
+    /// 8-bit weights cost too much (see [`QuantizedWeights::smoothed`]).
+    residual: Option<Box<QuantizedWeights>>,
 }
 
 impl QuantizedWeights {
@@ -108,7 +112,11 @@ impl QuantizedWeights {
     /// exactly; only the rounding moves, away from the few positions whose activations are
     /// tens of times the rest's (a transformer's outlier features), which would otherwise set
     /// every row's step. Positions never active (or with zero weights) keep `m_k = 1`.
-    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32]) -> Self {
+    ///
+    /// With `residual`, the weights' rounding error `W m - s_o q` is quantized again per channel
+    /// and multiplied in a second product: its step is about `s_o / 254`, so the weights are
+    /// exact to about 15 bits.
+    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32], residual: bool) -> Self {
         assert_eq!(input_max.len(), inp, "one activation maximum per input position");
         let factors: Vec<f32> = (0..inp)
             .map(|k| {
@@ -124,6 +132,16 @@ impl QuantizedWeights {
         let scaled: Vec<f32> = w.iter().enumerate().map(|(i, v)| v * factors[i % inp.max(1)]).collect();
         let mut q = Self::new(&scaled, out, inp);
         q.smoothing = factors.iter().map(|m| 1.0 / m).collect();
+        if residual && inp > 0 {
+            let error: Vec<f32> = scaled
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v - q.scales[i / inp] * q.at(i / inp, i % inp) as f32)
+                .collect();
+            let mut r = Self::new(&error, out, inp);
+            r.smoothing = q.smoothing.clone();
+            q.residual = Some(Box::new(r));
+        }
         q
     }
 
@@ -148,6 +166,7 @@ impl QuantizedWeights {
             packed,
             smoothing: Vec::new(),
             bits: ActivationBits::Seven,
+            residual: None,
         }
     }
 
@@ -163,7 +182,7 @@ impl QuantizedWeights {
 
     /// Bytes the quantized weights take (the packed bytes and the per-channel scales and sums).
     pub fn bytes(&self) -> usize {
-        self.packed.len() + 8 * self.out
+        self.packed.len() + 8 * self.out + self.residual.as_ref().map_or(0, |r| r.bytes())
     }
 
     /// The byte `q[o, k]`.
@@ -177,18 +196,34 @@ impl QuantizedWeights {
         self.scales[o]
     }
 
+    /// The step of channel `o`'s weights as the product multiplies them: `s_o`, or the
+    /// residual's step when there is one.
+    pub fn weight_step(&self, o: usize) -> f32 {
+        self.residual.as_ref().map_or(self.scales[o], |r| r.scales[o])
+    }
+
+    /// Whether a residual product refines these weights.
+    pub fn has_residual(&self) -> bool {
+        self.residual.is_some()
+    }
+
     /// `W^ = s_o q / m_k` (`out x inp`, row-major): the weights the product really multiplies
     /// the activations by (up to the activations' own rounding).
     pub fn dequantized(&self) -> Vec<f32> {
         let inv = |k: usize| self.smoothing.get(k).copied().unwrap_or(1.0);
-        (0..self.out)
+        let mut w: Vec<f32> = (0..self.out)
             .flat_map(|o| (0..self.inp).map(move |k| self.scales[o] * self.at(o, k) as f32 * inv(k)))
-            .collect()
+            .collect();
+        if let Some(r) = &self.residual {
+            w.iter_mut().zip(r.dequantized()).for_each(|(a, b)| *a += b);
+        }
+        w
     }
 
     /// These weights with their activations quantized at `bits`.
     pub fn with_activation_bits(mut self, bits: ActivationBits) -> Self {
         self.bits = bits;
+        self.residual = self.residual.map(|r| Box::new(r.with_activation_bits(bits)));
         self
     }
 
@@ -209,6 +244,7 @@ impl QuantizedWeights {
         let mut q = Self::from_fn(channels.len(), self.inp, scales, |o, k| self.at(channels[o], k));
         q.smoothing = self.smoothing.clone();
         q.bits = self.bits;
+        q.residual = self.residual.as_ref().map(|r| Box::new(r.select_channels(channels)));
         q
     }
 
@@ -223,6 +259,7 @@ impl QuantizedWeights {
             keep.iter().map(|&k| self.smoothing[k]).collect()
         };
         q.bits = self.bits;
+        q.residual = self.residual.as_ref().map(|r| Box::new(r.select_inputs(ranges)));
         q
     }
 }
@@ -373,7 +410,10 @@ pub fn qgemm(
     ROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
         rows.fill(x, n, inp, &w.smoothing, w.bits.levels());
-        product(kernel, &rows, n, w, bias, y, rs);
+        product(kernel, &rows, n, w, Some(bias), y, rs);
+        if let Some(r) = &w.residual {
+            product(kernel, &rows, n, r, None, y, rs);
+        }
     });
 }
 
@@ -384,14 +424,16 @@ fn product(
     rows: &QuantizedRows,
     n: usize,
     w: &QuantizedWeights,
-    bias: &[f32],
+    bias: Option<&[f32]>,
     y: &mut [f32],
     rs: usize,
 ) {
     let steps = w.inp.div_ceil(4);
     if steps == 0 {
         // K = 0: every product is the empty sum.
-        (0..n).for_each(|i| y[i * rs..i * rs + w.out].copy_from_slice(bias));
+        if let Some(bias) = bias {
+            (0..n).for_each(|i| y[i * rs..i * rs + w.out].copy_from_slice(bias));
+        }
         return;
     }
     let width = steps * 4;
@@ -402,15 +444,22 @@ fn product(
             let a: [&[u8]; MR] =
                 std::array::from_fn(|r| &rows.values[(i0 + r) * width..(i0 + r + 1) * width]);
             let acc = micro_kernel(kernel, steps, a, strip, w.bits);
-            let (scales, sums, bias) =
-                (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols], &bias[o0..o0 + cols]);
+            let (scales, sums) = (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols]);
             for r in 0..MR.min(n - i0) {
                 let i = i0 + r;
                 let (t, z) = (rows.scales[i], rows.zeros[i]);
                 let row = &mut y[i * rs + o0..i * rs + o0 + cols];
                 let acc = &acc[r * NR..r * NR + cols];
-                for ((((v, &a), &q), &s), &b) in row.iter_mut().zip(acc).zip(sums).zip(scales).zip(bias) {
-                    *v = t * s * (a - z * q) as f32 + b;
+                let terms = row.iter_mut().zip(acc).zip(sums).zip(scales);
+                match bias {
+                    // The first product writes the row, bias included (y is never read)...
+                    Some(bias) => {
+                        for ((((v, &a), &q), &s), &b) in terms.zip(&bias[o0..o0 + cols]) {
+                            *v = t * s * (a - z * q) as f32 + b;
+                        }
+                    }
+                    // ... a residual one adds to it.
+                    None => terms.for_each(|(((v, &a), &q), &s)| *v += t * s * (a - z * q) as f32),
                 }
             }
         }
@@ -590,8 +639,9 @@ mod tests {
     fn variants(w: &[f32], m: usize, k: usize) -> Vec<QuantizedWeights> {
         let maxima: Vec<f32> = (0..k).map(|j| 0.1 + 10.0 * value(99, j).abs()).collect();
         let plain = QuantizedWeights::new(w, m, k);
-        let smooth = QuantizedWeights::smoothed(w, m, k, &maxima);
-        [plain, smooth]
+        let smooth = QuantizedWeights::smoothed(w, m, k, &maxima, false);
+        let refined = QuantizedWeights::smoothed(w, m, k, &maxima, true);
+        [plain, smooth, refined]
             .into_iter()
             .flat_map(|q| [q.clone(), q.with_activation_bits(ActivationBits::Eight)])
             .collect()
@@ -614,9 +664,10 @@ mod tests {
     fn check_product(kernel: Kernel, x: &[f32], n: usize, w: &[f32], q: &QuantizedWeights, bias: &[f32]) {
         let (k, m) = (q.inp(), q.out());
         let case = format!(
-            "{kernel:?} {n}x{k}x{m} {:?} smoothed {}",
+            "{kernel:?} {n}x{k}x{m} {:?} smoothed {} residual {}",
             q.activation_bits(),
-            !q.smoothing().is_empty()
+            !q.smoothing().is_empty(),
+            q.has_residual()
         );
         let wq = q.dequantized();
         let rs = m + 3;
@@ -640,7 +691,7 @@ mod tests {
                     .map(|j| {
                         let mk = q.smoothing_factor(j) as f64;
                         mk * t as f64 / 2.0 * (wq[o * k + j] as f64).abs()
-                            + q.scale(o) as f64 / (2.0 * mk) * (row[j] as f64).abs()
+                            + q.weight_step(o) as f64 / (2.0 * mk) * (row[j] as f64).abs()
                     })
                     .sum();
                 let error = (got - exact).abs();

@@ -52,8 +52,9 @@ impl Linear {
 
     /// The 8-bit copy of this layer, its activations' outliers moved into the weights by their
     /// largest magnitudes `input_max` per input feature ([`QuantizedWeights::smoothed`]).
-    pub fn quantize(&mut self, input_max: &[f32], bits: ActivationBits) {
-        let q = QuantizedWeights::smoothed(&self.w, self.out(), self.inp(), input_max);
+    /// With `residual`, its weights' rounding error is quantized and multiplied again.
+    pub fn quantize(&mut self, input_max: &[f32], bits: ActivationBits, residual: bool) {
+        let q = QuantizedWeights::smoothed(&self.w, self.out(), self.inp(), input_max, residual);
         self.int8 = Some(Arc::new(q.with_activation_bits(bits)));
     }
 
@@ -242,16 +243,18 @@ impl Bert {
             for (i, lin) in lins.into_iter().enumerate() {
                 match &maxima {
                     None => lin.int8 = None,
-                    Some(m) => match int8_plan(i, &m[l]) {
-                        Some((input_max, bits)) => lin.quantize(&input_max, bits),
-                        None => lin.int8 = None,
-                    },
+                    Some(m) => {
+                        let (input_max, bits, residual) = int8_plan(i, &m[l]);
+                        // Without maxima, no smoothing (every factor 1).
+                        let unsmoothed = vec![0.0; lin.inp()];
+                        lin.quantize(input_max.unwrap_or(&unsmoothed), bits, residual);
+                    }
                 }
             }
         }
     }
 
-    /// Per layer, the largest magnitude of each input feature of its 8-bit products over the
+    /// Per layer, the largest magnitude of each input feature of its smoothed products over the
     /// sentences `ids`: `[layer input (q, k, v), heads' outputs (W_o), after LayerNorm 1 (W_i)]`,
     /// all heads active, in f32.
     fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>]) -> Vec<[Vec<f32>; 3]> {
@@ -269,7 +272,7 @@ impl Bert {
                 after.iter_mut().zip(x).for_each(|(a, b)| *a += b);
                 layer_norm(&mut after, &layer.ln1, spec.layer_norm_eps);
                 for (max, values) in maxima[l].iter_mut().zip([&x[..], &heads[..], &after[..]]) {
-                    for row in values.chunks_exact(d) {
+                    for row in values.chunks_exact(max.len()) {
                         max.iter_mut().zip(row).for_each(|(m, v)| *m = m.max(v.abs()));
                     }
                 }
@@ -586,19 +589,22 @@ pub fn first_changed_layer(
 }
 
 /// How the `i`-th dense layer of a layer (`q, k, v, W_o, W_i, W_2`) runs in an 8-bit model, from
-/// the largest inputs of the layer's three 8-bit products (`maxima`): the smoothing's activation
-/// maxima and the activations' bits, or `None` for f32. Chosen by measurement on MiniLM
-/// (`tests/minilm_reference.rs`, cosines of the embedding to the f16 model's at 8 to 512
-/// tokens): the feed-forward layer's second product stays f32, because its 8-bit *weights* alone
-/// cost 0.9995 at 512 tokens, as much as every other product together, with or without
-/// smoothing or clipping; with it in f32 the rest at 7-bit activations keep 0.9995 or better
-/// (every product in 8 bits: 0.9989; 8-bit activations, two dot products a step, do not help).
-fn int8_plan(i: usize, maxima: &[Vec<f32>; 3]) -> Option<(Vec<f32>, ActivationBits)> {
+/// the largest inputs of the layer's four products (`maxima`): the smoothing's activation maxima,
+/// the activations' bits and whether the weights' rounding error gets a second product. Chosen
+/// by measurement on MiniLM (`tests/minilm_reference.rs`, cosines of the embedding to the
+/// float64 reference and to the f16 model at 8 to 512 tokens): every product takes 7-bit
+/// activations; the feed-forward layer's second product (GELU's output) gets a residual product,
+/// because its 8-bit weights alone cost 0.9995 at 512 tokens, as much as every other product
+/// together, with or without smoothing or clipping (all in 8 bits: 0.9989), and no smoothing,
+/// which with exact weights only moves error into its activations (worst cosine 0.9990 with it,
+/// 0.9991 without; the product in f32 instead: 0.9995, 0.82x transformers.js q8's time at 128
+/// tokens where this plan takes 0.68x).
+fn int8_plan(i: usize, maxima: &[Vec<f32>; 3]) -> (Option<&[f32]>, ActivationBits, bool) {
     match i {
-        0..=2 => Some((maxima[0].clone(), ActivationBits::Seven)),
-        3 => Some((maxima[1].clone(), ActivationBits::Seven)),
-        4 => Some((maxima[2].clone(), ActivationBits::Seven)),
-        _ => None,
+        0..=2 => (Some(&maxima[0]), ActivationBits::Seven, false),
+        3 => (Some(&maxima[1]), ActivationBits::Seven, false),
+        4 => (Some(&maxima[2]), ActivationBits::Seven, false),
+        _ => (None, ActivationBits::Seven, true),
     }
 }
 
