@@ -76,9 +76,13 @@ echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
 # Both builds, made above for the browser.
 if [ "$shapes" = smoke ]; then node bench/relaxed.mjs 2 smoke; else node bench/relaxed.mjs "$rounds"; fi
 
-echo
-echo "## the 8-bit path against f16, both builds, side by side in headless Chromium"
-if [ "$shapes" = smoke ]; then node bench/int8.mjs 2 smoke; else node bench/int8.mjs "$rounds"; fi
+# The 8-bit path against f16 and transformers.js (the export made above) in headless Chromium.
+# Its smoke form is a step of its own in scripts/test.sh, after the export.
+if [ "$shapes" != smoke ]; then
+  echo
+  echo "## the 8-bit path against f16 and transformers.js, both builds, side by side in headless Chromium"
+  node bench/int8.mjs "$rounds"
+fi
 
 echo
 echo "## the backend per input: the page's measured choice against the CPU kernel and the GPU forced"

@@ -65,6 +65,9 @@ step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node b
 # Both of the page's wasm builds (bench/run.sh made them); Node 20 runs relaxed SIMD behind a flag.
 step "benchmark smoke run: the trained model against transformers.js" \
   node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke
+# The 8-bit path where a reader runs it: both wasm builds at f16 and 8 bits beside transformers.js
+# (fp32, q8) in one page of headless Chromium, at 128 tokens; fails below cosine 0.999.
+step "benchmark smoke run: 8 bits against transformers.js q8 in Chromium" node bench/int8.mjs 2 smoke
 # The same at BERT-base's shape: the tests' random BERT-base-shaped folder, converted by the
 # page's loader and exported by bench/onnx-bert.mjs (both made by the run), at 128 tokens.
 step "benchmark smoke run: a BERT-base-shaped checkpoint against transformers.js" \
