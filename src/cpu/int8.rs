@@ -11,20 +11,28 @@
 //! y[i,o] = t_i s_o (sum_k u[i,k] q[o,k] - z_i sum_k q[o,k]) + b[o]
 //! ```
 //!
+//! Two refinements, both per weight matrix ([`QuantizedWeights::smoothed`]): smoothing factors
+//! `m_k` (SmoothQuant), so that the product quantizes `x / m` against `W m` (the same product,
+//! the rounding moved off the activations' outlier features); and a residual product, the
+//! weights' rounding error `W m - s q` quantized per channel again (step `r_o`, about
+//! `s_o / 254`) and multiplied on the same codes `u`. Rounding is to nearest, ties to even.
+//!
 //! Why 7-bit activations: relaxed SIMD's `i32x4.relaxed_dot_i8x16_i7x16_add_s` multiplies 16
 //! signed bytes by 16 bytes whose top bit must be clear (an engine may read them as signed or
 //! unsigned), summing each four into an i32 lane: 16 multiply-adds per instruction where
 //! `f32x4.relaxed_madd` does 4. The activations are that operand, as unsigned 7-bit values with
-//! a zero point; the weights keep all 8 bits.
+//! a zero point; the weights keep all 8 bits. [`ActivationBits::Eight`] halves the step at two
+//! dot products per step.
 //!
 //! # Contract
-//! - The integer sum is exact (`|sum| <= 127 * 127 * K < 2^31` for any `K <= 133_000`), so `y`
-//!   equals the float64 product of the *dequantized* operands `x^ = t_i (u - z_i)` and
-//!   `W^ = s_o q` up to the f32 roundings of the final scale and bias (a test holds it to
-//!   `1e-6` relative).
-//! - Against the exact `x W^T + b`: `|x - x^| <= t_i / 2` and `|W - W^| <= s_o / 2`
-//!   elementwise, so `|y - y_exact| <= t_i / 2 sum_k |W^[o,k]| + s_o / 2 sum_k |x[i,k]|`
-//!   (a test checks this bound on a table of shapes).
+//! - The integer sum is exact (`|sum| <= 254 * 127 * K < 2^31` for any `K <= 66_000`), so `y`
+//!   equals the float64 product of the *dequantized* operands `x^_k = m_k t_i (u_k - z_i)` and
+//!   `W^ = (s_o q + r_o q') / m_k` up to the f32 roundings of the final scales and bias (a test
+//!   holds it to `1e-6` relative).
+//! - Against the exact `x W^T + b`: `|x_k - x^_k| <= m_k t_i / 2` and `|W - W^| <= w_o / (2 m_k)`
+//!   elementwise (`w_o` the last step: `s_o`, or `r_o` with a residual), so
+//!   `|y - y_exact| <= sum_k (m_k t_i / 2 |W^[o,k]| + w_o / (2 m_k) |x[i,k]|)` (a test checks
+//!   this bound on a table of shapes, every variant).
 //! - A row of `x` holding NaN or infinity gives a row of NaN; every element of `y`'s `n x N`
 //!   block is written and nothing else (NaN-poisoned outputs prove it).
 //!
@@ -69,7 +77,7 @@ impl ActivationBits {
 }
 
 /// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel:
-/// strips of [`NR`] channels, each a run of steps of four input positions, `NR x 4` bytes per
+/// strips of `NR` (8) channels, each a run of steps of four input positions, `NR x 4` bytes per
 /// step (channel-major within a step); the strip past `N` and the positions past `K` are zero.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantizedWeights {
