@@ -185,15 +185,30 @@ fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_wi
         CALIBRATION.iter().map(|s| tok.encode(s).iter().map(|t| t.id).collect()).collect();
     bert.set_precision(Kernel::Simd, Precision::Int8, &calibration);
     assert_eq!((bert.precision(), f16.precision()), (Precision::Int8, Precision::F16));
-    let mut worst = 1.0f64;
+    let (mut worst, mut attention) = (1.0f64, 0.0f64);
     for kernel in Kernel::ALL {
         for case in fixture("minilm-forward.json").as_array().unwrap() {
             let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
-            let c = cosine(&bert.forward(kernel, &ids, &all).embedding, &floats(&case["embedding"]));
+            let out = bert.forward(kernel, &ids, &all);
+            let c = cosine(&out.embedding, &floats(&case["embedding"]));
             assert!(c >= 0.999, "{kernel:?} {:?}: cosine {c} to the float64 reference", case["text"]);
             worst = worst.min(c);
+            // The attention weights the heatmaps draw, against the reference's first and last layer.
+            for (layer, key) in [(0, "attention_layer0"), (5, "attention_layer5")] {
+                let want = floats(&case[key]);
+                let err = out.attention[layer]
+                    .iter()
+                    .zip(&want)
+                    .map(|(a, b)| (*a as f64 - b).abs())
+                    .fold(0.0, f64::max);
+                attention = attention.max(err);
+            }
         }
     }
+    println!(
+        "8-bit: largest error of an attention weight (layers 1 and 6, reference sentences) {attention:.4}"
+    );
+    assert!(attention < 0.05, "an attention weight off by {attention}");
     // Longer sentences, against the f32 pass (itself within 1e-6 of the reference's cosine).
     let words = "the river bank was steep and she sat on it to watch the water run past the old mill ";
     for n in [8, 32, 128, 512] {
