@@ -207,15 +207,7 @@ mod tests {
         use crate::attention::precision::Precision;
         use crate::attention::HeadSet;
         use crate::model::spec::ModelSpec;
-        let spec = ModelSpec {
-            layers: 2,
-            heads: 4,
-            d_model: 20,
-            ffn: 36,
-            vocab: 50,
-            positions: 16,
-            ..ModelSpec::MINILM_L6_V2
-        };
+        let spec = ModelSpec::SMALL;
         let f16 = Bert::random(spec, 7);
         let mut q8 = f16.clone();
         q8.set_precision(

@@ -181,6 +181,20 @@ impl ModelSpec {
     }
 }
 
+/// A small shape for tests: 2 layers of 4 heads of 5, FFN 36, 50 pieces, 16 positions.
+#[cfg(test)]
+impl ModelSpec {
+    pub(crate) const SMALL: ModelSpec = ModelSpec {
+        layers: 2,
+        heads: 4,
+        d_model: 20,
+        ffn: 36,
+        vocab: 50,
+        positions: 16,
+        ..ModelSpec::MINILM_L6_V2
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
