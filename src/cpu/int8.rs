@@ -21,11 +21,12 @@
 //! signed bytes by 16 bytes whose top bit must be clear (an engine may read them as signed or
 //! unsigned), summing each four into an i32 lane: 16 multiply-adds per instruction where
 //! `f32x4.relaxed_madd` does 4. The activations are that operand, as unsigned 7-bit values with
-//! a zero point; the weights keep all 8 bits. [`ActivationBits::Eight`] halves the step at two
-//! dot products per step.
+//! a zero point; the weights keep all 8 bits. (8-bit activations, each code split into two 7-bit
+//! halves for two dot products a step, were measured and dropped: 0.66-0.72x of f32 where 7 bits
+//! take 0.33-0.39x, and no product of the model needed them once `W_2` had its residual.)
 //!
 //! # Contract
-//! - The integer sum is exact (`|sum| <= 254 * 127 * K < 2^31` for any `K <= 66_000`), so `y`
+//! - The integer sum is exact (`|sum| <= 127 * 127 * K < 2^31` for any `K <= 133_000`), so `y`
 //!   equals the float64 product of the *dequantized* operands `x^_k = m_k t_i (u_k - z_i)` and
 //!   `W^ = (s_o q + r_o q') / m_k` up to the f32 roundings of the final scales and bias (a test
 //!   holds it to `1e-6` relative).
@@ -54,27 +55,8 @@ const NR: usize = 8;
 const STEP: usize = NR * 4;
 /// The largest quantized magnitude of a weight.
 const WEIGHT_LEVELS: f32 = 127.0;
-/// How finely a product quantizes its activations: the largest code of a row.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum ActivationBits {
-    /// Codes `0..=127`: one relaxed dot product per step.
-    #[default]
-    Seven,
-    /// Codes `0..=254`, each split as `(u >> 1) + (u - (u >> 1))` into two 7-bit halves for
-    /// the relaxed dot product (two per step): half the step, for the layers whose error
-    /// dominates (the feed-forward layer's second product, whose input is GELU's).
-    Eight,
-}
-
-impl ActivationBits {
-    /// The largest code.
-    pub fn levels(self) -> f32 {
-        match self {
-            ActivationBits::Seven => 127.0,
-            ActivationBits::Eight => 254.0,
-        }
-    }
-}
+/// The largest activation code (7 bits, unsigned).
+const ACTIVATION_LEVELS: f32 = 127.0;
 
 /// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel:
 /// strips of `NR` (8) channels, each a run of steps of four input positions, `NR x 4` bytes per
@@ -93,8 +75,6 @@ pub struct QuantizedWeights {
     /// against weights `W[o,k] m_k` (smoothing, see [`QuantizedWeights::smoothed`]); empty
     /// when every `m_k` is 1.
     smoothing: Vec<f32>,
-    /// How finely the activations are quantized.
-    bits: ActivationBits,
     /// The rounding error of these weights, quantized again per channel (a second product on
     /// the same activation codes): weights of about 15 bits for twice the integer work, where
     /// 8-bit weights cost too much (see [`QuantizedWeights::smoothed`]).
@@ -166,16 +146,7 @@ impl QuantizedWeights {
                 sums[o] += v as i32;
             }
         }
-        QuantizedWeights {
-            out,
-            inp,
-            scales,
-            sums,
-            packed,
-            smoothing: Vec::new(),
-            bits: ActivationBits::Seven,
-            residual: None,
-        }
+        QuantizedWeights { out, inp, scales, sums, packed, smoothing: Vec::new(), residual: None }
     }
 
     /// Output channels `N`.
@@ -228,18 +199,6 @@ impl QuantizedWeights {
         w
     }
 
-    /// These weights with their activations quantized at `bits`.
-    pub fn with_activation_bits(mut self, bits: ActivationBits) -> Self {
-        self.bits = bits;
-        self.residual = self.residual.map(|r| Box::new(r.with_activation_bits(bits)));
-        self
-    }
-
-    /// How finely the activations are quantized.
-    pub fn activation_bits(&self) -> ActivationBits {
-        self.bits
-    }
-
     /// `1 / m_k` per input position, empty without smoothing.
     pub fn smoothing(&self) -> &[f32] {
         &self.smoothing
@@ -251,7 +210,6 @@ impl QuantizedWeights {
         let scales = channels.iter().map(|&o| self.scales[o]).collect();
         let mut q = Self::from_fn(channels.len(), self.inp, scales, |o, k| self.at(channels[o], k));
         q.smoothing = self.smoothing.clone();
-        q.bits = self.bits;
         q.residual = self.residual.as_ref().map(|r| Box::new(r.select_channels(channels)));
         q
     }
@@ -266,7 +224,6 @@ impl QuantizedWeights {
         } else {
             keep.iter().map(|&k| self.smoothing[k]).collect()
         };
-        q.bits = self.bits;
         q.residual = self.residual.as_ref().map(|r| Box::new(r.select_inputs(ranges)));
         q
     }
@@ -302,7 +259,7 @@ struct QuantizedRows {
 
 impl QuantizedRows {
     /// Quantizes `x` (`n x inp`) into these buffers (reused between products).
-    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32], levels: f32) {
+    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32]) {
         let width = inp.div_ceil(4) * 4;
         let padded = n.div_ceil(MR) * MR;
         self.values.clear();
@@ -312,11 +269,11 @@ impl QuantizedRows {
         for (i, out) in self.values.chunks_exact_mut(width.max(1)).take(n).enumerate() {
             let row = &x[i * inp..(i + 1) * inp];
             let (t, z) = if smoothing.is_empty() {
-                quantize_row(row, &mut out[..inp], levels)
+                quantize_row(row, &mut out[..inp])
             } else {
                 self.smoothed.clear();
                 self.smoothed.extend(row.iter().zip(smoothing).map(|(v, s)| v * s));
-                quantize_row(&self.smoothed, &mut out[..inp], levels)
+                quantize_row(&self.smoothed, &mut out[..inp])
             };
             self.scales.push(t);
             self.zeros.push(z);
@@ -327,7 +284,8 @@ impl QuantizedRows {
 }
 
 /// Quantizes one row into `out`, returning `(t, z)`. NaN or infinity anywhere: `t` is NaN.
-fn quantize_row(row: &[f32], out: &mut [u8], levels: f32) -> (f32, i32) {
+fn quantize_row(row: &[f32], out: &mut [u8]) -> (f32, i32) {
+    let levels = ACTIVATION_LEVELS;
     // Eight running minima and maxima, and `v * 0` summed (NaN once any value is NaN or
     // infinite), written so that the compiler vectorizes them (compare-and-select: f32x4.pmin).
     let (mut lo, mut hi, mut bad) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
@@ -379,7 +337,7 @@ impl QuantizedWeights {
         let m = |k: usize| self.smoothing.get(k).map_or(1.0, |s| 1.0 / s);
         let smoothed: Vec<f32> = row.iter().enumerate().map(|(k, v)| v / m(k)).collect();
         let mut u = vec![0u8; row.len()];
-        let (t, z) = quantize_row(&smoothed, &mut u, self.bits.levels());
+        let (t, z) = quantize_row(&smoothed, &mut u);
         (u.iter().enumerate().map(|(k, &v)| m(k) * t * (v as i32 - z) as f32).collect(), t)
     }
 
@@ -417,7 +375,7 @@ pub fn qgemm(
     }
     ROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
-        rows.fill(x, n, inp, &w.smoothing, w.bits.levels());
+        rows.fill(x, n, inp, &w.smoothing);
         product(kernel, &rows, n, w, Some(bias), y, rs);
         if let Some(r) = &w.residual {
             product(kernel, &rows, n, r, None, y, rs);
@@ -451,7 +409,7 @@ fn product(
         for i0 in (0..n).step_by(MR) {
             let a: [&[u8]; MR] =
                 std::array::from_fn(|r| &rows.values[(i0 + r) * width..(i0 + r + 1) * width]);
-            let acc = micro_kernel(kernel, steps, a, strip, w.bits);
+            let acc = micro_kernel(kernel, steps, a, strip);
             let (scales, sums) = (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols]);
             for r in 0..MR.min(n - i0) {
                 let i = i0 + r;
@@ -475,13 +433,7 @@ fn product(
 }
 
 /// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of four positions.
-fn micro_kernel(
-    kernel: Kernel,
-    steps: usize,
-    a: [&[u8]; MR],
-    strip: &[i8],
-    bits: ActivationBits,
-) -> [i32; MR * NR] {
+fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
     assert!(
         strip.len() >= steps * STEP && a.iter().all(|r| r.len() >= steps * 4),
         "a step past the operands"
@@ -490,9 +442,9 @@ fn micro_kernel(
     if kernel == Kernel::Simd {
         // safety: the assert above: every row of `a` holds `4 * steps` bytes and the strip
         // `STEP * steps`, which is all either variant reads.
-        return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr(), bits) };
+        return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr()) };
     }
-    let _ = (kernel, bits);
+    let _ = kernel;
     micro_kernel_portable(steps, a, strip)
 }
 
@@ -513,19 +465,13 @@ fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR
 
 /// The relaxed-SIMD micro-kernel: per step, two vectors of weights (channels 0-3 and 4-7, four
 /// positions each) and each row's four activations broadcast; one
-/// `i32x4.relaxed_dot_i8x16_i7x16_add_s` per row and vector, or two for 8-bit activations, each
-/// code `u` split into `u >> 1` and `u - (u >> 1)` (both below 128).
+/// `i32x4.relaxed_dot_i8x16_i7x16_add_s` per row and vector.
 ///
 /// # Safety
 /// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 #[target_feature(enable = "simd128,relaxed-simd")]
-unsafe fn micro_kernel_simd128(
-    steps: usize,
-    a: [*const u8; MR],
-    b: *const i8,
-    bits: ActivationBits,
-) -> [i32; MR * NR] {
+unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
     use core::arch::wasm32::*;
     let mut acc = [i32x4_splat(0); MR * 2];
     for p in 0..steps {
@@ -537,17 +483,8 @@ unsafe fn micro_kernel_simd128(
             // safety: p < steps: the row's bytes 4p..4p + 4.
             let u = unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) };
             // The activations (top bit clear) are the operand an engine may read as unsigned.
-            if bits == ActivationBits::Eight {
-                let half = u8x16_shr(u, 1);
-                let rest = i8x16_sub(u, half);
-                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, half, acc[2 * r]);
-                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, half, acc[2 * r + 1]);
-                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, rest, acc[2 * r]);
-                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, rest, acc[2 * r + 1]);
-            } else {
-                acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, u, acc[2 * r]);
-                acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, u, acc[2 * r + 1]);
-            }
+            acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, u, acc[2 * r]);
+            acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, u, acc[2 * r + 1]);
         }
     }
     let mut out = [0i32; MR * NR];
@@ -560,19 +497,13 @@ unsafe fn micro_kernel_simd128(
 
 /// The simd128 micro-kernel: bytes widened to 16 bits, `i32x4.dot_i16x8_s` on each half of a
 /// weight vector (two channels of four positions) against the row's four activations twice,
-/// so each lane holds two positions of one channel; the lanes are paired at the end. Codes up to
-/// 254 (8-bit activations) widen like any other.
+/// so each lane holds two positions of one channel; the lanes are paired at the end.
 ///
 /// # Safety
 /// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
 #[target_feature(enable = "simd128")]
-unsafe fn micro_kernel_simd128(
-    steps: usize,
-    a: [*const u8; MR],
-    b: *const i8,
-    _: ActivationBits,
-) -> [i32; MR * NR] {
+unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
     use core::arch::wasm32::*;
     // acc[r * 4 + h]: row r, channels 2h and 2h + 1, lanes [2h: k0+k1, 2h: k2+k3, 2h+1: ..].
     let mut acc = [i32x4_splat(0); MR * 4];
@@ -643,16 +574,13 @@ mod tests {
     ];
 
     /// The weights of the table's cases: plain, smoothed by activation maxima of a wide range,
-    /// each with 7- and 8-bit activations.
+    /// and smoothed with a residual product.
     fn variants(w: &[f32], m: usize, k: usize) -> Vec<QuantizedWeights> {
         let maxima: Vec<f32> = (0..k).map(|j| 0.1 + 10.0 * value(99, j).abs()).collect();
         let plain = QuantizedWeights::new(w, m, k);
         let smooth = QuantizedWeights::smoothed(w, m, k, &maxima, false);
         let refined = QuantizedWeights::smoothed(w, m, k, &maxima, true);
-        [plain, smooth, refined]
-            .into_iter()
-            .flat_map(|q| [q.clone(), q.with_activation_bits(ActivationBits::Eight)])
-            .collect()
+        vec![plain, smooth, refined]
     }
 
     #[test]
@@ -672,8 +600,7 @@ mod tests {
     fn check_product(kernel: Kernel, x: &[f32], n: usize, w: &[f32], q: &QuantizedWeights, bias: &[f32]) {
         let (k, m) = (q.inp(), q.out());
         let case = format!(
-            "{kernel:?} {n}x{k}x{m} {:?} smoothed {} residual {}",
-            q.activation_bits(),
+            "{kernel:?} {n}x{k}x{m} smoothed {} residual {}",
             !q.smoothing().is_empty(),
             q.has_residual()
         );
@@ -726,7 +653,7 @@ mod tests {
                 };
                 let (a, b) = (run(Kernel::Simd), run(Kernel::Scalar));
                 let same = a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{n}x{k}x{m} {:?}: the kernels differ", q.activation_bits());
+                assert!(same, "{n}x{k}x{m} residual {}: the kernels differ", q.has_residual());
             }
         }
     }
