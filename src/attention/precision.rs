@@ -39,6 +39,14 @@ impl Precision {
         }
     }
 
+    /// The other one.
+    pub fn other(self) -> Precision {
+        match self {
+            Precision::F16 => Precision::Int8,
+            Precision::Int8 => Precision::F16,
+        }
+    }
+
     /// What the page calls it.
     pub fn label(self) -> &'static str {
         match self {
@@ -69,5 +77,8 @@ mod tests {
         }
         assert_eq!(Precision::from_key("int4"), None);
         assert_eq!(Precision::default(), Precision::F16);
+        for p in Precision::ALL {
+            assert!(p.other() != p && p.other().other() == p);
+        }
     }
 }

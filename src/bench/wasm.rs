@@ -72,7 +72,7 @@ pub fn bench_evaluation(
     let (pairs, ids) = (&data.pairs, &data.ids);
     let total = model.spec().total_heads();
     let heads = HeadSet::with_pruned(total, pruned.iter().map(|&h| h as usize));
-    let pieces: Vec<Work> = data.evaluation(&heads);
+    let pieces: Vec<Work> = data.evaluation(&heads, None);
     let mut times = Vec::new();
     let mut quality = 0.0;
     for _ in 0..rounds.max(1) {

@@ -188,6 +188,12 @@ impl Engine {
         &self.model
     }
 
+    /// The model at `precision` on the page's thread: the model itself, or the copy the page's
+    /// thread runs pieces at that precision on (made the first time), or why there can be none.
+    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Model>, String> {
+        self.here.model_at(precision)
+    }
+
     /// Where its passes run (the GPU or the CPU kernel).
     pub fn runner(&self) -> &TrainedRunner {
         &self.runner

@@ -9,6 +9,7 @@ use super::host::{Host, LocalFuture};
 use super::pool::{Pool, Priority};
 use crate::attention::clock::Clock;
 use crate::cpu::Kernel;
+use crate::model::copies::Copies;
 use crate::model::work::{Done, Work};
 use crate::model::Model;
 
@@ -52,7 +53,7 @@ impl Host for NativeHost {
 /// job that depended on the order would show it), checked as a worker checks them. After
 /// `fail_after` pieces it fails, as a worker that stopped would.
 pub struct FakePool {
-    model: Rc<Model>,
+    models: Copies,
     threads: usize,
     /// Pieces it runs before it fails (`None`: never).
     pub fail_after: Cell<Option<usize>>,
@@ -67,7 +68,7 @@ impl FakePool {
     /// A pool of `threads` for `model`.
     pub fn new(model: Rc<Model>, threads: usize) -> FakePool {
         FakePool {
-            model,
+            models: Copies::new(model),
             threads,
             fail_after: Cell::new(None),
             ran: Cell::new((0, 0)),
@@ -99,12 +100,8 @@ impl Pool for FakePool {
                 }
                 self.ran.set((count + 1, batches));
                 let decoded = Work::decode(&work.encode()).map_err(|e| e.to_string())?;
-                decoded.check(&self.model.bert).map_err(|e| e.to_string())?;
-                done.push((
-                    i,
-                    Done::decode(&decoded.run(&self.model.bert, Kernel::Simd).encode())
-                        .map_err(|e| e.to_string())?,
-                ));
+                let result = self.models.run(&decoded, Kernel::Simd)?;
+                done.push((i, Done::decode(&result.encode()).map_err(|e| e.to_string())?));
             }
             let (count, batches) = self.ran.get();
             self.ran.set((count, batches + 1));

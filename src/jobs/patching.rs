@@ -32,8 +32,11 @@ impl PatchSweep {
         let total = model.spec().total_heads();
         let piece = |patch| Work::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch };
         let dealt = ablation_deal(total, engine.deal_like(&piece(Vec::new())));
-        let embed =
-            Work::Embed { heads: HeadSet::all(total), ids: CANDIDATES.map(|c| model.ids(c)).to_vec() };
+        let embed = Work::Embed {
+            heads: HeadSet::all(total),
+            ids: CANDIDATES.map(|c| model.ids(c)).to_vec(),
+            precision: None,
+        };
         let mut waiting = VecDeque::from([Vec::new()]);
         waiting.extend(dealt.iter().cloned());
         let pieces = std::iter::once(embed).chain(dealt.into_iter().map(piece)).collect();

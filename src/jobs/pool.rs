@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use super::host::LocalFuture;
 use crate::cpu::Kernel;
+use crate::model::copies::Copies;
 use crate::model::work::{Done, Work};
 use crate::model::Model;
 
@@ -40,13 +41,22 @@ pub trait Pool {
 /// The page's own thread: each piece runs to its end before the browser gets its turn, so the
 /// engine hands it one piece at a time.
 pub struct PageThread {
-    model: Rc<Model>,
+    models: Copies,
 }
 
 impl PageThread {
-    /// The page's thread, running `model`.
+    /// The page's thread, running `model` (and its copy at the other precision, for pieces
+    /// that ask for it).
     pub fn new(model: Rc<Model>) -> PageThread {
-        PageThread { model }
+        PageThread { models: Copies::new(model) }
+    }
+}
+
+impl PageThread {
+    /// The model at `precision`: the loaded one, or the copy the page's thread runs pieces at
+    /// that precision on (made now if no piece asked for it yet).
+    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Model>, String> {
+        self.models.at(precision).cloned()
     }
 }
 
@@ -56,7 +66,7 @@ impl Pool for PageThread {
     }
 
     fn run(&self, pieces: Vec<Work>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
-        let done = pieces.iter().map(|w| w.run(&self.model.bert, Kernel::Simd)).collect();
-        Box::pin(std::future::ready(Ok(done)))
+        let done = pieces.iter().map(|w| self.models.run(w, Kernel::Simd)).collect();
+        Box::pin(std::future::ready(done))
     }
 }

@@ -9,6 +9,7 @@ use super::engine::Engine;
 use super::pool::Priority;
 use crate::attention::atlas::{Atlas, PatternSums};
 use crate::attention::importance::Ranking;
+use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::model::intervals::Bootstrap;
 use crate::model::roles::{is_punctuation, Role, RoleCounter};
@@ -62,9 +63,10 @@ impl TaskData {
             .collect()
     }
 
-    /// Every sentence embedded by the model with only `heads` kept, as pieces.
-    pub fn evaluation(&self, heads: &HeadSet) -> Vec<Work> {
-        let piece = |ids: &[Vec<u32>]| Work::Embed { heads: heads.clone(), ids: ids.to_vec() };
+    /// Every sentence embedded by the model with only `heads` kept, as pieces (at `precision`,
+    /// `None` for the loaded model's).
+    pub fn evaluation(&self, heads: &HeadSet, precision: Option<Precision>) -> Vec<Work> {
+        let piece = |ids: &[Vec<u32>]| Work::Embed { heads: heads.clone(), ids: ids.to_vec(), precision };
         self.ids.chunks(SENTENCES_PER_PIECE).map(piece).collect()
     }
 }
@@ -104,10 +106,11 @@ pub struct SetScore {
     /// Spearman's correlation with people's scores.
     pub quality: f64,
     /// Each pair's cosine similarity.
-    pub cosines: Rc<[f64]>,
+    pub cosines: std::sync::Arc<[f64]>,
 }
 
-/// The quality of the model with only `heads` kept, on every pair, the model really pruned.
+/// The quality of the model with only `heads` kept, on every pair, the model really pruned
+/// (at the loaded model's precision, or at the one [`SetQuality::at`] names).
 pub struct SetQuality {
     data: Rc<TaskData>,
     heads: HeadSet,
@@ -118,8 +121,15 @@ pub struct SetQuality {
 impl SetQuality {
     /// The quality of `heads` on `data`'s pairs.
     pub fn new(data: Rc<TaskData>, heads: HeadSet) -> SetQuality {
-        let batch = Batch::new(data.evaluation(&heads));
+        let batch = Batch::new(data.evaluation(&heads, None));
         SetQuality { data, heads, batch, handed: false }
+    }
+
+    /// The same quality measured at `precision` (the workers make a copy of the model at it
+    /// when theirs is at the other: [`crate::model::copies::Copies`]).
+    pub fn at(self, precision: Precision) -> SetQuality {
+        let batch = Batch::new(self.data.evaluation(&self.heads, Some(precision)));
+        SetQuality { batch, ..self }
     }
 }
 

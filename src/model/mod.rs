@@ -8,6 +8,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod config;
 pub mod contrast;
+pub mod copies;
 pub mod curves;
 pub mod digits;
 pub mod filter;
@@ -142,17 +143,25 @@ impl Model {
     /// second product, the gradients and the GPU read them), so it needs the model's memory
     /// again, and a page's wasm memory ends at 4 GiB.
     pub fn at_precision(&self, precision: Precision) -> Result<Model, String> {
-        let bytes = self.bert.weight_bytes();
-        if precision != self.precision() && bytes > MAX_COPY_BYTES {
-            return Err(format!(
-                "the 8-bit model is a second copy of the weights beside this one's, and this model's {} MB leave no room for it in the page's memory (at most {} MB); it runs with its f16 weights",
-                bytes >> 20,
-                MAX_COPY_BYTES >> 20
-            ));
+        if let Some(why) = self.copy_refused(precision) {
+            return Err(why);
         }
         let mut model = self.clone();
         model.set_precision(crate::cpu::Kernel::Simd, precision);
         Ok(model)
+    }
+
+    /// Why the page cannot hold a copy of this model at `precision` beside it, if it cannot
+    /// ([`Model::at_precision`]).
+    pub fn copy_refused(&self, precision: Precision) -> Option<String> {
+        let bytes = self.bert.weight_bytes();
+        (precision != self.precision() && bytes > MAX_COPY_BYTES).then(|| {
+            format!(
+                "the 8-bit model is a second copy of the weights beside this one's, and this model's {} MB leave no room for it in the page's memory (at most {} MB); it runs with its f16 weights",
+                bytes >> 20,
+                MAX_COPY_BYTES >> 20
+            )
+        })
     }
 
     /// `model` at `precision`: itself when it already is, else a copy

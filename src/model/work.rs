@@ -10,10 +10,10 @@
 //! The wire format (little-endian; what [`Work::encode`] writes and [`Work::decode`] reads):
 //!
 //! ```text
-//! work:   "HLW2" tag:u8 body                done:  "HLD2" tag:u8 body
+//! work:   "HLW3" tag:u8 body                done:  "HLD2" tag:u8 body
 //! heads:  n:u32 then n bytes (1 = kept)     tag 0: Embeddings  count:u32 dim:u32 count*dim f32
 //! ids:    n:u32 then n u32                  tag 1: HeadSums    n:u32 n f64
-//! tag 0 (Embed):     heads, count:u32 then count ids
+//! tag 0 (Embed):     precision:u8 (0 = the loaded model's, 1 = f16, 2 = 8-bit), heads, count:u32 then count ids
 //! tag 1 (Gradients): heads, count:u32 then count (ids ids score:f64)
 //! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids
 //! tag 3 (Roles):     count:u32 then count (ids, n:u32 then n bytes: 1 = punctuation)
@@ -31,6 +31,7 @@ use super::pruned::{cost, PrunedBert};
 use super::roles::RoleCounter;
 use super::spec::ModelSpec;
 use crate::attention::atlas::PatternSums;
+use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 
@@ -50,6 +51,9 @@ pub const MAX_VALUES: usize = 1 << 20;
 
 /// FLOPs counted for one term of a Jensen-Shannon divergence (a logarithm and a few products).
 pub const JS_TERM_FLOPS: u64 = 20;
+
+/// What a piece's bytes start with (a page and a worker of different builds refuse each other's).
+const WORK_TAG: &[u8; 4] = b"HLW3";
 
 /// Two sentences' token ids and their similarity score in `[0, 1]`.
 pub type Pair = (Vec<u32>, Vec<u32>, f64);
@@ -90,12 +94,16 @@ pub fn ablation_pieces(spec: &ModelSpec, sentences: &[Vec<u32>], pieces: usize) 
 /// A piece of work.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Work {
-    /// The sentence embeddings of `ids` by the model with only `heads` kept, really pruned.
+    /// The sentence embeddings of `ids` by the model with only `heads` kept, really pruned, at
+    /// `precision` (`None`: the precision the model was loaded at, the page's).
     Embed {
         /// The heads kept.
         heads: HeadSet,
         /// Each sentence's token ids.
         ids: Vec<Vec<u32>>,
+        /// The precision of the model that embeds them, when it is not the loaded model's (a
+        /// worker makes a copy at that precision: [`super::copies::Copies`]).
+        precision: Option<Precision>,
     },
     /// Over `pairs`, the sum of each head's `|dL/d gate|` with only `heads` kept
     /// ([`pair_gradients`]).
@@ -190,7 +198,7 @@ impl Work {
         let all = HeadSet::all(spec.total_heads());
         let lengths = |s: &[Vec<u32>]| s.iter().map(Vec::len).collect::<Vec<_>>();
         match self {
-            Work::Embed { heads, ids } => cost(spec, heads, &lengths(ids)).total_flops,
+            Work::Embed { heads, ids, .. } => cost(spec, heads, &lengths(ids)).total_flops,
             Work::Gradients { heads, pairs } => {
                 let lengths: Vec<usize> = pairs.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
                 GRADIENT_COST * cost(spec, heads, &lengths).total_flops
@@ -210,10 +218,18 @@ impl Work {
         }
     }
 
+    /// The precision the piece asks the model to run at, if it names one.
+    pub fn precision(&self) -> Option<Precision> {
+        match self {
+            Work::Embed { precision, .. } => *precision,
+            _ => None,
+        }
+    }
+
     /// Runs the piece on `bert` with `kernel`. The piece must fit the model ([`Work::check`]).
     pub fn run(&self, bert: &Bert, kernel: Kernel) -> Done {
         match self {
-            Work::Embed { heads, ids } => {
+            Work::Embed { heads, ids, .. } => {
                 Done::Embeddings(PrunedBert::new(bert, heads).embed_batch(kernel, ids))
             }
             Work::Gradients { heads, pairs } => {
@@ -278,7 +294,7 @@ impl Work {
     pub fn check(&self, bert: &Bert) -> Result<(), WireError> {
         let spec = bert.spec();
         let (heads, sentences): (Option<&HeadSet>, Vec<&Vec<u32>>) = match self {
-            Work::Embed { heads, ids } => (Some(heads), ids.iter().collect()),
+            Work::Embed { heads, ids, .. } => (Some(heads), ids.iter().collect()),
             Work::Gradients { heads, pairs } => {
                 (Some(heads), pairs.iter().flat_map(|(u, v, _)| [u, v]).collect())
             }
@@ -337,10 +353,12 @@ impl Work {
 
     /// The piece as bytes (see the module's documentation).
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer(b"HLW2".to_vec());
+        let mut w = Writer(WORK_TAG.to_vec());
         match self {
-            Work::Embed { heads, ids } => {
+            Work::Embed { heads, ids, precision } => {
                 w.u8(0);
+                w.u8(precision
+                    .map_or(0, |p| 1 + Precision::ALL.iter().position(|q| *q == p).unwrap_or(0) as u8));
                 w.heads(heads);
                 w.u32(ids.len());
                 ids.iter().for_each(|s| w.ids(s));
@@ -390,12 +408,19 @@ impl Work {
 
     /// A piece from [`Work::encode`]'s bytes.
     pub fn decode(bytes: &[u8]) -> Result<Work, WireError> {
-        let mut r = Reader::new(bytes, b"HLW2")?;
+        let mut r = Reader::new(bytes, WORK_TAG)?;
         let work = match r.u8()? {
             0 => {
+                let precision = match r.u8()? {
+                    0 => None,
+                    p => Some(
+                        *Precision::ALL.get(p as usize - 1).ok_or(WireError::OutOfRange("a precision"))?,
+                    ),
+                };
                 let heads = r.heads()?;
                 let count = r.count(MAX_ITEMS)?;
-                Work::Embed { heads, ids: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? }
+                let ids = (0..count).map(|_| r.ids()).collect::<Result<_, _>>()?;
+                Work::Embed { heads, ids, precision }
             }
             1 => {
                 let heads = r.heads()?;
@@ -604,8 +629,12 @@ mod tests {
     fn samples() -> Vec<Work> {
         let heads = HeadSet::with_pruned(TOTAL, [0, 13, 71]);
         vec![
-            Work::Embed { heads: heads.clone(), ids: vec![vec![101, 7592, 102], vec![101, 102]] },
-            Work::Embed { heads: HeadSet::all(TOTAL), ids: vec![] },
+            Work::Embed {
+                heads: heads.clone(),
+                ids: vec![vec![101, 7592, 102], vec![101, 102]],
+                precision: None,
+            },
+            Work::Embed { heads: HeadSet::all(TOTAL), ids: vec![], precision: Some(Precision::Int8) },
             Work::Gradients { heads: heads.clone(), pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
             Work::Ablate {
                 heads,
@@ -740,10 +769,10 @@ mod tests {
         );
         let refused = [
             Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![8] },
-            Work::Embed { heads: HeadSet::all(72), ids: vec![vec![2, 3]] },
-            Work::Embed { heads: all.clone(), ids: vec![vec![2, 30]] },
-            Work::Embed { heads: all.clone(), ids: vec![vec![2; 9]] },
-            Work::Embed { heads: all, ids: vec![vec![]] },
+            Work::Embed { heads: HeadSet::all(72), ids: vec![vec![2, 3]], precision: None },
+            Work::Embed { heads: all.clone(), ids: vec![vec![2, 30]], precision: None },
+            Work::Embed { heads: all.clone(), ids: vec![vec![2; 9]], precision: None },
+            Work::Embed { heads: all, ids: vec![vec![]], precision: None },
             Work::Roles { sentences: vec![vec![2, 3]], punctuation: vec![vec![false]] },
             Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6], patch: vec![0] },
             Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6, 3], patch: vec![8] },
@@ -772,8 +801,11 @@ mod tests {
         let mut bad_tag = samples()[0].encode();
         bad_tag[4] = 9;
         assert_eq!(Work::decode(&bad_tag), Err(WireError::UnknownTag(9)));
+        let mut bad_precision = samples()[0].encode();
+        bad_precision[5] = 3;
+        assert_eq!(Work::decode(&bad_precision), Err(WireError::OutOfRange("a precision")));
         let mut bad_flag = samples()[0].encode();
-        bad_flag[9] = 2;
+        bad_flag[10] = 2;
         assert_eq!(Work::decode(&bad_flag), Err(WireError::OutOfRange("a head flag")));
         let mut bad_punctuation = samples()[4].encode();
         let at = bad_punctuation.len() - 1;

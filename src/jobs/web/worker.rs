@@ -5,8 +5,9 @@
 //! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision]` (its model
 //! file, which the page fetched or converted: the worker reads nothing itself, and the precision
 //! the page runs it at, `"f16"` or `"int8"`), and the worker answers `"loaded"` once it has
-//! decoded it (and quantized it, calibrated as the page's own copy, so both give the same bits); then each piece of work comes as an `ArrayBuffer` and goes
-//! back as one. Anything that goes wrong is answered with a string that
+//! decoded it (and quantized it, calibrated as the page's own copy, so both give the same bits);
+//! then each piece of work comes as an `ArrayBuffer` and goes back as one (a piece that asks for
+//! the other precision runs on a copy the worker makes the first time: [`Copies`]). Anything that goes wrong is answered with a string that
 //! starts with `"error: "` and says what, and the worker keeps serving.
 
 use std::cell::RefCell;
@@ -19,6 +20,7 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::attention::precision::Precision;
 use crate::cpu::Kernel;
+use crate::model::copies::Copies;
 use crate::model::work::Work;
 use crate::model::Model;
 
@@ -30,14 +32,14 @@ pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
 /// Serves the page from `scope` for as long as the worker lives.
 pub fn serve(scope: DedicatedWorkerGlobalScope) {
     std::panic::set_hook(Box::new(console_error_panic_hook::hook));
-    let model: Rc<RefCell<Option<Model>>> = Rc::default();
+    let model: Rc<RefCell<Option<Copies>>> = Rc::default();
     let reply_to = scope.clone();
     let handler = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let data = event.data();
         if let Some(message) = data.dyn_ref::<Array>() {
             let answer = match load(message) {
                 Ok(m) => {
-                    *model.borrow_mut() = Some(m);
+                    *model.borrow_mut() = Some(Copies::new(Rc::new(m)));
                     "loaded".to_string()
                 }
                 Err(e) => format!("error: {e}"),
@@ -60,11 +62,10 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
 }
 
 /// Runs one piece of work from its bytes, and gives its result's bytes.
-fn work(model: Option<&Model>, bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let model = model.ok_or("the model is not loaded in this worker")?;
+fn work(models: Option<&Copies>, bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let models = models.ok_or("the model is not loaded in this worker")?;
     let work = Work::decode(bytes).map_err(|e| e.to_string())?;
-    work.check(&model.bert).map_err(|e| e.to_string())?;
-    Ok(work.run(&model.bert, Kernel::Simd).encode())
+    Ok(models.run(&work, Kernel::Simd)?.encode())
 }
 
 /// The model the page sent: `[id, Uint8Array, precision]`, its id, its model file and the
