@@ -185,6 +185,11 @@ fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_wi
         CALIBRATION.iter().map(|s| tok.encode(s).iter().map(|t| t.id).collect()).collect();
     bert.set_precision(Kernel::Simd, Precision::Int8, &calibration);
     assert_eq!((bert.precision(), f16.precision()), (Precision::Int8, Precision::F16));
+    // The weights a pass reads: the dense layers at a byte a weight (W_2 two), the embeddings
+    // (half of MiniLM's weights) still f16.
+    let (b16, b8) = (f16.stored_bytes(), bert.stored_bytes());
+    println!("weights: {b16} bytes in f16, {b8} at 8 bits ({:.2}x)", b8 as f64 / b16 as f64);
+    assert!((0.80..0.90).contains(&(b8 as f64 / b16 as f64)), "{b8} against {b16}");
     let (mut worst, mut attention) = (1.0f64, 0.0f64);
     for kernel in Kernel::ALL {
         for case in fixture("minilm-forward.json").as_array().unwrap() {

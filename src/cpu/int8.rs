@@ -159,9 +159,12 @@ impl QuantizedWeights {
         self.inp
     }
 
-    /// Bytes the quantized weights take (the packed bytes and the per-channel scales and sums).
+    /// Bytes the quantized weights take: the packed bytes, the per-channel scales and sums,
+    /// the smoothing factors, and the residual product's bytes, scales and sums (it shares the
+    /// factors).
     pub fn bytes(&self) -> usize {
-        self.packed.len() + 8 * self.out + self.residual.as_ref().map_or(0, |r| r.bytes())
+        let own = |q: &QuantizedWeights| q.packed.len() + 8 * q.out;
+        own(self) + 4 * self.smoothing.len() + self.residual.as_deref().map_or(0, own)
     }
 
     /// The byte `q[o, k]`.

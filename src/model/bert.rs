@@ -218,6 +218,31 @@ impl Bert {
         layers + 4 * (self.word.len() + self.position.len() + self.token_type.len() + norm(&self.ln_embed))
     }
 
+    /// Bytes of the weights its passes read, as the page stores them: every weight in f16
+    /// ([`WEIGHT_BYTES`] each), except the dense layers' matrices at 8 bits
+    /// when it runs at [`Precision::Int8`] (their bytes, per-channel factors and residual product
+    /// included; the biases stay f16). What the f16 weights beside them cost in memory is
+    /// [`Bert::weight_bytes`]'s.
+    pub fn stored_bytes(&self) -> u64 {
+        use super::spec::WEIGHT_BYTES;
+        let lin = |l: &Linear| match &l.int8 {
+            Some(q) => q.bytes() as u64 + WEIGHT_BYTES * l.b.len() as u64,
+            None => WEIGHT_BYTES * (l.w.len() + l.b.len()) as u64,
+        };
+        let norm = |n: &Norm| WEIGHT_BYTES * (n.w.len() + n.b.len()) as u64;
+        let layers: u64 = self
+            .layers
+            .iter()
+            .map(|l| {
+                l.qkv.iter().chain([&l.out, &l.ffn_in, &l.ffn_out]).map(lin).sum::<u64>()
+                    + norm(&l.ln1)
+                    + norm(&l.ln2)
+            })
+            .sum();
+        let embeddings = self.word.len() + self.position.len() + self.token_type.len();
+        layers + WEIGHT_BYTES * embeddings as u64 + norm(&self.ln_embed)
+    }
+
     /// The precision its dense layers run at.
     pub fn precision(&self) -> Precision {
         match self.layers.first() {

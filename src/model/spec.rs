@@ -4,6 +4,9 @@
 
 use crate::attention::HeadSet;
 
+/// Bytes per stored weight in the page's asset (f16).
+pub const WEIGHT_BYTES: u64 = 2;
+
 /// The feed-forward layer's activation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activation {
