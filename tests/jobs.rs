@@ -12,17 +12,20 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use common::minilm::{engine, run};
+use headlab::attention::precision::Precision;
 use headlab::attention::{cosine, HeadSet};
+use headlab::backend::precision_speed::PrecisionTiming;
 use headlab::backend::Session;
 use headlab::cpu::Kernel;
 use headlab::jobs::curves::CurveRun;
 use headlab::jobs::driver::{drive, Planned, Status};
 use headlab::jobs::engine::{Engine, Where, Workers};
+use headlab::jobs::levers::{lever_text, precision_cost, precision_quality};
 use headlab::jobs::native::{FakePool, NativeHost};
 use headlab::jobs::sweep::{DriftSweep, MarginSweep};
-use headlab::jobs::task::{HeadRoles, SetQuality, TaskData, TaskImportance, ROLE_SENTENCES};
+use headlab::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance, ROLE_SENTENCES};
 use headlab::jobs::ticket::{Slot, Ticket};
-use headlab::jobs::timing::{TimePruned, ROUNDS};
+use headlab::jobs::timing::{TimePrecision, TimePruned, ROUNDS};
 use headlab::model::bert::Bert;
 use headlab::model::check::{meaning_check, CANDIDATES};
 use headlab::model::curves::{Curves, Order, RANDOM_SEEDS};
@@ -151,6 +154,87 @@ fn a_sets_quality_and_the_tasks_importance_are_the_models_own() {
             assert!((a - b).abs() <= 1e-12 * b.abs().max(1e-9), "head {h}: {a} vs {b}");
         }
     }
+}
+
+#[test]
+fn a_sets_quality_at_the_other_precision_is_that_models_own_on_workers_and_here() {
+    let model = model();
+    let (data, total) = (data(&model), model.spec().total_heads());
+    let int8 = model.at_precision(Precision::Int8).unwrap();
+    let heads = HeadSet::with_pruned(total, [2]);
+    let want = PrunedBert::new(&int8.bert, &heads).embed_batch(Kernel::Simd, &data.ids);
+    let f16 = PrunedBert::new(&model.bert, &heads).embed_batch(Kernel::Simd, &data.ids);
+    assert_ne!(want, f16, "the 8-bit model is another model");
+    for threads in [1, 2] {
+        let engine = engine(model.clone(), threads);
+        let score =
+            run(&engine, Planned::new(SetQuality::new(data.clone(), heads.clone()).at(Precision::Int8)));
+        assert_eq!(score.quality, data.pairs.quality(&want), "{threads} threads");
+        // The loaded model's precision, asked by name, is the loaded model.
+        let same =
+            run(&engine, Planned::new(SetQuality::new(data.clone(), heads.clone()).at(Precision::F16)));
+        assert_eq!(same.quality, data.pairs.quality(&f16), "{threads} threads");
+    }
+}
+
+#[test]
+fn what_8_bits_buy_is_both_models_own_quality_and_their_timed_passes() {
+    let model = model();
+    let (data, total) = (data(&model), model.spec().total_heads());
+    let all = HeadSet::all(total);
+    let int8 = model.at_precision(Precision::Int8).unwrap();
+    let quality =
+        |bert: &Bert| data.pairs.quality(&PrunedBert::new(bert, &all).embed_batch(Kernel::Simd, &data.ids));
+    let engine = engine(model.clone(), 2);
+    let ticket = Ticket::always();
+    let measured =
+        pollster::block_on(precision_quality(&engine, data.clone(), None, &ticket)).unwrap().unwrap();
+    assert_eq!((measured.f16.quality, measured.int8.quality), (quality(&model.bert), quality(&int8.bert)));
+    assert!(measured.change.is_some());
+    // The loaded model's score, when the page has it, is not measured again: a known one is used.
+    let known = SetScore { quality: 0.5, ..measured.f16.clone() };
+    let reused =
+        pollster::block_on(precision_quality(&engine, data.clone(), Some(known), &ticket)).unwrap().unwrap();
+    assert_eq!((reused.f16.quality, reused.int8.quality), (0.5, measured.int8.quality));
+    let sentence = ids(&model, "the dog runs in the park .");
+    let cost = pollster::block_on(precision_cost(&engine, sentence, &ticket)).unwrap().unwrap();
+    assert!(cost.f16_ms > 0.0 && cost.int8_ms > 0.0, "{cost:?}");
+    assert_eq!((cost.f16_bytes, cost.int8_bytes), (model.bert.stored_bytes(), int8.bert.stored_bytes()));
+    let line = lever_text(Some(&Ok(measured)), Some(&cost));
+    assert!(line.starts_with("8-bit weights instead of f16") && line.contains("forward 1.00 -> "), "{line}");
+}
+
+#[test]
+fn the_f16_and_8_bit_passes_are_timed_sample_by_sample_with_their_bytes() {
+    let model = model();
+    let here = engine(model.clone(), 1);
+    let int8 = Rc::new(model.at_precision(Precision::Int8).unwrap());
+    let sentence = ids(&model, "the dog runs in the park .");
+    let timing = PrecisionTiming::new(model.clone(), int8.clone(), sentence, ROUNDS);
+    let (cost, seen) = run_watched(&here, TimePrecision::new(timing));
+    assert!(cost.f16_ms > 0.0 && cost.int8_ms > 0.0 && cost.ratio().is_finite(), "{cost:?}");
+    assert_eq!((cost.f16_bytes, cost.int8_bytes), (model.bert.stored_bytes(), int8.bert.stored_bytes()));
+    assert!(seen.len() >= 2 * (ROUNDS + 1), "{} steps", seen.len());
+    assert_eq!(seen.last().unwrap().total, 2 * (ROUNDS + 1));
+}
+
+#[test]
+fn a_curve_run_told_the_full_models_quality_does_not_measure_it_again() {
+    let model = model();
+    let (data, spec) = (data(&model), *model.spec());
+    let total = spec.total_heads();
+    let here = engine(model.clone(), 1);
+    let full = run(&here, Planned::new(SetQuality::new(data.clone(), HeadSet::all(total))));
+    let fresh = || CurveRun::new(spec, data.clone(), None, Curves::new(total), None);
+    let (plain, told) = (fresh(), fresh().knowing_full(&full));
+    assert_eq!(told.evaluations().1 + 1, plain.evaluations().1, "one evaluation fewer planned");
+    assert_eq!(told.curves().at(Order::Iterative, 0), Some(full.quality));
+    // A score of another set changes nothing.
+    let other = SetScore { heads: HeadSet::with_pruned(total, [1]), ..full.clone() };
+    assert_eq!(fresh().knowing_full(&other).evaluations(), plain.evaluations());
+    // The finished curves are the same: the point told is the point it would have measured.
+    let (a, b) = (run(&here, Planned::new(plain)), run(&here, Planned::new(told)));
+    assert_eq!(a, b);
 }
 
 #[test]

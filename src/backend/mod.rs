@@ -18,6 +18,7 @@ pub mod calibrate;
 pub mod choice;
 pub mod faults;
 pub mod placement;
+pub mod precision_speed;
 pub mod pruned_speed;
 pub mod session;
 pub mod synthetic;

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
 use super::pace::Pace;
-use super::task::{gradient_pieces, TaskData, TaskImportance, SUBSET_PAIRS};
+use super::task::{gradient_pieces, SetScore, TaskData, TaskImportance, SUBSET_PAIRS};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
 use crate::model::curves::{Curves, Order, RANDOM_SEEDS};
@@ -200,6 +200,27 @@ impl CurveRun {
         };
         run.plan();
         run
+    }
+
+    /// The run told the full model's quality on the pairs, which the page measured already
+    /// (the reader's set with every head kept, or the two precisions' comparison): the curves'
+    /// point at no head pruned is that score, not another evaluation. A score of another set of
+    /// heads, or a point already known, changes nothing.
+    pub fn knowing_full(mut self, full: &SetScore) -> Self {
+        let total = self.spec.total_heads();
+        let at_zero = Job::Evaluate(Order::Iterative, 0);
+        if full.heads != HeadSet::all(total)
+            || self.known(at_zero)
+            || full.cosines.len() != self.data.pairs.pairs.len()
+        {
+            return self;
+        }
+        self.curves.record_cosines(Order::Iterative, 0, &full.cosines, &self.data.bootstrap);
+        if let Some(cache) = &self.cache {
+            cache.save(&self.curves, self.one_shot.as_deref());
+        }
+        self.plan();
+        self
     }
 
     /// Heads pruned at the first complete curve's points: 0, 25, 50, 75 and 100 % and Michel et
@@ -392,7 +413,7 @@ impl CurveRun {
             };
             let pieces = match job {
                 Job::Importance | Job::FullImportance => gradient_pieces(&self.subset, &heads),
-                _ => self.data.evaluation(&heads),
+                _ => self.data.evaluation(&heads, None),
             };
             self.pending = Some((job, heads, Vec::new()));
             return Some(pieces);

@@ -17,6 +17,7 @@ pub mod curves;
 pub mod driver;
 pub mod engine;
 pub mod host;
+pub mod levers;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod pace;

@@ -1,10 +1,12 @@
 //! Timing the really pruned model against the full one on the reader's sentence
-//! ([`PrunedTiming`] of the backend), as a job: one sample a step.
+//! ([`PrunedTiming`] of the backend), and the model's f16 weights against its 8-bit copy
+//! ([`PrecisionTiming`]), as jobs: one sample a step.
 
 use super::driver::{Job, Progress};
 use super::engine::Engine;
 use super::host::HostClock;
 use crate::attention::HeadSet;
+use crate::backend::precision_speed::{PrecisionCost, PrecisionTiming};
 use crate::backend::pruned_speed::{PrunedSpeed, PrunedTiming};
 
 /// Rounds of the pruned-forward timing (after one untimed round).
@@ -44,6 +46,32 @@ impl Job for TimePruned<'_> {
 
     fn progress(&self, _engine: &Engine) -> Progress {
         let (done, total) = self.timing.as_ref().map_or((0, 2 * (ROUNDS + 1)), PrunedTiming::progress);
+        Progress { done, total, left: None }
+    }
+}
+
+/// The timing of the model at f16 against its 8-bit copy on one sentence, on the page's thread.
+pub struct TimePrecision {
+    timing: PrecisionTiming,
+}
+
+impl TimePrecision {
+    /// The timing of `timing`'s two models, [`ROUNDS`] rounds of it.
+    pub fn new(timing: PrecisionTiming) -> Self {
+        TimePrecision { timing }
+    }
+}
+
+impl Job for TimePrecision {
+    type Output = PrecisionCost;
+
+    async fn step(&mut self, engine: &Engine) -> Option<PrecisionCost> {
+        let clock = HostClock(engine.host());
+        (!self.timing.sample(&clock)).then(|| self.timing.result(&clock))
+    }
+
+    fn progress(&self, _engine: &Engine) -> Progress {
+        let (done, total) = self.timing.progress();
         Progress { done, total, left: None }
     }
 }
