@@ -27,6 +27,11 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
         assert_eq!(reused.layer_inputs, scratch.layer_inputs, "first layer {first}");
         assert_eq!(reused.head_outputs, scratch.head_outputs, "first layer {first}");
         assert_eq!(reused.head_outputs.len(), SPEC.layers);
+        // The embedding alone (what the sweeps compare), from the trace or from scratch, keeping
+        // nothing else: the same bits.
+        for base in [Some(&full), None] {
+            assert_eq!(bert.embed_patched(Kernel::Simd, &ids, &mask, base, None), scratch.embedding);
+        }
     }
     // A trace without the heads' outputs (as the GPU gives it) is reused up to the layer's input,
     // and the heads of that layer are computed again: the same bits.
@@ -44,6 +49,7 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
             if first == 0 { SPEC.layers } else { 0 },
             "kept only without a gap"
         );
+        assert_eq!(bert.embed_patched(Kernel::Simd, &ids, &mask, Some(&gpu_like), None), reused.embedding);
     }
     // Another sentence cannot reuse the trace: everything is computed.
     let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();

@@ -144,4 +144,11 @@ impl Runner for TrainedRunner {
         }
         self.model.bert.run(ids, heads, base).await
     }
+
+    async fn embed(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> Vec<f32> {
+        if self.gpu_for(ids.len()).is_some() {
+            return self.run(ids, heads, base).await.embedding;
+        }
+        Runner::embed(&self.model.bert, ids, heads, base).await
+    }
 }

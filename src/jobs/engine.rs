@@ -388,7 +388,7 @@ impl Engine {
             let mut without = heads.clone();
             without.set(h, false);
             for (ids, trace) in sentences.iter().zip(&traces) {
-                out.push(self.runner.run(ids, &without, Some(trace)).await.embedding);
+                out.push(self.runner.embed(ids, &without, Some(trace)).await);
             }
         }
         (Done::Embeddings(out), saved)

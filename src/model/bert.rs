@@ -431,6 +431,33 @@ impl Bert {
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
     ) -> BertOutput {
+        self.pass(kernel, ids, heads, base, patch, Keep::Trace)
+    }
+
+    /// The sentence embedding [`Bert::forward_patched`] computes, the same bits, without keeping
+    /// what only a later pass or a heatmap reads: no layer's attention weights, head outputs or
+    /// input are kept (one buffer of attention weights serves every layer). What the importance
+    /// sweeps and patching run for each head, where only the embedding is compared.
+    pub fn embed_patched(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        patch: Option<Patch<'_>>,
+    ) -> Vec<f32> {
+        self.pass(kernel, ids, heads, base, patch, Keep::Embedding).embedding
+    }
+
+    fn pass(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        patch: Option<Patch<'_>>,
+        keep: Keep,
+    ) -> BertOutput {
         let spec = &self.spec;
         let (n, d, layers) = (ids.len(), spec.d_model, spec.layers);
         let patched_from = patch.and_then(|p| p.first_layer(spec)).unwrap_or(layers);
@@ -441,6 +468,9 @@ impl Bert {
         let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == layers);
         let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
             Some(b) if start == layers => return BertOutput { first_computed: layers, ..b.clone() },
+            Some(b) if keep == Keep::Embedding => {
+                (Vec::new(), Vec::new(), Vec::new(), b.layer_inputs[start].clone())
+            }
             Some(b) => (
                 b.attention[..start].to_vec(),
                 b.head_outputs.get(..start).map_or(Vec::new(), <[_]>::to_vec),
@@ -461,24 +491,51 @@ impl Bert {
         let (mut concat, mut tmp, mut hidden) =
             (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * spec.ffn]);
         let (heads_per_layer, d_k) = (spec.heads, spec.d_k());
+        // Where a pass that keeps nothing writes every layer's attention weights and head outputs.
+        let mut scratch =
+            (keep == Keep::Embedding).then(|| (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]));
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
-            layer_inputs.push(x.clone());
-            let (att, outs) = first.take().unwrap_or_else(|| {
+            if keep == Keep::Trace {
+                layer_inputs.push(x.clone());
+            }
+            let kept = first.take().or_else(|| {
                 for (i, lin) in layer.qkv.iter().enumerate() {
                     linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
                 }
-                let mut att = vec![0.0f32; heads_per_layer * n * n];
-                let mut outs = vec![0.0f32; n * d];
-                attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
-                (Arc::new(att), Arc::new(outs))
+                match &mut scratch {
+                    Some((att, outs)) => {
+                        attend(kernel, &qkv, n, heads_per_layer, d_k, att, outs);
+                        None
+                    }
+                    None => {
+                        let (mut att, mut outs) =
+                            (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]);
+                        attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
+                        Some((Arc::new(att), Arc::new(outs)))
+                    }
+                }
             });
-            let outs = match patch {
-                Some(p) if p.heads.iter().any(|&h| spec.layer_of(h) == l) => p.apply(spec, l, &outs),
-                _ => outs,
-            };
-            concat.copy_from_slice(&outs);
-            attention.push(att);
-            head_outputs.push(outs);
+            let patched = patch.filter(|p| p.heads.iter().any(|&h| spec.layer_of(h) == l));
+            match kept {
+                Some((att, outs)) => {
+                    let outs = match patched {
+                        Some(p) => p.apply(spec, l, &outs),
+                        None => outs,
+                    };
+                    concat.copy_from_slice(&outs);
+                    if keep == Keep::Trace {
+                        attention.push(att);
+                        head_outputs.push(outs);
+                    }
+                }
+                None => {
+                    let own = &scratch.as_ref().expect("a pass that keeps nothing computes here").1;
+                    match patched {
+                        Some(p) => concat.copy_from_slice(&p.apply(spec, l, own)),
+                        None => concat.copy_from_slice(own),
+                    }
+                }
+            }
             for h in heads.pruned_in_layer(l, heads_per_layer) {
                 concat.chunks_exact_mut(d).for_each(|row| row[h * d_k..(h + 1) * d_k].fill(0.0));
             }
@@ -561,9 +618,9 @@ impl Patch<'_> {
     }
 
     /// Layer `l`'s heads' outputs (`n x d_model`) with the patched heads' columns the source's.
-    fn apply(&self, spec: &ModelSpec, l: usize, outs: &Arc<Vec<f32>>) -> Arc<Vec<f32>> {
+    fn apply(&self, spec: &ModelSpec, l: usize, outs: &[f32]) -> Arc<Vec<f32>> {
         let (d, d_k, source) = (spec.d_model, spec.d_k(), &self.from.head_outputs[l]);
-        let mut patched = outs.as_ref().clone();
+        let mut patched = outs.to_vec();
         for h in self.heads.iter().filter(|&&h| spec.layer_of(h) == l).map(|&h| spec.head_in_layer(h)) {
             for (row, from) in patched.chunks_exact_mut(d).zip(source.chunks_exact(d)) {
                 row[h * d_k..(h + 1) * d_k].copy_from_slice(&from[h * d_k..(h + 1) * d_k]);
@@ -571,6 +628,15 @@ impl Patch<'_> {
         }
         Arc::new(patched)
     }
+}
+
+/// What a pass keeps besides the embedding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    /// Every layer's attention weights, head outputs and input ([`BertOutput`]'s trace).
+    Trace,
+    /// Nothing: the trace's fields are left empty.
+    Embedding,
 }
 
 /// What a forward pass of the trained model produces.

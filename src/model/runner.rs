@@ -13,12 +13,22 @@ pub trait Runner {
     /// one whose heads differ (see [`Bert::forward_from`]). Never fails: a runner that can fail
     /// falls back to one that cannot.
     async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput;
+
+    /// [`Runner::run`]'s sentence embedding alone, where nothing else of the pass is read (the
+    /// CPU kernel then keeps no attention weights: [`Bert::embed_patched`]).
+    async fn embed(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> Vec<f32> {
+        self.run(ids, heads, base).await.embedding
+    }
 }
 
 /// The CPU kernel.
 impl Runner for Bert {
     async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput {
         self.forward_from(Kernel::Simd, ids, heads, base)
+    }
+
+    async fn embed(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> Vec<f32> {
+        self.embed_patched(Kernel::Simd, ids, heads, base, None)
     }
 }
 

@@ -249,7 +249,7 @@ impl Work {
                     let mut without = heads.clone();
                     without.set(h, false);
                     for (ids, full) in sentences.iter().zip(&full) {
-                        out.push(bert.forward_from(kernel, ids, &without, Some(full)).embedding);
+                        out.push(bert.embed_patched(kernel, ids, &without, Some(full), None));
                     }
                 }
                 Done::Embeddings(out)
@@ -261,11 +261,9 @@ impl Work {
                 let mut out = vec![clean_run.embedding.clone(), corrupted_run.embedding.clone()];
                 for &h in patch {
                     let from = Patch { heads: &[h], from: &clean_run };
-                    let patched =
-                        bert.forward_patched(kernel, corrupted, &all, Some(&corrupted_run), Some(from));
-                    out.push(patched.embedding);
+                    out.push(bert.embed_patched(kernel, corrupted, &all, Some(&corrupted_run), Some(from)));
                     let without = HeadSet::with_pruned(all.len(), [h]);
-                    out.push(bert.forward_from(kernel, clean, &without, Some(&clean_run)).embedding);
+                    out.push(bert.embed_patched(kernel, clean, &without, Some(&clean_run), None));
                 }
                 Done::Embeddings(out)
             }
