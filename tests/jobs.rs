@@ -19,7 +19,7 @@ use headlab::backend::Session;
 use headlab::cpu::Kernel;
 use headlab::jobs::curves::CurveRun;
 use headlab::jobs::driver::{drive, Planned, Status};
-use headlab::jobs::engine::{Engine, Where, Workers};
+use headlab::jobs::engine::{Engine, Where, Workers, PIECES_PER_WORKER};
 use headlab::jobs::levers::{lever_text, precision_cost, precision_quality};
 use headlab::jobs::native::{FakePool, NativeHost};
 use headlab::jobs::sweep::{DriftSweep, MarginSweep};
@@ -104,6 +104,14 @@ fn the_drift_sweep_is_each_heads_own_drift_wherever_it_runs() {
     assert!(seen.windows(2).all(|w| w[0].done <= w[1].done && w[1].total == total), "{seen:?}");
     assert_eq!(seen.last().unwrap().done, total);
     // Three workers: three pieces through the wire, in one step; the same bits.
+    assert_eq!(run(&workers, Planned::new(DriftSweep::new(&workers, sentence.clone()))), ranking);
+    assert_eq!(workers.deal_ablation(std::slice::from_ref(&sentence), &HeadSet::all(total)), (3, vec![]));
+    // Once the page has run the sentence's unpruned pass, the workers are handed it and the heads
+    // are dealt finer (a worker that finishes first takes the next piece): the same bits again.
+    let pass = pollster::block_on(workers.pass(sentence.clone(), &HeadSet::all(total), None));
+    let (count, traces) = workers.deal_ablation(std::slice::from_ref(&sentence), &HeadSet::all(total));
+    assert_eq!((count, traces.len()), (3 * PIECES_PER_WORKER, 1));
+    assert!(std::sync::Arc::ptr_eq(&traces[0], &pass.out));
     assert_eq!(run(&workers, Planned::new(DriftSweep::new(&workers, sentence.clone()))), ranking);
     let full = model.bert.forward(Kernel::Simd, &sentence, &HeadSet::all(total));
     for h in 0..total {
@@ -351,8 +359,10 @@ fn the_pace_of_workers_leaves_out_their_start() {
     run(&engine, Planned::new(DriftSweep::new(&engine, sentence.clone())));
     assert!(started.elapsed().as_millis() >= 300, "the pool started");
     let spec = *model.spec();
-    let flops: u64 =
-        headlab::model::work::ablation_pieces(&spec, &[sentence], 2).iter().map(|w| w.flops(&spec)).sum();
+    let flops: u64 = headlab::model::work::ablation_pieces(&spec, &[sentence], 2, &[])
+        .iter()
+        .map(|w| w.flops(&spec))
+        .sum();
     let seconds = workers.pace(Where::Workers(2)).seconds(flops).unwrap();
     assert!(seconds < 0.15, "the sweep's work timed at {seconds} s: the start was counted");
 }
@@ -369,8 +379,9 @@ fn the_engine_keeps_a_few_unpruned_passes_for_the_sweeps_that_start_from_them() 
     for s in &sentences {
         pollster::block_on(here.pass(s.clone(), &HeadSet::all(total), None));
     }
-    let sweep =
-        |s: &Vec<u32>| headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1).remove(0);
+    let sweep = |s: &Vec<u32>| {
+        headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1, &[]).remove(0)
+    };
     // The newest four are kept: a sweep from them skips the unpruned pass; the oldest is gone.
     let unpruned = |s: &Vec<u32>| headlab::model::work::ablation_flops(&spec, s.len(), &[]);
     assert_eq!(

@@ -17,6 +17,9 @@ use crate::model::runner::Runner;
 use crate::model::work::{ablation_flops, Done, Work};
 use crate::model::Model;
 
+/// Pieces an ablation is dealt into per worker when the page hands them its unpruned passes.
+pub const PIECES_PER_WORKER: usize = 2;
+
 /// Where a piece of work runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Where {
@@ -286,9 +289,42 @@ impl Engine {
     /// How many pieces to deal the removal of every head from a sentence of `tokens` tokens
     /// into: one per worker, or one per head where they run one at a time here.
     pub fn deal(&self, tokens: usize) -> usize {
-        let probe =
-            Work::Ablate { heads: HeadSet::default(), sentences: vec![vec![0; tokens]], ablate: vec![] };
+        let probe = Work::Ablate {
+            heads: HeadSet::default(),
+            sentences: vec![vec![0; tokens]],
+            ablate: vec![],
+            traces: vec![],
+        };
         self.deal_like(&probe)
+    }
+
+    /// How to deal the removal of every head from `heads` on `sentences`: into how many pieces,
+    /// and the unpruned passes to hand each piece. On workers, when the page kept every
+    /// sentence's unpruned CPU pass (its layers' inputs and heads' outputs), each piece gets them
+    /// instead of running them again, and the heads are dealt into [`PIECES_PER_WORKER`] pieces
+    /// per worker, so that a worker that finishes first takes the next piece; else one piece per
+    /// worker (each runs the unpruned passes once). Elsewhere one piece per head.
+    pub fn deal_ablation(&self, sentences: &[Vec<u32>], heads: &HeadSet) -> (usize, Vec<Arc<BertOutput>>) {
+        let longest = sentences.iter().map(Vec::len).max().unwrap_or(0);
+        let layers = self.model.spec().layers;
+        match self.place_of(&Work::Ablate {
+            heads: HeadSet::default(),
+            sentences: vec![vec![0; longest]],
+            ablate: vec![],
+            traces: vec![],
+        }) {
+            Where::Workers(n) => {
+                let traces: Option<Vec<_>> = sentences
+                    .iter()
+                    .map(|ids| self.kept_trace(ids, heads).filter(|t| t.head_outputs.len() == layers))
+                    .collect();
+                match traces {
+                    Some(traces) if !sentences.is_empty() => (n * PIECES_PER_WORKER, traces),
+                    _ => (n, Vec::new()),
+                }
+            }
+            Where::Gpu | Where::PageThread => (self.model.spec().total_heads(), Vec::new()),
+        }
     }
 
     /// How many pieces to deal work of `probe`'s kind (one head at a time) into: one per worker,
@@ -366,7 +402,7 @@ impl Engine {
     /// kept from earlier). Removing heads goes through the runner (the GPU where it runs this
     /// length), from the kept unpruned passes.
     async fn run_here(&self, work: &Work) -> (Done, u64) {
-        let Work::Ablate { heads, sentences, ablate } = work else {
+        let Work::Ablate { heads, sentences, ablate, .. } = work else {
             let done = self
                 .here
                 .run(vec![work.clone()], Priority::Now)

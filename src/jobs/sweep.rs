@@ -1,6 +1,7 @@
 //! Every head's importance by removing it alone: to the sentence's embedding ([`DriftSweep`]) and
 //! to the meaning check's margin ([`MarginSweep`]). Both are the same pieces of work
-//! ([`Work::Ablate`]), dealt one per worker or one per head where they run one at a time.
+//! ([`Work::Ablate`]), dealt a few per worker (handed the page's unpruned passes) or one per
+//! head where they run one at a time.
 
 use std::collections::VecDeque;
 
@@ -30,8 +31,8 @@ struct Ablation {
 impl Ablation {
     fn new(engine: &Engine, sentences: &[Vec<u32>]) -> Ablation {
         let spec = engine.model().spec();
-        let longest = sentences.iter().map(Vec::len).max().unwrap_or(0);
-        let pieces = ablation_pieces(spec, sentences, engine.deal(longest));
+        let (count, traces) = engine.deal_ablation(sentences, &HeadSet::all(spec.total_heads()));
+        let pieces = ablation_pieces(spec, sentences, count, &traces);
         let waiting = pieces
             .iter()
             .map(|w| match w {

@@ -465,7 +465,13 @@ impl Bert {
             assert!(p.fits(spec, n), "a patch's source is a pass of {n} tokens that kept its heads' outputs");
         }
         let start = first_changed_layer(spec, base, n, heads).min(patched_from);
-        let trace = base.filter(|b| b.seq_len == n && b.layer_inputs.len() == layers);
+        // (A trace handed to a worker has no attention weights: only a pass that keeps nothing
+        // starts from it.)
+        let trace = base.filter(|b| {
+            b.seq_len == n
+                && b.layer_inputs.len() == layers
+                && (keep == Keep::Embedding || b.attention.len() == layers)
+        });
         let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
             Some(b) if start == layers => return BertOutput { first_computed: layers, ..b.clone() },
             Some(b) if keep == Keep::Embedding => {
@@ -486,7 +492,7 @@ impl Bert {
         };
         let mut first = trace
             .filter(|b| b.head_outputs.len() == layers)
-            .map(|b| (b.attention[start].clone(), b.head_outputs[start].clone()));
+            .map(|b| (b.attention.get(start).cloned(), b.head_outputs[start].clone()));
         let mut qkv = vec![0.0f32; n * 3 * d];
         let (mut concat, mut tmp, mut hidden) =
             (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * spec.ffn]);
@@ -511,7 +517,7 @@ impl Bert {
                         let (mut att, mut outs) =
                             (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]);
                         attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
-                        Some((Arc::new(att), Arc::new(outs)))
+                        Some((Some(Arc::new(att)), Arc::new(outs)))
                     }
                 }
             });
@@ -524,7 +530,8 @@ impl Bert {
                     };
                     concat.copy_from_slice(&outs);
                     if keep == Keep::Trace {
-                        attention.push(att);
+                        attention
+                            .push(att.expect("a pass that keeps its trace starts from one with attention"));
                         head_outputs.push(outs);
                     }
                 }

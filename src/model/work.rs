@@ -15,7 +15,9 @@
 //! ids:    n:u32 then n u32                  tag 1: HeadSums    n:u32 n f64
 //! tag 0 (Embed):     precision:u8 (0 = the loaded model's, 1 = f16, 2 = 8-bit), heads, count:u32 then count ids
 //! tag 1 (Gradients): heads, count:u32 then count (ids ids score:f64)
-//! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids
+//! tag 2 (Ablate):    heads, count:u32 then count head:u32, count:u32 then count ids,
+//!                    traces:u32 (0 or one per sentence) then each: layers:u32, embedding,
+//!                    then per layer its input and its heads' outputs (floats: n:u32 n f32)
 //! tag 3 (Roles):     count:u32 then count (ids, n:u32 then n bytes: 1 = punctuation)
 //! tag 4 (Patch):     ids (clean), ids (corrupted), count:u32 then count head:u32
 //! tag 5 (Atlas):     count:u32 then count ids
@@ -25,7 +27,9 @@
 //! damaged message is refused with a [`WireError`], never half-read; [`Work::check`] then checks
 //! the piece against the model that is to run it.
 
-use super::bert::{Bert, Patch};
+use std::sync::Arc;
+
+use super::bert::{Bert, BertOutput, Patch};
 use super::gradient::{gates, pair_gradients};
 use super::pruned::{cost, PrunedBert};
 use super::roles::RoleCounter;
@@ -52,8 +56,26 @@ pub const MAX_VALUES: usize = 1 << 20;
 /// FLOPs counted for one term of a Jensen-Shannon divergence (a logarithm and a few products).
 pub const JS_TERM_FLOPS: u64 = 20;
 
+/// Whether `traces` can start the passes of an ablation of `sentences` with `heads` on a model
+/// of shape `spec`: none, or one per sentence of its length with `heads`, an embedding of the
+/// model's width, and every layer's input and heads' outputs of `n x d_model`.
+fn traces_fit(spec: &ModelSpec, heads: &HeadSet, sentences: &[Vec<u32>], traces: &[Arc<BertOutput>]) -> bool {
+    let fits = |ids: &Vec<u32>, t: &Arc<BertOutput>| {
+        let rows = ids.len() * spec.d_model;
+        t.seq_len == ids.len()
+            && t.heads == *heads
+            && t.embedding.len() == spec.d_model
+            && t.layer_inputs.len() == spec.layers
+            && t.head_outputs.len() == spec.layers
+            && t.layer_inputs.iter().all(|x| x.len() == rows)
+            && t.head_outputs.iter().all(|x| x.len() == rows)
+    };
+    traces.is_empty()
+        || (traces.len() == sentences.len() && sentences.iter().zip(traces).all(|(s, t)| fits(s, t)))
+}
+
 /// What a piece's bytes start with (a page and a worker of different builds refuse each other's).
-const WORK_TAG: &[u8; 4] = b"HLW3";
+const WORK_TAG: &[u8; 4] = b"HLW4";
 
 /// Two sentences' token ids and their similarity score in `[0, 1]`.
 pub type Pair = (Vec<u32>, Vec<u32>, f64);
@@ -80,13 +102,20 @@ pub fn ablation_deal(total: usize, pieces: usize) -> Vec<Vec<usize>> {
 }
 
 /// Every head of `bert`'s model removed alone, on `sentences`, as `pieces` pieces of
-/// [`Work::Ablate`] dealt as [`ablation_deal`] deals them (one per thread, or one per head where
-/// the page's own thread runs them and draws between heads).
-pub fn ablation_pieces(spec: &ModelSpec, sentences: &[Vec<u32>], pieces: usize) -> Vec<Work> {
+/// [`Work::Ablate`] dealt as [`ablation_deal`] deals them (a few per thread, or one per head
+/// where the page's own thread runs them and draws between heads), each handed `traces` (the
+/// sentences' unpruned passes, or none).
+pub fn ablation_pieces(
+    spec: &ModelSpec,
+    sentences: &[Vec<u32>],
+    pieces: usize,
+    traces: &[Arc<BertOutput>],
+) -> Vec<Work> {
     let piece = |ablate| Work::Ablate {
         heads: HeadSet::all(spec.total_heads()),
         sentences: sentences.to_vec(),
         ablate,
+        traces: traces.to_vec(),
     };
     ablation_deal(spec.total_heads(), pieces).into_iter().map(piece).collect()
 }
@@ -123,6 +152,10 @@ pub enum Work {
         sentences: Vec<Vec<u32>>,
         /// The heads removed, one at a time.
         ablate: Vec<usize>,
+        /// The passes of `sentences` with `heads` that the page ran already, one per sentence,
+        /// with every layer's input and heads' outputs (what a pass without one head starts
+        /// from; no attention weights), or none: the piece runs them itself.
+        traces: Vec<Arc<BertOutput>>,
     },
     /// Activation patching ([`super::patching`]): the unpruned model's embeddings of `clean` and
     /// `corrupted` (the same number of tokens), then for each head of `patch` in order, the
@@ -203,8 +236,10 @@ impl Work {
                 let lengths: Vec<usize> = pairs.iter().flat_map(|(a, b, _)| [a.len(), b.len()]).collect();
                 GRADIENT_COST * cost(spec, heads, &lengths).total_flops
             }
-            Work::Ablate { sentences, ablate, .. } => {
-                sentences.iter().map(|s| ablation_flops(spec, s.len(), ablate)).sum()
+            Work::Ablate { sentences, ablate, traces, .. } => {
+                // A pass the page handed over is not run again.
+                let handed = |n: usize| if traces.is_empty() { 0 } else { ablation_flops(spec, n, &[]) };
+                sentences.iter().map(|s| ablation_flops(spec, s.len(), ablate) - handed(s.len())).sum()
             }
             Work::Roles { sentences, .. } => cost(spec, &all, &lengths(sentences)).total_flops,
             // Removing a head and patching it cost the same: from its own layer on.
@@ -241,9 +276,12 @@ impl Work {
                 }
                 Done::HeadSums(sums)
             }
-            Work::Ablate { heads, sentences, ablate } => {
+            Work::Ablate { heads, sentences, ablate, traces } => {
                 // Each pass reuses the layers before its head's own, as the page's sweep does.
-                let full: Vec<_> = sentences.iter().map(|ids| bert.forward(kernel, ids, heads)).collect();
+                let full: Vec<Arc<BertOutput>> = match traces.is_empty() {
+                    true => sentences.iter().map(|ids| Arc::new(bert.forward(kernel, ids, heads))).collect(),
+                    false => traces.clone(),
+                };
                 let mut out: Vec<Vec<f32>> = full.iter().map(|f| f.embedding.clone()).collect();
                 for &h in ablate {
                     let mut without = heads.clone();
@@ -296,7 +334,12 @@ impl Work {
             Work::Gradients { heads, pairs } => {
                 (Some(heads), pairs.iter().flat_map(|(u, v, _)| [u, v]).collect())
             }
-            Work::Ablate { heads, sentences, .. } => (Some(heads), sentences.iter().collect()),
+            Work::Ablate { heads, sentences, traces, .. } => {
+                if !traces_fit(spec, heads, sentences, traces) {
+                    return Err(WireError::OutOfRange("a handed pass"));
+                }
+                (Some(heads), sentences.iter().collect())
+            }
             Work::Roles { sentences, .. } => (None, sentences.iter().collect()),
             Work::Patch { clean, corrupted, .. } => (None, vec![clean, corrupted]),
             Work::Atlas { sentences } => (None, sentences.iter().collect()),
@@ -371,13 +414,22 @@ impl Work {
                     w.0.extend(y.to_le_bytes());
                 }
             }
-            Work::Ablate { heads, sentences, ablate } => {
+            Work::Ablate { heads, sentences, ablate, traces } => {
                 w.u8(2);
                 w.heads(heads);
                 w.u32(ablate.len());
                 ablate.iter().for_each(|&h| w.u32(h));
                 w.u32(sentences.len());
                 sentences.iter().for_each(|s| w.ids(s));
+                w.u32(traces.len());
+                for t in traces {
+                    w.u32(t.layer_inputs.len());
+                    w.floats(&t.embedding);
+                    for (input, outs) in t.layer_inputs.iter().zip(&t.head_outputs) {
+                        w.floats(input);
+                        w.floats(outs);
+                    }
+                }
             }
             Work::Patch { clean, corrupted, patch } => {
                 w.u8(4);
@@ -431,11 +483,15 @@ impl Work {
                 let count = r.count(MAX_ITEMS)?;
                 let ablate = (0..count).map(|_| r.count(u32::MAX as usize)).collect::<Result<_, _>>()?;
                 let count = r.count(MAX_ITEMS)?;
-                Work::Ablate {
-                    heads,
-                    ablate,
-                    sentences: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()?,
-                }
+                let sentences: Vec<Vec<u32>> = (0..count).map(|_| r.ids()).collect::<Result<_, _>>()?;
+                let traces = match r.count(count)? {
+                    0 => Vec::new(),
+                    n if n == count => {
+                        sentences.iter().map(|ids| r.trace(ids.len(), &heads)).collect::<Result<_, _>>()?
+                    }
+                    _ => return Err(WireError::OutOfRange("a count of handed passes")),
+                };
+                Work::Ablate { heads, ablate, sentences, traces }
             }
             3 => {
                 let count = r.count(MAX_ITEMS)?;
@@ -540,6 +596,11 @@ impl Writer {
         self.u32(ids.len());
         ids.iter().for_each(|t| self.0.extend(t.to_le_bytes()));
     }
+
+    fn floats(&mut self, values: &[f32]) {
+        self.u32(values.len());
+        values.iter().for_each(|v| self.0.extend(v.to_le_bytes()));
+    }
 }
 
 struct Reader<'a> {
@@ -597,6 +658,36 @@ impl<'a> Reader<'a> {
         (0..n).map(|_| Ok(u32::from_le_bytes(self.take()?))).collect()
     }
 
+    /// `n:u32` then `n` f32, within what is left.
+    fn floats(&mut self) -> Result<Vec<f32>, WireError> {
+        let n = self.count(u32::MAX as usize)?;
+        let len = n.checked_mul(4).ok_or(WireError::Truncated)?;
+        let bytes = self.rest.get(..len).ok_or(WireError::Truncated)?;
+        self.rest = &self.rest[len..];
+        Ok(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+    }
+
+    /// A handed pass of a sentence of `n` tokens with `heads` (its shape is checked against the
+    /// model by [`Work::check`]).
+    fn trace(&mut self, n: usize, heads: &HeadSet) -> Result<Arc<BertOutput>, WireError> {
+        let layers = self.count(MAX_TOKENS)?;
+        let embedding = self.floats()?;
+        let (mut layer_inputs, mut head_outputs) = (Vec::new(), Vec::new());
+        for _ in 0..layers {
+            layer_inputs.push(self.floats()?);
+            head_outputs.push(Arc::new(self.floats()?));
+        }
+        Ok(Arc::new(BertOutput {
+            embedding,
+            attention: Vec::new(),
+            head_outputs,
+            seq_len: n,
+            layer_inputs,
+            heads: heads.clone(),
+            first_computed: 0,
+        }))
+    }
+
     /// `n:u32` then `n` bytes, each 0 or 1.
     fn flags(&mut self) -> Result<Vec<bool>, WireError> {
         let n = self.count(MAX_TOKENS)?;
@@ -635,9 +726,11 @@ mod tests {
             Work::Embed { heads: HeadSet::all(TOTAL), ids: vec![], precision: Some(Precision::Int8) },
             Work::Gradients { heads: heads.clone(), pairs: vec![(vec![101, 2, 102], vec![101, 102], 0.25)] },
             Work::Ablate {
-                heads,
+                heads: heads.clone(),
                 sentences: vec![vec![101, 7592, 102], vec![101, 102]],
                 ablate: vec![1, 2, 70],
+                // (Shapes a model would refuse: the wire carries whatever it is given.)
+                traces: [3, 2].map(|n| tiny_trace(n, &heads)).to_vec(),
             },
             Work::Roles {
                 sentences: vec![vec![101, 1012, 102], vec![101, 102]],
@@ -650,6 +743,20 @@ mod tests {
             },
             Work::Atlas { sentences: vec![vec![101, 7592, 102], vec![101, 102]] },
         ]
+    }
+
+    /// A pass of `n` tokens with `heads` of two layers of two values per token.
+    fn tiny_trace(n: usize, heads: &HeadSet) -> Arc<BertOutput> {
+        let values = |seed: f32| (0..2 * n).map(|i| seed + i as f32 / 8.0).collect::<Vec<f32>>();
+        Arc::new(BertOutput {
+            embedding: vec![0.5, -0.25],
+            attention: Vec::new(),
+            head_outputs: vec![Arc::new(values(1.0)), Arc::new(values(2.0))],
+            seq_len: n,
+            layer_inputs: vec![values(-1.0), values(-2.0)],
+            heads: heads.clone(),
+            first_computed: 0,
+        })
     }
 
     #[test]
@@ -680,11 +787,22 @@ mod tests {
             heads: HeadSet::all(TOTAL),
             sentences: vec![vec![101; 32], vec![101; 5]],
             ablate: vec![3, 40],
+            traces: vec![],
         };
         assert_eq!(
             piece.flops(&SPEC),
             ablation_flops(&SPEC, 32, &[3, 40]) + ablation_flops(&SPEC, 5, &[3, 40])
         );
+        // Handed the unpruned passes, a piece does not count them.
+        let all = HeadSet::all(TOTAL);
+        let handed = Work::Ablate {
+            heads: all.clone(),
+            sentences: vec![vec![101; 32], vec![101; 5]],
+            ablate: vec![3, 40],
+            traces: vec![tiny_trace(32, &all), tiny_trace(5, &all)],
+        };
+        let unpruned = ablation_flops(&SPEC, 32, &[]) + ablation_flops(&SPEC, 5, &[]);
+        assert_eq!(handed.flops(&SPEC), piece.flops(&SPEC) - unpruned);
     }
 
     #[test]
@@ -693,12 +811,12 @@ mod tests {
         for spec in [SPEC, small] {
             let total = spec.total_heads();
             for pieces in [0, 1, 2, 5, 12, 72, 100] {
-                let work = ablation_pieces(&spec, &[vec![101, 7592, 102]], pieces);
+                let work = ablation_pieces(&spec, &[vec![101, 7592, 102]], pieces, &[]);
                 assert_eq!(work.len(), pieces.clamp(1, total));
                 let mut seen: Vec<usize> = work
                     .iter()
                     .flat_map(|w| match w {
-                        Work::Ablate { heads, sentences, ablate } => {
+                        Work::Ablate { heads, sentences, ablate, .. } => {
                             assert!(!heads.any_pruned() && sentences == &[vec![101, 7592, 102]]);
                             if pieces <= spec.heads {
                                 // Every layer in every piece, and pieces within one head of each other.
@@ -759,14 +877,40 @@ mod tests {
         let spec = ModelSpec { layers: 2, heads: 4, d_model: 16, ffn: 24, vocab: 30, positions: 8, ..SPEC };
         let bert = Bert::random(spec, 1);
         let all = HeadSet::all(8);
-        let ok = Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![0, 7] };
+        let ablation = |traces| Work::Ablate {
+            heads: all.clone(),
+            sentences: vec![vec![2, 5, 3]],
+            ablate: vec![0, 7],
+            traces,
+        };
+        let ok = ablation(vec![]);
         assert_eq!(ok.check(&bert), Ok(()));
+        // Handed its unpruned pass (without attention weights, as the wire carries it), the same
+        // embeddings, bit for bit; a pass of another length or other heads is refused.
+        let pass = |ids: &[u32], heads: &HeadSet| {
+            let full = bert.forward(Kernel::Simd, ids, heads);
+            Arc::new(BertOutput { attention: Vec::new(), ..full })
+        };
+        let handed = ablation(vec![pass(&[2, 5, 3], &all)]);
+        let through = Work::decode(&handed.encode()).unwrap();
+        assert_eq!((through.check(&bert), &through), (Ok(()), &handed));
+        assert_eq!(through.run(&bert, Kernel::Simd), ok.run(&bert, Kernel::Simd));
+        for bad in [pass(&[2, 5], &all), pass(&[2, 5, 3], &HeadSet::with_pruned(8, [1])), tiny_trace(3, &all)]
+        {
+            let refused = ablation(vec![bad]);
+            assert_eq!(refused.check(&bert), Err(WireError::OutOfRange("a handed pass")));
+        }
         assert_eq!(
             Work::Patch { clean: vec![2, 5, 3], corrupted: vec![2, 6, 3], patch: vec![0, 7] }.check(&bert),
             Ok(())
         );
         let refused = [
-            Work::Ablate { heads: all.clone(), sentences: vec![vec![2, 5, 3]], ablate: vec![8] },
+            Work::Ablate {
+                heads: all.clone(),
+                sentences: vec![vec![2, 5, 3]],
+                ablate: vec![8],
+                traces: vec![],
+            },
             Work::Embed { heads: HeadSet::all(72), ids: vec![vec![2, 3]], precision: None },
             Work::Embed { heads: all.clone(), ids: vec![vec![2, 30]], precision: None },
             Work::Embed { heads: all.clone(), ids: vec![vec![2; 9]], precision: None },

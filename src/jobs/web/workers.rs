@@ -3,7 +3,8 @@
 //! heads' roles), as a [`Pool`].
 //!
 //! Each worker runs `www/worker.js`, which loads this page's own wasm ([`super::worker`] then
-//! serves), fetches the model from the page's origin and checks its hash. Work goes over as
+//! serves); the page sends it the model file it already fetched and checked (a copy each: no
+//! worker fetches or hashes it again). Work goes over as
 //! bytes ([`crate::model::work`]), copied, never shared: nothing here needs `SharedArrayBuffer`,
 //! so the pool works in an iframe on a handbook page that is not cross-origin isolated. Results
 //! are bit for bit those of the page's own thread (the same wasm code on the same pieces).
