@@ -107,8 +107,12 @@ pub fn sweep_report(now: &dyn Fn() -> f64, model: &Model, lengths: &[usize], rou
     );
     for &n in lengths {
         let ids = sentence(model, n);
-        let sweep =
-            Work::Ablate { heads: all.clone(), sentences: vec![ids.clone()], ablate: (0..total).collect() };
+        let sweep = Work::Ablate {
+            heads: all.clone(),
+            sentences: vec![ids.clone()],
+            ablate: (0..total).collect(),
+            traces: vec![],
+        };
         std::hint::black_box(model.bert.forward(Kernel::Simd, &ids, &all)); // warm-up
         let times: Vec<f64> = (0..rounds.max(1))
             .map(|_| {

@@ -2,24 +2,37 @@
 //! first time a piece of work asks for it: the task panel measures what 8 bits buy on the same
 //! workers that hold the f16 model (and the reverse), without loading the model twice.
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 
+use super::pruned::{PrunedAttention, PrunedBert};
 use super::work::{Done, Work};
 use super::Model;
 use crate::attention::precision::Precision;
+use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 
-/// A model and, once asked for, its copy at the other precision.
+/// A model and, once asked for, its copy at the other precision; and the last cut of heads an
+/// embedding piece ran with, so that the pieces of one evaluation (one set of heads, every 48
+/// sentences a piece) gather the kept heads' weights once per worker, not once per piece.
 pub struct Copies {
     model: Rc<Model>,
     other: OnceCell<Result<Rc<Model>, String>>,
+    cut: RefCell<Option<Cut>>,
+}
+
+/// The kept heads' weights of the model at `precision` with only `heads` kept.
+struct Cut {
+    precision: Precision,
+    heads: HeadSet,
+    gathered: Arc<Vec<PrunedAttention>>,
 }
 
 impl Copies {
     /// `model`, with no copy made yet.
     pub fn new(model: Rc<Model>) -> Copies {
-        Copies { model, other: OnceCell::new() }
+        Copies { model, other: OnceCell::new(), cut: RefCell::new(None) }
     }
 
     /// The model as it was loaded.
@@ -43,16 +56,28 @@ impl Copies {
     /// Runs `work` with `kernel` on the model at the precision it names (the loaded one's when
     /// it names none), checked against that model first.
     pub fn run(&self, work: &Work, kernel: Kernel) -> Result<Done, String> {
-        let model = self.at(work.precision().unwrap_or(self.model.precision()))?;
+        let precision = work.precision().unwrap_or(self.model.precision());
+        let model = self.at(precision)?;
         work.check(&model.bert).map_err(|e| e.to_string())?;
-        Ok(work.run(&model.bert, kernel))
+        let Work::Embed { heads, ids, .. } = work else { return Ok(work.run(&model.bert, kernel)) };
+        // What `work.run` does, with the cut's weights gathered once per set of heads.
+        let mut cut = self.cut.borrow_mut();
+        let pruned = match cut.as_ref().filter(|c| c.precision == precision && c.heads == *heads) {
+            Some(c) => PrunedBert::with_gathered(&model.bert, heads, c.gathered.clone()),
+            None => {
+                let pruned = PrunedBert::new(&model.bert, heads);
+                let gathered = pruned.gathered().clone();
+                *cut = Some(Cut { precision, heads: heads.clone(), gathered });
+                pruned
+            }
+        };
+        Ok(Done::Embeddings(pruned.embed_batch(kernel, ids)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::HeadSet;
     use crate::model::bert::Bert;
     use crate::model::spec::ModelSpec;
     use crate::model::tokenizer::Tokenizer;
@@ -101,6 +126,15 @@ mod tests {
         let made = copies.at(Precision::Int8).unwrap().clone();
         assert!(Rc::ptr_eq(copies.at(Precision::Int8).unwrap(), &made), "the copy is made once");
         assert_eq!(copies.at(Precision::F16).unwrap().precision(), Precision::F16);
+        // The cut is gathered once per set of heads and precision, and gives the same bits.
+        let gathered = copies.cut.borrow().as_ref().map(|c| c.gathered.clone()).unwrap();
+        assert_eq!(run(&embed(Precision::Int8)), int8);
+        assert!(Arc::ptr_eq(&copies.cut.borrow().as_ref().unwrap().gathered, &gathered), "reused");
+        assert_eq!(run(&embed(Precision::F16)), loaded);
+        assert!(!Arc::ptr_eq(&copies.cut.borrow().as_ref().unwrap().gathered, &gathered), "another model's");
+        let other =
+            Work::Embed { heads: HeadSet::all(spec.total_heads()), ids: ids.clone(), precision: None };
+        assert_eq!(run(&other), direct(other.clone(), &model.bert));
         // A piece that does not fit the model is refused, at either precision.
         let bad = Work::Embed { heads: HeadSet::all(3), ids: ids.clone(), precision: Some(Precision::Int8) };
         assert!(copies.run(&bad, Kernel::Simd).is_err());

@@ -11,6 +11,8 @@
 //! product takes all their tokens together (one large matrix product instead of one per
 //! sentence), and attention runs per sentence.
 
+use std::sync::Arc;
+
 use super::bert::{linear, pool, Bert, Linear};
 use super::spec::ModelSpec;
 use crate::attention::HeadSet;
@@ -84,7 +86,7 @@ impl PrunedAttention {
 pub struct PrunedBert<'m> {
     base: &'m Bert,
     heads: HeadSet,
-    attention: Vec<PrunedAttention>,
+    attention: Arc<Vec<PrunedAttention>>,
 }
 
 impl<'m> PrunedBert<'m> {
@@ -100,7 +102,23 @@ impl<'m> PrunedBert<'m> {
                 PrunedAttention::new(spec, layer, kept)
             })
             .collect();
+        PrunedBert { base, heads: heads.clone(), attention: Arc::new(attention) }
+    }
+
+    /// `base` with only `heads` kept, from the weights a [`PrunedBert::new`] of the same `base`
+    /// and `heads` gathered already ([`PrunedBert::gathered`]): a worker evaluating one set of
+    /// heads piece by piece gathers them once ([`super::copies::Copies`] keeps them).
+    pub(super) fn with_gathered(
+        base: &'m Bert,
+        heads: &HeadSet,
+        attention: Arc<Vec<PrunedAttention>>,
+    ) -> Self {
         PrunedBert { base, heads: heads.clone(), attention }
+    }
+
+    /// The kept heads' weights, gathered once and shared by the copies of this cut.
+    pub fn gathered(&self) -> &Arc<Vec<PrunedAttention>> {
+        &self.attention
     }
 
     /// The full model it was cut from (its embeddings and feed-forward layers are used as they are).
@@ -133,7 +151,7 @@ impl<'m> PrunedBert<'m> {
         let mut x = Vec::with_capacity(rows * d);
         batch.iter().for_each(|ids| x.extend(self.base.embed(ids)));
         let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * spec.ffn]);
-        for (layer, att) in self.base.layers.iter().zip(&self.attention) {
+        for (layer, att) in self.base.layers.iter().zip(self.attention.iter()) {
             att.branch(kernel, &x, &lengths, &mut branch);
             layer.finish(kernel, spec, &mut x, &mut branch, &mut hidden);
         }
