@@ -184,6 +184,12 @@ fn backward(
     }
 }
 
+/// Whether the backward pass goes on below layer `l`'s gates: every layer but the first, whose
+/// input's gradient (the embeddings') no gate reads.
+fn below_gates(l: usize) -> bool {
+    l > 0
+}
+
 /// One layer backwards: the gradient of its output `dx` to that of its input.
 #[allow(clippy::too_many_arguments)]
 fn layer_backward(
@@ -220,8 +226,13 @@ fn layer_backward(
             row[cols].iter_mut().for_each(|v| *v *= gates[l * heads_per_layer + h]);
         }
     }
-    // Attention: O_h = softmax(Q_h K_h^T / sqrt(d_k)) V_h, from the packed QKV.
-    let d_qkv = attention_backward(spec, &t.qkv, &t.probs, &d_heads, n);
+    if !below_gates(l) {
+        return dx;
+    }
+    // Attention: O_h = softmax(Q_h K_h^T / sqrt(d_k)) V_h, from the packed QKV; a pruned head's
+    // gradient is zero (its gate is), so it adds nothing and is skipped.
+    let layer_gates = &gates[l * heads_per_layer..(l + 1) * heads_per_layer];
+    let d_qkv = attention_backward(spec, &t.qkv, &t.probs, &d_heads, n, layer_gates);
     for (i, lin) in layer.qkv.iter().enumerate() {
         let d_part: Vec<f32> =
             d_qkv.chunks_exact(3 * d).flat_map(|row| row[i * d..(i + 1) * d].iter().copied()).collect();
@@ -232,13 +243,21 @@ fn layer_backward(
 }
 
 /// The gradient of every head's attention output `d_heads` (`n x d_model`) to that of the packed
-/// QKV (`n x 3 d_model`), in f64 (the matrices are small).
-fn attention_backward(spec: &ModelSpec, qkv: &[f32], probs: &[f32], d_heads: &[f32], n: usize) -> Vec<f32> {
+/// QKV (`n x 3 d_model`), in f64 (the matrices are small); heads whose `gates` are 0 have no
+/// gradient and are left at zero.
+fn attention_backward(
+    spec: &ModelSpec,
+    qkv: &[f32],
+    probs: &[f32],
+    d_heads: &[f32],
+    n: usize,
+    gates: &[f32],
+) -> Vec<f32> {
     let (d, d_k) = (spec.d_model, spec.d_k());
     let scale = 1.0 / (d_k as f64).sqrt();
     let mut d_qkv = vec![0.0f32; n * 3 * d];
     let at = |m: &[f32], i: usize, col: usize, stride: usize| m[i * stride + col] as f64;
-    for h in 0..spec.heads {
+    for h in (0..spec.heads).filter(|&h| gates[h] != 0.0) {
         let p = &probs[h * n * n..(h + 1) * n * n];
         let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
         for i in 0..n {
