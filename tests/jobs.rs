@@ -246,6 +246,41 @@ fn a_curve_run_told_the_full_models_quality_does_not_measure_it_again() {
 }
 
 #[test]
+fn a_curve_run_takes_a_new_one_shot_order_without_restarting() {
+    let model = model();
+    let (data, spec) = (data(&model), *model.spec());
+    let total = spec.total_heads();
+    let here = engine(model.clone(), 2);
+    let (a, b): (Vec<usize>, Vec<usize>) = (vec![5, 0, 7, 2, 3, 6, 1, 4], vec![1, 2, 3, 4, 5, 6, 7, 0]);
+    let started =
+        |order: Option<Vec<usize>>| CurveRun::new(spec, data.clone(), order, Curves::new(total), None);
+    let reference = |order: &Vec<usize>| run(&here, Planned::new(started(Some(order.clone()))));
+    // No order at first, `a` after two evaluations, `b` after five: one run to the end.
+    let order: Rc<RefCell<Option<Vec<usize>>>> = Rc::default();
+    let source = order.clone();
+    let job = Planned::new(started(None).following(move || source.borrow().clone()));
+    let switch = |done: usize| match done {
+        2 => *order.borrow_mut() = Some(a.clone()),
+        5 => *order.borrow_mut() = Some(b.clone()),
+        _ => {}
+    };
+    let mut steps = 0;
+    let curves = pollster::block_on(drive(&here, job, &Ticket::always(), |_, status| {
+        switch(status.done);
+        steps += 1;
+    }))
+    .unwrap();
+    assert!(steps > 5);
+    // Every point of the last order, none of the one it replaced; the other orders as ever.
+    let want = reference(&b);
+    for k in 0..=total {
+        assert_eq!(curves.at(Order::OneShot, k), want.at(Order::OneShot, k), "one-shot at {k}");
+        assert_eq!(curves.at(Order::Iterative, k), want.at(Order::Iterative, k), "iterative at {k}");
+    }
+    assert_ne!(reference(&a).at(Order::OneShot, 1), want.at(Order::OneShot, 1), "the orders differ");
+}
+
+#[test]
 fn the_curves_of_a_small_model_have_its_own_marks_and_every_point_is_the_models_quality() {
     let model = model();
     let (data, spec) = (data(&model), *model.spec());

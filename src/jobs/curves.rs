@@ -160,6 +160,8 @@ pub struct CurveRun {
     lengths: Vec<usize>,
     subset_lengths: Vec<usize>,
     cache: Option<CurveCache>,
+    /// Where the one-shot order comes from while the run goes on ([`CurveRun::following`]).
+    one_shot_source: Option<Box<dyn Fn() -> Option<Vec<usize>>>>,
 }
 
 impl CurveRun {
@@ -197,9 +199,39 @@ impl CurveRun {
             lengths,
             subset_lengths,
             cache,
+            one_shot_source: None,
         };
         run.plan();
         run
+    }
+
+    /// The run taking its one-shot order from `source` before each job, instead of being
+    /// restarted when it changes (a new sentence's ranking arrives): the job in flight is kept;
+    /// a new order's points come from the cache and its jobs are planned; a one-shot point of
+    /// the order that was replaced, in flight when it changed, is not recorded.
+    pub fn following(mut self, source: impl Fn() -> Option<Vec<usize>> + 'static) -> Self {
+        self.one_shot_source = Some(Box::new(source));
+        self
+    }
+
+    /// Takes the source's one-shot order, when it changed.
+    fn follow_one_shot(&mut self) {
+        let total = self.spec.total_heads();
+        let Some(now) = self.one_shot_source.as_ref().map(|source| source().filter(|o| o.len() == total))
+        else {
+            return;
+        };
+        if now == self.one_shot {
+            return;
+        }
+        self.one_shot = now;
+        let saved = self.cache.as_ref().map_or(Curves::new(total), |c| c.saved(self.one_shot.as_deref()));
+        self.curves = self.curves.without(Order::OneShot).merged(&saved.only(Order::OneShot));
+        self.plan();
+        self.total += self.done;
+        if self.knee_planned() {
+            self.plan_knee();
+        }
     }
 
     /// The run told the full model's quality on the pairs, which the page measured already
@@ -391,6 +423,7 @@ impl CurveRun {
     /// is done.
     fn next_job(&mut self) -> Option<Vec<crate::model::work::Work>> {
         assert!(self.pending.is_none(), "the last job's results are not in yet");
+        self.follow_one_shot();
         let total = self.spec.total_heads();
         loop {
             let job = self.jobs.pop_front()?;
@@ -430,6 +463,8 @@ impl CurveRun {
                     TaskImportance::from_sums(&done, self.subset.len(), &HeadSet::all(heads.len()));
                 self.measured(job, &heads, importance);
             }
+            // A one-shot point of an order replaced while it was out: not this order's.
+            Job::Evaluate(Order::OneShot, k) if self.heads(Order::OneShot, k).as_ref() != Some(&heads) => {}
             _ => {
                 let embeddings = Done::embeddings(done);
                 assert_eq!(embeddings.len(), self.data.ids.len(), "one embedding per sentence");

@@ -142,19 +142,20 @@ impl TaskView {
             data.bootstrap.change(&full.cosines, &score.cosines)
         });
         let run = LocalResource::new(move || {
-            let (ready, order, go) = (ready(), one_shot(), running.get());
-            // Wanted while the reader has not paused it and the one-shot order is the same.
-            let of = order.clone();
-            // (A view a new model replaced is gone: its jobs stop.)
-            let ticket = Ticket::while_wanted(move || {
-                running.try_get_untracked() == Some(true) && untrack(one_shot) == of
-            });
+            let (ready, go) = (ready(), running.get());
+            // A running computation follows the one-shot order itself (a new sentence's ranking
+            // does not restart it); a stopped one shows what the browser saved for the order.
+            let order = if go { untrack(one_shot) } else { one_shot() };
+            // Wanted while the reader has not paused it. (A view a new model replaced is gone:
+            // its jobs stop.)
+            let ticket = Ticket::while_wanted(move || running.try_get_untracked() == Some(true));
             async move {
                 // Whatever the browser saved shows at once; computing waits for the reader's go.
-                // The one-shot order joins when this sentence's ranking is there (a new sentence
-                // restarts the run, which keeps every other point).
+                // The one-shot order joins when this sentence's ranking is there, and changes
+                // with the sentence, without throwing away the job in flight.
                 let Some((engine, data)) = ready else { return CurveState::Waiting };
-                let run = curve_run(&engine, data, order, full.get_untracked());
+                let run = curve_run(&engine, data, order, full.get_untracked())
+                    .following(move || untrack(one_shot));
                 curves.set(run.curves().clone());
                 if !go {
                     planned.set(Some(run.work_left()));
