@@ -11,20 +11,13 @@ const app = suite({ noGpu: true });
 // Every head of layer 1 but its first: 11 pruned.
 const pruned = [...Array(11).keys()].map((h) => h + 1).join(',');
 
-test('8-bit: the same quality on workers and on the page thread, within 0.003 of f16, named in the badge, exports and link; what it buys beside pruning', async () => {
+test('8-bit: the same quality on workers and on the page thread, within 0.003 of f16, named in the badge, exports and link', async () => {
   const quality = {};
-  const levers = {};
   for (const [precision, threads] of [['int8', 2], ['int8', 1], ['f16', 2]]) {
     const context = await app.noGpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
     const { page, problems, lab: { task, trained, status } } = await app.open(`?preset=minilm&backend=cpu&threads=${threads}&precision=${precision}&pruned=${pruned}`, { via: context });
     await trained.waitReady({ timeout: 60000 });
     quality[`${precision}/${threads}`] = await task.quality({ timeout: 180000 });
-    // The line beside the reader's pruned set: both precisions' quality with every head kept
-    // (the other precision's on copies the workers make), both forwards timed, their weights.
-    const lever = await task.precisionLever({ timeout: 180000 });
-    levers[`${precision}/${threads}`] = lever;
-    assert.match(lever.text, /^8-bit weights instead of f16, every head kept: quality 0\.\d{3} -> 0\.\d{3}: .*, forward 1\.00 -> \d\.\d\d \(measured on the CPU kernel: .* ms against .* ms\), weights \d+\.\d -> \d+\.\d MiB\.$/, lever.text);
-    assert.ok(lever.ratio > 0 && Number.isFinite(lever.ratio), lever.text);
     const backend = await trained.backend.textContent();
     assert.equal(await trained.precision.inputValue(), precision);
     if (precision === 'int8') {
@@ -43,11 +36,6 @@ test('8-bit: the same quality on workers and on the page thread, within 0.003 of
     await context.close();
   }
   console.log(`reader's set quality: ${JSON.stringify(quality)}`);
-  for (const [run, lever] of Object.entries(levers)) console.log(`${run}: ${lever.text}`);
-  // The same two models wherever they ran and whichever precision the page loaded.
-  const [first, ...rest] = Object.values(levers);
-  for (const lever of rest) assert.deepEqual([lever.f16, lever.int8], [first.f16, first.int8]);
-  assert.ok(Math.abs(first.f16 - first.int8) <= 0.003 && first.f16 !== first.int8, JSON.stringify(first));
   assert.ok(Math.abs(quality['int8/2'] - quality['int8/1']) < 1e-6, 'workers and the page thread quantize alike');
   assert.ok(Math.abs(quality['int8/2'] - quality['f16/2']) <= 0.003, 'within 0.003 of the f16 model');
   assert.notEqual(quality['int8/2'], quality['f16/2'], 'the 8-bit model is another model');

@@ -12,7 +12,6 @@ use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
 use crate::jobs::curves::{iterative_step, method_text};
-use crate::jobs::levers::lever_text;
 use crate::jobs::task::ROLE_SENTENCES;
 use crate::model::curves::{Curves, Order};
 use crate::model::digits::{bytes_change_text, quality_text as q};
@@ -41,7 +40,6 @@ pub fn TaskPanel() -> impl IntoView {
             <CurveChart />
             <p data-testid="task-summary">{summary}</p>
             <PrunedLine />
-            <PrecisionLine />
             <p data-testid="roles-summary">{roles_summary}</p>
         </section>
     }
@@ -224,12 +222,15 @@ fn PrunedLine() -> impl IntoView {
             return String::new();
         }
         let (full, cut) = (cost(&spec, &HeadSet::all(total), &lengths), cost(&spec, &heads, &lengths));
-        let quality = match (task.full.get().map(|s| s.quality), current_point(task, view.choices.heads)) {
+        let quality = match (
+            task.curves.with(|c| c.at(Order::Iterative, 0)),
+            current_point(task, view.choices.heads),
+        ) {
             (Some(full), Some((_, now))) => match task.change.get() {
                 Some(change) => format!("quality {} -> {}: {}", q(full), q(now), change.change_text()),
                 None => format!("quality {} -> {}", q(full), q(now)),
             },
-            (None, Some((_, now))) => format!("quality {} (the full model's is being measured)", q(now)),
+            (None, Some((_, now))) => format!("quality {} (the full model's comes with the curves)", q(now)),
             _ => "quality: measuring…".to_string(),
         };
         let speed = match task.speed.get().flatten().filter(|(set, _)| *set == heads) {
@@ -253,30 +254,6 @@ fn PrunedLine() -> impl IntoView {
     };
     let exact = move || current_point(task, view.choices.heads).map(|(_, quality)| quality.to_string());
     view! { <p data-testid="pruned-line" data-quality=exact>{line}</p> }
-}
-
-/// What 8 bits buy, beside what the reader's pruning buys: quality, forward time, weight bytes.
-#[component]
-fn PrecisionLine() -> impl IntoView {
-    let task = TaskView::get();
-    let measured = move || {
-        let quality = task.precision_quality.get().flatten();
-        match task.precision_cost.get().flatten() {
-            Some(Err(why)) => (Some(Err(why)), None),
-            cost => (quality, cost.and_then(Result::ok)),
-        }
-    };
-    let line = move || {
-        let (quality, cost) = measured();
-        lever_text(quality.as_ref(), cost.as_ref())
-    };
-    // The exact numbers, for tests and for whoever reads the page's markup.
-    let qualities = move || match measured().0 {
-        Some(Ok(q)) => Some(format!("{} {}", q.f16.quality, q.int8.quality)),
-        _ => None,
-    };
-    let ratio = move || measured().1.map(|c| c.ratio().to_string());
-    view! { <p data-testid="precision-line" data-qualities=qualities data-ratio=ratio>{line}</p> }
 }
 
 /// Every head's role, and whether the specialised heads are the ones the iterative order prunes

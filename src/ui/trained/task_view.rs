@@ -10,18 +10,14 @@ use leptos::prelude::*;
 use super::view::{SentenceImportance, TrainedView};
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
-use crate::backend::precision_speed::PrecisionCost;
 use crate::backend::pruned_speed::PrunedSpeed;
 use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::Engine;
-use crate::jobs::levers::{
-    precision_cost as precision_cost_of, precision_quality as precision_quality_of, PrecisionQuality,
-};
 use crate::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::timing::TimePruned;
-use crate::model::curves::{Curves, Order};
+use crate::model::curves::Curves;
 use crate::model::intervals::Estimate;
 use crate::model::roles::Role;
 use crate::model::task::{Pairs, PAIRS_SHA256};
@@ -71,22 +67,12 @@ pub struct TaskView {
     pub run: LocalResource<CurveState>,
     /// The reader's set and its quality.
     pub quality: LocalResource<Option<SetScore>>,
-    /// The full model's quality and pair cosines at the page's precision, from whichever job
-    /// measured it first: the curves' point at no head pruned, the reader's set when it keeps
-    /// every head, or the two precisions' comparison.
-    pub full: Memo<Option<SetScore>>,
     /// The reader's set's quality minus the full model's, paired over the pairs' resamples.
     pub change: Memo<Option<Estimate>>,
     /// The reader's set and the full and really pruned model's forward times.
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
-    /// The model's quality at f16 and at 8 bits, every head kept (or why there is no copy at
-    /// the other precision): measured once the reader's set's first quality is in.
-    pub precision_quality: LocalResource<Option<Result<PrecisionQuality, String>>>,
-    /// The model's forward time at both precisions on the sentence, with the weights' bytes:
-    /// timed once both qualities are in.
-    pub precision_cost: LocalResource<Option<Result<PrecisionCost, String>>>,
     /// Every head's task importance on the full model (head-gate gradients on the fixed subset
     /// of pairs): measured once the reader first asks for it.
     pub task_importance: LocalResource<Option<Rc<Ranking>>>,
@@ -118,44 +104,20 @@ impl TaskView {
         // Nothing known, of a model of no heads, until the model and the pairs are in.
         let curves = RwSignal::new_local(Curves::new(0));
         let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
-        let quality = LocalResource::new(move || {
-            let (ready, heads) = (ready(), view.choices.heads.get());
-            // Wanted while the reader's set is this one.
-            let of = heads.clone();
-            let ticket = Ticket::while_wanted(move || view.choices.heads.with_untracked(|h| *h == of));
-            async move {
-                let (engine, data) = ready?;
-                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
-                let shown = while_shown(view, &engine);
-                let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
-                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
-            }
-        });
-        let speed = pruned_speed(view, data, quality);
-        let known_full = move || untrack(|| measured_full(view, curves, quality));
-        let precision_quality = precision_quality(view, ready, known_full, quality, speed);
-        let precision_cost = precision_cost(view, precision_quality);
-        let full = Memo::new(move |_| full_score(view, curves, quality, precision_quality));
-        let change = Memo::new(move |_| {
-            let (score, full) = (quality.get().flatten()?, full.get()?);
-            let data = data.get().flatten()?.ok()?;
-            data.bootstrap.change(&full.cosines, &score.cosines)
-        });
         let run = LocalResource::new(move || {
-            let (ready, go) = (ready(), running.get());
-            // A running computation follows the one-shot order itself (a new sentence's ranking
-            // does not restart it); a stopped one shows what the browser saved for the order.
-            let order = if go { untrack(one_shot) } else { one_shot() };
-            // Wanted while the reader has not paused it. (A view a new model replaced is gone:
-            // its jobs stop.)
-            let ticket = Ticket::while_wanted(move || running.try_get_untracked() == Some(true));
+            let (ready, order, go) = (ready(), one_shot(), running.get());
+            // Wanted while the reader has not paused it and the one-shot order is the same.
+            let of = order.clone();
+            // (A view a new model replaced is gone: its jobs stop.)
+            let ticket = Ticket::while_wanted(move || {
+                running.try_get_untracked() == Some(true) && untrack(one_shot) == of
+            });
             async move {
                 // Whatever the browser saved shows at once; computing waits for the reader's go.
-                // The one-shot order joins when this sentence's ranking is there, and changes
-                // with the sentence, without throwing away the job in flight.
+                // The one-shot order joins when this sentence's ranking is there (a new sentence
+                // restarts the run, which keeps every other point).
                 let Some((engine, data)) = ready else { return CurveState::Waiting };
-                let run = curve_run(&engine, data, order, full.get_untracked())
-                    .following(move || untrack(one_shot));
+                let run = curve_run(&engine, data, order);
                 curves.set(run.curves().clone());
                 if !go {
                     planned.set(Some(run.work_left()));
@@ -181,6 +143,26 @@ impl TaskView {
                 }
             }
         });
+        let quality = LocalResource::new(move || {
+            let (ready, heads) = (ready(), view.choices.heads.get());
+            // Wanted while the reader's set is this one.
+            let of = heads.clone();
+            let ticket = Ticket::while_wanted(move || view.choices.heads.with_untracked(|h| *h == of));
+            async move {
+                let (engine, data) = ready?;
+                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
+                let shown = while_shown(view, &engine);
+                let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
+                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
+            }
+        });
+        let speed = pruned_speed(view, data, quality);
+        let full_cosines = Memo::new(move |_| curves.with(|c| c.full_cosines.clone()));
+        let change = Memo::new(move |_| {
+            let (score, full) = (quality.get().flatten()?, full_cosines.get()?);
+            let data = data.get().flatten()?.ok()?;
+            data.bootstrap.change(&full, &score.cosines)
+        });
         let roles = LocalResource::new(move || {
             let ready = ready();
             async move {
@@ -197,12 +179,9 @@ impl TaskView {
             running,
             run,
             quality,
-            full,
             change,
             speed,
             roles,
-            precision_quality,
-            precision_cost,
             task_importance,
             view,
         }
@@ -233,49 +212,13 @@ fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
 }
 
 /// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
-/// for `order`) and the full model's score when the page has it, saving every new point there.
-fn curve_run(
-    engine: &Engine,
-    data: Rc<TaskData>,
-    order: Option<Vec<usize>>,
-    full: Option<SetScore>,
-) -> CurveRun {
+/// for `order`), saving every new point there.
+fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> CurveRun {
     let model = engine.model();
     let total = model.spec().total_heads();
     let cache = CurveCache::new(Rc::new(BrowserStore), &model.cache_id(), &PAIRS_SHA256[..16], total);
     let known = cache.saved(order.as_deref());
-    let run = CurveRun::new(*model.spec(), data, order, known, Some(cache));
-    match full {
-        Some(full) => run.knowing_full(&full),
-        None => run,
-    }
-}
-
-/// The full model's score at the page's precision as the curves or the reader's set (when it
-/// keeps every head) measured it.
-fn measured_full(
-    view: TrainedView,
-    curves: RwSignal<Curves, LocalStorage>,
-    quality: LocalResource<Option<SetScore>>,
-) -> Option<SetScore> {
-    let total = view.spec().total_heads();
-    let all = HeadSet::all(total);
-    let from_curves = curves.with(|c| {
-        let (quality, cosines) = (c.at(Order::Iterative, 0)?, c.full_cosines.clone()?);
-        (c.heads == total).then(|| SetScore { heads: all.clone(), quality, cosines: cosines.into() })
-    });
-    from_curves.or_else(|| quality.get().flatten().filter(|s| s.heads == all))
-}
-
-/// The full model's score at the page's precision, from whichever job measured it first.
-fn full_score(
-    view: TrainedView,
-    curves: RwSignal<Curves, LocalStorage>,
-    quality: LocalResource<Option<SetScore>>,
-    precision: LocalResource<Option<Result<PrecisionQuality, String>>>,
-) -> Option<SetScore> {
-    measured_full(view, curves, quality)
-        .or_else(|| Some(precision.get().flatten()?.ok()?.at(view.model().precision()).clone()))
+    CurveRun::new(*model.spec(), data, order, known, Some(cache))
 }
 
 /// The full model against the really pruned one on the sentence, for the reader's set: timed
@@ -309,59 +252,6 @@ fn pruned_speed(
             let job = TimePruned::new(&engine, full.ids.clone(), heads.clone());
             let speed = drive(&engine, job, &ticket, |_, _| {}).await?;
             Some((heads, speed))
-        }
-    })
-}
-
-/// The model's quality at both precisions, every head kept: measured once the reader's set's
-/// first quality is in (so as not to slow it), the loaded precision's taken from what the page
-/// measured already when it has (`known_full`).
-fn precision_quality(
-    view: TrainedView,
-    ready: impl Fn() -> Option<(Rc<Engine>, Rc<TaskData>)> + 'static,
-    known_full: impl Fn() -> Option<SetScore> + 'static,
-    quality: LocalResource<Option<SetScore>>,
-    speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
-) -> LocalResource<Option<Result<PrecisionQuality, String>>> {
-    // Once the first quality (and the pruned model's timing, when heads are pruned) is in, it
-    // stays so: a new set's quality does not restart this, and this does not slow that timing.
-    let after_first = Memo::new(move |was: Option<&bool>| {
-        let timed = !view.choices.heads.with(HeadSet::any_pruned) || speed.get().flatten().is_some();
-        was.copied().unwrap_or(false) || (quality.get().flatten().is_some() && timed)
-    });
-    LocalResource::new(move || {
-        let (ready, go, known) = (ready(), after_first.get(), known_full());
-        async move {
-            let (engine, data) = ready.filter(|_| go)?;
-            precision_quality_of(&engine, data, known, &while_shown(view, &engine)).await
-        }
-    })
-}
-
-/// The model's forward pass at both precisions on the sentence, timed once both qualities are in
-/// (the workers are quiet then).
-fn precision_cost(
-    view: TrainedView,
-    quality: LocalResource<Option<Result<PrecisionQuality, String>>>,
-) -> LocalResource<Option<Result<PrecisionCost, String>>> {
-    LocalResource::new(move || {
-        let (engine, full, measured) =
-            (view.engine.get().flatten(), view.full.get().flatten(), quality.get().flatten());
-        let of_full = full.clone();
-        let same_sentence = Ticket::while_wanted(move || {
-            match (view.full.try_get_untracked().flatten().flatten(), &of_full) {
-                (Some(now), Some(was)) => Rc::ptr_eq(&now, was),
-                _ => false,
-            }
-        });
-        async move {
-            let (engine, full) = (engine?, full?);
-            if let Err(why) = measured? {
-                return Some(Err(why));
-            }
-            let shown = while_shown(view, &engine);
-            let ticket = Ticket::while_wanted(move || shown.is_current() && same_sentence.is_current());
-            precision_cost_of(&engine, full.ids.clone(), &ticket).await
         }
     })
 }
