@@ -486,7 +486,6 @@ class Task {
   get progress() { return element(this.root, 'task-progress'); }
   get chart() { return element(this.root, 'task-chart'); }
   get prunedLine() { return element(this.root, 'pruned-line'); }
-  get precisionLine() { return element(this.root, 'precision-line'); }
   get threadsNote() { return element(this.root, 'task-threads-note'); }
   get rolesSummary() { return element(this.root, 'roles-summary'); }
 
@@ -519,17 +518,6 @@ class Task {
       const m = (document.querySelector(selector)?.textContent ?? '').match(/: (\d+) of \d+ evaluations/);
       return m && Number(m[1]) >= n;
     }, [byId(this.status.testId), n], options);
-  }
-
-  /**
-   * What 8 bits buy, once measured: the model's quality at f16 and at 8 bits (every head kept,
-   * every digit) and the 8-bit forward's time as a share of the f16 one's.
-   */
-  async precisionLever(options) {
-    const selector = byId(this.precisionLine.testId);
-    await this.root.waitForFunction((s) => document.querySelector(s)?.dataset.ratio, selector, options);
-    const [f16, int8] = (await this.precisionLine.getAttribute('data-qualities')).split(' ').map(Number);
-    return { f16, int8, ratio: Number(await this.precisionLine.getAttribute('data-ratio')), text: await this.precisionLine.textContent() };
   }
 
   /** The reader's set's quality, to every digit, once measured. */
