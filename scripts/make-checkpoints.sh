@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Makes the random checkpoints the loader's tests read (tests/reference/checkpoints.py: BERT,
-# DistilBERT, bf16 shards, a BERT-base-shaped one; about 175 MB) with their float64 references,
-# into target/checkpoints, unless the script that makes them is unchanged since they were made.
+# Makes the random checkpoints the loader's and the decoder's tests read (tests/reference/
+# checkpoints.py: BERT, DistilBERT, bf16 shards, a BERT-base-shaped one; tests/reference/
+# decoders.py: GPT-2 with odd sizes, in F16 with a tokenizer.json, a GPT-2-small-shaped one;
+# about 350 MB) with their float64 references, into target/checkpoints, unless the scripts that
+# make them are unchanged since they were made.
 # Prints the directory. Needs the venv scripts/install-tools.sh test makes.
 #   scripts/make-checkpoints.sh          the tests' folders
 #   scripts/make-checkpoints.sh large    a BERT-large-shaped folder (670 MB, for bench/load.mjs)
@@ -12,11 +14,12 @@ cd "$(dirname "$0")/.."
 which=${1:-tests}
 out=target/checkpoints
 [ "$which" = large ] && out=target/checkpoints-large
-stamp=$(sha256sum tests/reference/checkpoints.py | cut -d' ' -f1)
+stamp=$(cat tests/reference/checkpoints.py tests/reference/decoders.py | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$out/.made-by" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out"
   mkdir -p "$out"
   "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" "$which" >&2
+  [ "$which" = large ] || "$TOOLS_DIR/venv/bin/python" tests/reference/decoders.py "$out" >&2
   echo "$stamp" > "$out/.made-by"
 fi
 echo "$PWD/$out"

@@ -243,3 +243,56 @@ fn the_head_by_head_loop_equals_the_batched_pass_and_the_oracle_on_the_shape_tab
         say!("{kernel:?}: head-by-head loop vs oracle {:.2e}, vs batched pass {:.2e}", worst.0, worst.1);
     }
 }
+
+/// Naive f64 masked attention on a packed `qkv` (`n x 3d`): each head's weights (`H x n x n`) and
+/// outputs (`n x d`), row `i` reading keys `0..=i` only when `causal`.
+fn attend_oracle(qkv: &[f32], n: usize, heads: usize, d_k: usize, causal: bool) -> (Vec<f64>, Vec<f64>) {
+    let d = heads * d_k;
+    let at = |t: usize, col: usize| qkv[t * 3 * d + col] as f64;
+    let (mut att, mut out) = (vec![0.0f64; heads * n * n], vec![0.0f64; n * d]);
+    for h in 0..heads {
+        for i in 0..n {
+            let keys = if causal { i + 1 } else { n };
+            let scores: Vec<f64> = (0..keys)
+                .map(|j| {
+                    (0..d_k).map(|c| at(i, h * d_k + c) * at(j, d + h * d_k + c)).sum::<f64>()
+                        / (d_k as f64).sqrt()
+                })
+                .collect();
+            let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let sum: f64 = scores.iter().map(|s| (s - max).exp()).sum();
+            for (j, s) in scores.iter().enumerate() {
+                let p = (s - max).exp() / sum;
+                att[h * n * n + i * n + j] = p;
+                for c in 0..d_k {
+                    out[i * d + h * d_k + c] += p * at(j, 2 * d + h * d_k + c);
+                }
+            }
+        }
+    }
+    (att, out)
+}
+
+#[test]
+fn causal_attention_matches_the_f64_oracle_and_writes_exact_zeros_above_the_diagonal() {
+    // (n, heads, d_k): one token, odd widths, a head of 1, and lengths past the micro-kernel's tiles.
+    for (n, heads, d_k) in [(1, 1, 1), (2, 3, 5), (7, 2, 9), (17, 4, 3), (33, 3, 16), (130, 2, 64)] {
+        let d = heads * d_k;
+        let qkv: Vec<f32> = filled(n * 3 * d, n as u32 + 11).iter().map(|v| v * 2.0).collect();
+        for mask in [cpu::Mask::Causal, cpu::Mask::None] {
+            let (want_att, want_out) = attend_oracle(&qkv, n, heads, d_k, mask == cpu::Mask::Causal);
+            for kernel in Kernel::ALL {
+                let (mut att, mut out) = (vec![f32::NAN; heads * n * n], vec![f32::NAN; n * d]);
+                cpu::attend_masked(kernel, &qkv, n, heads, d_k, mask, &mut att, &mut out);
+                let what = format!("{kernel:?} {mask:?} n={n} heads={heads} d_k={d_k}");
+                assert_close(&format!("{what} weights"), &att, &want_att, TOLERANCE);
+                assert_close(&format!("{what} outputs"), &out, &want_out, TOLERANCE);
+                if mask == cpu::Mask::Causal {
+                    let above =
+                        (0..heads * n * n).filter(|&x| (x % n) > (x / n) % n).find(|&x| att[x] != 0.0);
+                    assert_eq!(above, None, "{what}: a later key has weight");
+                }
+            }
+        }
+    }
+}

@@ -192,6 +192,32 @@ pub fn attend(
     attention: &mut [f32],
     heads: &mut [f32],
 ) {
+    attend_masked(kernel, qkv, n, h_count, d_k, Mask::None, attention, heads);
+}
+
+/// Which keys a query may attend to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mask {
+    /// Every key (an encoder: BERT).
+    None,
+    /// Keys at or before the query's position (a decoder: GPT-2). Row `i`'s softmax runs over
+    /// keys `0..=i` alone and the weights of later keys are exactly 0, as if they were absent.
+    Causal,
+}
+
+/// [`attend`] under `mask`: with [`Mask::Causal`], row `i` of each head's weights is the softmax
+/// of its first `i + 1` scores and zeros after them, so `P_h @ V_h` reads no later token.
+#[allow(clippy::too_many_arguments)] // the kernel's signature: buffers and their sizes
+pub fn attend_masked(
+    kernel: Kernel,
+    qkv: &[f32],
+    n: usize,
+    h_count: usize,
+    d_k: usize,
+    mask: Mask,
+    attention: &mut [f32],
+    heads: &mut [f32],
+) {
     let d = h_count * d_k;
     assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
     assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
@@ -210,7 +236,16 @@ pub fn attend(
             0.0,
             MatMut::row_major(probs, n, n),
         );
-        softmax::softmax_rows(kernel, probs, n);
+        match mask {
+            Mask::None => softmax::softmax_rows(kernel, probs, n),
+            Mask::Causal => {
+                for (i, row) in probs.chunks_exact_mut(n).enumerate() {
+                    let (seen, later) = row.split_at_mut(i + 1);
+                    softmax::softmax_rows(kernel, seen, i + 1);
+                    later.fill(0.0);
+                }
+            }
+        }
         // O_h = P_h @ V_h, straight into head h's columns of the concatenation.
         sgemm(
             kernel,

@@ -1,19 +1,22 @@
 //! A Hugging Face model folder's `config.json`, read into the page's [`ModelSpec`]: which
-//! architecture it is (BERT or DistilBERT: the same post-LayerNorm encoder, named differently) and
-//! its shape. Untrusted input: every field is checked against the limits below, and each refusal
+//! architecture it is (BERT or DistilBERT: the same post-LayerNorm encoder, named differently;
+//! GPT-2: a pre-LayerNorm decoder) and its shape. Untrusted input: every field is checked against the limits below, and each refusal
 //! names the field and what is wrong with it.
 
 use serde_json::{Map, Value};
 
 use super::spec::{Activation, ModelSpec, Pooling};
 
-/// The encoder families the page reads.
+/// The model families headlab reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Architecture {
     /// BERT (`model_type: "bert"`): bert-base, bert-large, MiniLM, sentence-transformers models.
     Bert,
     /// DistilBERT (`model_type: "distilbert"`): no token types, its own tensor names.
     DistilBert,
+    /// GPT-2 (`model_type: "gpt2"`): gpt2, distilgpt2, gpt2-medium; a causal decoder
+    /// ([`super::gpt2`]).
+    Gpt2,
 }
 
 impl Architecture {
@@ -22,12 +25,19 @@ impl Architecture {
         match self {
             Architecture::Bert => "bert",
             Architecture::DistilBert => "distilbert",
+            Architecture::Gpt2 => "gpt2",
         }
+    }
+
+    /// Whether its attention is causal (a decoder: each token reads only the tokens before it).
+    pub fn is_decoder(self) -> bool {
+        self == Architecture::Gpt2
     }
 }
 
-/// The most of each size a config may claim: more than any BERT-family checkpoint has (BERT-large
-/// is 24 layers of 16 heads, 1024 wide), far below what would overflow a count.
+/// The most of each size a config may claim: more than any checkpoint of these families has
+/// (BERT-large is 24 layers of 16 heads, 1024 wide; gpt2-xl 48 of 25, 1600 wide, 1024
+/// positions), far below what would overflow a count.
 pub const LIMITS: [(&str, usize); 6] = [
     ("layers", 128),
     ("heads", 256),
@@ -53,7 +63,7 @@ impl std::error::Error for ConfigError {}
 /// (`_name_or_path`, when it has one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckpointConfig {
-    /// BERT or DistilBERT.
+    /// BERT, DistilBERT or GPT-2.
     pub architecture: Architecture,
     /// The shape (its pooling is the default, mean and normalised, until the folder says more).
     pub spec: ModelSpec,
@@ -66,7 +76,7 @@ pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ConfigError(format!("not JSON ({e})")))?;
     let fields = value.as_object().ok_or_else(|| ConfigError("not a JSON object".into()))?;
     let architecture = architecture(fields)?;
-    // The two families name the same sizes differently.
+    // The families name the same sizes differently.
     let names: [&str; 7] = match architecture {
         Architecture::Bert => [
             "num_hidden_layers",
@@ -86,21 +96,32 @@ pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
             "max_position_embeddings",
             "activation",
         ],
+        Architecture::Gpt2 => {
+            ["n_layer", "n_head", "n_embd", "n_inner", "vocab_size", "n_positions", "activation_function"]
+        }
     };
     let size = |i: usize| whole(fields, names[i], LIMITS[i].0, LIMITS[i].1);
-    let layer_norm_eps = match (architecture, fields.get("layer_norm_eps")) {
-        (_, Some(v)) => v.as_f64().ok_or_else(|| ConfigError("layer_norm_eps is not a number".into()))?,
+    let eps_field = if architecture == Architecture::Gpt2 { "layer_norm_epsilon" } else { "layer_norm_eps" };
+    let layer_norm_eps = match (architecture, fields.get(eps_field)) {
+        (_, Some(v)) => v.as_f64().ok_or_else(|| ConfigError(format!("{eps_field} is not a number")))?,
         // DistilBERT's LayerNorms use PyTorch's 1e-12 without saying so.
         (Architecture::DistilBert, None) | (Architecture::Bert, None) => 1e-12,
+        (Architecture::Gpt2, None) => 1e-5,
+    };
+    let d_model = size(2)?;
+    // GPT-2's n_inner is null for "4 x n_embd".
+    let ffn = match (architecture, fields.get(names[3])) {
+        (Architecture::Gpt2, None | Some(Value::Null)) => 4 * d_model,
+        _ => size(3)?,
     };
     let spec = ModelSpec {
         layers: size(0)?,
         heads: size(1)?,
-        d_model: size(2)?,
-        ffn: size(3)?,
+        d_model,
+        ffn,
         vocab: size(4)?,
         positions: size(5)?,
-        activation: activation(fields, names[6])?,
+        activation: activation(fields, names[6], architecture)?,
         pooling: Pooling::Mean { normalize: true },
         layer_norm_eps,
     };
@@ -132,8 +153,9 @@ fn architecture(fields: &Map<String, Value>) -> Result<Architecture, ConfigError
     match named.as_deref() {
         Some(t) if t == "bert" || t.starts_with("bertfor") || t == "bertmodel" => Ok(Architecture::Bert),
         Some(t) if t == "distilbert" || t.starts_with("distilbert") => Ok(Architecture::DistilBert),
+        Some(t) if t == "gpt2" || t.starts_with("gpt2") => Ok(Architecture::Gpt2),
         Some(t) => Err(ConfigError(format!(
-            "model_type {:?} is not an architecture headlab runs (bert or distilbert)",
+            "model_type {:?} is not an architecture headlab runs (bert, distilbert or gpt2)",
             t.chars().take(40).collect::<String>()
         ))),
         None => Err(ConfigError("it names no model_type".into())),
@@ -150,9 +172,15 @@ fn whole(fields: &Map<String, Value>, field: &str, what: &str, max: usize) -> Re
     Ok(n as usize)
 }
 
-/// The feed-forward activation `field` names (GELU if the field is absent, as the models default).
-fn activation(fields: &Map<String, Value>, field: &str) -> Result<Activation, ConfigError> {
+/// The feed-forward activation `field` names (if the field is absent, the family's default: GELU
+/// for the encoders, its tanh approximation for GPT-2).
+fn activation(
+    fields: &Map<String, Value>,
+    field: &str,
+    architecture: Architecture,
+) -> Result<Activation, ConfigError> {
     match fields.get(field).map(|v| v.as_str()) {
+        None if architecture == Architecture::Gpt2 => Ok(Activation::GeluTanh),
         None | Some(Some("gelu")) => Ok(Activation::Gelu),
         Some(Some("gelu_new" | "gelu_pytorch_tanh" | "gelu_fast")) => Ok(Activation::GeluTanh),
         Some(other) => Err(ConfigError(format!(
@@ -201,11 +229,39 @@ mod tests {
     }
 
     #[test]
+    fn gpt2s_config_is_a_decoder_of_its_own_sizes() {
+        let text = r#"{"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+            "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_inner": null, "n_layer": 12, "n_positions": 1024,
+            "layer_norm_epsilon": 1e-05, "vocab_size": 50257, "_name_or_path": "openai-community/gpt2"}"#;
+        let c = parse(text).unwrap();
+        assert!(c.architecture.is_decoder() && !Architecture::Bert.is_decoder());
+        let s = c.spec;
+        assert_eq!(
+            (s.layers, s.heads, s.d_model, s.ffn, s.vocab, s.positions, s.activation, s.layer_norm_eps),
+            (12, 12, 768, 3072, 50257, 1024, Activation::GeluTanh, 1e-5)
+        );
+        assert_eq!(c.name.as_deref(), Some("gpt2"));
+        let medium = text.replace(r#""n_embd": 768, "n_head": 12"#, r#""n_embd": 1024, "n_head": 16"#);
+        assert_eq!((parse(&medium).unwrap().spec.d_k(), parse(&medium).unwrap().spec.ffn), (64, 4096));
+        let inner = text
+            .replace(r#""n_inner": null"#, r#""n_inner": 100"#)
+            .replace(r#""activation_function": "gelu_new", "#, "");
+        assert_eq!(
+            (parse(&inner).unwrap().spec.ffn, parse(&inner).unwrap().spec.activation),
+            (100, Activation::GeluTanh)
+        );
+        let relu = text.replace("gelu_new", "relu");
+        assert!(parse(&relu).unwrap_err().to_string().contains("activation_function \"relu\""));
+        let bad = text.replace(r#""n_positions": 1024"#, r#""n_positions": 100000"#);
+        assert!(parse(&bad).unwrap_err().to_string().contains("n_positions claims 100000 positions"));
+    }
+
+    #[test]
     fn every_bad_config_is_refused_by_name() {
         let cases = [
             ("{", "not JSON"),
             ("[1]", "not a JSON object"),
-            (r#"{"model_type": "gpt2"}"#, "model_type \"gpt2\" is not an architecture"),
+            (r#"{"model_type": "t5"}"#, "model_type \"t5\" is not an architecture"),
             ("{}", "names no model_type"),
             (
                 &MINILM.replace(r#""num_hidden_layers": 6"#, r#""num_hidden_layers": 1000000"#),

@@ -4,6 +4,7 @@
 
 pub mod asset;
 pub mod bert;
+pub mod bpe;
 pub mod check;
 pub mod checkpoint;
 pub mod config;
@@ -12,8 +13,10 @@ pub mod copies;
 pub mod curves;
 pub mod digits;
 pub mod filter;
+pub mod gpt2;
 pub mod gradient;
 pub mod intervals;
+pub mod next_token;
 pub mod patching;
 pub mod pruned;
 pub mod roles;
