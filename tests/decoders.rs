@@ -173,3 +173,110 @@ fn pruning_a_head_moves_the_next_token_distribution_and_its_kl_says_how_far() {
     assert!(kls.iter().all(|&k| k > 0.0), "{kls:?}");
     assert!(kls[2] > kls[0], "every head pruned moves it further than one: {kls:?}");
 }
+
+/// A two-layer decoder with an induction circuit written by hand (Olsson et al.'s two heads),
+/// every other weight zero. Residual stream of 80: a token's one-hot and its negation (LayerNorm
+/// then only scales), the position's likewise, and a slot for the previous token likewise.
+///
+/// - layer 1 head 0, previous-token: position `p` queries `p - 1`; it writes the token it reads
+///   into the previous-token slot;
+/// - layer 2 head 0, induction: the current token queries the keys whose previous-token slot
+///   holds it (the token after its earlier occurrence) and writes that token into the token
+///   one-hot, which the tied unembedding reads as the next token's logit.
+fn induction_circuit() -> Gpt2 {
+    use headlab::model::spec::{Activation, ModelSpec};
+    let spec = ModelSpec {
+        layers: 2,
+        heads: 2,
+        d_model: 80,
+        ffn: 4,
+        vocab: 12,
+        positions: 16,
+        activation: Activation::GeluTanh,
+        layer_norm_eps: 1e-5,
+        ..ModelSpec::MINILM_L6_V2
+    };
+    let (tok, tok_neg, pos, pos_neg, prev, prev_neg) = (0, 12, 24, 40, 56, 68);
+    let d = spec.d_model;
+    let mut m = Gpt2::random(spec, 1);
+    let one_hot = |rows: usize, at: usize, neg: usize| {
+        let mut w = vec![0.0f32; rows * d];
+        for r in 0..rows {
+            w[r * d + at + r] = 1.0;
+            w[r * d + neg + r] = -1.0;
+        }
+        w
+    };
+    m.word = one_hot(12, tok, tok_neg);
+    m.position = one_hot(16, pos, pos_neg);
+    m.ln_f.w = vec![1.0; d];
+    m.ln_f.b = vec![0.0; d];
+    // LayerNorm scales the first layer's rows (four entries of +-1 among 80) by sqrt(20).
+    let s0 = 20f32.sqrt();
+    for (l, block) in m.blocks.iter_mut().enumerate() {
+        for norm in [&mut block.ln1, &mut block.ln2] {
+            norm.w = vec![1.0; d];
+            norm.b = vec![0.0; d];
+        }
+        for lin in [&mut block.qkv, &mut block.out, &mut block.ffn_in, &mut block.ffn_out] {
+            lin.w.iter_mut().for_each(|w| *w = 0.0);
+            lin.b.iter_mut().for_each(|b| *b = 0.0);
+        }
+        let (q, k, v) = (0, d, 2 * d);
+        let w = &mut block.qkv.w;
+        for t in 0..12 {
+            // Values: the key's token, and its negation.
+            w[(v + t) * d + tok + t] = 1.0;
+            w[(v + 12 + t) * d + tok_neg + t] = 1.0;
+        }
+        if l == 0 {
+            for p in 0..15 {
+                w[(q + p) * d + pos + p + 1] = 6.3;
+                w[(k + p) * d + pos + p] = 1.0;
+            }
+            for t in 0..12 {
+                block.out.w[(prev + t) * d + t] = 1.0 / s0;
+                block.out.w[(prev_neg + t) * d + 12 + t] = 1.0 / s0;
+            }
+        } else {
+            for t in 0..12 {
+                w[(q + t) * d + tok + t] = 10.0;
+                w[(k + t) * d + prev + t] = 1.0;
+                block.out.w[(tok + t) * d + t] = 3.0;
+                block.out.w[(tok_neg + t) * d + 12 + t] = 3.0;
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeated_half_unpredictable() {
+    use headlab::model::induction::{head_scores, DecoderRole, HalfLosses, Repeated};
+    let model = induction_circuit();
+    let seq = Repeated::random(11, 6, 3, Some(11));
+    let all = HeadSet::all(4);
+    let pass = model.forward(Kernel::Simd, &seq.ids, &all);
+    let scores = head_scores(&model, &pass, &seq);
+    let roles: Vec<DecoderRole> = scores.iter().map(|s| s.role()).collect();
+    say!("hand-built circuit: {scores:?}");
+    assert_eq!(
+        roles,
+        [DecoderRole::PreviousToken, DecoderRole::None, DecoderRole::Induction, DecoderRole::None]
+    );
+    assert!(scores[2].prefix_matching > 0.95 && scores[2].copying > 0.95, "{:?}", scores[2]);
+    let full = HalfLosses::of(&pass.losses, &seq);
+    assert!(full.repeated < 0.05 && full.first > 1.0, "the circuit predicts the repeat only: {full:?}");
+    // Pruning either head of the circuit (the induction head, or the previous-token head it reads)
+    // leaves the repeat as unpredictable as the random first half; the idle heads change nothing.
+    for (pruned, breaks) in [(2, true), (0, true), (1, false), (3, false)] {
+        let out = model.forward(Kernel::Simd, &seq.ids, &HeadSet::with_pruned(4, [pruned]));
+        let halves = HalfLosses::of(&out.losses, &seq);
+        say!("head {pruned} pruned: {halves:?}");
+        if breaks {
+            assert!(halves.repeated > 1.0, "head {pruned} pruned: {halves:?}");
+        } else {
+            assert!((halves.repeated - full.repeated).abs() < 1e-9, "head {pruned} pruned: {halves:?}");
+        }
+    }
+}

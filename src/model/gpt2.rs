@@ -64,6 +64,10 @@ pub struct DecoderOutput {
     pub hidden: Vec<f32>,
     /// Per layer, every head's attention weights, `heads x n x n`: row `i` is 0 after column `i`.
     pub attention: Vec<Arc<Vec<f32>>>,
+    /// Per layer, every head's output before the output projection (`n x d_model`, head `h` in
+    /// columns `h d_k..(h + 1) d_k`, pruned heads included): what a head writes, for its direct
+    /// effect on the logits ([`super::induction`]).
+    pub head_outputs: Vec<Arc<Vec<f32>>>,
     /// The logits of the token after the text (the last position's), `vocab` values.
     pub next_logits: Vec<f32>,
     /// Per position `t < n - 1`, the loss (negative natural log-probability) of the text's token
@@ -223,7 +227,8 @@ impl Gpt2 {
         let (mut a, mut qkv, mut concat, mut tmp) =
             (vec![0.0f32; n * d], vec![0.0f32; n * 3 * d], vec![0.0f32; n * d], vec![0.0f32; n * d]);
         let mut hidden = vec![0.0f32; n * spec.ffn];
-        let mut attention = Vec::with_capacity(spec.layers);
+        let (mut attention, mut head_outputs) =
+            (Vec::with_capacity(spec.layers), Vec::with_capacity(spec.layers));
         for (l, block) in self.blocks.iter().enumerate() {
             a.copy_from_slice(&x);
             layer_norm(&mut a, &block.ln1, spec.layer_norm_eps);
@@ -231,6 +236,7 @@ impl Gpt2 {
             let mut att = vec![0.0f32; h * n * n];
             attend_masked(kernel, &qkv, n, h, d_k, Mask::Causal, &mut att, &mut concat);
             attention.push(Arc::new(att));
+            head_outputs.push(Arc::new(concat.clone()));
             for p in heads.pruned_in_layer(l, h) {
                 concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
             }
@@ -245,7 +251,15 @@ impl Gpt2 {
         }
         layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
         let (next_logits, losses) = self.read_out(kernel, &x, ids);
-        DecoderOutput { hidden: x, attention, next_logits, losses, seq_len: n, heads: heads.clone() }
+        DecoderOutput {
+            hidden: x,
+            attention,
+            head_outputs,
+            next_logits,
+            losses,
+            seq_len: n,
+            heads: heads.clone(),
+        }
     }
 
     /// `word[id] + position[t]`.

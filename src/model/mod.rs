@@ -15,6 +15,7 @@ pub mod digits;
 pub mod filter;
 pub mod gpt2;
 pub mod gradient;
+pub mod induction;
 pub mod intervals;
 pub mod next_token;
 pub mod patching;
