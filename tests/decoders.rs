@@ -280,3 +280,97 @@ fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeat
         }
     }
 }
+
+fn memory_copy(dir: &Path) -> headlab::model::checkpoint::MemoryFiles {
+    let mut files = headlab::model::checkpoint::MemoryFiles::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if name != "reference.json" {
+            files.put(&name, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+fn load(
+    files: &impl headlab::model::checkpoint::Files,
+    budget: u64,
+) -> Result<headlab::model::checkpoint::Loaded, String> {
+    use headlab::model::checkpoint::{load, now, Options};
+    now(load(files, &Options { name: None, budget }, &mut |_| {})).map_err(|e| e.to_string())
+}
+
+#[test]
+fn each_decoder_folder_becomes_a_model_file_that_runs_as_the_checkpoint_does() {
+    use headlab::model::decoder::Decoder;
+    for name in CASES {
+        let dir = folder(name);
+        let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+        assert_eq!(loaded.description.architecture, Architecture::Gpt2);
+        let decoder = Decoder::from_file(&loaded.file, loaded.id.clone()).unwrap();
+        // Every weight the scripts write is a value f16 holds: the file's model is the checkpoint's.
+        assert!(decoder.gpt2 == self::decoder(&dir), "{name}: the model file's weights are the checkpoint's");
+        assert_eq!(decoder.bpe.canonical_json(), tokenizer(&dir).canonical_json(), "{name}");
+        assert_eq!(decoder.name, name);
+        if name == "gpt2-odd" {
+            let note = loaded.notes.join(" ");
+            assert!(note.contains("h.0.attn.bias") && note.contains("lm_head.weight"), "{note}");
+        }
+        let refused =
+            headlab::model::Model::from_file(&loaded.file, loaded.id.clone()).unwrap_err().to_string();
+        assert!(refused.contains("is a GPT-2 decoder"), "{refused}");
+    }
+}
+
+#[test]
+fn bad_decoder_folders_are_refused_with_the_file_and_the_problem() {
+    let dir = folder("gpt2-odd");
+    let mut cases: Vec<(headlab::model::checkpoint::MemoryFiles, &str)> = Vec::new();
+    let mut files = memory_copy(&dir);
+    let merges = String::from_utf8(files.get("merges.txt").unwrap().to_vec()).unwrap();
+    files.put("merges.txt", format!("{merges}q z\n").into_bytes());
+    cases.push((
+        files,
+        "merges.txt: line 172 (\"q\" + \"z\") makes or uses \"qz\", which vocab.json does not have",
+    ));
+    let mut files = memory_copy(&dir);
+    files.remove("merges.txt");
+    cases.push((files, "tokenizer.json: missing, and vocab.json or merges.txt with it"));
+    let mut files = memory_copy(&dir);
+    files.put("vocab.json", b"{\"a\": 0}".to_vec());
+    cases.push((files, "vocab.json: it has no piece for the byte 0x00"));
+    let mut files = memory_copy(&dir);
+    files.put("tokenizer.json", br#"{"model": {"type": "WordPiece", "vocab": {}}}"#.to_vec());
+    cases.push((files, "tokenizer.json: its model is \"WordPiece\", not BPE"));
+    let mut files = memory_copy(&dir);
+    let config = String::from_utf8(files.get("config.json").unwrap().to_vec()).unwrap();
+    files.put("config.json", config.replace("\"vocab_size\": 427", "\"vocab_size\": 300").into_bytes());
+    cases.push((files, "its 427 pieces do not fit the model's 300 embedding rows"));
+    for (files, want) in cases {
+        let e = load(&files, u64::MAX).unwrap_err();
+        assert!(e.contains(want), "{e:?} should say {want:?}");
+    }
+    // A model larger than the page can hold is refused from its header, before a tensor is read.
+    let e =
+        load(&headlab::model::checkpoint::DirFiles::new(&folder("gpt2-small-shaped")).unwrap(), 400 << 20)
+            .unwrap_err();
+    assert!(e.contains("the model has 86 M weights and would need about 493 MB"), "{e}");
+}
+
+#[test]
+fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
+    use headlab::model::decoder::Decoder;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let short = decoder.tokens("The bank of the river.");
+    assert_eq!((short.cut, decoder.cut_note(&short)), (0, None));
+    let long = decoder.tokens(&"The bank of the river was muddy. ".repeat(20));
+    assert_eq!(long.ids.len(), 40);
+    assert!(long.cut > 0);
+    let note = decoder.cut_note(&long).unwrap();
+    assert!(note.contains("gpt2-odd reads at most 40, so the last"), "{note}");
+    let out = decoder.gpt2.forward(Kernel::Simd, &long.ids, &HeadSet::all(decoder.spec().total_heads()));
+    assert_eq!(out.losses.len(), 39);
+}

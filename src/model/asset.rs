@@ -1,5 +1,6 @@
 //! The page's model file: what a model is (its name, architecture, casing and [`ModelSpec`]),
-//! its vocabulary and every weight in f16, in one buffer. The built-in model is served in this
+//! its vocabulary and every weight in f16, in one buffer: a BERT-family encoder's or a GPT-2
+//! decoder's. The built-in model is served in this
 //! form (`minilm-f16.bin`, made by `scripts/build-model-asset.sh`); a checkpoint the reader
 //! loads is converted into it while it is read ([`super::checkpoint`]); the workers receive it
 //! from the page.
@@ -8,9 +9,10 @@
 //! "HEADLAB-MODEL-2\n"                16 bytes: magic and format version
 //! header length                      u32, little-endian
 //! header                             JSON: {"name", "architecture", "casing", "spec": {...}}
-//! vocabulary                         vocab.txt's text, UTF-8 (its length is in the header)
-//! weights                            f16 little-endian, the tensors of bert::tensor_names(spec)
-//!                                    in that order, each its shape's product of values
+//! vocabulary                         UTF-8 (its length is in the header): an encoder's vocab.txt
+//!                                    text; a decoder's byte-level BPE as Bpe::canonical_json
+//! weights                            f16 little-endian, the tensors of tensor_names(architecture,
+//!                                    spec) in that order, each its shape's product of values
 //! ```
 //!
 //! The weights' layout follows from the spec alone, so a file is exactly as long as its header
@@ -23,7 +25,6 @@ use std::collections::HashMap;
 use half::f16;
 use serde_json::Value;
 
-use super::bert::tensor_names;
 use super::config::{Architecture, LIMITS};
 use super::spec::{Activation, ModelSpec, Pooling};
 use super::tokenizer::Casing;
@@ -114,6 +115,15 @@ impl std::fmt::Display for AssetError {
 
 impl std::error::Error for AssetError {}
 
+/// The tensors a model file of `architecture` and shape `spec` holds, in order: the encoder's
+/// ([`super::bert::tensor_names`]) or GPT-2's ([`super::gpt2::tensor_names`]).
+pub fn tensor_names(architecture: Architecture, spec: &ModelSpec) -> Vec<(String, Vec<usize>)> {
+    match architecture {
+        Architecture::Bert | Architecture::DistilBert => super::bert::tensor_names(spec),
+        Architecture::Gpt2 => super::gpt2::tensor_names(spec),
+    }
+}
+
 /// What a model is, beside its weights: the page's name for it, its architecture, its
 /// tokenizer's casing and its shape.
 #[derive(Clone, Debug, PartialEq)]
@@ -187,7 +197,7 @@ impl Writer {
             normalize,
             Value::from(spec.layer_norm_eps),
         );
-        let tensors = tensor_names(spec);
+        let tensors = tensor_names(description.architecture, spec);
         let values: usize = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
         let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + vocab.len() + 2 * values);
         out.extend_from_slice(MAGIC);
@@ -252,7 +262,7 @@ pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
     let header = std::str::from_utf8(&bytes[20..20 + header_len as usize])
         .map_err(|_| AssetError::BadHeader("not UTF-8".into()))?;
     let (description, vocab_len) = read_header(header).map_err(AssetError::BadHeader)?;
-    let tensors = tensor_names(&description.spec);
+    let tensors = tensor_names(description.architecture, &description.spec);
     let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
     let vocab_start = 20 + header_len as u64;
     let expected = vocab_start + vocab_len + 2 * values;
@@ -315,7 +325,8 @@ fn read_header(text: &str) -> Result<(Description, u64), String> {
     let architecture = match text_field(&root, "architecture").as_deref() {
         Some("bert") => Architecture::Bert,
         Some("distilbert") => Architecture::DistilBert,
-        _ => return Err("architecture is not bert or distilbert".into()),
+        Some("gpt2") => Architecture::Gpt2,
+        _ => return Err("architecture is not bert, distilbert or gpt2".into()),
     };
     let casing = text_field(&root, "casing")
         .and_then(|c| Casing::from_name(&c))
@@ -353,8 +364,13 @@ mod tests {
     fn round_trip_rounds_to_f16_and_keeps_the_description_and_vocabulary() {
         let mut n = 0.0f32;
         let bytes = encode(&tiny(), "[UNK]\nä\n", |name| {
-            let count: usize =
-                tensor_names(&tiny().spec).into_iter().find(|(t, _)| t == name).unwrap().1.iter().product();
+            let count: usize = tensor_names(tiny().architecture, &tiny().spec)
+                .into_iter()
+                .find(|(t, _)| t == name)
+                .unwrap()
+                .1
+                .iter()
+                .product();
             (0..count)
                 .map(|_| {
                     n += 1.0;
@@ -367,7 +383,7 @@ mod tests {
         let (shape, values) = &asset.tensors["embeddings.word_embeddings.weight"];
         assert_eq!(shape, &vec![5, 4]);
         assert!((values[0] + 0.333_333_3).abs() < 2e-4 && values[0] != -0.333_333_3);
-        assert_eq!(asset.tensors.len(), tensor_names(&tiny().spec).len());
+        assert_eq!(asset.tensors.len(), tensor_names(tiny().architecture, &tiny().spec).len());
     }
 
     #[test]
@@ -375,7 +391,13 @@ mod tests {
         let full = encode(&tiny(), "v", |name| {
             vec![
                 0.5;
-                tensor_names(&tiny().spec).into_iter().find(|(t, _)| t == name).unwrap().1.iter().product()
+                tensor_names(tiny().architecture, &tiny().spec)
+                    .into_iter()
+                    .find(|(t, _)| t == name)
+                    .unwrap()
+                    .1
+                    .iter()
+                    .product()
             ]
         });
         assert_eq!(decode(b"GIF89a"), Err(AssetError::NotAnAsset));

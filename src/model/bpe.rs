@@ -121,7 +121,7 @@ impl Bpe {
             .filter(|(p, _)| p.len() > 4 && p.starts_with("<|") && p.ends_with("|>"))
             .filter_map(|(p, id)| Some((p.clone(), id.as_u64()?)))
             .collect();
-        Bpe::build("vocab.json", vocab, "merges.txt", merges, specials, false)
+        Bpe::build("vocab.json", vocab, ("merges.txt", "line"), merges, specials, false)
     }
 
     /// From a `tokenizer.json` whose model is BPE and whose pre-tokenizer is byte-level (GPT-2's,
@@ -192,13 +192,13 @@ impl Bpe {
                 added.push((content.to_string(), id));
             }
         }
-        Bpe::build(FILE, vocab, FILE, merges, added, prefix_space)
+        Bpe::build(FILE, vocab, (FILE, "merge"), merges, added, prefix_space)
     }
 
     fn build(
         vocab_file: &str,
         vocab: &serde_json::Map<String, Value>,
-        merges_file: &str,
+        (merges_file, counted): (&str, &str),
         merges: Vec<(String, String, usize)>,
         added: Vec<(String, u64)>,
         prefix_space: bool,
@@ -257,7 +257,7 @@ impl Bpe {
                 ids.get(p).copied().ok_or_else(|| BpeError {
                     file: merges_file.into(),
                     problem: format!(
-                        "merge {line} ({:?} + {:?}) makes or uses {:?}, which {vocab_file} does not have: the merges do not match the vocabulary",
+                        "{counted} {line} ({:?} + {:?}) makes or uses {:?}, which {vocab_file} does not have: the merges do not match the vocabulary",
                         short(a),
                         short(b),
                         short(p)
@@ -270,6 +270,37 @@ impl Bpe {
         let mut added: Vec<(String, u32)> = added.into_iter().map(|(s, id)| (s, id as u32)).collect();
         added.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
         Ok(Bpe { ids, pieces, merges: ranked, byte_ids, added, prefix_space })
+    }
+
+    /// The tokenizer as the page's model file keeps it: a `tokenizer.json` of the fields
+    /// [`Bpe::from_tokenizer_json`] reads (the vocabulary in id order, the merges by rank, the
+    /// added tokens, the prefix space), written field by field so the same tokenizer always
+    /// gives the same bytes.
+    pub fn canonical_json(&self) -> String {
+        let q = |s: &str| Value::from(s).to_string();
+        let vocab: Vec<String> = self
+            .pieces
+            .iter()
+            .enumerate()
+            .filter_map(|(id, p)| Some(format!("{}:{id}", q(p.as_ref()?))))
+            .collect();
+        let mut merges: Vec<(u32, u32, u32)> =
+            self.merges.iter().map(|(&(a, b), &(rank, _))| (rank, a, b)).collect();
+        merges.sort_unstable();
+        let piece = |id: u32| self.pieces[id as usize].as_deref().unwrap_or_default();
+        let merges: Vec<String> =
+            merges.iter().map(|&(_, a, b)| format!("[{},{}]", q(piece(a)), q(piece(b)))).collect();
+        let mut added = self.added.clone();
+        added.sort_by_key(|(_, id)| *id);
+        let added: Vec<String> =
+            added.iter().map(|(s, id)| format!(r#"{{"id":{id},"content":{}}}"#, q(s))).collect();
+        format!(
+            r#"{{"added_tokens":[{}],"pre_tokenizer":{{"type":"ByteLevel","add_prefix_space":{}}},"model":{{"type":"BPE","vocab":{{{}}},"merges":[{}]}}}}"#,
+            added.join(","),
+            self.prefix_space,
+            vocab.join(","),
+            merges.join(",")
+        )
     }
 
     /// Rows the model's embedding needs: one past the largest id.
@@ -540,19 +571,17 @@ mod tests {
         }
     }
 
-    /// A vocabulary of the 256 bytes and the merges `h e`, `he l`, `Ġ w`, with `<|endoftext|>`.
+    /// A vocabulary of the 256 bytes and the merges `h e`, `he l`, `Ġ w`, with `<|endoftext|>`
+    /// (special, as a `<|...|>` piece of vocab.json is).
     fn tiny() -> Bpe {
         let chars = byte_chars();
         let mut vocab: serde_json::Map<String, Value> =
             chars.iter().enumerate().map(|(i, c)| (c.to_string(), Value::from(i))).collect();
-        for (i, p) in ["he", "hel", "Ġw"].iter().enumerate() {
+        for (i, p) in ["he", "hel", "Ġw", "<|endoftext|>"].iter().enumerate() {
             vocab.insert(p.to_string(), Value::from(256 + i));
         }
         let merges = "#version: 0.2\nh e\nhe l\nĠ w\n";
-        let mut bpe = Bpe::from_files(&Value::Object(vocab).to_string(), merges).unwrap();
-        bpe.added.push(("<|endoftext|>".into(), 259));
-        bpe.pieces.push(Some("<|endoftext|>".into()));
-        bpe
+        Bpe::from_files(&Value::Object(vocab).to_string(), merges).unwrap()
     }
 
     #[test]
@@ -566,6 +595,9 @@ mod tests {
             (emoji.len(), bpe.decode(&emoji).as_str(), bpe.text_of(emoji[0]).as_str()),
             (4, "🙂", "\u{fffd}")
         );
+        let back = Bpe::from_tokenizer_json(&bpe.canonical_json()).unwrap();
+        let again: Vec<u32> = back.encode("hello world<|endoftext|>").iter().map(|t| t.id).collect();
+        assert_eq!((again, back.canonical_json()), (ids.clone(), bpe.canonical_json()));
         let (cut, dropped) = bpe.encode_within("hello world", 3);
         assert_eq!((cut.len(), dropped), (3, 5));
     }
@@ -584,7 +616,7 @@ mod tests {
             (
                 &vocab,
                 "h e\n",
-                "merges.txt: merge 1 (\"h\" + \"e\") makes or uses \"he\", which vocab.json does not have",
+                "merges.txt: line 1 (\"h\" + \"e\") makes or uses \"he\", which vocab.json does not have",
             ),
             (&vocab, "#version: 0.2\nh\n", "merges.txt: line 2 (\"h\") is not two pieces"),
         ];

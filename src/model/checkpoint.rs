@@ -7,6 +7,7 @@
 //! modules.json, <Pooling>/config.json  sentence-transformers' pooling and Normalize, if present
 //! tokenizer.json | vocab.txt           the WordPiece vocabulary and its casing
 //!   (+ tokenizer_config.json)
+//!   | vocab.json + merges.txt          or a GPT-2 decoder's byte-level BPE
 //! model.safetensors                    the weights in F32, F16 or BF16; or the shards that
 //!   | model.safetensors.index.json     the index names
 //! ```
@@ -25,7 +26,7 @@ use safetensors::tensor::{Dtype, Metadata, TensorInfo};
 use serde_json::Value;
 
 use super::asset::{Description, Writer};
-use super::bert::tensor_names;
+use super::bpe::Bpe;
 use super::config::{self, Architecture, CheckpointConfig};
 use super::spec::Pooling;
 use super::tokenizer::{self, Casing, Tokenizer};
@@ -126,23 +127,24 @@ pub async fn load<F: Files>(
     let text = folder.text(files, "config.json", SMALL_FILE).await?;
     let CheckpointConfig { architecture, mut spec, name } =
         config::parse(&text).map_err(|e| CheckpointError { file: config_file.clone(), problem: e.0 })?;
-    if architecture.is_decoder() {
-        return fail(
-            &config_file,
-            "a GPT-2 decoder: headlab's tests run these natively, but the page's model file holds encoders only so far",
-        );
-    }
     let mut notes = Vec::new();
-    spec.pooling = pooling(&folder, files, &mut notes).await?;
-    let (vocab, casing, vocab_file) = vocabulary(&folder, files).await?;
-    let tokenizer = Tokenizer::with_casing(&vocab, spec.positions, casing)
-        .map_err(|e| CheckpointError { file: vocab_file.clone(), problem: e.to_string() })?;
-    if tokenizer.vocab_size() > spec.vocab {
+    let (vocab, casing, vocab_file, pieces) = if architecture.is_decoder() {
+        let (bpe, file) = decoder_vocabulary(&folder, files).await?;
+        // GPT-2's tokenizer keeps case; the file's casing field says so.
+        (bpe.canonical_json(), Casing::Cased, file, bpe.vocab_size())
+    } else {
+        spec.pooling = pooling(&folder, files, &mut notes).await?;
+        let (vocab, casing, vocab_file) = vocabulary(&folder, files).await?;
+        let tokenizer = Tokenizer::with_casing(&vocab, spec.positions, casing)
+            .map_err(|e| CheckpointError { file: vocab_file.clone(), problem: e.to_string() })?;
+        let pieces = tokenizer.vocab_size();
+        (vocab, casing, vocab_file, pieces)
+    };
+    if pieces > spec.vocab {
         return fail(
             &vocab_file,
             format!(
-                "its {} pieces do not fit the model's {} embedding rows (config.json's vocab_size)",
-                tokenizer.vocab_size(),
+                "its {pieces} pieces do not fit the model's {} embedding rows (config.json's vocab_size)",
                 spec.vocab
             ),
         );
@@ -375,13 +377,41 @@ async fn vocabulary<F: Files>(
     Ok((vocab, casing, folder.path("vocab.txt")))
 }
 
+/// A GPT-2 folder's byte-level BPE tokenizer and the file it came from: `tokenizer.json` if the
+/// folder has one, else `vocab.json` with `merges.txt`.
+async fn decoder_vocabulary<F: Files>(
+    folder: &Folder<'_>,
+    files: &F,
+) -> Result<(Bpe, String), CheckpointError> {
+    if let Some(text) = folder.optional_text(files, "tokenizer.json", TOKENIZER_FILE).await? {
+        let file = folder.path("tokenizer.json");
+        let bpe = Bpe::from_tokenizer_json(&text)
+            .map_err(|e| CheckpointError { file: file.clone(), problem: e.problem })?;
+        return Ok((bpe, file));
+    }
+    let (Some(vocab), Some(merges)) = (
+        folder.optional_text(files, "vocab.json", TOKENIZER_FILE).await?,
+        folder.optional_text(files, "merges.txt", TOKENIZER_FILE).await?,
+    ) else {
+        return fail(
+            &folder.path("tokenizer.json"),
+            "missing, and vocab.json or merges.txt with it: the page needs the model's tokenizer (GPT-2's is tokenizer.json, or vocab.json and merges.txt)",
+        );
+    };
+    let bpe = Bpe::from_files(&vocab, &merges)
+        .map_err(|e| CheckpointError { file: folder.path(&e.file), problem: e.problem })?;
+    Ok((bpe, folder.path("merges.txt")))
+}
+
 /// The files a served folder is asked for (a server lists no folder): every name the loader
 /// reads by itself. [`referenced_files`] gives those the index and modules.json name.
-pub const SERVED_NAMES: [&str; 7] = [
+pub const SERVED_NAMES: [&str; 9] = [
     "config.json",
     "modules.json",
     "tokenizer.json",
     "vocab.txt",
+    "vocab.json",
+    "merges.txt",
     "tokenizer_config.json",
     "model.safetensors.index.json",
     "model.safetensors",
@@ -545,11 +575,7 @@ fn plan(
     };
     let mut used = BTreeSet::new();
     let mut steps = Vec::new();
-    let names = match architecture {
-        Architecture::Gpt2 => super::gpt2::tensor_names(spec),
-        Architecture::Bert | Architecture::DistilBert => tensor_names(spec),
-    };
-    for (name, shape) in names {
+    for (name, shape) in super::asset::tensor_names(architecture, spec) {
         let count: u64 = shape.iter().map(|&d| d as u64).product();
         let candidates = source_names(architecture, &name);
         if candidates.is_empty() {

@@ -11,6 +11,7 @@ pub mod config;
 pub mod contrast;
 pub mod copies;
 pub mod curves;
+pub mod decoder;
 pub mod digits;
 pub mod filter;
 pub mod gpt2;
@@ -57,6 +58,9 @@ pub enum ModelError {
     Weights(LoadError),
     /// The vocabulary lacks a special token, or has pieces the embeddings have no row for.
     Vocab(VocabError),
+    /// The file holds another kind of model than the one asked for (a decoder where an encoder
+    /// is run, or the reverse).
+    Kind(String),
 }
 
 impl std::fmt::Display for ModelError {
@@ -65,6 +69,7 @@ impl std::fmt::Display for ModelError {
             ModelError::Asset(e) => e.fmt(f),
             ModelError::Weights(e) => e.fmt(f),
             ModelError::Vocab(e) => e.fmt(f),
+            ModelError::Kind(why) => f.write_str(why),
         }
     }
 }
@@ -98,6 +103,12 @@ impl Model {
     pub fn from_file(bytes: &[u8], id: String) -> Result<Model, ModelError> {
         let mut a = asset::decode(bytes).map_err(ModelError::Asset)?;
         let d = a.description;
+        if d.architecture.is_decoder() {
+            return Err(ModelError::Kind(format!(
+                "{} is a GPT-2 decoder; the page runs decoders in its tests only so far, and shows encoders (BERT, DistilBERT)",
+                d.name
+            )));
+        }
         let bert = Bert::from_tensors(d.spec, |name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
         let tokenizer =
             Tokenizer::with_casing(&a.vocab, d.spec.positions, d.casing).map_err(ModelError::Vocab)?;
