@@ -374,3 +374,38 @@ fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
     let out = decoder.gpt2.forward(Kernel::Simd, &long.ids, &HeadSet::all(decoder.spec().total_heads()));
     assert_eq!(out.losses.len(), 39);
 }
+
+#[test]
+fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the_losses() {
+    use headlab::jobs::decoder::{DecoderRun, InductionRun, TOP_TOKENS};
+    use headlab::model::decoder::Decoder;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let total = decoder.spec().total_heads();
+    let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
+    let n = tokens.ids.len();
+    let all = DecoderRun::new(&decoder, Kernel::Simd, tokens.clone(), &HeadSet::all(total), None);
+    assert!(std::sync::Arc::ptr_eq(&all.full, &all.pruned), "nothing pruned: one pass");
+    let heads = HeadSet::with_pruned(total, [1, 5]);
+    let run = DecoderRun::new(&decoder, Kernel::Simd, tokens, &heads, Some(all.full.clone()));
+    assert!(std::sync::Arc::ptr_eq(&run.full, &all.full), "the full pass is reused");
+    assert_eq!(run.pruned.heads, heads);
+    let table = run.next_table(&decoder);
+    assert!(table.rows.len() >= TOP_TOKENS && table.rows.len() <= 2 * TOP_TOKENS);
+    assert!(
+        table.rows.windows(2).take(TOP_TOKENS - 1).all(|w| w[0].full >= w[1].full),
+        "the full model's order"
+    );
+    assert_eq!(table.rows[0].id, table.drift.full_top);
+    assert_eq!(table.drift.kl, next_token::kl(&run.full.next_logits, &run.pruned.next_logits));
+    assert!(table.sentence(&decoder).contains("KL divergence"));
+    let strip = run.loss_strip(&decoder);
+    assert_eq!((strip.tokens.len(), strip.full.len(), strip.pruned.len()), (n, n - 1, n - 1));
+    assert_eq!(strip.tokens.concat(), "The bank of the river was muddy after the rain.");
+    assert!(strip.sentence().starts_with("Mean loss over the text: "));
+    let test = InductionRun::new(&decoder, Kernel::Simd, 1);
+    assert_eq!((test.sequence.half, test.scores.len()), (19, total), "a third of 40 positions, each half");
+    let again = test.losses_with(&decoder, Kernel::Simd, &HeadSet::all(total));
+    assert_eq!(again, test.full);
+}

@@ -22,3 +22,13 @@ pub use config::{ConfigError, ModelConfig, Preset, PRESETS};
 pub use heads::HeadSet;
 pub use prune::{cosine, drift, Contributions, Drift, TokenDrift};
 pub use synthetic::{GeneratedWeights, Inputs, LayerWeights, Weights};
+
+/// Which keys a query may attend to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mask {
+    /// Every key (an encoder: BERT).
+    None,
+    /// Keys at or before the query's position (a decoder: GPT-2). Row `i`'s softmax runs over
+    /// keys `0..=i` alone and the weights of later keys are exactly 0, as if they were absent.
+    Causal,
+}

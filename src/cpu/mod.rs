@@ -24,6 +24,7 @@ pub mod mat;
 pub mod packed;
 pub mod softmax;
 
+pub use crate::attention::Mask;
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};
 
@@ -193,16 +194,6 @@ pub fn attend(
     heads: &mut [f32],
 ) {
     attend_masked(kernel, qkv, n, h_count, d_k, Mask::None, attention, heads);
-}
-
-/// Which keys a query may attend to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Mask {
-    /// Every key (an encoder: BERT).
-    None,
-    /// Keys at or before the query's position (a decoder: GPT-2). Row `i`'s softmax runs over
-    /// keys `0..=i` alone and the weights of later keys are exactly 0, as if they were absent.
-    Causal,
 }
 
 /// [`attend`] under `mask`: with [`Mask::Causal`], row `i` of each head's weights is the softmax

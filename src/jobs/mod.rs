@@ -14,6 +14,7 @@
 //! what they publish.
 
 pub mod curves;
+pub mod decoder;
 pub mod driver;
 pub mod engine;
 pub mod host;

@@ -244,9 +244,13 @@ pub fn encode(description: &Description, vocab: &str, mut get: impl FnMut(&str) 
     writer.finish()
 }
 
-/// Reads a model file, checking the header's sizes against [`LIMITS`] and every range against
-/// the file's length before a value is read.
-pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
+/// What a model file holds (an encoder or a decoder, its name and shape), from its header alone.
+pub fn describe(bytes: &[u8]) -> Result<Description, AssetError> {
+    header(bytes).map(|(description, _, _)| description)
+}
+
+/// The file's description, its vocabulary's length and its header's.
+fn header(bytes: &[u8]) -> Result<(Description, u64, u32), AssetError> {
     if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
         return Err(AssetError::NotAnAsset);
     }
@@ -262,6 +266,16 @@ pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
     let header = std::str::from_utf8(&bytes[20..20 + header_len as usize])
         .map_err(|_| AssetError::BadHeader("not UTF-8".into()))?;
     let (description, vocab_len) = read_header(header).map_err(AssetError::BadHeader)?;
+    Ok((description, vocab_len, header_len))
+}
+
+/// Reads a model file, checking the header's sizes against [`LIMITS`] and every range against
+/// the file's length before a value is read.
+pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
+    let (description, vocab_len, header_len) = header(bytes)?;
+    let got = bytes.len() as u64;
+    let need =
+        |expected: u64| if got < expected { Err(AssetError::Truncated { expected, got }) } else { Ok(()) };
     let tensors = tensor_names(description.architecture, &description.spec);
     let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
     let vocab_start = 20 + header_len as u64;

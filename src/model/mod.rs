@@ -76,6 +76,50 @@ impl std::fmt::Display for ModelError {
 
 impl std::error::Error for ModelError {}
 
+/// A model the page runs: a BERT-family encoder or a GPT-2 decoder.
+#[derive(Clone, Debug)]
+pub enum AnyModel {
+    /// An encoder (its output: a sentence embedding).
+    Encoder(std::rc::Rc<Model>),
+    /// A decoder (its output: the next token).
+    Decoder(std::rc::Rc<decoder::Decoder>),
+}
+
+impl AnyModel {
+    /// The model in a model file (`bytes`, known as `id`), whichever kind its header says.
+    pub fn from_file(bytes: &[u8], id: String) -> Result<AnyModel, ModelError> {
+        if asset::describe(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
+            Ok(AnyModel::Decoder(std::rc::Rc::new(decoder::Decoder::from_file(bytes, id)?)))
+        } else {
+            Ok(AnyModel::Encoder(std::rc::Rc::new(Model::from_file(bytes, id)?)))
+        }
+    }
+
+    /// What the page calls it.
+    pub fn name(&self) -> &str {
+        match self {
+            AnyModel::Encoder(m) => &m.name,
+            AnyModel::Decoder(d) => &d.name,
+        }
+    }
+
+    /// The short hash of its file.
+    pub fn id(&self) -> &str {
+        match self {
+            AnyModel::Encoder(m) => &m.id,
+            AnyModel::Decoder(d) => &d.id,
+        }
+    }
+
+    /// Its shape.
+    pub fn spec(&self) -> &ModelSpec {
+        match self {
+            AnyModel::Encoder(m) => m.spec(),
+            AnyModel::Decoder(d) => d.spec(),
+        }
+    }
+}
+
 /// What the page knows a model file by: the first 16 hex digits of its SHA-256 (the file is
 /// made deterministically from the weights, so the same checkpoint always has the same id).
 pub fn file_id(bytes: &[u8]) -> String {

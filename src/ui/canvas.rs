@@ -9,7 +9,7 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent
 
 use crate::settings::Theme;
 use crate::viz::chart::Palette;
-use crate::viz::heatmap::{rasterize, rasterize_signed, Scale};
+use crate::viz::heatmap::{rasterize_masked, rasterize_signed, Scale};
 
 /// Draws an `n x n` attention matrix into `canvas`, one pixel per weight.
 pub fn draw_heatmap(
@@ -17,11 +17,21 @@ pub fn draw_heatmap(
     weights: &[f32],
     n: usize,
 ) -> Result<(), wasm_bindgen::JsValue> {
+    draw_masked_heatmap(canvas, weights, n, crate::attention::Mask::None)
+}
+
+/// [`draw_heatmap`] with the cells `mask` hides drawn as hidden ([`rasterize_masked`]).
+pub fn draw_masked_heatmap(
+    canvas: &HtmlCanvasElement,
+    weights: &[f32],
+    n: usize,
+    mask: crate::attention::Mask,
+) -> Result<(), wasm_bindgen::JsValue> {
     canvas.set_width(n as u32);
     canvas.set_height(n as u32);
     let ctx: CanvasRenderingContext2d =
         canvas.get_context("2d")?.ok_or("no 2d context")?.dyn_into().map_err(|_| "not a 2d context")?;
-    let pixels = rasterize(weights, n, Scale::fit(weights));
+    let pixels = rasterize_masked(weights, n, Scale::fit(weights), mask);
     let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&pixels), n as u32, n as u32)?;
     ctx.put_image_data(&image, 0.0, 0.0)
 }

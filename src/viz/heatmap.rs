@@ -1,6 +1,11 @@
 //! An attention matrix as RGBA pixels, one pixel per (query, key) pair.
 
 use super::colormap::{diverging, viridis};
+use crate::attention::Mask;
+
+/// The colour of a cell a mask hides (a decoder's later keys): a neutral grey, outside the
+/// colour map, so that "cannot read" is never taken for "reads with weight 0" (viridis' purple).
+pub const MASKED_RGB: [u8; 3] = [190, 190, 190];
 
 /// Colour scale of one heatmap: weights from 0 to `max` map onto the whole colour map.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -20,10 +25,17 @@ impl Scale {
 
 /// RGBA bytes (row-major, rows are queries) for an `n x n` attention matrix.
 pub fn rasterize(weights: &[f32], n: usize, scale: Scale) -> Vec<u8> {
+    rasterize_masked(weights, n, scale, Mask::None)
+}
+
+/// [`rasterize`] with the cells `mask` hides (under [`Mask::Causal`], key `j > i` of query `i`)
+/// drawn in [`MASKED_RGB`].
+pub fn rasterize_masked(weights: &[f32], n: usize, scale: Scale, mask: Mask) -> Vec<u8> {
     assert_eq!(weights.len(), n * n, "attention matrix must be n x n");
     let mut rgba = Vec::with_capacity(4 * n * n);
-    for &w in weights {
-        let [r, g, b] = viridis(w / scale.max);
+    for (x, &w) in weights.iter().enumerate() {
+        let hidden = mask == Mask::Causal && x % n > x / n;
+        let [r, g, b] = if hidden { MASKED_RGB } else { viridis(w / scale.max) };
         rgba.extend_from_slice(&[r, g, b, 255]);
     }
     rgba
@@ -47,6 +59,21 @@ pub fn rasterize_signed(values: &[f32], n: usize) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_causal_maps_later_keys_are_grey_and_its_zero_weights_are_the_colour_maps() {
+        let w = [1.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.0, 0.0, 1.0];
+        let px = rasterize_masked(&w, 3, Scale::fit(&w), Mask::Causal);
+        let cell =
+            |i: usize, j: usize| [px[4 * (i * 3 + j)], px[4 * (i * 3 + j) + 1], px[4 * (i * 3 + j) + 2]];
+        assert_eq!([cell(0, 1), cell(0, 2), cell(1, 2)], [MASKED_RGB; 3]);
+        assert_eq!((cell(1, 0), cell(2, 0), cell(2, 2)), (viridis(0.0), viridis(0.0), viridis(1.0)));
+        assert_eq!(
+            rasterize(&w, 3, Scale::fit(&w))[4..7],
+            viridis(0.0),
+            "unmasked, the same cell is a weight of 0"
+        );
+    }
 
     #[test]
     fn signed_values_are_white_at_zero_and_full_at_the_largest_magnitude() {

@@ -1,0 +1,192 @@
+//! A decoder's work for the page: its passes over the reader's text (the full model's, kept while
+//! the text stays, and the pruned one's), what they say about the next token and each token's
+//! loss, and the induction test. Plain functions on the CPU kernel, tested natively; the page
+//! runs them on its own thread between turns of the browser.
+
+use std::sync::Arc;
+
+use crate::attention::HeadSet;
+use crate::cpu::Kernel;
+use crate::model::decoder::{Decoder, DecoderTokens};
+use crate::model::gpt2::DecoderOutput;
+use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
+use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
+
+/// Tokens the next-token table lists.
+pub const TOP_TOKENS: usize = 8;
+
+/// One text's passes: the full model's and the pruned one's (the same pass when nothing is
+/// pruned).
+#[derive(Clone, Debug)]
+pub struct DecoderRun {
+    /// The text's tokens.
+    pub tokens: DecoderTokens,
+    /// Every head active.
+    pub full: Arc<DecoderOutput>,
+    /// The reader's heads.
+    pub pruned: Arc<DecoderOutput>,
+}
+
+impl DecoderRun {
+    /// The passes over `tokens` with every head and with `heads`, reusing `full` when it is a
+    /// full pass over the same tokens.
+    pub fn new(
+        decoder: &Decoder,
+        kernel: Kernel,
+        tokens: DecoderTokens,
+        heads: &HeadSet,
+        full: Option<Arc<DecoderOutput>>,
+    ) -> DecoderRun {
+        let total = decoder.spec().total_heads();
+        let full = full
+            .filter(|f| f.seq_len == tokens.ids.len() && !f.heads.any_pruned() && f.heads.len() == total)
+            .unwrap_or_else(|| Arc::new(decoder.gpt2.forward(kernel, &tokens.ids, &HeadSet::all(total))));
+        let pruned = if heads.any_pruned() {
+            Arc::new(decoder.gpt2.forward(kernel, &tokens.ids, heads))
+        } else {
+            full.clone()
+        };
+        DecoderRun { tokens, full, pruned }
+    }
+
+    /// The next token, full against pruned.
+    pub fn next_table(&self, decoder: &Decoder) -> NextTable {
+        NextTable::new(decoder, &self.full.next_logits, &self.pruned.next_logits)
+    }
+
+    /// Each token's loss, full against pruned.
+    pub fn loss_strip(&self, decoder: &Decoder) -> LossStrip {
+        LossStrip::new(decoder, &self.tokens.ids, &self.full.losses, &self.pruned.losses)
+    }
+}
+
+/// A row of the next-token table: a token, its probability under the full model and under the
+/// pruned one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NextRow {
+    /// The token's text.
+    pub text: String,
+    /// Its id.
+    pub id: u32,
+    /// Its probability, full model.
+    pub full: f64,
+    /// Its probability, pruned model.
+    pub pruned: f64,
+}
+
+/// The most likely next tokens of both models (the full model's first, then the pruned one's
+/// that the full list lacks), and how far the distribution moved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NextTable {
+    /// The rows.
+    pub rows: Vec<NextRow>,
+    /// KL(full || pruned) and the two top tokens.
+    pub drift: NextDrift,
+}
+
+impl NextTable {
+    /// The table of the logits `full` and `pruned` (over `decoder`'s vocabulary).
+    pub fn new(decoder: &Decoder, full: &[f32], pruned: &[f32]) -> NextTable {
+        let (top_full, top_pruned) = (top(full, TOP_TOKENS), top(pruned, TOP_TOKENS));
+        let (log_full, log_pruned) = (log_softmax(full), log_softmax(pruned));
+        let mut ids: Vec<u32> = top_full.iter().map(|t| t.0).collect();
+        ids.extend(top_pruned.iter().map(|t| t.0).filter(|id| !top_full.iter().any(|t| t.0 == *id)));
+        let rows = ids
+            .into_iter()
+            .map(|id| NextRow {
+                text: decoder.bpe.text_of(id),
+                id,
+                full: log_full[id as usize].exp(),
+                pruned: log_pruned[id as usize].exp(),
+            })
+            .collect();
+        NextTable { rows, drift: NextDrift::between(full, pruned) }
+    }
+
+    /// The table in a sentence: the two top tokens and the KL.
+    pub fn sentence(&self, decoder: &Decoder) -> String {
+        let (a, b) = (decoder.bpe.text_of(self.drift.full_top), decoder.bpe.text_of(self.drift.pruned_top));
+        if self.drift.top_changed() {
+            format!(
+                "Pruning changed the most likely next token from {a:?} to {b:?} (KL divergence {:.3} nats).",
+                self.drift.kl
+            )
+        } else {
+            format!("The most likely next token is {a:?} for both (KL divergence {:.3} nats).", self.drift.kl)
+        }
+    }
+}
+
+/// Each token's loss under both models: token `t`'s is the loss of predicting it from the tokens
+/// before it (the first token has none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossStrip {
+    /// Each token's text.
+    pub tokens: Vec<String>,
+    /// Per token after the first, the full model's loss (nats).
+    pub full: Vec<f64>,
+    /// The pruned model's.
+    pub pruned: Vec<f64>,
+}
+
+impl LossStrip {
+    /// The strip of `ids` from the two passes' losses.
+    pub fn new(decoder: &Decoder, ids: &[u32], full: &[f64], pruned: &[f64]) -> LossStrip {
+        LossStrip {
+            tokens: ids.iter().map(|&id| decoder.bpe.text_of(id)).collect(),
+            full: full.to_vec(),
+            pruned: pruned.to_vec(),
+        }
+    }
+
+    /// Mean loss and perplexity of each model over the text, as a sentence.
+    pub fn sentence(&self) -> String {
+        match (perplexity(&self.full), perplexity(&self.pruned)) {
+            (Some((lf, pf)), Some((lp, pp))) => format!(
+                "Mean loss over the text: {lf:.3} nats per token (perplexity {pf:.1}) with every head, {lp:.3} ({pp:.1}) pruned."
+            ),
+            _ => "One token: nothing before it to predict from.".to_string(),
+        }
+    }
+}
+
+/// The induction test's result on a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InductionRun {
+    /// The sequence it ran on.
+    pub sequence: Repeated,
+    /// Every head's scores, numbered `layer * heads + head`.
+    pub scores: Vec<HeadScores>,
+    /// The halves' losses with every head.
+    pub full: HalfLosses,
+}
+
+/// Tokens in each half of the test's sequence (at most a third of the model's positions).
+pub const INDUCTION_HALF: usize = 50;
+
+impl InductionRun {
+    /// Runs the test on `decoder`: random tokens repeated once, after its end-of-text token when
+    /// it has one.
+    pub fn new(decoder: &Decoder, kernel: Kernel, seed: u32) -> InductionRun {
+        let spec = decoder.spec();
+        let bos = decoder.bpe.id("<|endoftext|>");
+        let room = (spec.positions - 1) / 2;
+        let half = INDUCTION_HALF.min(room).min(spec.vocab.saturating_sub(2)).max(2);
+        let sequence = Repeated::random(spec.vocab as u32, half, seed, bos);
+        let pass = decoder.gpt2.forward(kernel, &sequence.ids, &HeadSet::all(spec.total_heads()));
+        let scores = head_scores(&decoder.gpt2, &pass, &sequence);
+        let full = HalfLosses::of(&pass.losses, &sequence);
+        InductionRun { sequence, scores, full }
+    }
+
+    /// The heads with role `role`.
+    pub fn heads_with(&self, role: DecoderRole) -> Vec<usize> {
+        (0..self.scores.len()).filter(|&h| self.scores[h].role() == role).collect()
+    }
+
+    /// The halves' losses with `heads` active.
+    pub fn losses_with(&self, decoder: &Decoder, kernel: Kernel, heads: &HeadSet) -> HalfLosses {
+        let pass = decoder.gpt2.forward(kernel, &self.sequence.ids, heads);
+        HalfLosses::of(&pass.losses, &self.sequence)
+    }
+}
