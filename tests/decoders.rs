@@ -409,3 +409,13 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
     let again = test.losses_with(&decoder, Kernel::Simd, &HeadSet::all(total));
     assert_eq!(again, test.full);
 }
+
+#[test]
+fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
+    use headlab::jobs::decoder::perplexity_text;
+    assert_eq!(
+        (perplexity_text(23.456), perplexity_text(9999.94)),
+        ("23.5".to_string(), "9999.9".to_string())
+    );
+    assert_eq!(perplexity_text(7.348e23), "7.35e23");
+}

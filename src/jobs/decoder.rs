@@ -12,6 +12,9 @@ use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
 use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
 
+/// The kernel the page runs a decoder on: the vector one (wasm simd128).
+pub const PAGE_KERNEL: Kernel = Kernel::Simd;
+
 /// Tokens the next-token table lists.
 pub const TOP_TOKENS: usize = 8;
 
@@ -47,6 +50,16 @@ impl DecoderRun {
             full.clone()
         };
         DecoderRun { tokens, full, pruned }
+    }
+
+    /// [`DecoderRun::new`] on [`PAGE_KERNEL`].
+    pub fn on_page(
+        decoder: &Decoder,
+        tokens: DecoderTokens,
+        heads: &HeadSet,
+        full: Option<Arc<DecoderOutput>>,
+    ) -> DecoderRun {
+        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, full)
     }
 
     /// The next token, full against pruned.
@@ -143,10 +156,22 @@ impl LossStrip {
     pub fn sentence(&self) -> String {
         match (perplexity(&self.full), perplexity(&self.pruned)) {
             (Some((lf, pf)), Some((lp, pp))) => format!(
-                "Mean loss over the text: {lf:.3} nats per token (perplexity {pf:.1}) with every head, {lp:.3} ({pp:.1}) pruned."
+                "Mean loss over the text: {lf:.3} nats per token (perplexity {}) with every head, {lp:.3} ({}) pruned.",
+                perplexity_text(pf),
+                perplexity_text(pp)
             ),
             _ => "One token: nothing before it to predict from.".to_string(),
         }
+    }
+}
+
+/// A perplexity as the page writes it: one decimal, or in powers of ten past 10 000 (a random
+/// model's can be astronomical).
+pub fn perplexity_text(p: f64) -> String {
+    if p < 1e4 {
+        format!("{p:.1}")
+    } else {
+        format!("{p:.2e}")
     }
 }
 

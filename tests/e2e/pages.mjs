@@ -588,6 +588,46 @@ class Patching {
   }
 }
 
+/** A GPT-2 decoder in the trained panel: the next-token table, the loss strip, its grid, the induction test. */
+class Decoder {
+  constructor(root) {
+    this.root = root;
+  }
+
+  heatmap(h) { return element(this.root, `decoder-heatmap-${h}`); }
+  head(index) { return element(this.root, `decoder-head-${index}`); }
+  get nextDrift() { return element(this.root, 'next-drift'); }
+  get nextTokens() { return element(this.root, 'next-tokens'); }
+  get lossStrip() { return element(this.root, 'loss-strip'); }
+  get lossSummary() { return element(this.root, 'loss-summary'); }
+  get pruned() { return element(this.root, 'decoder-pruned'); }
+  get unprune() { return element(this.root, 'decoder-unprune'); }
+  get inductionRun() { return element(this.root, 'induction-run'); }
+  get inductionPrune() { return element(this.root, 'induction-prune'); }
+  get inductionResult() { return element(this.root, 'induction-result'); }
+  get inductionLosses() { return element(this.root, 'induction-losses'); }
+
+  /** Each loss cell's losses, `[full, pruned]`, in token order (from the second token). */
+  losses() {
+    return this.root.evaluate((selector) => [...document.querySelectorAll(`${selector} .loss-cell`)]
+      .map((c) => [Number(c.dataset.full), Number(c.dataset.pruned)]), byId(this.lossStrip.testId));
+  }
+
+  /** The next-token drift: KL (nats) and whether the top token changed. */
+  async drift() {
+    return { kl: Number(await this.nextDrift.getAttribute('data-kl')), changed: (await this.nextDrift.getAttribute('data-changed')) === 'true' };
+  }
+
+  /** Waits until `count` heads are pruned and the passes show it. */
+  async waitPruned(count, total, options) {
+    await this.pruned.waitText(new RegExp(`^${count} of ${total} heads pruned`), options);
+    await this.root.waitForFunction(([selector, pruned]) => {
+      const d = document.querySelector(selector);
+      return d && (pruned ? Number(d.dataset.kl) > 0 : Number(d.dataset.kl) === 0);
+    }, [byId(this.nextDrift.testId), count > 0], options);
+  }
+}
+
 export class Lab {
   constructor(root) {
     this.root = root;
@@ -601,6 +641,7 @@ export class Lab {
     this.code = new CodeWalk(root);
     this.flow = new Flow(root);
     this.trained = new Trained(root);
+    this.decoder = new Decoder(root);
     this.task = new Task(root);
     this.patching = new Patching(root);
     this.atlas = new Atlas(root);

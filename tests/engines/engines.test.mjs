@@ -327,6 +327,29 @@ for (const engine of engines) {
       await assertClean(driver, 'checkpoint');
     });
 
+    check(engine, 'a GPT-2 checkpoint: its next token, a pruned head and every loss equal the float64 reference', async () => {
+      const ref = JSON.parse(await readFile(join(checkpoints, 'gpt2-odd', 'reference.json'), 'utf8')).page;
+      // Served beside the page; the link prunes layer 1's head 1.
+      await driver.get(`${base}/?model=${encodeURIComponent(`${CHECKPOINTS_PATH}gpt2-odd`)}&backend=cpu&pruned=1&text=${encodeURIComponent(ref.text)}`);
+      await until(driver, `/^gpt2-odd \\(gpt2, /.test(document.querySelector('[data-testid=model-load]')?.textContent ?? '')
+        && document.querySelector('[data-testid=decoder-heatmap-3]')
+        && Number(document.querySelector('[data-testid=next-drift]')?.dataset.kl) > 0`, 'the decoder, pruned', 120000);
+      const page = await driver.executeScript(`return {
+        kl: Number(document.querySelector('[data-testid=next-drift]').dataset.kl),
+        top: document.querySelector('[data-testid=next-tokens] tbody tr').dataset.id,
+        tokens: document.querySelectorAll('[data-testid=tokens] .token').length,
+        losses: [...document.querySelectorAll('[data-testid=loss-strip] .loss-cell')].map((c) => [Number(c.dataset.full), Number(c.dataset.pruned)]),
+      };`);
+      assert.equal(page.tokens, ref.ids.length);
+      assert.equal(page.top, String(ref.top));
+      assert.ok(Math.abs(page.kl - ref.kl) < 1e-4 * Math.max(1, ref.kl), `KL: page ${page.kl}, float64 ${ref.kl}`);
+      const scale = Math.max(...ref.losses_pruned);
+      const worst = Math.max(...page.losses.map(([f, p], i) => Math.max(Math.abs(f - ref.losses[i]), Math.abs(p - ref.losses_pruned[i])))) / scale;
+      assert.ok(page.losses.length === ref.losses.length && worst < 1e-5, `losses off by ${worst} (relative)`);
+      record(engine, { decoder: page.kl.toFixed(6) });
+      await assertClean(driver, 'decoder');
+    });
+
     check(engine, "a phone's width gets one column, nothing wider than the screen, and sharp charts", async () => {
       // In a 390 px frame: Firefox's and WebKit's windows cannot be made that narrow.
       await driver.get(`${base}/__phone.html?src=${encodeURIComponent('/?preset=bert-base&seq=12')}`);
@@ -401,11 +424,11 @@ async function report() {
     const f = r.facts ?? {};
     const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
     return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
-      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${r.patchWorst ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
+      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${r.decoder ?? '?'} | ${r.patchWorst ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
       + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
   });
-  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | patching: worst share vs float64 | tests passed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | GPT-2 checkpoint: next-token KL, a head pruned | patching: worst share vs float64 | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
 }

@@ -265,8 +265,20 @@ def make(out_dir, name, case, merges, vocab):
             "attention_first": [round(float(v), 12) for v in att[0].ravel()],
             "attention_last": [round(float(v), 12) for v in att[-1].ravel()],
         })
+    # What the page shows for one text with head 1 of layer 1 pruned: each token's loss, the next
+    # token's logits' KL divergence (full || pruned) and the two top tokens (the end-to-end tests
+    # compare the page's with them).
+    ids = tokens[1]["ids"]
+    logits, losses, _ = reference_forward(case, w, ids)
+    logits_p, losses_p, _ = reference_forward(case, w, ids, [(0, 1)])
+    lp = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+    lq = logits_p - logits_p.max() - np.log(np.exp(logits_p - logits_p.max()).sum())
+    page = {"text": tokens[1]["text"], "ids": ids, "pruned": [[0, 1]],
+            "losses": [float(v) for v in losses], "losses_pruned": [float(v) for v in losses_p],
+            "kl": float((np.exp(lp) * (lp - lq)).sum()),
+            "top": int(np.argmax(logits)), "top_pruned": int(np.argmax(logits_p))}
     with open(os.path.join(folder, "reference.json"), "w") as f:
-        json.dump({"tokens": tokens, "forward": forward}, f)
+        json.dump({"tokens": tokens, "forward": forward, "page": page}, f)
     print(f"{name}: {sum(a.size for a in w.values())} weights ({case['dtype']}), "
           f"{len(tokens)} tokenizer cases, {len(forward)} forward cases")
 

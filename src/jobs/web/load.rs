@@ -11,7 +11,7 @@ use super::files::{ReaderFiles, ServedFiles};
 use super::workers::ModelFile;
 use super::{fetch_bytes, now_ms, yield_to_browser};
 use crate::model::checkpoint::{self, Entry, Files, Options};
-use crate::model::{asset, Model};
+use crate::model::{asset, AnyModel};
 
 /// Where the page finds the built-in model's file (copied next to index.html by trunk).
 pub const BUILT_IN_URL: &str = "minilm-f16.bin";
@@ -55,8 +55,8 @@ impl Source {
 /// A model ready for the page: the model, its file for the workers, and what the reader should
 /// know about how it was read.
 pub struct LoadedModel {
-    /// The model.
-    pub model: Rc<Model>,
+    /// The model: an encoder or a decoder.
+    pub model: AnyModel,
     /// Its file and id, for the workers.
     pub file: Rc<ModelFile>,
     /// Notes from reading the folder (tensors ignored, modules not applied).
@@ -101,15 +101,9 @@ pub async fn load(
     };
     // Decoding takes a moment: let the progress bar show the end first.
     yield_to_browser().await;
-    let model = Model::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
+    let model = AnyModel::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
     let seconds = (now_ms() - started) / 1000.0;
-    Ok(LoadedModel {
-        model: Rc::new(model),
-        file: Rc::new(ModelFile { id, bytes }),
-        notes,
-        bytes_read,
-        seconds,
-    })
+    Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })
 }
 
 /// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the

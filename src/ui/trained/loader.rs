@@ -11,13 +11,13 @@ use leptos::task::spawn_local;
 
 use crate::jobs::web::load::{load, LoadedModel, Source};
 use crate::jobs::web::ModelFile;
-use crate::model::Model;
+use crate::model::AnyModel;
 
 /// A model on show: the model, its file (the workers get a copy), and what its load reported.
 #[derive(Clone)]
 pub struct Shown {
-    /// The model.
-    pub model: Rc<Model>,
+    /// The model: an encoder or a decoder.
+    pub model: AnyModel,
     /// Its file and id.
     pub file: Rc<ModelFile>,
     /// What the loader noted about the folder.

@@ -10,6 +10,7 @@
 
 mod atlas;
 mod compare;
+mod decoder;
 mod grid;
 mod layer;
 mod loader;
@@ -28,12 +29,14 @@ use crate::attention::precision::Precision;
 use crate::export::{attention_csv, layered_importance_csv};
 use crate::model::digits::cosine_text;
 use crate::model::tokenizer::Token;
+use crate::model::AnyModel;
 use crate::settings::{TrainedSource, MAX_TEXT_CHARS};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::{AppState, EXAMPLES};
 use atlas::{AtlasPanel, AtlasView, GridFilter};
 use compare::ComparePanel;
+use decoder::DecoderPanel;
 use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
 use loader::Shown;
@@ -78,7 +81,12 @@ pub fn TrainedModel() -> impl IntoView {
             // one meets another.
             {move || {
                 let precision = precision.get();
-                models.shown.get().map(|shown| view! { <ModelPanel shown=shown precision=precision /> })
+                models.shown.get().map(|shown| match shown.model.clone() {
+                    AnyModel::Encoder(encoder) => {
+                        view! { <ModelPanel encoder=encoder shown=shown precision=precision /> }.into_any()
+                    }
+                    AnyModel::Decoder(decoder) => view! { <DecoderPanel decoder=decoder /> }.into_any(),
+                })
             }}
         </section>
     }
@@ -86,8 +94,12 @@ pub fn TrainedModel() -> impl IntoView {
 
 /// Everything the panel shows of one model.
 #[component]
-fn ModelPanel(shown: Shown, precision: Precision) -> impl IntoView {
-    let view = TrainedView::new(&shown, precision);
+fn ModelPanel(
+    encoder: std::rc::Rc<crate::model::Model>,
+    shown: Shown,
+    precision: Precision,
+) -> impl IntoView {
+    let view = TrainedView::new(&encoder, &shown, precision);
     view.provide();
     TaskView::new(view).provide();
     AtlasView::new(TaskView::get()).provide();

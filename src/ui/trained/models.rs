@@ -95,7 +95,7 @@ impl Models {
 
     /// The title's name: the model on show's, else the one the link names.
     pub fn name(&self) -> String {
-        if let Some(name) = self.shown.with(|s| s.as_ref().map(|s| s.model.name.clone())) {
+        if let Some(name) = self.shown.with(|s| s.as_ref().map(|s| s.model.name().to_string())) {
             return name;
         }
         match self.choices.source.get() {
@@ -110,12 +110,12 @@ impl Models {
         let model = shown.model.clone();
         let first = self.first.get_value();
         self.first.set_value(false);
-        let adoption = self.choices.source.get_untracked().after_load(from, first, &model.name, &model.id);
+        let adoption = self.choices.source.get_untracked().after_load(from, first, model.name(), model.id());
         let spec = model.spec();
         let mut notes = Vec::new();
         if adoption.link_applies {
             let (heads, layer) = (self.choices.heads.get_untracked(), self.choices.layer.get_untracked());
-            let (heads, layer, said) = spec.fit_link(&model.name, &heads, layer);
+            let (heads, layer, said) = spec.fit_link(model.name(), &heads, layer);
             self.choices.heads.set(heads);
             self.choices.layer.set(layer);
             notes.extend(said);
@@ -127,7 +127,7 @@ impl Models {
         self.link_notes.set(notes);
         self.choices.source.set(adoption.source);
         self.choices.shape.set(*spec);
-        self.choices.name.set(Some(model.name.clone()));
+        self.choices.name.set(Some(model.name().to_string()));
         self.shown.set(Some(shown));
     }
 }

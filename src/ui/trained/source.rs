@@ -11,6 +11,7 @@ use web_sys::HtmlInputElement;
 use super::models::Models;
 use crate::jobs::web::files::ReaderFiles;
 use crate::jobs::web::load::Source;
+use crate::model::AnyModel;
 use crate::viz::chart::band_note;
 
 /// The model's source: what is on show, the ways to load another, progress and failures.
@@ -56,7 +57,7 @@ pub fn ModelSource() -> impl IntoView {
         >
             <Wanted />
             <p>
-                "Your own BERT-family model: drop its folder here (config.json, model.safetensors or its shards, tokenizer.json or vocab.txt), or pick "
+                "Your own BERT-family or GPT-2 model: drop its folder here (config.json, model.safetensors or its shards, tokenizer.json, vocab.txt or vocab.json and merges.txt), or pick "
                 <label class="file-pick">
                     "its files"
                     <input type="file" multiple data-testid="model-files" on:change=open_files />
@@ -136,25 +137,29 @@ fn Loaded() -> impl IntoView {
         view.shown.get().map(|shown| {
             let m = &shown.model;
             let spec = m.spec();
+            let (architecture, pieces) = match m {
+                AnyModel::Encoder(e) => (e.architecture, e.tokenizer.vocab_size()),
+                AnyModel::Decoder(d) => (crate::model::config::Architecture::Gpt2, d.bpe.vocab_size()),
+            };
             view! {
                 <p class="muted" data-testid="model-load">
                     {format!(
                         "{} ({}, weights {}): {} layers × {} heads of {}, d_model {}, FFN {}, {} positions, {} pieces. {}",
-                        m.name,
-                        m.architecture.model_type(),
-                        m.id,
+                        m.name(),
+                        architecture.model_type(),
+                        m.id(),
                         spec.layers,
                         spec.heads,
                         spec.d_k(),
                         spec.d_model,
                         spec.ffn,
                         spec.positions,
-                        m.tokenizer.vocab_size(),
+                        pieces,
                         shown.summary
                     )}
                 </p>
                 <p class="muted" data-testid="model-band">
-                    {band_note(&m.name, true, spec.d_model, spec.heads)}
+                    {band_note(m.name(), true, spec.d_model, spec.heads)}
                 </p>
                 {(!shown.notes.is_empty()).then(|| view! {
                     <ul class="model-notes" data-testid="model-notes">

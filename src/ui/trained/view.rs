@@ -75,12 +75,12 @@ pub struct TrainedView {
 }
 
 impl TrainedView {
-    /// The panel's state for the model `shown`: its workers, its engine on the page's backend,
-    /// and everything computed from it.
-    pub fn new(shown: &Shown, precision: Precision) -> TrainedView {
+    /// The panel's state for the encoder `encoder` (of the model `shown`): its workers, its
+    /// engine on the page's backend, and everything computed from it.
+    pub fn new(encoder: &Rc<Model>, shown: &Shown, precision: Precision) -> TrainedView {
         let app = AppState::get();
         let choices = app.trained;
-        let (model, precision_note) = Model::for_precision(&shown.model, precision);
+        let (model, precision_note) = Model::for_precision(encoder, precision);
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
         let file = shown.file.clone();
         let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, file, model.precision()))));

@@ -1,0 +1,98 @@
+// A GPT-2 decoder in the built page: the random checkpoints scripts/make-checkpoints.sh makes
+// (tests/reference/decoders.py, with float64 references), served beside the page through ?model=
+// and picked as files: its tokens, the next token and each token's loss equal to the float64
+// reference with every head and with layer 1's head 1 pruned, causal heatmaps whose masked half is
+// grey, a text longer than the context cut with a note, the induction test, and a file with
+// merges that do not match its vocabulary refused by name while the model on show stays.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { suite } from './harness.mjs';
+import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
+
+const app = suite({ noGpu: true });
+
+/** The page's problems less the 404s of the files a served folder lacks (the page asks for each). */
+const withoutProbes = (problems) => problems.filter((p) => !/status of 404/.test(p));
+
+const reference = async (name) => JSON.parse(await readFile(join(checkpoints, name, 'reference.json'), 'utf8'));
+
+/** Largest |page - reference| / max |reference|. */
+function relError(page, want) {
+  assert.equal(page.length, want.length);
+  const scale = Math.max(...want.map(Math.abs));
+  return Math.max(...page.map((p, i) => Math.abs(p - want[i]))) / scale;
+}
+
+test('a served GPT-2 checkpoint: its next token and every loss equal the float64 reference, full and with a head pruned', async () => {
+  const ref = (await reference('gpt2-odd')).page;
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent(ref.text)}`);
+  await trained.modelLoad.waitText(/^gpt2-odd \(gpt2, weights [0-9a-f]{16}\): 2 layers × 4 heads of 9, d_model 36, FFN 37, 40 positions, 427 pieces/, { timeout: 60000 });
+  await decoder.heatmap(3).waitFor({ timeout: 60000 });
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  assert.equal(await trained.shownTokens.count(), ref.ids.length);
+  assert.equal(await decoder.nextTokens.locator('tbody tr').first().getAttribute('data-id'), String(ref.top));
+  assert.deepEqual(await decoder.drift(), { kl: 0, changed: false });
+  const full = await decoder.losses();
+  assert.ok(relError(full.map((l) => l[0]), ref.losses) < 1e-5, 'every head: the losses are the float64 reference\'s');
+  // The masked half of a causal heatmap is grey, the first row's only cell is the colour map's.
+  const pixels = await decoder.heatmap(0).evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    return { n: c.width, masked: [d[4], d[5], d[6]], first: [d[0], d[1], d[2]] };
+  });
+  assert.deepEqual({ n: pixels.n, masked: pixels.masked }, { n: ref.ids.length, masked: [190, 190, 190] });
+  assert.notDeepEqual(pixels.first, [190, 190, 190]);
+  // Prune layer 1's head 1: the next token's KL and every loss as the reference has them.
+  await decoder.head(1).click();
+  await decoder.waitPruned(1, 8, { timeout: 60000 });
+  const { kl } = await decoder.drift();
+  assert.ok(Math.abs(kl - ref.kl) < 1e-4 * Math.max(1, ref.kl), `KL page ${kl}, float64 ${ref.kl}`);
+  const pruned = await decoder.losses();
+  assert.ok(relError(pruned.map((l) => l[1]), ref.losses_pruned) < 1e-5, 'pruned: the losses are the float64 reference\'s');
+  assert.ok(relError(pruned.map((l) => l[0]), ref.losses) < 1e-5, 'the full model\'s stay');
+  assert.match(await decoder.lossSummary.textContent(), /^Mean loss over the text: \d+\.\d{3} nats per token \(perplexity [\d.e]+\) with every head, \d+\.\d{3}/);
+  assert.match(page.url(), /[?&]pruned=1(&|$)/);
+  console.log(`gpt2-odd: KL with head 1.1 pruned ${kl} (float64 ${ref.kl})`);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
+test('the induction test labels the grid, prunes what it found, and a text past the context is cut with a note', async () => {
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const long = 'The bank of the river was muddy after the rain. '.repeat(8);
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent(long)}`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  await trained.tokensCut.waitText(/^The text is \d+ tokens long; gpt2-odd reads at most 40, so the last \d+ were left out\.$/);
+  assert.equal(await trained.shownTokens.count(), 40);
+  assert.equal(await decoder.lossStrip.locator('.loss-cell').count(), 39);
+  await decoder.inductionRun.click();
+  await decoder.inductionResult.waitText(/^On 19 random tokens repeated once: (no induction heads|\d+ induction heads?: [^;]+); /, { timeout: 60000 });
+  await decoder.inductionLosses.waitText(/^Loss on the repeated half: \d+\.\d\d nats per token with every head, \d+\.\d\d with your heads \(on the random first half: \d+\.\d\d\)\.$/, { timeout: 60000 });
+  await decoder.inductionPrune.click();
+  await decoder.pruned.waitText(/^\d+ of 8 heads pruned\./);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
+test("the reader's GPT-2 files: a tokenizer.json folder loads; merges that do not match the vocabulary are refused by name and the model stays", async () => {
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent('The bank of the river.')}`);
+  await trained.waitReady({ timeout: 60000 });
+  const dir = join(checkpoints, 'gpt2-tokenizer-json');
+  const files = (await readdir(dir)).filter((f) => f !== 'reference.json').map((f) => join(dir, f));
+  await trained.modelFiles.setInputFiles(files);
+  await trained.modelLoad.waitText(/^gpt2-tokenizer-json \(gpt2, /, { timeout: 60000 });
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  // A vocab.json + merges.txt folder whose merges name a piece the vocabulary lacks.
+  const odd = join(checkpoints, 'gpt2-odd');
+  const merges = `${await readFile(join(odd, 'merges.txt'), 'utf8')}q z\n`;
+  const picked = await Promise.all(['config.json', 'vocab.json', 'model.safetensors'].map(async (name) => ({ name, mimeType: 'application/octet-stream', buffer: await readFile(join(odd, name)) })));
+  picked.push({ name: 'merges.txt', mimeType: 'text/plain', buffer: Buffer.from(merges) });
+  await trained.modelFiles.setInputFiles(picked);
+  await trained.modelError.waitText(/merges\.txt: line 172 \("q" \+ "z"\) makes or uses "qz", which vocab\.json does not have: the merges do not match the vocabulary\..*The model on show stays\./, { timeout: 60000 });
+  assert.match(await trained.modelLoad.textContent(), /^gpt2-tokenizer-json \(/);
+  await decoder.lossStrip.waitFor();
+  assert.deepEqual(problems, []);
+  await page.close();
+});
