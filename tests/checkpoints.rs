@@ -429,9 +429,9 @@ fn every_bad_folder_is_refused_with_the_file_and_the_problem() {
         ),
         (
             "an unknown architecture",
-            Box::new(config("\"bert\"", "\"gpt2\"")),
+            Box::new(config("\"bert\"", "\"t5\"")),
             "tiny/config.json",
-            "\"gpt2\" is not an architecture",
+            "\"t5\" is not an architecture",
         ),
         (
             "a vocabulary larger than the embeddings",
