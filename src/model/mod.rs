@@ -1,6 +1,7 @@
-//! The trained model: a BERT encoder whose shape is data ([`spec::ModelSpec`]; the page's
+//! The trained models: a BERT encoder whose shape is data ([`spec::ModelSpec`]; the page's
 //! built-in one is all-MiniLM-L6-v2, 6 layers of 12 heads), its tokenizer, its forward pass, the
-//! page's f16 copy of its weights, and what the page measures on it.
+//! page's f16 copy of its weights, and what the page measures on it; and a GPT-2 decoder
+//! ([`gpt2`], [`bpe`], [`decoder`]: the next token, each token's loss, the induction test).
 
 pub mod asset;
 pub mod bert;
@@ -149,7 +150,7 @@ impl Model {
         let d = a.description;
         if d.architecture.is_decoder() {
             return Err(ModelError::Kind(format!(
-                "{} is a GPT-2 decoder; the page runs decoders in its tests only so far, and shows encoders (BERT, DistilBERT)",
+                "{} is a GPT-2 decoder, not an encoder: open it with AnyModel::from_file",
                 d.name
             )));
         }

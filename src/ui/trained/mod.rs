@@ -1,6 +1,6 @@
 //! A trained model in the page on any sentence, its heads prunable: the built-in
-//! all-MiniLM-L6-v2, a BERT-family folder the handbook serves beside the page, or the reader's
-//! own ([`source`]).
+//! all-MiniLM-L6-v2, a BERT-family or GPT-2 folder the handbook serves beside the page, or the
+//! reader's own ([`source`]). A GPT-2 decoder gets its own view ([`decoder`]).
 //!
 //! The model loads only when the reader picks the trained model, with a progress bar ([`loader`]).
 //! Drift is the cosine of the pruned sentence embedding to the unpruned one, and a small check
