@@ -7,7 +7,8 @@
 // CPU model printed.
 //   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver] [FOLDER...]
 // FOLDERs are folders of scripts/make-checkpoints.sh (default bert-base-shaped; `large` makes
-// bert-large-shaped in target/checkpoints-large: give its path).
+// bert-large-shaped and gpt2-medium-shaped in target/checkpoints-large: give its path), encoders
+// or GPT-2 decoders.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -84,15 +85,17 @@ async function measure(browser, base, folder, how) {
     await page.poll((name) => (document.querySelector('[data-testid=model-load]')?.textContent ?? '').startsWith(name), basename(folder));
   }
   // Read where it is seen: a large model's first passes keep the page's thread busy for seconds.
-  const { line, memory, tokens } = await page.poll((name) => {
+  const { line, memory, tokens, decoder } = await page.poll((name) => {
     const line = document.querySelector('[data-testid=model-load]')?.textContent ?? '';
-    return line.startsWith(name) && document.querySelector('[data-testid=trained-heatmap-0]')?.width > 1
-      && { line, memory: window.wasmBindings.wasm_memory_bytes(), tokens: document.querySelectorAll('[data-testid=tokens] .token').length };
+    const heatmap = document.querySelector('[data-testid=trained-heatmap-0], [data-testid=decoder-heatmap-0]');
+    return line.startsWith(name) && heatmap?.width > 1
+      && { line, memory: window.wasmBindings.wasm_memory_bytes(), tokens: document.querySelectorAll('[data-testid=tokens] .token').length,
+        decoder: heatmap.dataset.testid.startsWith('decoder') };
   }, basename(folder));
   const toHeatmap = (Date.now() - t0) / 1000;
   const [, mb, seconds, rate] = /Read ([\d.]+) MB of weights in ([\d.]+) s \(([\d.]+) MB\/s\)/.exec(line);
   // Prune one head for the page's own timing of a pass (every layer again).
-  await page.click('grid-0-0');
+  await page.click(decoder ? 'decoder-head-0' : 'grid-0-0');
   const pass = await page.poll(() => {
     const text = document.querySelector('[data-testid=trained-pass]')?.textContent ?? '';
     return /Last change recomputed layers 1-/.test(text) && text;

@@ -7,7 +7,8 @@
 # Prints the directory. Needs the venv scripts/install-tools.sh test makes.
 #   scripts/make-checkpoints.sh          the tests' folders
 #   scripts/make-checkpoints.sh large    a BERT-large-shaped folder (670 MB, for bench/load.mjs)
-#                                        into target/checkpoints-large
+#                                        and a gpt2-medium-shaped one (710 MB) into
+#                                        target/checkpoints-large
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -19,7 +20,7 @@ if [ "$(cat "$out/.made-by" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out"
   mkdir -p "$out"
   "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" "$which" >&2
-  [ "$which" = large ] || "$TOOLS_DIR/venv/bin/python" tests/reference/decoders.py "$out" >&2
+  "$TOOLS_DIR/venv/bin/python" tests/reference/decoders.py "$out" "$which" >&2
   echo "$stamp" > "$out/.made-by"
 fi
 echo "$PWD/$out"

@@ -385,10 +385,10 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
     let total = decoder.spec().total_heads();
     let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
     let n = tokens.ids.len();
-    let all = DecoderRun::new(&decoder, Kernel::Simd, tokens.clone(), &HeadSet::all(total), None);
+    let all = DecoderRun::new(&decoder, Kernel::Simd, tokens.clone(), &HeadSet::all(total), None, &|| 0.0);
     assert!(std::sync::Arc::ptr_eq(&all.full, &all.pruned), "nothing pruned: one pass");
     let heads = HeadSet::with_pruned(total, [1, 5]);
-    let run = DecoderRun::new(&decoder, Kernel::Simd, tokens, &heads, Some(all.full.clone()));
+    let run = DecoderRun::new(&decoder, Kernel::Simd, tokens, &heads, Some(all.full.clone()), &|| 0.0);
     assert!(std::sync::Arc::ptr_eq(&run.full, &all.full), "the full pass is reused");
     assert_eq!(run.pruned.heads, heads);
     let table = run.next_table(&decoder);
@@ -404,6 +404,9 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
     assert_eq!((strip.tokens.len(), strip.full.len(), strip.pruned.len()), (n, n - 1, n - 1));
     assert_eq!(strip.tokens.concat(), "The bank of the river was muddy after the rain.");
     assert!(strip.sentence().starts_with("Mean loss over the text: "));
+    assert!(run
+        .cost_sentence(2, 0.1)
+        .starts_with(&format!("Last change recomputed layers 1-2 (a decoder's pass over {n} tokens")));
     let test = InductionRun::new(&decoder, Kernel::Simd, 1);
     assert_eq!((test.sequence.half, test.scores.len()), (19, total), "a third of 40 positions, each half");
     let again = test.losses_with(&decoder, Kernel::Simd, &HeadSet::all(total));

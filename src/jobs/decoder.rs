@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use crate::attention::clock::Clock;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
@@ -28,18 +29,22 @@ pub struct DecoderRun {
     pub full: Arc<DecoderOutput>,
     /// The reader's heads.
     pub pruned: Arc<DecoderOutput>,
+    /// Milliseconds the passes this run made took (none: 0, both reused), on the clock it was given.
+    pub elapsed_ms: f64,
 }
 
 impl DecoderRun {
     /// The passes over `tokens` with every head and with `heads`, reusing `full` when it is a
-    /// full pass over the same tokens.
+    /// full pass over the same tokens; timed on `clock`.
     pub fn new(
         decoder: &Decoder,
         kernel: Kernel,
         tokens: DecoderTokens,
         heads: &HeadSet,
         full: Option<Arc<DecoderOutput>>,
+        clock: &dyn Clock,
     ) -> DecoderRun {
+        let started = clock.now_ms();
         let total = decoder.spec().total_heads();
         let full = full
             .filter(|f| f.seq_len == tokens.ids.len() && !f.heads.any_pruned() && f.heads.len() == total)
@@ -49,7 +54,7 @@ impl DecoderRun {
         } else {
             full.clone()
         };
-        DecoderRun { tokens, full, pruned }
+        DecoderRun { tokens, full, pruned, elapsed_ms: clock.now_ms() - started }
     }
 
     /// [`DecoderRun::new`] on [`PAGE_KERNEL`].
@@ -58,8 +63,18 @@ impl DecoderRun {
         tokens: DecoderTokens,
         heads: &HeadSet,
         full: Option<Arc<DecoderOutput>>,
+        clock: &dyn Clock,
     ) -> DecoderRun {
-        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, full)
+        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, full, clock)
+    }
+
+    /// What the last change cost, in a sentence (`step_ms`: the clock's step).
+    pub fn cost_sentence(&self, layers: usize, step_ms: f64) -> String {
+        format!(
+            "Last change recomputed layers 1-{layers} (a decoder's pass over {} tokens, the full model's kept while the text stays) in {}.",
+            self.tokens.ids.len(),
+            crate::attention::clock::show_ms(self.elapsed_ms, step_ms)
+        )
     }
 
     /// The next token, full against pruned.

@@ -12,7 +12,7 @@ use leptos::task::spawn_local;
 
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::decoder::{DecoderRun, InductionRun, PAGE_KERNEL};
-use crate::jobs::web::yield_to_browser;
+use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
 use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{DecoderRole, HalfLosses};
@@ -52,7 +52,7 @@ impl DecoderView {
                 if tokens.ids.is_empty() || heads.len() != decoder.spec().total_heads() {
                     return None;
                 }
-                let run = DecoderRun::on_page(&decoder, tokens, &heads, full.get_value());
+                let run = DecoderRun::on_page(&decoder, tokens, &heads, full.get_value(), &now_ms);
                 full.set_value(Some(run.full.clone()));
                 Some(Rc::new(run))
             }
@@ -145,6 +145,9 @@ fn DecoderText() -> impl IntoView {
         </div>
         <p class="tokens" data-testid="tokens">
             {move || texts().into_iter().map(|t| view! { <span class="token">{visible(&t)}</span> }).collect_view()}
+        </p>
+        <p class="muted" data-testid="trained-pass">
+            {move || view.run_now().filter(|_| view.choices.heads.read().any_pruned()).map(|r| r.cost_sentence(view.spec().layers, clock_step_ms()))}
         </p>
         <p class="muted token-count" data-testid="token-count">
             {move || format!("{} tokens (byte-level BPE; a space belongs to the word after it).", tokens().ids.len())}
