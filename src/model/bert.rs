@@ -158,6 +158,34 @@ pub struct Bert {
     pub layers: Vec<Layer>,
 }
 
+/// Tensors by name from `get`, each checked against the shape `names` gives it: a missing one and
+/// one of another shape are refused by name.
+pub(super) fn checked(
+    names: Vec<(String, Vec<usize>)>,
+    mut get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+) -> impl FnMut(&str) -> Result<Vec<f32>, LoadError> {
+    let shapes: std::collections::HashMap<String, Vec<usize>> = names.into_iter().collect();
+    move |name: &str| {
+        let (shape, data) = get(name).ok_or_else(|| LoadError(format!("{name} is missing")))?;
+        let want = &shapes[name];
+        if &shape != want || data.len() != want.iter().product::<usize>() {
+            return Err(LoadError(format!("{name} has shape {shape:?}, expected {want:?}")));
+        }
+        Ok(data)
+    }
+}
+
+/// Seeded random weights: each call gives `len` values uniform in `(-scale, scale)` from a new
+/// stream (`start` and `salt` pick the sequence of streams).
+pub(super) fn seeded(start: u32, salt: u32) -> impl Fn(usize, f32) -> Vec<f32> {
+    let stream = std::cell::Cell::new(start);
+    move |len: usize, scale: f32| {
+        stream.set(hash32(stream.get() ^ salt));
+        let key = stream.get();
+        (0..len as u32).map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0)).collect()
+    }
+}
+
 /// Why weights could not be loaded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadError(pub String);
@@ -310,18 +338,10 @@ impl Bert {
     /// page's asset), checking every shape against the spec.
     pub fn from_tensors(
         spec: ModelSpec,
-        mut get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Bert, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
-        let shapes: std::collections::HashMap<String, Vec<usize>> = tensor_names(&spec).into_iter().collect();
-        let mut take = |name: &str| -> Result<Vec<f32>, LoadError> {
-            let (shape, data) = get(name).ok_or_else(|| LoadError(format!("{name} is missing")))?;
-            let want = &shapes[name];
-            if &shape != want || data.len() != want.iter().product::<usize>() {
-                return Err(LoadError(format!("{name} has shape {shape:?}, expected {want:?}")));
-            }
-            Ok(data)
-        };
+        let mut take = checked(tensor_names(&spec), get);
         let mut layers = Vec::with_capacity(spec.layers);
         for l in 0..spec.layers {
             let p = format!("encoder.layer.{l}.");
@@ -352,15 +372,7 @@ impl Bert {
     /// (variance `1 / inputs`), LayerNorm scales near 1. For tests and benchmarks of shapes the
     /// page has no checkpoint for; never shown as a trained model.
     pub fn random(spec: ModelSpec, seed: u32) -> Bert {
-        let stream = std::cell::Cell::new(seed.wrapping_mul(0x9e37_79b9));
-        // `len` values uniform in `(-scale, scale)`, a new stream each call.
-        let values = |len: usize, scale: f32| {
-            stream.set(hash32(stream.get() ^ 0x0dd_ba11));
-            let key = stream.get();
-            (0..len as u32)
-                .map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0))
-                .collect()
-        };
+        let values = seeded(seed.wrapping_mul(0x9e37_79b9), 0x0dd_ba11);
         let linear = |out: usize, inp: usize| {
             Linear::new(values(out * inp, (3.0 / inp as f32).sqrt()), values(out, 0.1))
         };

@@ -17,9 +17,8 @@
 
 use std::sync::Arc;
 
-use super::bert::{activate, layer_norm, linear, Linear, LoadError, Norm};
+use super::bert::{activate, checked, layer_norm, linear, seeded, Linear, LoadError, Norm};
 use super::spec::ModelSpec;
-use crate::attention::synthetic::hash32;
 use crate::attention::HeadSet;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend_masked, Kernel, Mask};
@@ -119,18 +118,10 @@ impl Gpt2 {
     /// checking every shape against the spec.
     pub fn from_tensors(
         spec: ModelSpec,
-        mut get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
-        let shapes: std::collections::HashMap<String, Vec<usize>> = tensor_names(&spec).into_iter().collect();
-        let mut take = |name: &str| -> Result<Vec<f32>, LoadError> {
-            let (shape, data) = get(name).ok_or_else(|| LoadError(format!("{name} is missing")))?;
-            let want = &shapes[name];
-            if &shape != want || data.len() != want.iter().product::<usize>() {
-                return Err(LoadError(format!("{name} has shape {shape:?}, expected {want:?}")));
-            }
-            Ok(data)
-        };
+        let mut take = checked(tensor_names(&spec), get);
         let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
         let mut blocks = Vec::with_capacity(spec.layers);
         for l in 0..spec.layers {
@@ -164,14 +155,7 @@ impl Gpt2 {
     /// A decoder of shape `spec` with seeded random weights (as [`super::bert::Bert::random`]):
     /// for tests and benchmarks of shapes there is no checkpoint for.
     pub fn random(spec: ModelSpec, seed: u32) -> Gpt2 {
-        let stream = std::cell::Cell::new(seed.wrapping_mul(0x85eb_ca6b));
-        let values = |len: usize, scale: f32| -> Vec<f32> {
-            stream.set(hash32(stream.get() ^ 0x0dec_0de5));
-            let key = stream.get();
-            (0..len as u32)
-                .map(|i| scale * ((hash32(hash32(i ^ key)) >> 8) as f32 / 8_388_608.0 - 1.0))
-                .collect()
-        };
+        let values = seeded(seed.wrapping_mul(0x85eb_ca6b), 0x0dec_0de5);
         let linear = |out: usize, inp: usize| {
             Linear::new(values(out * inp, (3.0 / inp as f32).sqrt()), values(out, 0.1))
         };
