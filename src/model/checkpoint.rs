@@ -16,7 +16,8 @@
 //! a model the page cannot hold is refused from its header, before its tensors are read. Then
 //! each tensor the model needs is read alone, checked (no NaN or infinity, within f16's range)
 //! and appended to the model file in f16: the page never holds two full copies of the weights.
-//! Tensors the page does not use (a pooler, a language-model head) are listed in a note.
+//! Tensors the page does not use (a pooler, a language-model head, GPT-2's mask buffers) are
+//! listed in a note.
 
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
@@ -618,7 +619,7 @@ fn plan(
         let shown: Vec<&str> = unused.iter().take(4).map(|s| s.as_str()).collect();
         let more = if unused.len() > 4 { format!(" and {} more", unused.len() - 4) } else { String::new() };
         notes.push(format!(
-            "{} tensor{} the page does not use (a pooler, a language-model head) {} ignored: {}{more}",
+            "{} tensor{} the page does not use (a pooler, a language-model head, a mask buffer) {} ignored: {}{more}",
             unused.len(),
             if unused.len() == 1 { "" } else { "s" },
             if unused.len() == 1 { "was" } else { "were" },
