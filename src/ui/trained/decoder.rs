@@ -17,10 +17,11 @@ use crate::model::decoder::Decoder;
 use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{DecoderRole, HalfLosses};
 use crate::model::spec::ModelSpec;
-use crate::settings::MAX_TEXT_CHARS;
 use crate::ui::canvas::draw_masked_heatmap;
-use crate::ui::state::{AppState, TrainedChoices, EXAMPLES};
+use crate::ui::state::{AppState, TrainedChoices};
 use crate::viz::colormap::viridis_css_gradient;
+
+use super::TextWithExamples;
 
 /// The decoder on show and what the page computed from it, shared by the panel's parts.
 #[derive(Clone, Copy)]
@@ -130,19 +131,7 @@ fn DecoderText() -> impl IntoView {
         view.decoder.with_value(|d| ids.iter().map(|&id| d.bpe.text_of(id)).collect::<Vec<_>>())
     };
     view! {
-        <label class="text-input">
-            "Text "
-            <textarea
-                data-testid="text"
-                rows="2"
-                maxlength=MAX_TEXT_CHARS.to_string()
-                prop:value=move || text.get()
-                on:change=move |ev| text.set(event_target_value(&ev))
-            ></textarea>
-        </label>
-        <div class="buttons examples">
-            {EXAMPLES.iter().map(|&e| view! { <button on:click=move |_| text.set(e.to_string())>{e}</button> }).collect_view()}
-        </div>
+        <TextWithExamples label="Text " text=text />
         <p class="tokens" data-testid="tokens">
             {move || texts().into_iter().map(|t| view! { <span class="token">{visible(&t)}</span> }).collect_view()}
         </p>

@@ -149,19 +149,7 @@ fn Sentence() -> impl IntoView {
     let view = TrainedView::get();
     let text = view.choices.text;
     view! {
-        <label class="text-input">
-            "Sentence "
-            <textarea
-                data-testid="text"
-                rows="2"
-                maxlength=MAX_TEXT_CHARS.to_string()
-                prop:value=move || text.get()
-                on:change=move |ev| text.set(event_target_value(&ev))
-            ></textarea>
-        </label>
-        <div class="buttons examples">
-            {EXAMPLES.iter().map(|&e| view! { <button on:click=move |_| text.set(e.to_string())>{e}</button> }).collect_view()}
-        </div>
+        <TextWithExamples label="Sentence " text=text />
         <p class="tokens" data-testid="tokens">
             {move || view.tokens.read().iter().map(|t| view! { <span class="token">{t.piece.clone()}</span> }).collect_view()}
         </p>
@@ -181,6 +169,26 @@ fn Sentence() -> impl IntoView {
                     }
                 })
         }}
+    }
+}
+
+/// The text the trained model reads (`label` names it), and the example sentences to pick.
+#[component]
+fn TextWithExamples(label: &'static str, text: RwSignal<String>) -> impl IntoView {
+    view! {
+        <label class="text-input">
+            {label}
+            <textarea
+                data-testid="text"
+                rows="2"
+                maxlength=MAX_TEXT_CHARS.to_string()
+                prop:value=move || text.get()
+                on:change=move |ev| text.set(event_target_value(&ev))
+            ></textarea>
+        </label>
+        <div class="buttons examples">
+            {EXAMPLES.iter().map(|&e| view! { <button on:click=move |_| text.set(e.to_string())>{e}</button> }).collect_view()}
+        </div>
     }
 }
 
