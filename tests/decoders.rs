@@ -281,6 +281,63 @@ fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeat
     }
 }
 
+#[test]
+fn each_heads_importance_and_the_drift_curve_equal_whole_passes_with_those_heads_pruned() {
+    use headlab::attention::importance::random_order;
+    use headlab::model::next_importance::{NextSweep, SweepPlan};
+    let model = decoder(&folder("gpt2-odd"));
+    let total = model.spec.total_heads();
+    let ids: Vec<u32> = (0..23u32).map(|i| (i * 53 + 11) % model.spec.vocab as u32).collect();
+    let kl_of = |heads: &HeadSet| {
+        let full = model.forward(Kernel::Scalar, &ids, &HeadSet::all(total)).next_logits;
+        next_token::kl(&full, &model.forward(Kernel::Scalar, &ids, heads).next_logits)
+    };
+    let plan = SweepPlan { points: 3, random_orders: 2, seed: 9 };
+    let mut sweep = NextSweep::new(&model, Kernel::Scalar, &ids, plan);
+    assert_eq!(sweep.passes(), total + 3 * 4);
+    let mut steps = 0;
+    while sweep.step(&model, Kernel::Scalar) {
+        steps += 1;
+        assert_eq!(sweep.done(), steps);
+        assert!(steps == sweep.passes() || sweep.result().is_none(), "no result before the last pass");
+    }
+    let found = sweep.result().expect("done");
+    for h in 0..total {
+        let want = kl_of(&HeadSet::with_pruned(total, [h]));
+        assert!((found.ranking.per_head[h] - want).abs() <= 1e-12 * want.max(1.0), "head {h}: {want}");
+    }
+    assert!(found.ranking.per_head.iter().all(|&v| v > 0.0), "{:?}", found.ranking.per_head);
+    assert_eq!(found.curve.ks, [0, 3, 5, 8]);
+    for (i, &k) in found.curve.ks.iter().enumerate() {
+        let ranked = kl_of(&HeadSet::with_pruned(total, found.ranking.ranked[..k].iter().copied()));
+        assert!((found.curve.ranked[i] - ranked).abs() <= 1e-12 * ranked.max(1.0), "k {k}");
+        let random: f64 = (0..2)
+            .map(|s| kl_of(&HeadSet::with_pruned(total, random_order(total, 9 + s)[..k].iter().copied())))
+            .sum();
+        assert!((found.curve.random[i] - random / 2.0).abs() <= 1e-12 * random.max(1.0), "k {k}");
+    }
+    assert_eq!(found.curve.ranked[0], 0.0);
+    assert_eq!(found.curve.ranked[3], found.curve.random[3], "all pruned is all pruned, in any order");
+}
+
+#[test]
+fn on_a_repeated_text_the_induction_circuits_heads_are_the_important_ones() {
+    use headlab::model::induction::Repeated;
+    use headlab::model::next_importance::{NextSweep, SweepPlan};
+    let model = induction_circuit();
+    // The last token repeats one from the first half: the circuit predicts the token after it.
+    let seq = Repeated::random(11, 6, 3, Some(11));
+    let ids = &seq.ids[..seq.ids.len() - 2];
+    let found = NextSweep::new(&model, Kernel::Simd, ids, SweepPlan { points: 4, random_orders: 3, seed: 1 })
+        .run(&model, Kernel::Simd);
+    say!("importance on the repeat: {:?}", found.ranking.per_head);
+    assert_eq!(&found.ranking.ranked[2..], [0, 2], "the previous-token and induction heads matter most");
+    assert!(found.ranking.per_head[1] < 1e-9 && found.ranking.per_head[3] < 1e-9, "idle heads: no drift");
+    assert!(found.ranking.per_head[0] > 1.0 && found.ranking.per_head[2] > 1.0);
+    assert!(found.curve.ranked[2] < 1e-9, "half the heads, the idle ones, pruned: nothing moves");
+    assert!(found.curve.random[2] > 0.5, "half at random usually breaks the circuit: {:?}", found.curve);
+}
+
 fn memory_copy(dir: &Path) -> headlab::model::checkpoint::MemoryFiles {
     let mut files = headlab::model::checkpoint::MemoryFiles::new();
     for entry in std::fs::read_dir(dir).unwrap() {

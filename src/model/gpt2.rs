@@ -205,33 +205,15 @@ impl Gpt2 {
     /// only `heads` (of the spec's total, numbered `layer * heads + head`) active.
     pub fn forward(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet) -> DecoderOutput {
         let spec = &self.spec;
-        let (n, d, d_k, h) = (ids.len(), spec.d_model, spec.d_k(), spec.heads);
         assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
         let mut x = self.embed(ids);
-        let (mut a, mut qkv, mut concat, mut tmp) =
-            (vec![0.0f32; n * d], vec![0.0f32; n * 3 * d], vec![0.0f32; n * d], vec![0.0f32; n * d]);
-        let mut hidden = vec![0.0f32; n * spec.ffn];
+        let mut scratch = Scratch::new(spec, ids.len());
         let (mut attention, mut head_outputs) =
             (Vec::with_capacity(spec.layers), Vec::with_capacity(spec.layers));
-        for (l, block) in self.blocks.iter().enumerate() {
-            a.copy_from_slice(&x);
-            layer_norm(&mut a, &block.ln1, spec.layer_norm_eps);
-            linear(kernel, &a, n, &block.qkv, &mut qkv, 3 * d);
-            let mut att = vec![0.0f32; h * n * n];
-            attend_masked(kernel, &qkv, n, h, d_k, Mask::Causal, &mut att, &mut concat);
-            attention.push(Arc::new(att));
-            head_outputs.push(Arc::new(concat.clone()));
-            for p in heads.pruned_in_layer(l, h) {
-                concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
-            }
-            linear(kernel, &concat, n, &block.out, &mut tmp, d);
-            x.iter_mut().zip(&tmp).for_each(|(x, t)| *x += t);
-            a.copy_from_slice(&x);
-            layer_norm(&mut a, &block.ln2, spec.layer_norm_eps);
-            linear(kernel, &a, n, &block.ffn_in, &mut hidden, spec.ffn);
-            activate(kernel, spec.activation, &mut hidden);
-            linear(kernel, &hidden, n, &block.ffn_out, &mut tmp, d);
-            x.iter_mut().zip(&tmp).for_each(|(x, t)| *x += t);
+        for l in 0..spec.layers {
+            let (att, outputs) = self.layer(kernel, l, &mut x, heads, &mut scratch, true).expect("kept");
+            attention.push(att);
+            head_outputs.push(outputs);
         }
         layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
         let (next_logits, losses) = self.read_out(kernel, &x, ids);
@@ -241,9 +223,86 @@ impl Gpt2 {
             head_outputs,
             next_logits,
             losses,
-            seq_len: n,
+            seq_len: ids.len(),
             heads: heads.clone(),
         }
+    }
+
+    /// The full model's pass over `ids` kept as the residual stream entering each layer, so that
+    /// a pass with heads of layer `l` and later pruned can start there
+    /// ([`Gpt2::next_logits_from`]); and the next token's logits.
+    pub fn trace(&self, kernel: Kernel, ids: &[u32]) -> Trace {
+        let spec = &self.spec;
+        let all = HeadSet::all(spec.total_heads());
+        let mut x = self.embed(ids);
+        let mut scratch = Scratch::new(spec, ids.len());
+        let mut inputs = Vec::with_capacity(spec.layers);
+        for l in 0..spec.layers {
+            inputs.push(x.clone());
+            self.layer(kernel, l, &mut x, &all, &mut scratch, false);
+        }
+        let next_logits = self.next_logits_of(kernel, &mut x);
+        Trace { inputs, next_logits }
+    }
+
+    /// The next token's logits with `heads` active, from `trace`'s stream entering layer `from`:
+    /// equal to [`Gpt2::forward`]'s when every head before layer `from` is active. Keeps no
+    /// attention.
+    pub fn next_logits_from(&self, kernel: Kernel, trace: &Trace, from: usize, heads: &HeadSet) -> Vec<f32> {
+        let spec = &self.spec;
+        assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
+        assert!(
+            (0..from * spec.heads).all(|h| heads.is_active(h)),
+            "a pass from layer {from} has every earlier head"
+        );
+        let Some(input) = trace.inputs.get(from) else { return trace.next_logits.clone() };
+        let mut x = input.clone();
+        let mut scratch = Scratch::new(spec, x.len() / spec.d_model);
+        for l in from..spec.layers {
+            self.layer(kernel, l, &mut x, heads, &mut scratch, false);
+        }
+        self.next_logits_of(kernel, &mut x)
+    }
+
+    /// The last row of the stream `x`, through the final LayerNorm and the output head.
+    fn next_logits_of(&self, kernel: Kernel, x: &mut [f32]) -> Vec<f32> {
+        let d = self.spec.d_model;
+        let rows = x.len() / d;
+        let last = &mut x[(rows - 1) * d..];
+        layer_norm(last, &self.ln_f, self.spec.layer_norm_eps);
+        self.logits(kernel, last)
+    }
+
+    /// Layer `l` on the stream `x` (`n x d_model`) with `heads` active; with `keep`, its attention
+    /// weights and its heads' outputs (before pruning).
+    fn layer(
+        &self,
+        kernel: Kernel,
+        l: usize,
+        x: &mut [f32],
+        heads: &HeadSet,
+        s: &mut Scratch,
+        keep: bool,
+    ) -> Option<(Arc<Vec<f32>>, Arc<Vec<f32>>)> {
+        let (spec, block) = (&self.spec, &self.blocks[l]);
+        let (d, d_k, h, n) = (spec.d_model, spec.d_k(), spec.heads, s.n);
+        s.a.copy_from_slice(x);
+        layer_norm(&mut s.a, &block.ln1, spec.layer_norm_eps);
+        linear(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d);
+        attend_masked(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.att, &mut s.concat);
+        let kept = keep.then(|| (Arc::new(s.att.clone()), Arc::new(s.concat.clone())));
+        for p in heads.pruned_in_layer(l, h) {
+            s.concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
+        }
+        linear(kernel, &s.concat, n, &block.out, &mut s.tmp, d);
+        x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
+        s.a.copy_from_slice(x);
+        layer_norm(&mut s.a, &block.ln2, spec.layer_norm_eps);
+        linear(kernel, &s.a, n, &block.ffn_in, &mut s.hidden, spec.ffn);
+        activate(kernel, spec.activation, &mut s.hidden);
+        linear(kernel, &s.hidden, n, &block.ffn_out, &mut s.tmp, d);
+        x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
+        kept
     }
 
     /// `word[id] + position[t]`.
@@ -299,6 +358,41 @@ impl Gpt2 {
     }
 }
 
+/// The residual stream of a full pass entering each layer, and its next-token logits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// Per layer, `n x d_model`.
+    pub inputs: Vec<Vec<f32>>,
+    /// The logits of the token after the text.
+    pub next_logits: Vec<f32>,
+}
+
+/// The buffers a pass over `n` tokens reuses from layer to layer.
+struct Scratch {
+    n: usize,
+    a: Vec<f32>,
+    qkv: Vec<f32>,
+    att: Vec<f32>,
+    concat: Vec<f32>,
+    tmp: Vec<f32>,
+    hidden: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(spec: &ModelSpec, n: usize) -> Scratch {
+        let d = spec.d_model;
+        Scratch {
+            n,
+            a: vec![0.0; n * d],
+            qkv: vec![0.0; n * 3 * d],
+            att: vec![0.0; spec.heads * n * n],
+            concat: vec![0.0; n * d],
+            tmp: vec![0.0; n * d],
+            hidden: vec![0.0; n * spec.ffn],
+        }
+    }
+}
+
 /// Rows of logits made at once by a forward pass.
 pub const READ_OUT_ROWS: usize = 32;
 
@@ -335,6 +429,29 @@ mod tests {
         );
         assert_eq!(&long.losses[..2], &short.losses[..]);
         assert_eq!(short.next_logits, m.logits(Kernel::Scalar, &long.hidden[2 * d..3 * d]));
+    }
+
+    #[test]
+    fn a_pass_from_a_later_layer_equals_the_whole_pass() {
+        let m = Gpt2::random(small(), 7);
+        let ids = [4, 9, 1, 33, 2, 7, 7, 40];
+        let trace = m.trace(Kernel::Scalar, &ids);
+        let all = HeadSet::all(8);
+        assert_eq!(trace.next_logits, m.forward(Kernel::Scalar, &ids, &all).next_logits);
+        for (from, pruned) in [(0, vec![0]), (0, vec![1, 6]), (1, vec![5]), (1, vec![4, 7]), (2, vec![])] {
+            let heads = HeadSet::with_pruned(8, pruned.clone());
+            let whole = m.forward(Kernel::Scalar, &ids, &heads).next_logits;
+            let resumed = m.next_logits_from(Kernel::Scalar, &trace, from, &heads);
+            assert_eq!(resumed, whole, "from layer {from} with {pruned:?} pruned");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "every earlier head")]
+    fn a_pass_from_a_later_layer_refuses_heads_pruned_before_it() {
+        let m = Gpt2::random(small(), 7);
+        let trace = m.trace(Kernel::Scalar, &[1, 2, 3]);
+        m.next_logits_from(Kernel::Scalar, &trace, 1, &HeadSet::with_pruned(8, [2]));
     }
 
     #[test]

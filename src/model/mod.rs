@@ -19,6 +19,7 @@ pub mod gpt2;
 pub mod gradient;
 pub mod induction;
 pub mod intervals;
+pub mod next_importance;
 pub mod next_token;
 pub mod patching;
 pub mod pruned;
