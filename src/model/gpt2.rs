@@ -283,7 +283,7 @@ impl Gpt2 {
         heads: &HeadSet,
         s: &mut Scratch,
         keep: bool,
-    ) -> Option<(Arc<Vec<f32>>, Arc<Vec<f32>>)> {
+    ) -> Option<LayerKept> {
         let (spec, block) = (&self.spec, &self.blocks[l]);
         let (d, d_k, h, n) = (spec.d_model, spec.d_k(), spec.heads, s.n);
         s.a.copy_from_slice(x);
@@ -366,6 +366,9 @@ pub struct Trace {
     /// The logits of the token after the text.
     pub next_logits: Vec<f32>,
 }
+
+/// A layer's attention weights and its heads' outputs, as [`DecoderOutput`] keeps them.
+type LayerKept = (Arc<Vec<f32>>, Arc<Vec<f32>>);
 
 /// The buffers a pass over `n` tokens reuses from layer to layer.
 struct Scratch {
