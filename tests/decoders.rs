@@ -471,6 +471,54 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
 }
 
 #[test]
+fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_ranking() {
+    use headlab::jobs::decoder::{random_heads, SweepProgress, TextSweep};
+    use headlab::model::decoder::Decoder;
+    use headlab::model::next_importance::SweepPlan;
+    use std::cell::Cell;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let total = decoder.spec().total_heads();
+    assert!(TextSweep::new(&decoder, Kernel::Simd, "", SweepPlan::PAGE).is_none(), "no tokens, no sweep");
+    let text = "The bank of the river was muddy after the rain.";
+    let mut sweep = TextSweep::new(&decoder, Kernel::Simd, text, SweepPlan::PAGE).unwrap();
+    // A clock that moves 1 ms each time it is read: a 1 ms slice is one pass.
+    let now = Cell::new(0.0);
+    let clock = || {
+        now.set(now.get() + 1.0);
+        now.get()
+    };
+    let passes = total + 5 * 9;
+    assert_eq!(
+        sweep.work_for(&decoder, Kernel::Simd, &clock, 1.0),
+        SweepProgress::Working { done: 1, passes }
+    );
+    assert_eq!(
+        sweep.progress_text(),
+        format!("Measuring: 1 of {passes} passes (one per head removed alone, then the curve's points)…")
+    );
+    for _ in 0..5 {
+        sweep.work_for(&decoder, Kernel::Simd, &clock, 1.0);
+    }
+    assert!(sweep.progress_text().contains("s left"), "{}", sweep.progress_text());
+    let SweepProgress::Done(found) = sweep.work_for(&decoder, Kernel::Simd, &clock, f64::INFINITY) else {
+        panic!("one long slice finishes it")
+    };
+    assert_eq!(found.text, text);
+    assert_eq!(found.found.curve.ks, (0..=8).collect::<Vec<_>>());
+    assert!(found.took_ms > 0.0);
+    let sentence = found.sentence(decoder.spec());
+    assert!(
+        sentence.starts_with("Removing one head alone moves the next token most for layer "),
+        "{sentence}"
+    );
+    let random = random_heads(total, 3, 7);
+    assert_eq!((random.pruned_count(), random_heads(total, 3, 7)), (3, random.clone()));
+    assert_ne!(random_heads(total, 3, 8), random, "another seed, another draw (for these seeds)");
+}
+
+#[test]
 fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
     use headlab::jobs::decoder::perplexity_text;
     assert_eq!(

@@ -3,14 +3,17 @@
 //! loss, and the induction test. Plain functions on the CPU kernel, tested natively; the page
 //! runs them on its own thread between turns of the browser.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::attention::clock::Clock;
+use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
 use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
+use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
 use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
 
 /// The kernel the page runs a decoder on: the vector one (wasm simd128).
@@ -229,4 +232,118 @@ impl InductionRun {
         let pass = decoder.gpt2.forward(kernel, &self.sequence.ids, heads);
         HalfLosses::of(&pass.losses, &self.sequence)
     }
+}
+
+/// Every head's importance to the next token after a text, and the drift curve, as the page
+/// measures them: started on the reader's text, worked a slice of time at a time.
+#[derive(Clone, Debug)]
+pub struct TextSweep {
+    /// The text it measures.
+    pub text: String,
+    sweep: NextSweep,
+    /// Milliseconds worked so far.
+    pub worked_ms: f64,
+}
+
+/// Where a [`TextSweep`] is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SweepProgress {
+    /// Passes made of all.
+    Working {
+        /// Passes made.
+        done: usize,
+        /// Passes in all.
+        passes: usize,
+    },
+    /// Every pass made.
+    Done(Rc<TextImportance>),
+}
+
+/// A text's measured importance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextImportance {
+    /// The text it was measured on.
+    pub text: String,
+    /// What the sweep found.
+    pub found: NextImportance,
+    /// Milliseconds it took.
+    pub took_ms: f64,
+}
+
+impl TextSweep {
+    /// A sweep of `text` with `plan` (`None` for a text without tokens); runs the full model's pass.
+    pub fn new(decoder: &Decoder, kernel: Kernel, text: &str, plan: SweepPlan) -> Option<TextSweep> {
+        let tokens = decoder.tokens(text);
+        (!tokens.ids.is_empty()).then(|| TextSweep {
+            text: text.to_string(),
+            sweep: NextSweep::new(&decoder.gpt2, kernel, &tokens.ids, plan),
+            worked_ms: 0.0,
+        })
+    }
+
+    /// Makes passes until `slice_ms` have passed on `clock` (at least one pass) or none is left.
+    pub fn work_for(
+        &mut self,
+        decoder: &Decoder,
+        kernel: Kernel,
+        clock: &dyn Clock,
+        slice_ms: f64,
+    ) -> SweepProgress {
+        let started = clock.now_ms();
+        while self.sweep.step(&decoder.gpt2, kernel) {
+            if clock.now_ms() - started >= slice_ms {
+                break;
+            }
+        }
+        self.worked_ms += clock.now_ms() - started;
+        match self.sweep.result() {
+            Some(found) => SweepProgress::Done(Rc::new(TextImportance {
+                text: self.text.clone(),
+                found,
+                took_ms: self.worked_ms,
+            })),
+            None => SweepProgress::Working { done: self.sweep.done(), passes: self.sweep.passes() },
+        }
+    }
+
+    /// How far it got, in words: passes made and, once a tenth is made, the time left at the pace so far.
+    pub fn progress_text(&self) -> String {
+        let (done, passes) = (self.sweep.done(), self.sweep.passes());
+        let left = if done * 10 >= passes && done < passes {
+            let ms = self.worked_ms / done as f64 * (passes - done) as f64;
+            format!(", about {} s left", (ms / 1000.0).ceil().max(1.0))
+        } else {
+            String::new()
+        };
+        format!("Measuring: {done} of {passes} passes (one per head removed alone, then the curve's points){left}…")
+    }
+}
+
+impl TextImportance {
+    /// The sweep in a sentence: the heads that matter most, and the curve at Michel et al.'s 40 %.
+    pub fn sentence(&self, spec: &crate::model::spec::ModelSpec) -> String {
+        let ranking = &self.found.ranking;
+        let top: Vec<String> = ranking
+            .ranked
+            .iter()
+            .rev()
+            .take(3)
+            .map(|&h| format!("{} ({:.3})", spec.head_name(h), ranking.per_head[h]))
+            .collect();
+        let curve = &self.found.curve;
+        let total = ranking.len();
+        let at = curve.ks.iter().position(|&k| 5 * k >= 2 * total).unwrap_or(curve.ks.len() - 1);
+        format!(
+            "Removing one head alone moves the next token most for {}. With the {} least important pruned (40 %, as Michel et al. pruned BERT), KL {:.3}; as many at random, {:.3} on average.",
+            top.join(", "),
+            curve.ks[at],
+            curve.ranked[at],
+            curve.random[at],
+        )
+    }
+}
+
+/// `k` of `total` heads pruned at random (the order `seed` draws).
+pub fn random_heads(total: usize, k: usize, seed: u32) -> HeadSet {
+    HeadSet::with_pruned(total, random_order(total, seed).into_iter().take(k))
 }

@@ -402,7 +402,45 @@ pub struct DriftChartLayout {
 /// of a WMT transformer, 40 % of BERT's on MNLI.
 pub const MICHEL_MARKS: [(f64, &str); 2] = [(0.2, "20 %: WMT (Michel et al.)"), (0.4, "40 %: BERT/MNLI")];
 
-/// Draws relative L2 drift against heads pruned for both orders, the reader's current point
+/// What a drift chart plots: its y axis, how many random orders its random curve averages, and
+/// how the page names it (for a screen reader, and its SVG file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriftAxes {
+    /// The y axis's name.
+    pub y_desc: &'static str,
+    /// Random orders in the random curve's mean.
+    pub random_orders: u32,
+    /// The chart in a sentence.
+    pub described: &'static str,
+    /// The SVG export's file name.
+    pub file: &'static str,
+    /// The page's name for it (`{name}-chart`, `export-{name}-svg`).
+    pub name: &'static str,
+}
+
+impl DriftAxes {
+    /// An output's relative L2 drift (the synthetic layer's, a sentence embedding's).
+    pub const OUTPUT: DriftAxes = DriftAxes {
+        y_desc: "relative L2 drift",
+        random_orders: 8,
+        described: "Relative output drift against the number of heads pruned, least important first and in random order",
+        file: "headlab-drift-chart.svg",
+        name: "drift",
+    };
+
+    /// A decoder's next-token KL divergence, the random curve the mean of `random_orders`.
+    pub const fn next_token(random_orders: u32) -> DriftAxes {
+        DriftAxes {
+            y_desc: "KL of the next token (nats)",
+            random_orders,
+            described: "KL divergence of the next-token distribution against the number of heads pruned, least important first and in random order",
+            file: "headlab-decoder-drift-chart.svg",
+            name: "decoder-drift",
+        }
+    }
+}
+
+/// Draws a drift (by `axes`) against heads pruned for both orders, the reader's current point
 /// `(heads pruned, drift)`, and the Michel et al. fractions; `scale` as for the configuration
 /// chart.
 pub fn draw_drift_chart<DB: DrawingBackend>(
@@ -410,6 +448,7 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
     ranked: &[f64],
     random: &[f64],
     current: Option<(usize, f64)>,
+    axes: &DriftAxes,
     palette: &Palette,
     scale: f64,
 ) -> Result<DriftChartLayout, DrawingAreaErrorKind<DB::ErrorType>> {
@@ -427,7 +466,9 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc("heads pruned")
-        .y_desc("relative L2 drift")
+        .x_labels((heads + 1).min(11))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc(axes.y_desc)
         .axis_desc_style(font(13.0))
         .label_style(font(12.0))
         .axis_style(palette.foreground.stroke_width(stroke(1.0)))
@@ -450,7 +491,7 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
     let series = |v: &[f64]| v.iter().enumerate().map(|(i, &y)| (i as f64, y)).collect::<Vec<_>>();
     chart
         .draw_series(LineSeries::new(series(random), palette.second.stroke_width(stroke(2.0))))?
-        .label("random order (mean of 8)")
+        .label(format!("random order (mean of {})", axes.random_orders))
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + px(16.0) as i32, y)], palette.second.stroke_width(stroke(2.0)))
         });
@@ -467,7 +508,12 @@ pub fn draw_drift_chart<DB: DrawingBackend>(
             px(7.0) as i32,
             palette.foreground.stroke_width(stroke(2.0)),
         )))?;
-        chart.draw_series(std::iter::once(Text::new("you", at, font(12.0))))?;
+        // Right of the point, or left of it in the chart's right half (never past the plot).
+        let (dx, h) =
+            if 2 * k > heads { (-px(9.0) as i32, HPos::Right) } else { (px(9.0) as i32, HPos::Left) };
+        chart.draw_series(std::iter::once(
+            EmptyElement::at(at) + Text::new("you", (dx, 0), font(12.0).pos(Pos::new(h, VPos::Center))),
+        ))?;
     }
     chart
         .configure_series_labels()
@@ -651,7 +697,8 @@ mod tests {
         let random = [0.0, 0.3, 0.6, 1.0];
         let layout = {
             let area = SVGBackend::with_string(&mut svg, (480, 300)).into_drawing_area();
-            draw_drift_chart(&area, &ranked, &random, Some((1, 0.1)), &Palette::DARK, 1.0).unwrap()
+            draw_drift_chart(&area, &ranked, &random, Some((1, 0.1)), &DriftAxes::OUTPUT, &Palette::DARK, 1.0)
+                .unwrap()
         };
         assert_eq!(layout.k_x.len(), 4);
         assert!(layout.k_x.windows(2).all(|w| w[1] > w[0]));

@@ -4,7 +4,7 @@
 
 use plotters::prelude::{IntoDrawingArea, SVGBackend};
 
-use super::chart::{draw_config_chart, draw_drift_chart, Palette};
+use super::chart::{draw_config_chart, draw_drift_chart, DriftAxes, Palette};
 use super::heatmap::{rasterize, Scale};
 use super::task_chart::{draw_task_chart, TaskChart};
 
@@ -22,9 +22,10 @@ pub fn drift_chart(
     ranked: &[f64],
     random: &[f64],
     current: Option<(usize, f64)>,
+    axes: &DriftAxes,
     palette: &Palette,
 ) -> Result<String, String> {
-    render((560, 320), |area| draw_drift_chart(area, ranked, random, current, palette, 1.0).map(drop))
+    render((560, 320), |area| draw_drift_chart(area, ranked, random, current, axes, palette, 1.0).map(drop))
 }
 
 /// The task chart (see [`draw_task_chart`]) as an SVG document.
@@ -140,7 +141,8 @@ mod tests {
     #[test]
     fn the_charts_are_whole_svg_documents() {
         let config = config_chart(Some((768, 12)), "your configuration", &Palette::LIGHT).unwrap();
-        let drift = drift_chart(&[0.0, 0.2, 1.0], &[0.0, 0.5, 1.0], None, &Palette::DARK).unwrap();
+        let drift = drift_chart(&[0.0, 0.2, 1.0], &[0.0, 0.5, 1.0], None, &DriftAxes::OUTPUT, &Palette::DARK)
+            .unwrap();
         let task = task_chart(&TaskChart { heads: 72, ..TaskChart::default() }, &Palette::LIGHT).unwrap();
         for svg in [&config, &drift, &task] {
             assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", &svg[..80]);

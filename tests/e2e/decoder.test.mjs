@@ -59,6 +59,35 @@ test('a served GPT-2 checkpoint: its next token and every loss equal the float64
   await page.close();
 });
 
+test("every head's importance on the reader's text: head 1.1's equals the float64 KL, prune-k takes the least important, at random as many, and the curve is drawn", async () => {
+  const ref = (await reference('gpt2-odd')).page;
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent(ref.text)}`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  assert.ok(await decoder.pruneK.isDisabled(), 'nothing to rank by before the measurement');
+  await decoder.measure.click();
+  await decoder.importance.waitText(/^Removing one head alone moves the next token most for layer \d head \d \(\d\.\d{3}\), /, { timeout: 60000 });
+  const importance = await decoder.importances();
+  assert.equal(importance.length, 8);
+  assert.ok(importance.every((v) => v > 0), importance.join());
+  assert.ok(Math.abs(importance[1] - ref.kl) < 1e-4 * Math.max(1, ref.kl), `head 1.1: page ${importance[1]}, float64 ${ref.kl}`);
+  await decoder.driftChart.waitFor();
+  await decoder.pruneK.fill('3');
+  await decoder.waitPruned(3, 8, { timeout: 60000 });
+  const least = importance.map((v, h) => [v, h]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).slice(0, 3).map(([, h]) => h).sort();
+  assert.deepEqual(await decoder.prunedHeads(), least);
+  await decoder.pruneRandom.click();
+  await decoder.pruned.waitText(/^3 of 8 heads pruned\./);
+  // Another text: the measurement is said to be of the earlier one, and prune-k waits for a new one.
+  await trained.setText('Another text entirely.');
+  await decoder.importanceStatus.waitText(/^Measured on an earlier text: measure again for this one\.$/);
+  assert.equal(await decoder.importance.textContent(), '');
+  assert.ok(await decoder.pruneK.isDisabled());
+  assert.equal(await decoder.driftChart.count(), 0);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
 test('the induction test labels the grid, prunes what it found, and a text past the context is cut with a note', async () => {
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;
   const long = 'The bank of the river was muddy after the rain. '.repeat(8);

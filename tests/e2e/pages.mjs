@@ -606,6 +606,24 @@ class Decoder {
   get inductionPrune() { return element(this.root, 'induction-prune'); }
   get inductionResult() { return element(this.root, 'induction-result'); }
   get inductionLosses() { return element(this.root, 'induction-losses'); }
+  get measure() { return element(this.root, 'decoder-measure'); }
+  get importanceStatus() { return element(this.root, 'decoder-importance-status'); }
+  get importance() { return element(this.root, 'decoder-importance'); }
+  get pruneK() { return element(this.root, 'decoder-prune-k'); }
+  get pruneRandom() { return element(this.root, 'decoder-prune-random'); }
+  get driftChart() { return element(this.root, 'decoder-drift-chart'); }
+
+  /** Each head's measured importance (KL when removed alone), in head order (`NaN` before it is measured). */
+  importances() {
+    return this.root.evaluate(() => [...document.querySelectorAll('[data-testid^="decoder-head-"]')]
+      .map((b) => Number(b.dataset.importance ?? NaN)));
+  }
+
+  /** The heads pruned, in head order. */
+  prunedHeads() {
+    return this.root.evaluate(() => [...document.querySelectorAll('[data-testid^="decoder-head-"]')]
+      .flatMap((b, i) => (b.getAttribute('aria-pressed') === 'false' ? [i] : [])));
+  }
 
   /** Each loss cell's losses, `[full, pruned]`, in token order (from the second token). */
   losses() {

@@ -11,7 +11,7 @@ use crate::ui::canvas::{canvas_point, fit_to_screen, palette};
 use crate::ui::files;
 use crate::ui::state::AppState;
 use crate::viz::chart::{
-    band_note, draw_config_chart, draw_drift_chart, ring_label, ConfigChartLayout, Names,
+    band_note, draw_config_chart, draw_drift_chart, ring_label, ConfigChartLayout, DriftAxes, Names,
 };
 use crate::viz::svg;
 
@@ -147,6 +147,7 @@ pub fn DriftChart(
     random: Signal<Vec<f64>>,
     current: Signal<Option<(usize, f64)>>,
     theme: Signal<Theme>,
+    #[prop(default = DriftAxes::OUTPUT)] axes: DriftAxes,
 ) -> impl IntoView {
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
@@ -161,14 +162,14 @@ pub fn DriftChart(
             let _ = area.fill(&palette(theme).background);
             return;
         }
-        let result = draw_drift_chart(&area, &ranked, &random, current, palette(theme), scale);
+        let result = draw_drift_chart(&area, &ranked, &random, current, &axes, palette(theme), scale);
         draw_error.set(result.err().map(|e| format!("could not draw the drift curve: {e}")));
     });
     let export_svg = move |_| {
         let (ranked, random, current) =
             (ranked.get_untracked(), random.get_untracked(), current.get_untracked());
-        let saved = svg::drift_chart(&ranked, &random, current, palette(theme.get_untracked()))
-            .and_then(|t| files::svg("headlab-drift-chart.svg", &t));
+        let saved = svg::drift_chart(&ranked, &random, current, &axes, palette(theme.get_untracked()))
+            .and_then(|t| files::svg(axes.file, &t));
         draw_error.set(saved.err());
     };
     view! {
@@ -177,12 +178,12 @@ pub fn DriftChart(
             width="560"
             height="320"
             class="chart"
-            data-testid="drift-chart"
+            data-testid=format!("{}-chart", axes.name)
             role="img"
-            aria-label="Relative output drift against the number of heads pruned, least important first and in random order"
+            aria-label=axes.described
         ></canvas>
         <div class="buttons">
-            <button data-testid="export-drift-svg" on:click=export_svg>"Drift chart (SVG)"</button>
+            <button data-testid=format!("export-{}-svg", axes.name) on:click=export_svg>"Drift chart (SVG)"</button>
         </div>
         {move || draw_error.get().map(|e| view! { <p class="error">{e}</p> })}
     }

@@ -11,7 +11,7 @@ mod layer_flow;
 mod status;
 mod table;
 
-pub use charts::ConfigChart;
+pub use charts::{ConfigChart, DriftChart};
 pub use claims::Claims;
 pub use code::CodeWalk;
 pub use drift::DriftPanel;

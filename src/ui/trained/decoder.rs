@@ -11,14 +11,19 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::attention::{HeadSet, Mask};
-use crate::jobs::decoder::{DecoderRun, InductionRun, PAGE_KERNEL};
+use crate::jobs::decoder::{
+    random_heads, DecoderRun, InductionRun, SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
+};
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
 use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{DecoderRole, HalfLosses};
+use crate::model::next_importance::SweepPlan;
 use crate::model::spec::ModelSpec;
 use crate::ui::canvas::draw_masked_heatmap;
+use crate::ui::panels::DriftChart;
 use crate::ui::state::{AppState, TrainedChoices};
+use crate::viz::chart::DriftAxes;
 use crate::viz::colormap::viridis_css_gradient;
 
 use super::TextWithExamples;
@@ -37,7 +42,16 @@ struct DecoderView {
     testing: RwSignal<bool>,
     /// The test sequence's halves' losses with the reader's heads.
     halves: LocalResource<Option<HalfLosses>>,
+    /// Every head's importance to the next token, on the text it was measured on.
+    importance: RwSignal<Option<Rc<TextImportance>>, LocalStorage>,
+    /// How far the measurement in flight got (`None`: none in flight).
+    measuring: RwSignal<Option<String>>,
+    /// Bumped to stop the measurement in flight.
+    sweep_generation: StoredValue<u32>,
 }
+
+/// Milliseconds the importance sweep works before letting the browser draw.
+const SWEEP_SLICE_MS: f64 = 40.0;
 
 impl DecoderView {
     fn new(decoder: Rc<Decoder>) -> DecoderView {
@@ -67,7 +81,17 @@ impl DecoderView {
                 Some(test.losses_with(&decoder, PAGE_KERNEL, &heads))
             }
         });
-        DecoderView { decoder, choices, run, induction, testing: RwSignal::new(false), halves }
+        DecoderView {
+            decoder,
+            choices,
+            run,
+            induction,
+            testing: RwSignal::new(false),
+            halves,
+            importance: RwSignal::new_local(None),
+            measuring: RwSignal::new(None),
+            sweep_generation: StoredValue::new(0),
+        }
     }
 
     fn get() -> DecoderView {
@@ -80,6 +104,40 @@ impl DecoderView {
 
     fn run_now(&self) -> Option<Rc<DecoderRun>> {
         self.run.get().flatten()
+    }
+
+    /// The importance measured on the reader's text as it is now.
+    fn importance_now(&self) -> Option<Rc<TextImportance>> {
+        let found = self.importance.get()?;
+        self.choices.text.with(|t| *t == found.text).then_some(found)
+    }
+
+    /// Measures every head's importance on the reader's text on the page's thread, a slice at a
+    /// time; a new measurement stops the one in flight.
+    fn measure_importance(self) {
+        let generation = self.sweep_generation.get_value().wrapping_add(1);
+        self.sweep_generation.set_value(generation);
+        let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
+        self.measuring.set(Some("Measuring…".into()));
+        spawn_local(async move {
+            yield_to_browser().await;
+            let Some(mut sweep) = TextSweep::new(&decoder, PAGE_KERNEL, &text, SweepPlan::PAGE) else {
+                self.measuring.set(None);
+                return;
+            };
+            // Stops when another measurement starts or the panel is gone.
+            while self.sweep_generation.try_get_value() == Some(generation) {
+                match sweep.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                    SweepProgress::Done(found) => {
+                        self.importance.set(Some(found));
+                        self.measuring.set(None);
+                        return;
+                    }
+                    SweepProgress::Working { .. } => self.measuring.set(Some(sweep.progress_text())),
+                }
+                yield_to_browser().await;
+            }
+        });
     }
 
     /// Runs the induction test on the page's thread (a few passes' time), once.
@@ -115,6 +173,7 @@ pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
         <NextTokens />
         <LossStrip />
         <DecoderHeatmaps />
+        <DecoderImportance />
         <DecoderGrid />
         <InductionTest />
     }
@@ -308,13 +367,19 @@ fn DecoderGrid() -> impl IntoView {
                     {(0..spec.heads).map(|h| {
                         let index = l * spec.heads + h;
                         let pruned = move || heads.read().is_pruned(index);
+                        let importance = move || view.importance_now().map(|i| (i.found.ranking.per_head[index], i.found.ranking.share(index)));
                         view! {
                             <button
                                 class="grid-head"
                                 aria-pressed=move || (!pruned()).to_string()
                                 data-testid=format!("decoder-head-{index}")
+                                data-importance=move || importance().map(|(v, _)| v.to_string())
+                                style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
                                 aria-label=format!("layer {}, head {h}", l + 1)
-                                title=format!("layer {} head {h}: select to prune it or bring it back", l + 1)
+                                title=move || {
+                                    let measured = importance().map(|(v, _)| format!("; removing it alone moves the next token by KL {v:.4}")).unwrap_or_default();
+                                    format!("layer {} head {h}: select to prune it or bring it back{measured}", l + 1)
+                                }
                                 on:click=move |_| heads.update(|s| s.toggle(index))
                             >{move || label(index)}</button>
                         }
@@ -322,6 +387,73 @@ fn DecoderGrid() -> impl IntoView {
                 </div>
             }).collect_view()}
         </div>
+    }
+}
+
+/// Which heads the next token needs: every head removed alone, the k least important or k at
+/// random pruned, and the drift curve of both orders.
+#[component]
+fn DecoderImportance() -> impl IntoView {
+    let view = DecoderView::get();
+    let heads = view.choices.heads;
+    let total = view.spec().total_heads();
+    let k = RwSignal::new(0usize);
+    let seed = RwSignal::new(1u32);
+    let prune_least = move |count: usize| {
+        k.set(count);
+        if let Some(found) = view.importance_now() {
+            heads.set(found.found.ranking.least(count));
+        }
+    };
+    let prune_random = move |_| {
+        seed.update(|s| *s += 1);
+        heads.set(random_heads(total, k.get_untracked(), seed.get_untracked()));
+    };
+    let stale = move || view.importance.with(Option::is_some) && view.importance_now().is_none();
+    let curve = move || view.importance_now().map(|i| i.found.curve.clone());
+    let ranked = Signal::derive(move || curve().map(|c| c.dense(&c.ranked)).unwrap_or_default());
+    let random = Signal::derive(move || curve().map(|c| c.dense(&c.random)).unwrap_or_default());
+    let current = Signal::derive(move || {
+        let run = view.run_now()?;
+        let kl = crate::model::next_token::kl(&run.full.next_logits, &run.pruned.next_logits);
+        Some((run.pruned.heads.pruned_count(), kl))
+    });
+    let settings = AppState::get().settings;
+    let theme = Signal::derive(move || settings.read().theme);
+    view! {
+        <h3>"Which heads the next token needs"</h3>
+        <p class="explain">
+            "A head's importance here: how far the next-token distribution moves (KL divergence) when that head alone is removed, on your text. One pass per head, each from the first layer it changes; then the curve below prunes heads least important first and at random."
+        </p>
+        <p class="buttons">
+            <button data-testid="decoder-measure" disabled=move || view.measuring.with(Option::is_some) on:click=move |_| view.measure_importance()>
+                "Measure every head on this text"
+            </button>
+        </p>
+        <p class="muted" data-testid="decoder-importance-status" aria-live="polite">
+            {move || view.measuring.get().or_else(|| stale().then(|| "Measured on an earlier text: measure again for this one.".to_string()))}
+        </p>
+        <p data-testid="decoder-importance">{move || view.importance_now().map(|i| i.sentence(&view.spec()))}</p>
+        <label class="prune-k">
+            {move || format!("Prune the {} least important heads ", k.get())}
+            <input
+                type="range"
+                min="0"
+                max=total.to_string()
+                data-testid="decoder-prune-k"
+                disabled=move || view.importance_now().is_none()
+                prop:value=move || k.get().to_string()
+                on:input=move |ev| prune_least(event_target_value(&ev).parse().unwrap_or(0))
+            />
+        </label>
+        <p class="buttons">
+            <button data-testid="decoder-prune-random" on:click=prune_random>
+                {move || format!("Prune {} at random instead", k.get())}
+            </button>
+        </p>
+        {move || view.importance_now().is_some().then(|| view! {
+            <DriftChart ranked=ranked random=random current=current theme=theme axes=DriftAxes::next_token(SweepPlan::PAGE.random_orders) />
+        })}
     }
 }
 
