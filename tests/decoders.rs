@@ -519,6 +519,86 @@ fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_r
 }
 
 #[test]
+fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() {
+    use headlab::jobs::decoder::{SetLoss, SetPerplexity};
+    use headlab::model::decoder::Decoder;
+    use headlab::model::texts::TextSet;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let total = decoder.spec().total_heads();
+    let long = "Call me Ishmael. Some years ago, never mind how long precisely. ".repeat(6);
+    let set = TextSet { passages: vec![long.clone(), "A".into(), "The whale swam away.".into()] };
+    let expected = |heads: &HeadSet| {
+        let (mut sum, mut count) = (0.0, 0);
+        for text in [&long[..], "The whale swam away."] {
+            let ids: Vec<u32> = decoder.tokens(text).ids.into_iter().take(40).collect();
+            let losses = decoder.gpt2.forward(Kernel::Simd, &ids, heads).losses;
+            sum += losses.iter().sum::<f64>();
+            count += losses.len();
+        }
+        (sum / count as f64, count)
+    };
+    // A clock that moves 1 ms each time it is read: a 1 ms slice is one passage.
+    let now = std::cell::Cell::new(0.0);
+    let clock = || {
+        now.set(now.get() + 1.0);
+        now.get()
+    };
+    let mut results = Vec::new();
+    for heads in [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6])] {
+        let mut job = SetLoss::new(&decoder, &set, &heads);
+        assert_eq!(job.progress(), (0, 2), "a one-token passage predicts nothing");
+        assert_eq!(job.work_for(&decoder, Kernel::Simd, &clock, 1.0), None, "one passage per 1 ms slice");
+        assert_eq!(job.progress(), (1, 2));
+        let got = job.work_for(&decoder, Kernel::Simd, &clock, 1.0).expect("both read");
+        let (mean, count) = expected(&heads);
+        assert_eq!((got.tokens, got.passages), (count, 2));
+        assert!(count > 40, "the long passage is cut to the 40 positions");
+        assert!(
+            (got.mean_loss - mean).abs() < 1e-12 && (got.perplexity - mean.exp()).abs() < 1e-9 * mean.exp()
+        );
+        results.push(got);
+    }
+    assert_ne!(results[0].mean_loss, results[1].mean_loss);
+    let said = SetPerplexity::sentence(&results[0], &results[1]);
+    assert!(
+        said.starts_with("On 2 passages of Moby-Dick (")
+            && said.contains("with your 2 heads pruned (mean loss"),
+        "{said}"
+    );
+    assert!(SetPerplexity::sentence(&results[0], &results[0]).contains("Prune heads and measure again"));
+}
+
+#[test]
+fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_without_a_head() {
+    use headlab::jobs::decoder::SetLoss;
+    use headlab::model::decoder::Decoder;
+    use headlab::model::texts::{self, TextSet, TEXTS_SHA256};
+    let file = texts::select(&common::texts_chapters());
+    let want = &reference(&folder("gpt2-odd"))["set"];
+    let sha = headlab::model::asset::sha256_hex(file.as_bytes());
+    assert_eq!(sha, TEXTS_SHA256, "the page's hash is the file's");
+    assert_eq!(want["sha256"].as_str(), Some(TEXTS_SHA256), "Python selects the same passages");
+    let set = TextSet::from_file(file.as_bytes()).unwrap();
+    assert_eq!(set.passages.len() as u64, want["passages"].as_u64().unwrap());
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let total = decoder.spec().total_heads();
+    for (key, heads) in [("full", HeadSet::all(total)), ("pruned", HeadSet::with_pruned(total, [1]))] {
+        let got = SetLoss::new(&decoder, &set, &heads)
+            .work_for(&decoder, Kernel::Simd, &|| 0.0, f64::INFINITY)
+            .unwrap();
+        let (mean, tokens) =
+            (want[key]["mean_loss"].as_f64().unwrap(), want[key]["tokens"].as_u64().unwrap());
+        say!("{key}: perplexity {} (float64 {})", got.perplexity, want[key]["perplexity"]);
+        assert_eq!(got.tokens as u64, tokens, "{key}: the same tokens");
+        assert!((got.mean_loss - mean).abs() < 1e-5 * mean, "{key}: {} vs {mean}", got.mean_loss);
+    }
+}
+
+#[test]
 fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
     use headlab::jobs::decoder::perplexity_text;
     assert_eq!(

@@ -15,6 +15,7 @@ use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
 use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
 use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
+use crate::model::texts::TextSet;
 
 /// The kernel the page runs a decoder on: the vector one (wasm simd128).
 pub const PAGE_KERNEL: Kernel = Kernel::Simd;
@@ -346,4 +347,114 @@ impl TextImportance {
 /// `k` of `total` heads pruned at random (the order `seed` draws).
 pub fn random_heads(total: usize, k: usize, seed: u32) -> HeadSet {
     HeadSet::with_pruned(total, random_order(total, seed).into_iter().take(k))
+}
+
+/// Tokens of a passage the text set's perplexity reads (at most; and at most the model's positions).
+pub const PASSAGE_TOKENS: usize = 64;
+
+/// A decoder's loss on a text set with some heads, passage by passage.
+#[derive(Clone, Debug)]
+pub struct SetLoss {
+    passages: Vec<Vec<u32>>,
+    heads: HeadSet,
+    sum: f64,
+    count: usize,
+    done: usize,
+}
+
+/// The text set's perplexity with some heads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SetPerplexity {
+    /// The heads that were active.
+    pub heads: HeadSet,
+    /// Mean loss per predicted token, nats.
+    pub mean_loss: f64,
+    /// `exp(mean_loss)`.
+    pub perplexity: f64,
+    /// Tokens predicted (each passage's tokens after its first).
+    pub tokens: usize,
+    /// Passages read.
+    pub passages: usize,
+}
+
+impl SetLoss {
+    /// The loss of `decoder` with `heads` on `set`'s passages, each cut to [`PASSAGE_TOKENS`] and
+    /// the model's positions (passages of one token predict nothing and are left out).
+    pub fn new(decoder: &Decoder, set: &TextSet, heads: &HeadSet) -> SetLoss {
+        let most = PASSAGE_TOKENS.min(decoder.spec().positions);
+        let passages = set
+            .passages
+            .iter()
+            .map(|p| decoder.tokens(p).ids.into_iter().take(most).collect::<Vec<u32>>())
+            .filter(|ids| ids.len() > 1)
+            .collect();
+        SetLoss { passages, heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
+    }
+
+    /// Passages read, of all.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.done, self.passages.len())
+    }
+
+    /// Reads passages until `slice_ms` have passed on `clock` (at least one); the perplexity once
+    /// every passage is read.
+    pub fn work_for(
+        &mut self,
+        decoder: &Decoder,
+        kernel: Kernel,
+        clock: &dyn Clock,
+        slice_ms: f64,
+    ) -> Option<SetPerplexity> {
+        let started = clock.now_ms();
+        while let Some(ids) = self.passages.get(self.done) {
+            let losses = decoder.gpt2.forward(kernel, ids, &self.heads).losses;
+            self.sum += losses.iter().sum::<f64>();
+            self.count += losses.len();
+            self.done += 1;
+            if clock.now_ms() - started >= slice_ms {
+                break;
+            }
+        }
+        (self.done == self.passages.len()).then(|| {
+            let mean_loss = if self.count > 0 { self.sum / self.count as f64 } else { f64::NAN };
+            SetPerplexity {
+                heads: self.heads.clone(),
+                mean_loss,
+                perplexity: mean_loss.exp(),
+                tokens: self.count,
+                passages: self.passages.len(),
+            }
+        })
+    }
+}
+
+impl SetPerplexity {
+    /// The full model's and `self`'s (a pruned model's) perplexity in a sentence.
+    pub fn sentence(full: &SetPerplexity, pruned: &SetPerplexity) -> String {
+        let set = format!(
+            "On {} passages of {} ({} tokens predicted, at most {PASSAGE_TOKENS} per passage)",
+            full.passages,
+            crate::model::texts::NAME,
+            full.tokens
+        );
+        if pruned.heads.any_pruned() {
+            format!(
+                "{set}: perplexity {} with every head, {} with your {} pruned (mean loss {:.3} and {:.3} nats per token).",
+                perplexity_text(full.perplexity),
+                perplexity_text(pruned.perplexity),
+                match pruned.heads.pruned_count() {
+                    1 => "head".to_string(),
+                    n => format!("{n} heads"),
+                },
+                full.mean_loss,
+                pruned.mean_loss
+            )
+        } else {
+            format!(
+                "{set}: perplexity {} with every head (mean loss {:.3} nats per token). Prune heads and measure again to compare.",
+                perplexity_text(full.perplexity),
+                full.mean_loss
+            )
+        }
+    }
 }

@@ -28,6 +28,7 @@ pub mod runner;
 pub mod sharded;
 pub mod spec;
 pub mod task;
+pub mod texts;
 pub mod tokenizer;
 pub mod work;
 

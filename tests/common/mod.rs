@@ -143,3 +143,20 @@ pub fn checkpoints_dir() -> std::path::PathBuf {
 }
 
 pub mod folder;
+
+/// The novel's chapters the text set is selected from (scripts/fetch-texts.sh), in order.
+pub fn texts_chapters() -> Vec<String> {
+    use std::path::PathBuf;
+    let dir = std::env::var_os("HEADLAB_TEXTS_CHAPTERS").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/headlab-texts/0.2.3/package/data")
+    });
+    (1..=headlab::model::texts::CHAPTERS)
+        .map(|i| {
+            let path = dir.join(format!("chapter_{i}.json"));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}: run scripts/fetch-texts.sh", path.display()));
+            let json: serde_json::Value = serde_json::from_str(&text).expect("a chapter's JSON");
+            json["text"].as_str().expect("its text").to_string()
+        })
+        .collect()
+}

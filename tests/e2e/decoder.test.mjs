@@ -88,6 +88,48 @@ test("every head's importance on the reader's text: head 1.1's equals the float6
   await page.close();
 });
 
+test("the perplexity on the shipped Moby-Dick passages equals the float64 reference, with every head and with head 1.1 pruned", async () => {
+  const { set } = await reference('gpt2-odd');
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  await decoder.setMeasure.click();
+  await decoder.setPerplexity.waitText(new RegExp(`^On ${set.passages} passages of Moby-Dick \\(${set.full.tokens} tokens predicted, at most 64 per passage\\): perplexity [\\d.e]+ with every head \\(mean loss \\d+\\.\\d{3} nats per token\\)\\. Prune heads`), { timeout: 60000 });
+  const close = (page, want) => Math.abs(page - want) < 1e-4 * want;
+  let got = await decoder.setPerplexities();
+  assert.ok(close(got.full, set.full.perplexity) && got.pruned === got.full, `page ${got.full}, float64 ${set.full.perplexity}`);
+  await decoder.head(1).click();
+  await decoder.setStatus.waitText(/^Your heads changed since: measure again\.$/);
+  await decoder.setMeasure.click();
+  await decoder.setPerplexity.waitText(/ with your head pruned \(mean loss /, { timeout: 60000 });
+  got = await decoder.setPerplexities();
+  assert.ok(close(got.full, set.full.perplexity), 'the full model\'s is kept');
+  assert.ok(close(got.pruned, set.pruned.perplexity), `pruned: page ${got.pruned}, float64 ${set.pruned.perplexity}`);
+  assert.equal(await decoder.setStatus.textContent(), '');
+  console.log(`gpt2-odd on Moby-Dick: perplexity ${got.full} (float64 ${set.full.perplexity}), head 1.1 pruned ${got.pruned} (${set.pruned.perplexity})`);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
+test('a text set that fails its hash is refused with a message, and the decoder keeps working', async () => {
+  const context = await app.noGpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
+  await context.route('**/moby-dick.txt', async (route) => {
+    const body = (await (await route.fetch()).body()).toString().replace('Call me Ishmael.', 'Call me Ishmail.');
+    await route.fulfill({ body, contentType: 'text/plain' });
+  });
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu`, { via: context });
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  await decoder.setMeasure.click();
+  await decoder.setStatus.waitText(/^Could not load the text set: the text set \(moby-dick\.txt\) is damaged or from another build: its SHA-256 is [0-9a-f]{12}…, not the 81a2e4cf717b… this page expects\.$/, { timeout: 60000 });
+  assert.equal(await decoder.setPerplexity.textContent(), '');
+  assert.ok(await decoder.setMeasure.isEnabled(), 'the reader can try again');
+  await decoder.head(2).click();
+  await decoder.waitPruned(1, 8, { timeout: 60000 });
+  assert.deepEqual(withoutProbes(problems), []);
+  await context.close();
+});
+
 test('the induction test labels the grid, prunes what it found, and a text past the context is cut with a note', async () => {
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;
   const long = 'The bank of the river was muddy after the rain. '.repeat(8);

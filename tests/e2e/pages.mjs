@@ -612,6 +612,15 @@ class Decoder {
   get pruneK() { return element(this.root, 'decoder-prune-k'); }
   get pruneRandom() { return element(this.root, 'decoder-prune-random'); }
   get driftChart() { return element(this.root, 'decoder-drift-chart'); }
+  get setMeasure() { return element(this.root, 'set-measure'); }
+  get setStatus() { return element(this.root, 'set-status'); }
+  get setPerplexity() { return element(this.root, 'set-perplexity'); }
+
+  /** The text set's perplexity with every head and with the heads last measured. */
+  async setPerplexities() {
+    const [full, pruned] = await Promise.all(['data-full', 'data-pruned'].map((a) => this.setPerplexity.getAttribute(a)));
+    return { full: Number(full), pruned: Number(pruned) };
+  }
 
   /** Each head's measured importance (KL when removed alone), in head order (`NaN` before it is measured). */
   importances() {

@@ -19,6 +19,7 @@ few English sentences (deterministic: ties go to the smaller pair), and `<|endof
 weight is a value f16 holds exactly. Needs numpy, tokenizers and safetensors. Never touches the
 network.
 """
+import hashlib
 import json
 import math
 import os
@@ -59,7 +60,8 @@ CASES = {
     # GPT2LMHeadModel's naming, odd sizes (d_k 9, FFN 37 given as n_inner), F32, vocab.json +
     # merges.txt, the attention's mask buffers as old checkpoints have them.
     "gpt2-odd": dict(layers=2, heads=4, d=36, ffn=37, positions=40, dtype="F32",
-                     prefix="transformer.", tokenizer="files", buffers=True, head=True, seed=11),
+                     prefix="transformer.", tokenizer="files", buffers=True, head=True, seed=11,
+                     text_set=True),
     # The original openai-community/gpt2 naming (no prefix), F16, tokenizer.json, n_inner null.
     "gpt2-tokenizer-json": dict(layers=3, heads=3, d=24, ffn=None, positions=64, dtype="F16",
                                 prefix="", tokenizer="json", buffers=False, head=False, seed=12),
@@ -130,6 +132,66 @@ def make_tokenizer(vocab, merges):
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([END_OF_TEXT])
     return tok
+
+
+# The text set a decoder's perplexity is measured on (src/model/texts.rs), selected here again,
+# independently: a passage of every fourth of Moby-Dick's 135 chapters (the chapters from
+# scripts/fetch-texts.sh, in HEADLAB_TEXTS_CHAPTERS), each the chapter's first paragraph of 200
+# or more characters, cut after the last sentence ending within 400 (else at the last space).
+TEXTS_HEADER = ("# Moby-Dick; or, The Whale (Herman Melville, 1851; public domain): "
+                "a passage of every fourth chapter, one per line")
+
+
+def passage(chapter):
+    paragraph = next((p.strip() for p in chapter.split("\n") if len(p.strip()) >= 200), None)
+    if paragraph is None:
+        return None
+    paragraph = paragraph.replace("\t", " ")
+    if len(paragraph) <= 400:
+        return paragraph
+    sentence_end = space = None
+    for i in range(400):
+        if paragraph[i] == " ":
+            space = i
+        end = i
+        while end + 1 < 400 and paragraph[end + 1] in '"\u201d\u2019)':
+            end += 1
+        if paragraph[i] in ".!?" and end + 1 < len(paragraph) and paragraph[end + 1] == " ":
+            sentence_end = end + 1
+    cut = sentence_end if sentence_end is not None else space
+    return None if cut is None else paragraph[:cut].rstrip()
+
+
+def text_set():
+    """The passages and the SHA-256 of the page's file of them; None without the chapters."""
+    folder = os.environ.get("HEADLAB_TEXTS_CHAPTERS")
+    if not folder:
+        return None
+    passages = []
+    for i in range(1, 136, 4):
+        with open(os.path.join(folder, f"chapter_{i}.json"), encoding="utf-8") as f:
+            p = passage(json.load(f)["text"])
+        if p is not None:
+            passages.append(p)
+    text = TEXTS_HEADER + "\n" + "".join(p + "\n" for p in passages)
+    return passages, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def set_reference(case, w, tok, passages, pruned):
+    """Mean loss per predicted token on the passages (each cut to 64 tokens and the positions)."""
+    most = min(64, case["positions"])
+    out = {}
+    for key, heads_pruned in (("full", ()), ("pruned", pruned)):
+        total, count = 0.0, 0
+        for p in passages:
+            ids = tok.encode(p).ids[:most]
+            if len(ids) < 2:
+                continue
+            _, losses, _ = reference_forward(case, w, ids, heads_pruned)
+            total += float(sum(losses))
+            count += len(losses)
+        out[key] = {"mean_loss": total / count, "perplexity": math.exp(total / count), "tokens": count}
+    return out
 
 
 def save_tokenizer(folder, case, vocab, merges):
@@ -277,8 +339,14 @@ def make(out_dir, name, case, merges, vocab):
             "losses": [float(v) for v in losses], "losses_pruned": [float(v) for v in losses_p],
             "kl": float((np.exp(lp) * (lp - lq)).sum()),
             "top": int(np.argmax(logits)), "top_pruned": int(np.argmax(logits_p))}
+    reference = {"tokens": tokens, "forward": forward, "page": page}
+    texts = text_set()
+    if texts is not None and case.get("text_set"):
+        passages, sha = texts
+        reference["set"] = {"sha256": sha, "passages": len(passages), "pruned_heads": [[0, 1]],
+                            **set_reference(case, w, make_tokenizer(vocab, merges), passages, [(0, 1)])}
     with open(os.path.join(folder, "reference.json"), "w") as f:
-        json.dump({"tokens": tokens, "forward": forward, "page": page}, f)
+        json.dump(reference, f)
     print(f"{name}: {sum(a.size for a in w.values())} weights ({case['dtype']}), "
           f"{len(tokens)} tokenizer cases, {len(forward)} forward cases")
 

@@ -12,7 +12,8 @@ use leptos::task::spawn_local;
 
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::decoder::{
-    random_heads, DecoderRun, InductionRun, SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
+    random_heads, DecoderRun, InductionRun, SetLoss, SetPerplexity, SweepProgress, TextImportance, TextSweep,
+    PAGE_KERNEL,
 };
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
@@ -20,6 +21,8 @@ use crate::model::gpt2::DecoderOutput;
 use crate::model::induction::{DecoderRole, HalfLosses};
 use crate::model::next_importance::SweepPlan;
 use crate::model::spec::ModelSpec;
+use crate::model::texts::{TextSet, NAME as TEXTS_NAME, TEXTS_URL};
+use crate::ui::browser::fetch_bytes;
 use crate::ui::canvas::draw_masked_heatmap;
 use crate::ui::panels::DriftChart;
 use crate::ui::state::{AppState, TrainedChoices};
@@ -48,7 +51,18 @@ struct DecoderView {
     measuring: RwSignal<Option<String>>,
     /// Bumped to stop the measurement in flight.
     sweep_generation: StoredValue<u32>,
+    /// The text set, once fetched and checked.
+    texts: StoredValue<Option<Rc<TextSet>>, LocalStorage>,
+    /// The text set's perplexity with every head, and with the heads it was last measured with.
+    set_perplexity: RwSignal<Option<SetPair>, LocalStorage>,
+    /// How far the text set's measurement got, or why it failed (`None`: none in flight).
+    set_status: RwSignal<Option<String>>,
+    /// Whether the text set is being read.
+    reading_set: RwSignal<bool>,
 }
+
+/// The text set's perplexity with every head and with the reader's heads.
+type SetPair = (Rc<SetPerplexity>, Rc<SetPerplexity>);
 
 /// Milliseconds the importance sweep works before letting the browser draw.
 const SWEEP_SLICE_MS: f64 = 40.0;
@@ -91,6 +105,10 @@ impl DecoderView {
             importance: RwSignal::new_local(None),
             measuring: RwSignal::new(None),
             sweep_generation: StoredValue::new(0),
+            texts: StoredValue::new_local(None),
+            set_perplexity: RwSignal::new_local(None),
+            set_status: RwSignal::new(None),
+            reading_set: RwSignal::new(false),
         }
     }
 
@@ -140,6 +158,66 @@ impl DecoderView {
         });
     }
 
+    /// The text set, fetched from beside the page and checked against the hash built into it.
+    async fn text_set(self) -> Result<Rc<TextSet>, String> {
+        if let Some(set) = self.texts.get_value() {
+            return Ok(set);
+        }
+        let bytes = fetch_bytes(TEXTS_URL, |_, _| {})
+            .await
+            .map_err(|e| format!("Could not load the text set: {e}."))?;
+        let set =
+            Rc::new(TextSet::from_file(&bytes).map_err(|e| format!("Could not load the text set: {e}."))?);
+        self.texts.set_value(Some(set.clone()));
+        Ok(set)
+    }
+
+    /// Measures the text set's perplexity with every head (once per model) and with the
+    /// reader's heads, a slice at a time.
+    fn measure_set(self) {
+        if self.reading_set.get_untracked() {
+            return;
+        }
+        self.reading_set.set(true);
+        self.set_status.set(Some(format!("Loading the {TEXTS_NAME} passages…")));
+        let (decoder, heads) = (self.decoder.get_value(), self.choices.heads.get_untracked());
+        spawn_local(async move {
+            let result = self.read_set(&decoder, &heads).await;
+            self.set_status.set(result.err());
+            self.reading_set.set(false);
+        });
+    }
+
+    async fn read_set(self, decoder: &Decoder, heads: &HeadSet) -> Result<(), String> {
+        let set = self.text_set().await?;
+        let all = HeadSet::all(heads.len());
+        let known = self.set_perplexity.get_untracked().map(|(full, _)| full);
+        let mut measured = Vec::new();
+        for (which, heads) in [("every head", &all), ("your heads", heads)] {
+            if let Some(full) = known.as_ref().filter(|f| f.heads == *heads) {
+                measured.push(full.clone());
+                continue;
+            }
+            if let Some(same) = measured.iter().find(|m: &&Rc<SetPerplexity>| m.heads == *heads) {
+                measured.push(same.clone());
+                continue;
+            }
+            let mut job = SetLoss::new(decoder, &set, heads);
+            let found = loop {
+                if let Some(found) = job.work_for(decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                    break found;
+                }
+                let (done, of) = job.progress();
+                self.set_status.set(Some(format!("Reading passage {} of {of} with {which}…", done + 1)));
+                yield_to_browser().await;
+            };
+            measured.push(Rc::new(found));
+        }
+        let pruned = measured.pop().expect("two");
+        self.set_perplexity.set(Some((measured.pop().expect("two"), pruned)));
+        Ok(())
+    }
+
     /// Runs the induction test on the page's thread (a few passes' time), once.
     fn find_induction_heads(self) {
         if self.testing.get_untracked() {
@@ -174,6 +252,7 @@ pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
         <LossStrip />
         <DecoderHeatmaps />
         <DecoderImportance />
+        <TextSetPerplexity />
         <DecoderGrid />
         <InductionTest />
     }
@@ -454,6 +533,35 @@ fn DecoderImportance() -> impl IntoView {
         {move || view.importance_now().is_some().then(|| view! {
             <DriftChart ranked=ranked random=random current=current theme=theme axes=DriftAxes::next_token(SweepPlan::PAGE.random_orders) />
         })}
+    }
+}
+
+/// The decoder's perplexity on the shipped text set, with every head and with the reader's.
+#[component]
+fn TextSetPerplexity() -> impl IntoView {
+    let view = DecoderView::get();
+    let heads = view.choices.heads;
+    let found =
+        move || view.set_perplexity.get().map(|(full, pruned)| SetPerplexity::sentence(&full, &pruned));
+    let stale = move || {
+        view.set_perplexity.with(|p| p.as_ref().is_some_and(|(_, pruned)| heads.with(|h| *h != pruned.heads)))
+    };
+    view! {
+        <h3>"Perplexity on a text set"</h3>
+        <p class="explain">
+            {format!("How well the model predicts ordinary prose: the perplexity (e to the mean loss per token) on passages of {TEXTS_NAME} (Herman Melville, 1851, public domain), shipped with the page. Lower is better; pruning heads a model needs raises it.")}
+        </p>
+        <p class="buttons">
+            <button data-testid="set-measure" disabled=move || view.reading_set.get() on:click=move |_| view.measure_set()>
+                {format!("Measure on {TEXTS_NAME} with your heads")}
+            </button>
+        </p>
+        <p class="muted" data-testid="set-status" aria-live="polite">
+            {move || view.set_status.get().or_else(|| stale().then(|| "Your heads changed since: measure again.".to_string()))}
+        </p>
+        <p data-testid="set-perplexity" data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
+            {found}
+        </p>
     }
 }
 
