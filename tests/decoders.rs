@@ -436,16 +436,33 @@ fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
 fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the_losses() {
     use headlab::jobs::decoder::{DecoderRun, InductionRun, TOP_TOKENS};
     use headlab::model::decoder::Decoder;
+    use headlab::model::gpt2::Keep;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
     let n = tokens.ids.len();
-    let all = DecoderRun::new(&decoder, Kernel::Simd, tokens.clone(), &HeadSet::all(total), None, &|| 0.0);
+    let all = DecoderRun::new(
+        &decoder,
+        Kernel::Simd,
+        tokens.clone(),
+        &HeadSet::all(total),
+        Keep::All,
+        None,
+        &|| 0.0,
+    );
     assert!(std::sync::Arc::ptr_eq(&all.full, &all.pruned), "nothing pruned: one pass");
     let heads = HeadSet::with_pruned(total, [1, 5]);
-    let run = DecoderRun::new(&decoder, Kernel::Simd, tokens, &heads, Some(all.full.clone()), &|| 0.0);
+    let run = DecoderRun::new(
+        &decoder,
+        Kernel::Simd,
+        tokens.clone(),
+        &heads,
+        Keep::All,
+        Some(all.full.clone()),
+        &|| 0.0,
+    );
     assert!(std::sync::Arc::ptr_eq(&run.full, &all.full), "the full pass is reused");
     assert_eq!(run.pruned.heads, heads);
     let table = run.next_table(&decoder);
@@ -464,6 +481,29 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
     assert!(run
         .cost_sentence(2, 0.1)
         .starts_with(&format!("Last change recomputed layers 1-2 (a decoder's pass over {n} tokens")));
+    // One layer kept: the full pass that kept every layer serves; one that kept another does not.
+    let one = DecoderRun::new(
+        &decoder,
+        Kernel::Simd,
+        tokens.clone(),
+        &heads,
+        Keep::Layer(1),
+        Some(all.full.clone()),
+        &|| 0.0,
+    );
+    assert!(std::sync::Arc::ptr_eq(&one.full, &all.full));
+    assert!(one.pruned.kept(1) && !one.pruned.kept(0));
+    assert_eq!(one.pruned.losses, run.pruned.losses);
+    let other = DecoderRun::new(
+        &decoder,
+        Kernel::Simd,
+        tokens,
+        &heads,
+        Keep::Layer(0),
+        Some(one.pruned.clone()),
+        &|| 0.0,
+    );
+    assert!(other.full.kept(0) && !other.full.heads.any_pruned());
     let test = InductionRun::new(&decoder, Kernel::Simd, 1);
     assert_eq!((test.sequence.half, test.scores.len()), (19, total), "a third of 40 positions, each half");
     let again = test.losses_with(&decoder, Kernel::Simd, &HeadSet::all(total));
@@ -595,6 +635,70 @@ fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_withou
         say!("{key}: perplexity {} (float64 {})", got.perplexity, want[key]["perplexity"]);
         assert_eq!(got.tokens as u64, tokens, "{key}: the same tokens");
         assert!((got.mean_loss - mean).abs() < 1e-5 * mean, "{key}: {} vs {mean}", got.mean_loss);
+    }
+}
+
+#[test]
+fn a_long_text_on_a_large_model_keeps_only_the_layer_on_show() {
+    use headlab::jobs::decoder::{keep_for, KEEP_ALL_BYTES};
+    use headlab::model::gpt2::Keep;
+    use headlab::model::spec::ModelSpec;
+    let medium =
+        ModelSpec { layers: 24, heads: 16, d_model: 1024, positions: 1024, ..ModelSpec::MINILM_L6_V2 };
+    let mut asked = 0;
+    assert_eq!(
+        keep_for(&medium, 128, || {
+            asked += 1;
+            3
+        }),
+        Keep::All,
+        "128 tokens: 24 MiB"
+    );
+    assert_eq!(asked, 0, "the layer on show is not read when every layer is kept");
+    assert_eq!(keep_for(&medium, 1024, || 5), Keep::Layer(5), "1024 tokens: 1.5 GiB");
+    assert_eq!(keep_for(&medium, 1024, || 99), Keep::Layer(23));
+    let n = ((KEEP_ALL_BYTES / (24 * 16 * 4)) as f64).sqrt() as usize;
+    assert_eq!((keep_for(&medium, n, || 0), keep_for(&medium, n + 1, || 0)), (Keep::All, Keep::Layer(0)));
+}
+
+#[test]
+fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
+    use headlab::model::decoder_gradient::{gates, head_importance, passage_gradients};
+    let model = decoder(&folder("gpt2-odd"));
+    let total = model.spec.total_heads();
+    let ids: Vec<u32> = (0..37u32).map(|i| (i * 29 + 3) % model.spec.vocab as u32).collect();
+    // Gates of 0 and 1: the loss is the forward pass's mean loss with those heads.
+    for heads in [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6])] {
+        let (loss, _) = passage_gradients(&model, Kernel::Scalar, &ids, &gates(&heads));
+        let losses = model.forward(Kernel::Scalar, &ids, &heads).losses;
+        let want = losses.iter().sum::<f64>() / losses.len() as f64;
+        assert!((loss - want).abs() < 1e-6 * want, "{loss} vs {want}");
+    }
+    // Gates between: each gradient against central differences of the loss.
+    let g: Vec<f32> = (0..total).map(|h| 0.55 + 0.06 * h as f32).collect();
+    let (_, grads) = passage_gradients(&model, Kernel::Scalar, &ids, &g);
+    let largest = grads.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let eps = 0.02f32;
+    for h in 0..total {
+        let at = |delta: f32| {
+            let mut moved = g.clone();
+            moved[h] += delta;
+            passage_gradients(&model, Kernel::Scalar, &ids, &moved).0
+        };
+        let numeric = (at(eps) - at(-eps)) / (2.0 * eps as f64);
+        say!("head {h}: gradient {:.6}, finite difference {numeric:.6}", grads[h]);
+        assert!((numeric - grads[h]).abs() < 5e-3 * largest, "head {h}: {} vs {numeric}", grads[h]);
+    }
+    assert!(largest > 1e-3, "the loss depends on the heads: {grads:?}");
+    // Importance: the mean |gradient| over passages, 0 for a pruned head.
+    let passages = vec![ids.clone(), ids[5..20].to_vec()];
+    let heads = HeadSet::with_pruned(total, [3]);
+    let importance = head_importance(&model, Kernel::Scalar, &passages, &heads);
+    let one = |p: &[u32]| passage_gradients(&model, Kernel::Scalar, p, &gates(&heads)).1;
+    let (a, b) = (one(&passages[0]), one(&passages[1]));
+    for h in 0..total {
+        let want = if h == 3 { 0.0 } else { (a[h].abs() + b[h].abs()) / 2.0 };
+        assert!((importance[h] - want).abs() <= 1e-12 * want.max(1.0), "head {h}");
     }
 }
 

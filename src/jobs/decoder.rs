@@ -11,14 +11,31 @@ use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
-use crate::model::gpt2::DecoderOutput;
+use crate::model::gpt2::{DecoderOutput, Keep};
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
 use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
 use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
+use crate::model::spec::ModelSpec;
 use crate::model::texts::TextSet;
 
 /// The kernel the page runs a decoder on: the vector one (wasm simd128).
 pub const PAGE_KERNEL: Kernel = Kernel::Simd;
+
+/// The most bytes of attention weights a page's pass keeps for every layer; past it (a long text
+/// on a large model: gpt2-medium at 1024 tokens would keep 1.6 GB per pass) it keeps only the
+/// layer on show, and showing another layer runs the passes again.
+pub const KEEP_ALL_BYTES: usize = 64 << 20;
+
+/// What a page's pass over `n` tokens keeps: every layer's attention if it fits
+/// [`KEEP_ALL_BYTES`], else only the layer `shown` returns (called only then, so that a page
+/// recomputes on a change of layer only when it must).
+pub fn keep_for(spec: &ModelSpec, n: usize, shown: impl FnOnce() -> usize) -> Keep {
+    if spec.layers * spec.heads * n * n * 4 <= KEEP_ALL_BYTES {
+        Keep::All
+    } else {
+        Keep::Layer(shown().min(spec.layers - 1))
+    }
+}
 
 /// Tokens the next-token table lists.
 pub const TOP_TOKENS: usize = 8;
@@ -38,23 +55,32 @@ pub struct DecoderRun {
 }
 
 impl DecoderRun {
-    /// The passes over `tokens` with every head and with `heads`, reusing `full` when it is a
-    /// full pass over the same tokens; timed on `clock`.
+    /// The passes over `tokens` with every head and with `heads`, keeping the attention `keep`
+    /// names, reusing `full` when it is a full pass over the same tokens that kept it; timed on
+    /// `clock`.
     pub fn new(
         decoder: &Decoder,
         kernel: Kernel,
         tokens: DecoderTokens,
         heads: &HeadSet,
+        keep: Keep,
         full: Option<Arc<DecoderOutput>>,
         clock: &dyn Clock,
     ) -> DecoderRun {
         let started = clock.now_ms();
-        let total = decoder.spec().total_heads();
-        let full = full
-            .filter(|f| f.seq_len == tokens.ids.len() && !f.heads.any_pruned() && f.heads.len() == total)
-            .unwrap_or_else(|| Arc::new(decoder.gpt2.forward(kernel, &tokens.ids, &HeadSet::all(total))));
+        let spec = decoder.spec();
+        let total = spec.total_heads();
+        let usable = |f: &Arc<DecoderOutput>| {
+            f.seq_len == tokens.ids.len()
+                && !f.heads.any_pruned()
+                && f.heads.len() == total
+                && (0..spec.layers).all(|l| !keep.keeps(l) || f.kept(l))
+        };
+        let full = full.filter(usable).unwrap_or_else(|| {
+            Arc::new(decoder.gpt2.forward_keeping(kernel, &tokens.ids, &HeadSet::all(total), keep))
+        });
         let pruned = if heads.any_pruned() {
-            Arc::new(decoder.gpt2.forward(kernel, &tokens.ids, heads))
+            Arc::new(decoder.gpt2.forward_keeping(kernel, &tokens.ids, heads, keep))
         } else {
             full.clone()
         };
@@ -66,10 +92,11 @@ impl DecoderRun {
         decoder: &Decoder,
         tokens: DecoderTokens,
         heads: &HeadSet,
+        keep: Keep,
         full: Option<Arc<DecoderOutput>>,
         clock: &dyn Clock,
     ) -> DecoderRun {
-        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, full, clock)
+        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, keep, full, clock)
     }
 
     /// What the last change cost, in a sentence (`step_ms`: the clock's step).

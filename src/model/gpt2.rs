@@ -61,11 +61,12 @@ pub struct DecoderOutput {
     /// The last layer's rows after the final LayerNorm, `n x d_model`: the logits of any
     /// position are one product away ([`Gpt2::logits`]).
     pub hidden: Vec<f32>,
-    /// Per layer, every head's attention weights, `heads x n x n`: row `i` is 0 after column `i`.
+    /// Per layer, every head's attention weights, `heads x n x n`: row `i` is 0 after column `i`
+    /// (empty for a layer the pass did not keep: [`Keep`]).
     pub attention: Vec<Arc<Vec<f32>>>,
     /// Per layer, every head's output before the output projection (`n x d_model`, head `h` in
     /// columns `h d_k..(h + 1) d_k`, pruned heads included): what a head writes, for its direct
-    /// effect on the logits ([`super::induction`]).
+    /// effect on the logits ([`super::induction`]) (empty for a layer not kept).
     pub head_outputs: Vec<Arc<Vec<f32>>>,
     /// The logits of the token after the text (the last position's), `vocab` values.
     pub next_logits: Vec<f32>,
@@ -202,8 +203,14 @@ impl Gpt2 {
     }
 
     /// Runs the decoder on `ids` (1 to the spec's positions, each below the vocabulary size) with
-    /// only `heads` (of the spec's total, numbered `layer * heads + head`) active.
+    /// only `heads` (of the spec's total, numbered `layer * heads + head`) active, keeping every
+    /// layer's attention.
     pub fn forward(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet) -> DecoderOutput {
+        self.forward_keeping(kernel, ids, heads, Keep::All)
+    }
+
+    /// [`Gpt2::forward`], keeping the attention and head outputs of the layers `keep` names.
+    pub fn forward_keeping(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet, keep: Keep) -> DecoderOutput {
         let spec = &self.spec;
         assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
         let mut x = self.embed(ids);
@@ -211,7 +218,8 @@ impl Gpt2 {
         let (mut attention, mut head_outputs) =
             (Vec::with_capacity(spec.layers), Vec::with_capacity(spec.layers));
         for l in 0..spec.layers {
-            let (att, outputs) = self.layer(kernel, l, &mut x, heads, &mut scratch, true).expect("kept");
+            let (att, outputs) =
+                self.layer(kernel, l, &mut x, heads, &mut scratch, keep.keeps(l)).unwrap_or_default();
             attention.push(att);
             head_outputs.push(outputs);
         }
@@ -306,7 +314,7 @@ impl Gpt2 {
     }
 
     /// `word[id] + position[t]`.
-    fn embed(&self, ids: &[u32]) -> Vec<f32> {
+    pub(crate) fn embed(&self, ids: &[u32]) -> Vec<f32> {
         let (n, d) = (ids.len(), self.spec.d_model);
         assert!((1..=self.spec.positions).contains(&n), "1 to {} tokens", self.spec.positions);
         let mut x = vec![0.0f32; n * d];
@@ -355,6 +363,33 @@ impl Gpt2 {
             }
         }
         (next, losses)
+    }
+}
+
+/// Which layers' attention (and head outputs) a pass keeps: all of them take
+/// `layers x heads x n x n` floats, 1.6 GB for gpt2-medium at 1024 tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Every layer's.
+    All,
+    /// One layer's.
+    Layer(usize),
+}
+
+impl Keep {
+    /// Whether layer `l`'s is kept.
+    pub fn keeps(self, l: usize) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Layer(k) => k == l,
+        }
+    }
+}
+
+impl DecoderOutput {
+    /// Whether the pass kept layer `l`'s attention.
+    pub fn kept(&self, l: usize) -> bool {
+        self.attention.get(l).is_some_and(|a| !a.is_empty())
     }
 }
 
@@ -447,6 +482,23 @@ mod tests {
             let resumed = m.next_logits_from(Kernel::Scalar, &trace, from, &heads);
             assert_eq!(resumed, whole, "from layer {from} with {pruned:?} pruned");
         }
+    }
+
+    #[test]
+    fn a_pass_keeping_one_layer_gives_the_same_numbers_and_only_that_layers_attention() {
+        let m = Gpt2::random(small(), 8);
+        let ids = [3, 1, 4, 1, 5, 9, 2, 6];
+        let heads = HeadSet::with_pruned(8, [2]);
+        let all = m.forward(Kernel::Scalar, &ids, &heads);
+        let one = m.forward_keeping(Kernel::Scalar, &ids, &heads, Keep::Layer(1));
+        assert_eq!(
+            (&one.next_logits, &one.losses, &one.hidden),
+            (&all.next_logits, &all.losses, &all.hidden)
+        );
+        assert!(!one.kept(0) && one.kept(1) && !one.kept(2) && all.kept(0) && all.kept(1));
+        assert_eq!((one.attention[0].len(), one.head_outputs[0].len()), (0, 0));
+        assert_eq!(one.attention[1], all.attention[1]);
+        assert_eq!(one.head_outputs[1], all.head_outputs[1]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::{attend, Kernel};
 
 /// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major.
-fn matmul(kernel: Kernel, a: &[f32], b: &[f32], n: usize, inner: usize, cols: usize) -> Vec<f32> {
+pub(super) fn matmul(kernel: Kernel, a: &[f32], b: &[f32], n: usize, inner: usize, cols: usize) -> Vec<f32> {
     let mut y = vec![0.0; n * cols];
     sgemm(
         kernel,
@@ -46,7 +46,7 @@ struct Trace {
 }
 
 /// LayerNorm that also returns `x̂` and each row's `1 / sqrt(var + eps)`.
-fn layer_norm_traced(x: &mut [f32], norm: &Norm, eps: f64) -> (Vec<f32>, Vec<f64>) {
+pub(super) fn layer_norm_traced(x: &mut [f32], norm: &Norm, eps: f64) -> (Vec<f32>, Vec<f64>) {
     let d = norm.w.len();
     let mut hat = vec![0.0f32; x.len()];
     let mut inv = Vec::with_capacity(x.len() / d);
@@ -64,7 +64,7 @@ fn layer_norm_traced(x: &mut [f32], norm: &Norm, eps: f64) -> (Vec<f32>, Vec<f64
 }
 
 /// The gradient through LayerNorm: from `dy` (overwritten) to the gradient of its input.
-fn layer_norm_backward(dy: &mut [f32], norm: &Norm, (hat, inv): &(Vec<f32>, Vec<f64>)) {
+pub(super) fn layer_norm_backward(dy: &mut [f32], norm: &Norm, (hat, inv): &(Vec<f32>, Vec<f64>)) {
     let d = norm.w.len();
     for ((row, hrow), &i) in dy.chunks_exact_mut(d).zip(hat.chunks_exact(d)).zip(inv) {
         let g: Vec<f64> = row.iter().zip(&norm.w).map(|(&d, &w)| d as f64 * w as f64).collect();
@@ -77,7 +77,7 @@ fn layer_norm_backward(dy: &mut [f32], norm: &Norm, (hat, inv): &(Vec<f32>, Vec<
 }
 
 /// `d/dx` of the activation.
-fn activation_grad(activation: Activation, x: f32) -> f32 {
+pub(super) fn activation_grad(activation: Activation, x: f32) -> f32 {
     match activation {
         Activation::Gelu => {
             let x = x as f64;
@@ -245,7 +245,7 @@ fn layer_backward(
 /// The gradient of every head's attention output `d_heads` (`n x d_model`) to that of the packed
 /// QKV (`n x 3 d_model`), in f64 (the matrices are small); heads whose `gates` are 0 have no
 /// gradient and are left at zero.
-fn attention_backward(
+pub(super) fn attention_backward(
     spec: &ModelSpec,
     qkv: &[f32],
     probs: &[f32],

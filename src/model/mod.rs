@@ -13,6 +13,7 @@ pub mod contrast;
 pub mod copies;
 pub mod curves;
 pub mod decoder;
+pub mod decoder_gradient;
 pub mod digits;
 pub mod filter;
 pub mod gpt2;

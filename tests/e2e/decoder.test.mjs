@@ -130,6 +130,49 @@ test('a text set that fails its hash is refused with a message, and the decoder 
   await context.close();
 });
 
+test('a dropped GPT-2 folder replaces the encoder; a long text on a 12 x 12 model keeps one layer of attention and shows each layer the reader picks', async () => {
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent('The bank of the river.')}`);
+  await trained.waitReady({ timeout: 60000 });
+  // A drop, as a drop made by script carries it: files, no folder entries.
+  await page.evaluate(async ([base, names]) => {
+    const data = new DataTransfer();
+    for (const name of names) {
+      const bytes = await (await fetch(`${base}/${name}`)).arrayBuffer();
+      data.items.add(new File([bytes], name));
+    }
+    const zone = document.querySelector('[data-testid="model-drop"]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  }, [`${CHECKPOINTS_PATH}gpt2-small-shaped`, ['config.json', 'model.safetensors', 'vocab.json', 'merges.txt']]);
+  await trained.modelLoad.waitText(/^gpt2-small-shaped \(gpt2, weights [0-9a-f]{16}\): 12 layers × 12 heads of 64/, { timeout: 120000 });
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  // About 400 tokens: every layer's attention would be 12 x 12 x 400² floats (92 MB) per pass.
+  await trained.setText('The bank of the river was muddy after the rain; '.repeat(40));
+  await decoder.lossStrip.locator('.loss-cell').nth(300).waitFor({ timeout: 120000 });
+  const n = await trained.shownTokens.count();
+  assert.ok(n > 350 && n < 1024, `${n} tokens`);
+  const picture = () => decoder.heatmap(5).evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let hash = 0;
+    for (let i = 0; i < d.length; i += 7) hash = (hash * 31 + d[i]) >>> 0;
+    return { n: c.width, hash };
+  });
+  await page.waitForFunction((id) => document.querySelector(`[data-testid="${id}"]`)?.width > 300, decoder.heatmap(5).testId, { timeout: 120000 });
+  const first = await picture();
+  assert.equal(first.n, n);
+  await decoder.layer.selectOption('12');
+  await page.waitForFunction(async ([id, before]) => {
+    const c = document.querySelector(`[data-testid="${id}"]`);
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    let hash = 0;
+    for (let i = 0; i < d.length; i += 7) hash = (hash * 31 + d[i]) >>> 0;
+    return hash !== before;
+  }, [decoder.heatmap(5).testId, first.hash], { timeout: 120000, polling: 500 });
+  assert.equal((await picture()).n, n);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
 test('the induction test labels the grid, prunes what it found, and a text past the context is cut with a note', async () => {
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;
   const long = 'The bank of the river was muddy after the rain. '.repeat(8);

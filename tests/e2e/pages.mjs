@@ -606,6 +606,7 @@ class Decoder {
   get inductionPrune() { return element(this.root, 'induction-prune'); }
   get inductionResult() { return element(this.root, 'induction-result'); }
   get inductionLosses() { return element(this.root, 'induction-losses'); }
+  get layer() { return element(this.root, 'layer'); }
   get measure() { return element(this.root, 'decoder-measure'); }
   get importanceStatus() { return element(this.root, 'decoder-importance-status'); }
   get importance() { return element(this.root, 'decoder-importance'); }

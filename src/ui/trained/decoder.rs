@@ -12,8 +12,8 @@ use leptos::task::spawn_local;
 
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::decoder::{
-    random_heads, DecoderRun, InductionRun, SetLoss, SetPerplexity, SweepProgress, TextImportance, TextSweep,
-    PAGE_KERNEL,
+    keep_for, random_heads, DecoderRun, InductionRun, SetLoss, SetPerplexity, SweepProgress, TextImportance,
+    TextSweep, PAGE_KERNEL,
 };
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
@@ -75,13 +75,15 @@ impl DecoderView {
         let full = StoredValue::new_local(None::<Arc<DecoderOutput>>);
         let run = LocalResource::new(move || {
             let (text, heads, decoder) = (choices.text.get(), choices.heads.get(), decoder.get_value());
+            let tokens = decoder.tokens(&text);
+            // A long text on a large model keeps only the layer on show (and reruns when it changes).
+            let keep = keep_for(decoder.spec(), tokens.ids.len(), || choices.layer.get());
             async move {
                 yield_to_browser().await;
-                let tokens = decoder.tokens(&text);
                 if tokens.ids.is_empty() || heads.len() != decoder.spec().total_heads() {
                     return None;
                 }
-                let run = DecoderRun::on_page(&decoder, tokens, &heads, full.get_value(), &now_ms);
+                let run = DecoderRun::on_page(&decoder, tokens, &heads, keep, full.get_value(), &now_ms);
                 full.set_value(Some(run.full.clone()));
                 Some(Rc::new(run))
             }
@@ -396,8 +398,12 @@ fn DecoderHead(h: usize) -> impl IntoView {
     let draw_error = RwSignal::new(None::<String>);
     Effect::new(move |_| {
         let (Some(canvas), Some(run)) = (canvas.get(), view.run_now()) else { return };
-        let n = run.pruned.seq_len;
-        let w = &run.pruned.attention[layer()][h * n * n..(h + 1) * n * n];
+        let (n, l) = (run.pruned.seq_len, layer());
+        // A pass that kept another layer only: the one for this layer is on its way.
+        if !run.pruned.kept(l) {
+            return;
+        }
+        let w = &run.pruned.attention[l][h * n * n..(h + 1) * n * n];
         draw_error.set(
             draw_masked_heatmap(&canvas, w, n, Mask::Causal).err().map(|e| format!("could not draw: {e:?}")),
         );
