@@ -703,6 +703,48 @@ fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
 }
 
 #[test]
+fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
+    use headlab::jobs::decoder::{DecoderMeasure, SetGradient, SweepProgress, TextSweep};
+    use headlab::model::decoder::Decoder;
+    use headlab::model::decoder_gradient::head_importance;
+    use headlab::model::next_importance::SweepPlan;
+    use headlab::model::texts::TextSet;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let total = decoder.spec().total_heads();
+    let set = TextSet {
+        passages: vec!["Call me Ishmael. Some years ago.".into(), "X".into(), "The whale, the sea.".into()],
+    };
+    let mut job = SetGradient::new(&decoder, &set);
+    assert_eq!(job.progress(), (0, 2), "a one-token passage is left out");
+    let ranking = job.work_for(&decoder, Kernel::Scalar, &|| 0.0, f64::INFINITY).expect("done");
+    let passages: Vec<Vec<u32>> = ["Call me Ishmael. Some years ago.", "The whale, the sea."]
+        .iter()
+        .map(|p| decoder.tokens(p).ids)
+        .collect();
+    let want = head_importance(&decoder.gpt2, Kernel::Scalar, &passages, &HeadSet::all(total));
+    for (h, (got, want)) in ranking.per_head.iter().zip(&want).enumerate() {
+        assert!((got - want).abs() <= 1e-12 * want.max(1.0), "head {h}");
+    }
+    let text = "The bank of the river was muddy after the rain.";
+    let mut sweep =
+        TextSweep::ranked(&decoder, Kernel::Simd, text, SweepPlan::PAGE, &ranking, DecoderMeasure::SetLoss)
+            .unwrap();
+    assert!(sweep.progress_text().starts_with("Measuring: 0 of 45 passes (the curve's points on your text)"));
+    let SweepProgress::Done(found) = sweep.work_for(&decoder, Kernel::Simd, &|| 0.0, f64::INFINITY) else {
+        panic!("done")
+    };
+    assert_eq!((found.measure, &found.found.ranking), (DecoderMeasure::SetLoss, &ranking));
+    assert!(found.sentence(decoder.spec()).starts_with(
+        "By the gradient of the loss on Moby-Dick (Michel et al.), the heads that matter most are layer "
+    ));
+    assert!(DecoderMeasure::SetLoss
+        .value_text(0.01)
+        .contains("|dL/d gate| 0.01000 on the Moby-Dick passages"));
+}
+
+#[test]
 fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
     use headlab::jobs::decoder::perplexity_text;
     assert_eq!(

@@ -7,10 +7,11 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::attention::clock::Clock;
-use crate::attention::importance::random_order;
+use crate::attention::importance::{random_order, Ranking};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
+use crate::model::decoder_gradient::passage_gradients;
 use crate::model::gpt2::{DecoderOutput, Keep};
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
 use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
@@ -268,6 +269,8 @@ impl InductionRun {
 pub struct TextSweep {
     /// The text it measures.
     pub text: String,
+    /// What ranks the heads.
+    pub measure: DecoderMeasure,
     sweep: NextSweep,
     /// Milliseconds worked so far.
     pub worked_ms: f64,
@@ -287,11 +290,34 @@ pub enum SweepProgress {
     Done(Rc<TextImportance>),
 }
 
+/// What makes a decoder's head important.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecoderMeasure {
+    /// How far the next token after the reader's text moves (KL) when the head alone is removed.
+    NextToken,
+    /// The mean |gradient| of the text set's loss with respect to the head's gate (Michel et al.).
+    SetLoss,
+}
+
+impl DecoderMeasure {
+    /// A head's importance by this measure, for its tooltip.
+    pub fn value_text(self, v: f64) -> String {
+        match self {
+            DecoderMeasure::NextToken => format!("removing it alone moves the next token by KL {v:.4}"),
+            DecoderMeasure::SetLoss => {
+                format!("|dL/d gate| {v:.5} on the {} passages", crate::model::texts::NAME)
+            }
+        }
+    }
+}
+
 /// A text's measured importance.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextImportance {
-    /// The text it was measured on.
+    /// The text it was measured on (its drift curve's).
     pub text: String,
+    /// What ranked the heads.
+    pub measure: DecoderMeasure,
     /// What the sweep found.
     pub found: NextImportance,
     /// Milliseconds it took.
@@ -304,7 +330,27 @@ impl TextSweep {
         let tokens = decoder.tokens(text);
         (!tokens.ids.is_empty()).then(|| TextSweep {
             text: text.to_string(),
+            measure: DecoderMeasure::NextToken,
             sweep: NextSweep::new(&decoder.gpt2, kernel, &tokens.ids, plan),
+            worked_ms: 0.0,
+        })
+    }
+
+    /// The drift curve of `text` with the heads in the order of `ranking` (by `measure`), and at
+    /// random (`None` for a text without tokens).
+    pub fn ranked(
+        decoder: &Decoder,
+        kernel: Kernel,
+        text: &str,
+        plan: SweepPlan,
+        ranking: &Ranking,
+        measure: DecoderMeasure,
+    ) -> Option<TextSweep> {
+        let tokens = decoder.tokens(text);
+        (!tokens.ids.is_empty()).then(|| TextSweep {
+            text: text.to_string(),
+            measure,
+            sweep: NextSweep::ranked_by(&decoder.gpt2, kernel, &tokens.ids, plan, ranking),
             worked_ms: 0.0,
         })
     }
@@ -327,6 +373,7 @@ impl TextSweep {
         match self.sweep.result() {
             Some(found) => SweepProgress::Done(Rc::new(TextImportance {
                 text: self.text.clone(),
+                measure: self.measure,
                 found,
                 took_ms: self.worked_ms,
             })),
@@ -343,12 +390,17 @@ impl TextSweep {
         } else {
             String::new()
         };
-        format!("Measuring: {done} of {passes} passes (one per head removed alone, then the curve's points){left}…")
+        let what = match self.measure {
+            DecoderMeasure::NextToken => "one per head removed alone, then the curve's points",
+            DecoderMeasure::SetLoss => "the curve's points on your text",
+        };
+        format!("Measuring: {done} of {passes} passes ({what}){left}…")
     }
 }
 
 impl TextImportance {
     /// The sweep in a sentence: the heads that matter most, and the curve at Michel et al.'s 40 %.
+    /// (`top` written with three significant decimals of the measure.)
     pub fn sentence(&self, spec: &crate::model::spec::ModelSpec) -> String {
         let ranking = &self.found.ranking;
         let top: Vec<String> = ranking
@@ -361,8 +413,15 @@ impl TextImportance {
         let curve = &self.found.curve;
         let total = ranking.len();
         let at = curve.ks.iter().position(|&k| 5 * k >= 2 * total).unwrap_or(curve.ks.len() - 1);
+        let most = match self.measure {
+            DecoderMeasure::NextToken => "Removing one head alone moves the next token most for".to_string(),
+            DecoderMeasure::SetLoss => format!(
+                "By the gradient of the loss on {} (Michel et al.), the heads that matter most are",
+                crate::model::texts::NAME
+            ),
+        };
         format!(
-            "Removing one head alone moves the next token most for {}. With the {} least important pruned (40 %, as Michel et al. pruned BERT), KL {:.3}; as many at random, {:.3} on average.",
+            "{most} {}. With the {} least important pruned (40 %, as Michel et al. pruned BERT), the next token after your text moves by KL {:.3}; as many at random, {:.3} on average.",
             top.join(", "),
             curve.ks[at],
             curve.ranked[at],
@@ -408,14 +467,7 @@ impl SetLoss {
     /// The loss of `decoder` with `heads` on `set`'s passages, each cut to [`PASSAGE_TOKENS`] and
     /// the model's positions (passages of one token predict nothing and are left out).
     pub fn new(decoder: &Decoder, set: &TextSet, heads: &HeadSet) -> SetLoss {
-        let most = PASSAGE_TOKENS.min(decoder.spec().positions);
-        let passages = set
-            .passages
-            .iter()
-            .map(|p| decoder.tokens(p).ids.into_iter().take(most).collect::<Vec<u32>>())
-            .filter(|ids| ids.len() > 1)
-            .collect();
-        SetLoss { passages, heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
+        SetLoss { passages: set_passages(decoder, set), heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
     }
 
     /// Passages read, of all.
@@ -483,5 +535,65 @@ impl SetPerplexity {
                 full.mean_loss
             )
         }
+    }
+}
+
+/// `set`'s passages as `decoder` reads them: each cut to [`PASSAGE_TOKENS`] and the model's
+/// positions, those of one token (which predict nothing) left out.
+fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
+    let most = PASSAGE_TOKENS.min(decoder.spec().positions);
+    set.passages
+        .iter()
+        .map(|p| decoder.tokens(p).ids.into_iter().take(most).collect::<Vec<u32>>())
+        .filter(|ids| ids.len() > 1)
+        .collect()
+}
+
+/// Every head's importance by the text set's loss (Michel et al.'s mean |gate gradient|, every
+/// head kept), a passage at a time.
+#[derive(Clone, Debug)]
+pub struct SetGradient {
+    passages: Vec<Vec<u32>>,
+    sums: Vec<f64>,
+    done: usize,
+}
+
+impl SetGradient {
+    /// The measurement of `decoder` on `set`.
+    pub fn new(decoder: &Decoder, set: &TextSet) -> SetGradient {
+        SetGradient {
+            passages: set_passages(decoder, set),
+            sums: vec![0.0; decoder.spec().total_heads()],
+            done: 0,
+        }
+    }
+
+    /// Passages done, of all.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.done, self.passages.len())
+    }
+
+    /// Works through passages until `slice_ms` have passed on `clock` (at least one); the ranking
+    /// once every passage is done.
+    pub fn work_for(
+        &mut self,
+        decoder: &Decoder,
+        kernel: Kernel,
+        clock: &dyn Clock,
+        slice_ms: f64,
+    ) -> Option<Ranking> {
+        let started = clock.now_ms();
+        let gates = vec![1.0f32; self.sums.len()];
+        while let Some(ids) = self.passages.get(self.done) {
+            let (_, grads) = passage_gradients(&decoder.gpt2, kernel, ids, &gates);
+            self.sums.iter_mut().zip(&grads).for_each(|(s, g)| *s += g.abs());
+            self.done += 1;
+            if clock.now_ms() - started >= slice_ms {
+                break;
+            }
+        }
+        let count = self.passages.len().max(1) as f64;
+        (self.done == self.passages.len())
+            .then(|| Ranking::new(self.sums.iter().map(|s| s / count).collect()))
     }
 }

@@ -117,6 +117,8 @@ pub struct NextSweep {
     base: NextKl,
     plan: SweepPlan,
     total: usize,
+    /// Whether the heads' importance came measured (only the curve is left to measure).
+    given: bool,
     per_head: Vec<f64>,
     ks: Vec<usize>,
     /// The ranked order, then the random ones (once every head is measured).
@@ -133,6 +135,7 @@ impl NextSweep {
             base: NextKl::new(model, kernel, ids),
             plan,
             total,
+            given: false,
             per_head: Vec::with_capacity(total),
             ks: curve_ks(total, plan.points),
             orders: Vec::new(),
@@ -140,14 +143,32 @@ impl NextSweep {
         }
     }
 
+    /// A sweep over the text `ids` whose heads are already ranked by another measure (say, the
+    /// loss on a text set): only the drift curve, in that order and at random, is measured.
+    pub fn ranked_by(
+        model: &Gpt2,
+        kernel: Kernel,
+        ids: &[u32],
+        plan: SweepPlan,
+        ranking: &Ranking,
+    ) -> NextSweep {
+        let mut sweep = NextSweep::new(model, kernel, ids, plan);
+        assert_eq!(ranking.len(), sweep.total, "a ranking of the model's heads");
+        sweep.per_head = ranking.per_head.clone();
+        sweep.given = true;
+        sweep
+    }
+
     /// Passes in all (a point with no head pruned costs none but counts as one).
     pub fn passes(&self) -> usize {
-        self.total + (1 + self.plan.random_orders as usize) * self.ks.len()
+        let heads = if self.given { 0 } else { self.total };
+        heads + (1 + self.plan.random_orders as usize) * self.ks.len()
     }
 
     /// Passes made.
     pub fn done(&self) -> usize {
-        self.per_head.len() + self.values.iter().map(Vec::len).sum::<usize>()
+        let heads = if self.given { 0 } else { self.per_head.len() };
+        heads + self.values.iter().map(Vec::len).sum::<usize>()
     }
 
     /// Makes the next pass; false once there is none left.
@@ -209,6 +230,37 @@ mod tests {
         assert_eq!(curve_ks(8, 12), (0..=8).collect::<Vec<_>>());
         assert_eq!(curve_ks(10, 4), [0, 3, 5, 8, 10]);
         assert_eq!(curve_ks(1, 0), [0, 1]);
+    }
+
+    #[test]
+    fn a_sweep_of_heads_ranked_by_another_measure_measures_only_the_curve() {
+        use crate::model::spec::{Activation, ModelSpec};
+        let spec = ModelSpec {
+            layers: 2,
+            heads: 2,
+            d_model: 8,
+            ffn: 12,
+            vocab: 20,
+            positions: 10,
+            activation: Activation::GeluTanh,
+            layer_norm_eps: 1e-5,
+            ..ModelSpec::MINILM_L6_V2
+        };
+        let model = Gpt2::random(spec, 4);
+        let ranking = Ranking::new(vec![0.4, 0.1, 0.3, 0.2]);
+        let plan = SweepPlan { points: 4, random_orders: 1, seed: 2 };
+        let mut sweep = NextSweep::ranked_by(&model, Kernel::Scalar, &[1, 5, 7, 2], plan, &ranking);
+        assert_eq!((sweep.done(), sweep.passes()), (0, 2 * 5));
+        let mut steps = 0;
+        while sweep.step(&model, Kernel::Scalar) {
+            steps += 1;
+        }
+        assert_eq!(steps, 10);
+        let found = sweep.result().unwrap();
+        assert_eq!(found.ranking, ranking);
+        let base = NextKl::new(&model, Kernel::Scalar, &[1, 5, 7, 2]);
+        let two_least = HeadSet::with_pruned(4, [1, 3]);
+        assert_eq!(found.curve.ranked[2], base.with(&model, Kernel::Scalar, &two_least));
     }
 
     #[test]

@@ -88,6 +88,25 @@ test("every head's importance on the reader's text: head 1.1's equals the float6
   await page.close();
 });
 
+test("heads ranked by the loss on Moby-Dick (Michel et al.'s gradient): the grid, prune-k and the curve follow that order", async () => {
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  await decoder.measureSet.click();
+  await decoder.importance.waitText(/^By the gradient of the loss on Moby-Dick \(Michel et al\.\), the heads that matter most are layer \d head \d \(\d\.\d{3}\), /, { timeout: 60000 });
+  const importance = await decoder.importances();
+  assert.ok(importance.every((v) => v > 0), importance.join());
+  assert.match(await decoder.head(0).getAttribute('title'), /\|dL\/d gate\| \d\.\d{5} on the Moby-Dick passages$/);
+  await decoder.driftChart.waitFor();
+  await decoder.pruneK.fill('2');
+  await decoder.waitPruned(2, 8, { timeout: 60000 });
+  const least = importance.map((v, h) => [v, h]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).slice(0, 2).map(([, h]) => h).sort();
+  assert.deepEqual(await decoder.prunedHeads(), least);
+  assert.equal(await decoder.importanceStatus.textContent(), '');
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
 test("the perplexity on the shipped Moby-Dick passages equals the float64 reference, with every head and with head 1.1 pruned", async () => {
   const { set } = await reference('gpt2-odd');
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;

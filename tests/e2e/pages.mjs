@@ -608,6 +608,7 @@ class Decoder {
   get inductionLosses() { return element(this.root, 'induction-losses'); }
   get layer() { return element(this.root, 'layer'); }
   get measure() { return element(this.root, 'decoder-measure'); }
+  get measureSet() { return element(this.root, 'decoder-measure-set'); }
   get importanceStatus() { return element(this.root, 'decoder-importance-status'); }
   get importance() { return element(this.root, 'decoder-importance'); }
   get pruneK() { return element(this.root, 'decoder-prune-k'); }

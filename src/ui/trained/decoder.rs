@@ -12,8 +12,8 @@ use leptos::task::spawn_local;
 
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::decoder::{
-    keep_for, random_heads, DecoderRun, InductionRun, SetLoss, SetPerplexity, SweepProgress, TextImportance,
-    TextSweep, PAGE_KERNEL,
+    keep_for, random_heads, DecoderMeasure, DecoderRun, InductionRun, SetGradient, SetLoss, SetPerplexity,
+    SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
 };
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
@@ -51,6 +51,8 @@ struct DecoderView {
     measuring: RwSignal<Option<String>>,
     /// Bumped to stop the measurement in flight.
     sweep_generation: StoredValue<u32>,
+    /// Why the last measurement stopped short, if it did.
+    sweep_note: RwSignal<Option<String>>,
     /// The text set, once fetched and checked.
     texts: StoredValue<Option<Rc<TextSet>>, LocalStorage>,
     /// The text set's perplexity with every head, and with the heads it was last measured with.
@@ -107,6 +109,7 @@ impl DecoderView {
             importance: RwSignal::new_local(None),
             measuring: RwSignal::new(None),
             sweep_generation: StoredValue::new(0),
+            sweep_note: RwSignal::new(None),
             texts: StoredValue::new_local(None),
             set_perplexity: RwSignal::new_local(None),
             set_status: RwSignal::new(None),
@@ -135,29 +138,80 @@ impl DecoderView {
     /// Measures every head's importance on the reader's text on the page's thread, a slice at a
     /// time; a new measurement stops the one in flight.
     fn measure_importance(self) {
-        let generation = self.sweep_generation.get_value().wrapping_add(1);
-        self.sweep_generation.set_value(generation);
+        let generation = self.start_sweep("Measuring…".into());
         let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
-        self.measuring.set(Some("Measuring…".into()));
         spawn_local(async move {
             yield_to_browser().await;
-            let Some(mut sweep) = TextSweep::new(&decoder, PAGE_KERNEL, &text, SweepPlan::PAGE) else {
-                self.measuring.set(None);
-                return;
-            };
-            // Stops when another measurement starts or the panel is gone.
-            while self.sweep_generation.try_get_value() == Some(generation) {
-                match sweep.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
-                    SweepProgress::Done(found) => {
-                        self.importance.set(Some(found));
-                        self.measuring.set(None);
-                        return;
-                    }
-                    SweepProgress::Working { .. } => self.measuring.set(Some(sweep.progress_text())),
-                }
-                yield_to_browser().await;
-            }
+            let sweep = TextSweep::new(&decoder, PAGE_KERNEL, &text, SweepPlan::PAGE);
+            self.run_sweep(&decoder, sweep, generation).await;
         });
+    }
+
+    /// Ranks every head by the text set's loss (its gate gradients, a passage at a time), then
+    /// measures the drift curve of the reader's text in that order.
+    fn measure_by_set(self) {
+        let generation = self.start_sweep(format!("Loading the {TEXTS_NAME} passages…"));
+        let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
+        spawn_local(async move {
+            let set = match self.text_set().await {
+                Ok(set) => set,
+                Err(e) => return self.end_sweep(generation, Some(e)),
+            };
+            let mut job = SetGradient::new(&decoder, &set);
+            let ranking = loop {
+                if self.sweep_generation.try_get_value() != Some(generation) {
+                    return;
+                }
+                if let Some(ranking) = job.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                    break ranking;
+                }
+                let (done, of) = job.progress();
+                self.measuring.set(Some(format!("Gradients on {TEXTS_NAME}: passage {} of {of}…", done + 1)));
+                yield_to_browser().await;
+            };
+            let sweep = TextSweep::ranked(
+                &decoder,
+                PAGE_KERNEL,
+                &text,
+                SweepPlan::PAGE,
+                &ranking,
+                DecoderMeasure::SetLoss,
+            );
+            self.run_sweep(&decoder, sweep, generation).await;
+        });
+    }
+
+    /// Starts a measurement (stopping the one in flight) and says `status`; its generation.
+    fn start_sweep(self, status: String) -> u32 {
+        let generation = self.sweep_generation.get_value().wrapping_add(1);
+        self.sweep_generation.set_value(generation);
+        self.sweep_note.set(None);
+        self.measuring.set(Some(status));
+        generation
+    }
+
+    /// Ends measurement `generation`, if it is still the current one, with `note` said.
+    fn end_sweep(self, generation: u32, note: Option<String>) {
+        if self.sweep_generation.try_get_value() == Some(generation) {
+            self.measuring.set(None);
+            self.sweep_note.set(note);
+        }
+    }
+
+    /// Works `sweep` to its end a slice at a time; stops when another measurement starts or the
+    /// panel is gone.
+    async fn run_sweep(self, decoder: &Decoder, sweep: Option<TextSweep>, generation: u32) {
+        let Some(mut sweep) = sweep else { return self.end_sweep(generation, None) };
+        while self.sweep_generation.try_get_value() == Some(generation) {
+            match sweep.work_for(decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                SweepProgress::Done(found) => {
+                    self.importance.set(Some(found));
+                    return self.end_sweep(generation, None);
+                }
+                SweepProgress::Working { .. } => self.measuring.set(Some(sweep.progress_text())),
+            }
+            yield_to_browser().await;
+        }
     }
 
     /// The text set, fetched from beside the page and checked against the hash built into it.
@@ -462,7 +516,7 @@ fn DecoderGrid() -> impl IntoView {
                                 style=move || format!("--weight: {:.3}", importance().map_or(0.0, |(_, share)| share))
                                 aria-label=format!("layer {}, head {h}", l + 1)
                                 title=move || {
-                                    let measured = importance().map(|(v, _)| format!("; removing it alone moves the next token by KL {v:.4}")).unwrap_or_default();
+                                    let measured = view.importance_now().zip(importance()).map(|(i, (v, _))| format!("; {}", i.measure.value_text(v))).unwrap_or_default();
                                     format!("layer {} head {h}: select to prune it or bring it back{measured}", l + 1)
                                 }
                                 on:click=move |_| heads.update(|s| s.toggle(index))
@@ -508,15 +562,22 @@ fn DecoderImportance() -> impl IntoView {
     view! {
         <h3>"Which heads the next token needs"</h3>
         <p class="explain">
-            "A head's importance here: how far the next-token distribution moves (KL divergence) when that head alone is removed, on your text. One pass per head, each from the first layer it changes; then the curve below prunes heads least important first and at random."
+            {format!("A head's importance here: how far the next-token distribution moves (KL divergence) when that head alone is removed, on your text (one pass per head, each from the first layer it changes); or, as Michel et al. measure it, how strongly the loss on {TEXTS_NAME}'s passages depends on the head (the gradient of a gate on its output, one forward and backward pass per passage). The curve below then prunes heads least important first and at random, and measures the next token after your text.")}
         </p>
         <p class="buttons">
             <button data-testid="decoder-measure" disabled=move || view.measuring.with(Option::is_some) on:click=move |_| view.measure_importance()>
                 "Measure every head on this text"
             </button>
+            <button data-testid="decoder-measure-set" disabled=move || view.measuring.with(Option::is_some) on:click=move |_| view.measure_by_set()>
+                {format!("Rank them by the loss on {TEXTS_NAME} (gradient)")}
+            </button>
         </p>
         <p class="muted" data-testid="decoder-importance-status" aria-live="polite">
-            {move || view.measuring.get().or_else(|| stale().then(|| "Measured on an earlier text: measure again for this one.".to_string()))}
+            {move || {
+                view.measuring.get().or_else(|| view.sweep_note.get()).or_else(|| {
+                    stale().then(|| "Measured on an earlier text: measure again for this one.".to_string())
+                })
+            }}
         </p>
         <p data-testid="decoder-importance">{move || view.importance_now().map(|i| i.sentence(&view.spec()))}</p>
         <label class="prune-k">
