@@ -745,6 +745,94 @@ fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
 }
 
 #[test]
+fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pruned() {
+    use headlab::attention::importance::{least_important_first, random_order};
+    use headlab::jobs::decoder_curves::CurveRun;
+    use headlab::model::decoder::Decoder;
+    use headlab::model::decoder_gradient::head_importance;
+    use headlab::model::next_importance::curve_ks;
+    use headlab::model::texts::TextSet;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let (model, total) = (&decoder.gpt2, decoder.spec().total_heads());
+    let texts = [
+        "Call me Ishmael. Some years ago, never mind how long.",
+        "The whale, the sea and the ship.",
+        "It is a way I have.",
+    ];
+    let set = TextSet { passages: texts.iter().map(|t| t.to_string()).collect() };
+    let passages: Vec<Vec<u32>> = texts.iter().map(|t| decoder.tokens(t).ids).collect();
+    let loss = |heads: &HeadSet| {
+        let (mut sum, mut count) = (0.0, 0);
+        for ids in &passages {
+            let l = model.forward(Kernel::Simd, ids, heads).losses;
+            sum += l.iter().sum::<f64>();
+            count += l.len();
+        }
+        sum / count as f64
+    };
+    let mut run = CurveRun::new(&decoder, &set, 5);
+    let mut steps = 0;
+    while run.step(&decoder, Kernel::Simd) {
+        steps += 1;
+    }
+    assert_eq!(
+        (steps, run.done()),
+        (run.passes(), run.passes()),
+        "every passage pass counted, none made twice"
+    );
+    let curves = run.work_for(&decoder, Kernel::Simd, &|| 0.0, 1.0).expect("done");
+    let ks = curve_ks(total, 10);
+    assert_eq!(curves.ks, ks);
+    assert_eq!(curves.passages, 3);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    // One-shot: the full model's gradients; random: seed 5's order.
+    let one_shot =
+        least_important_first(&head_importance(model, Kernel::Simd, &passages, &HeadSet::all(total)));
+    let random = random_order(total, 5);
+    let mut iterative = HeadSet::all(total);
+    for (i, &k) in ks.iter().enumerate() {
+        let want = loss(&HeadSet::with_pruned(total, one_shot[..k].iter().copied()));
+        assert!(close(curves.one_shot[i], want), "one-shot at {k}: {} vs {want}", curves.one_shot[i]);
+        let want = loss(&HeadSet::with_pruned(total, random[..k].iter().copied()));
+        assert!(close(curves.random[i], want), "random at {k}");
+        // Iterative: gradients again with the heads pruned so far, then the next step's heads.
+        if k > iterative.pruned_count() {
+            let order = least_important_first(&head_importance(model, Kernel::Simd, &passages, &iterative));
+            let next: Vec<usize> = order
+                .into_iter()
+                .filter(|&h| iterative.is_active(h))
+                .take(k - iterative.pruned_count())
+                .collect();
+            iterative = HeadSet::with_pruned(total, iterative.pruned().chain(next).collect::<Vec<_>>());
+        }
+        assert!(close(curves.iterative[i], loss(&iterative)), "iterative at {k}");
+    }
+    say!(
+        "gpt2-odd on 3 passages: iterative {:?}, one-shot {:?}, random {:?}",
+        curves.iterative,
+        curves.one_shot,
+        curves.random
+    );
+    assert!(
+        curves.iterative != curves.one_shot || curves.one_shot != curves.random,
+        "the orders differ somewhere"
+    );
+}
+
+#[test]
+fn the_time_left_is_said_once_a_tenth_is_done_in_seconds_or_minutes() {
+    use headlab::jobs::decoder::time_left;
+    assert_eq!(time_left(9, 100, 900.0), "", "not yet a tenth");
+    assert_eq!(time_left(10, 100, 1000.0), ", about 9 s left");
+    assert_eq!(time_left(10, 100, 10_000.0), ", about 90 s left", "up to two minutes in seconds");
+    assert_eq!(time_left(10, 100, 20_000.0), ", about 3 min left");
+    assert_eq!(time_left(50, 100, 1.0), ", about 1 s left", "never 0 s");
+    assert_eq!(time_left(100, 100, 5000.0), "", "done");
+}
+
+#[test]
 fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
     use headlab::jobs::decoder::perplexity_text;
     assert_eq!(

@@ -384,12 +384,7 @@ impl TextSweep {
     /// How far it got, in words: passes made and, once a tenth is made, the time left at the pace so far.
     pub fn progress_text(&self) -> String {
         let (done, passes) = (self.sweep.done(), self.sweep.passes());
-        let left = if done * 10 >= passes && done < passes {
-            let ms = self.worked_ms / done as f64 * (passes - done) as f64;
-            format!(", about {} s left", (ms / 1000.0).ceil().max(1.0))
-        } else {
-            String::new()
-        };
+        let left = time_left(done, passes, self.worked_ms);
         let what = match self.measure {
             DecoderMeasure::NextToken => "one per head removed alone, then the curve's points",
             DecoderMeasure::SetLoss => "the curve's points on your text",
@@ -427,6 +422,20 @@ impl TextImportance {
             curve.ranked[at],
             curve.random[at],
         )
+    }
+}
+
+/// ", about 12 s left" (or minutes past two) at the pace of `done` of `passes` in `worked_ms`,
+/// once a tenth is done; empty before, and when all is done.
+pub fn time_left(done: usize, passes: usize, worked_ms: f64) -> String {
+    if done * 10 < passes || done >= passes {
+        return String::new();
+    }
+    let s = (worked_ms / done as f64 * (passes - done) as f64 / 1000.0).ceil().max(1.0);
+    if s > 120.0 {
+        format!(", about {} min left", (s / 60.0).round())
+    } else {
+        format!(", about {s} s left")
     }
 }
 
@@ -540,7 +549,7 @@ impl SetPerplexity {
 
 /// `set`'s passages as `decoder` reads them: each cut to [`PASSAGE_TOKENS`] and the model's
 /// positions, those of one token (which predict nothing) left out.
-fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
+pub(crate) fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
     let most = PASSAGE_TOKENS.min(decoder.spec().positions);
     set.passages
         .iter()

@@ -15,6 +15,7 @@
 
 pub mod curves;
 pub mod decoder;
+pub mod decoder_curves;
 pub mod driver;
 pub mod engine;
 pub mod host;

@@ -143,7 +143,8 @@ mod tests {
         let config = config_chart(Some((768, 12)), "your configuration", &Palette::LIGHT).unwrap();
         let drift = drift_chart(&[0.0, 0.2, 1.0], &[0.0, 0.5, 1.0], None, &DriftAxes::OUTPUT, &Palette::DARK)
             .unwrap();
-        let task = task_chart(&TaskChart { heads: 72, ..TaskChart::default() }, &Palette::LIGHT).unwrap();
+        let task = TaskChart { heads: 72, y_desc: "quality (Spearman)", ..TaskChart::default() };
+        let task = task_chart(&task, &Palette::LIGHT).unwrap();
         for svg in [&config, &drift, &task] {
             assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", &svg[..80]);
         }

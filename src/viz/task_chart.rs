@@ -29,6 +29,12 @@ pub struct TaskChart {
     pub one_per_layer: Option<(usize, f64)>,
     /// The reader's set: heads pruned and its quality.
     pub current: Option<(usize, f64)>,
+    /// The y axis's name.
+    pub y_desc: &'static str,
+    /// What ordered the one-shot curve, for its legend.
+    pub one_shot_label: &'static str,
+    /// Random orders behind the random band (a single one: a line, no band).
+    pub random_seeds: usize,
 }
 
 /// Where the task chart put things, in backend pixels.
@@ -67,7 +73,9 @@ pub fn draw_task_chart<DB: DrawingBackend>(
         .build_cartesian_2d(0f64..heads, lo..hi)?;
     c.configure_mesh()
         .x_desc("heads pruned")
-        .y_desc("quality (Spearman)")
+        .x_labels((chart.heads + 1).min(11))
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc(chart.y_desc)
         .axis_desc_style(font(13.0))
         .label_style(font(12.0))
         .axis_style(palette.foreground.stroke_width(stroke(1.0)))
@@ -100,37 +108,47 @@ pub fn draw_task_chart<DB: DrawingBackend>(
             c.draw_series(DashedLineSeries::new(line, sc(4.0) as u32, sc(4.0) as u32, style))?;
         }
     }
-    if !chart.random.is_empty() {
+    if !chart.random.is_empty() && chart.random_seeds > 1 {
         let upper = chart.random.iter().map(|r| (r.0 as f64, r.3));
         let lower = chart.random.iter().rev().map(|r| (r.0 as f64, r.2));
         c.draw_series(std::iter::once(Polygon::new(
             upper.chain(lower).collect::<Vec<_>>(),
             palette.second.mix(0.2),
         )))?
-        .label("random orders: min to max (5 seeds)")
+        .label(format!("random orders: min to max ({} seeds)", chart.random_seeds))
         .legend(move |(x, y)| {
             Rectangle::new(
                 [(x, y - sc(5.0) as i32), (x + sc(16.0) as i32, y + sc(5.0) as i32)],
                 palette.second.mix(0.2).filled(),
             )
         });
+    }
+    if !chart.random.is_empty() {
         let mean = chart.random.iter().map(|r| (r.0 as f64, r.1));
         c.draw_series(LineSeries::new(mean, palette.second.stroke_width(stroke(2.0))))?
-            .label("random orders: mean")
+            .label(if chart.random_seeds > 1 { "random orders: mean" } else { "a random order" })
             .legend(move |(x, y)| {
                 PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.second.stroke_width(stroke(2.0)))
             });
     }
     let points = |v: &[(usize, f64)]| v.iter().map(|&(k, q)| (k as f64, q)).collect::<Vec<_>>();
     c.draw_series(LineSeries::new(points(&chart.one_shot), palette.point.stroke_width(stroke(2.0))))?
-        .label("one-shot (the grid's order); dashed: its 95 % interval")
+        .label(if one_shot_band.len() > 1 {
+            format!("one-shot ({}); dashed: its 95 % interval", chart.one_shot_label)
+        } else {
+            format!("one-shot ({})", chart.one_shot_label)
+        })
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.point.stroke_width(stroke(2.0)))
         });
     c.draw_series(LineSeries::new(points(&chart.iterative), palette.accent.stroke_width(stroke(3.0))))?
-        .label(match chart.iterative_step {
-            1 => "iterative (gradient importance, every head); shaded: its 95 % interval".to_string(),
-            n => format!("iterative (gradient importance, every {n} heads); shaded: its 95 % interval"),
+        .label({
+            let every = match chart.iterative_step {
+                1 => "every head".to_string(),
+                n => format!("every {n} heads"),
+            };
+            let shaded = if iterative_band.len() > 1 { "; shaded: its 95 % interval" } else { "" };
+            format!("iterative (gradient importance, {every}){shaded}")
         })
         .legend(move |(x, y)| {
             PathElement::new([(x, y), (x + sc(16.0) as i32, y)], palette.accent.stroke_width(stroke(3.0)))
@@ -190,6 +208,9 @@ mod tests {
             current: Some((10, 0.8)),
             bands: [vec![(0, 0.79, 0.83), (36, 0.78, 0.82), (72, 0.66, 0.72)], vec![]],
             iterative_step: 6,
+            y_desc: "quality (Spearman)",
+            one_shot_label: "the grid's order",
+            random_seeds: 5,
         };
         let mut svg = String::new();
         let layout = {

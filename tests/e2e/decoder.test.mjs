@@ -130,6 +130,31 @@ test("the perplexity on the shipped Moby-Dick passages equals the float64 refere
   await page.close();
 });
 
+test("Michel et al.'s three pruning curves on Moby-Dick: every head's end is the float64 loss, the orders meet at both ends, and the reader's set is a point", async () => {
+  const { set } = await reference('gpt2-odd');
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&pruned=1`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  await decoder.curvesRun.click();
+  await decoder.curvesSummary.waitText(/^On 34 passages of Moby-Dick: perplexity [\d.e]+ with every head; with 4 of 8 pruned, [\d.e]+ iterative, [\d.e]+ one-shot, [\d.e]+ at random\.$/, { timeout: 120000 });
+  const curves = await decoder.curves();
+  assert.deepEqual(curves.ks, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+  const full = set.full.mean_loss;
+  for (const order of ['iterative', 'one_shot', 'random']) {
+    assert.equal(curves[order].length, 9);
+    assert.ok(Math.abs(curves[order][0] - full) < 1e-5 * full, `${order}: every head ${curves[order][0]}, float64 ${full}`);
+    assert.equal(curves[order][8], curves.iterative[8], 'every head pruned is one model');
+  }
+  assert.equal(curves.iterative[1], curves.one_shot[1], 'the first step is the same for both gradient orders');
+  assert.ok(await decoder.curvesChart.isVisible());
+  assert.equal(await decoder.curvesStatus.textContent(), '');
+  // The reader's set (layer 1 head 1, from the link) joins the chart once its loss is measured.
+  await decoder.setMeasure.click();
+  await decoder.setPerplexity.waitText(/ with your head pruned \(mean loss /, { timeout: 60000 });
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
 test('a text set that fails its hash is refused with a message, and the decoder keeps working', async () => {
   const context = await app.noGpuBrowser.newContext({ viewport: { width: 1400, height: 1000 } });
   await context.route('**/moby-dick.txt', async (route) => {

@@ -615,6 +615,15 @@ class Decoder {
   get pruneRandom() { return element(this.root, 'decoder-prune-random'); }
   get driftChart() { return element(this.root, 'decoder-drift-chart'); }
   get setMeasure() { return element(this.root, 'set-measure'); }
+  get curvesRun() { return element(this.root, 'decoder-curves-run'); }
+  get curvesStatus() { return element(this.root, 'decoder-curves-status'); }
+  get curvesSummary() { return element(this.root, 'decoder-curves-summary'); }
+  get curvesChart() { return element(this.root, 'decoder-curves-chart'); }
+
+  /** The pruning curves the chart draws: `{ ks, iterative, one_shot, random, passages }`. */
+  async curves() {
+    return JSON.parse(await this.curvesChart.getAttribute('data-curves'));
+  }
   get setStatus() { return element(this.root, 'set-status'); }
   get setPerplexity() { return element(this.root, 'set-perplexity'); }
 

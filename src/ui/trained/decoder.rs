@@ -15,6 +15,7 @@ use crate::jobs::decoder::{
     keep_for, random_heads, DecoderMeasure, DecoderRun, InductionRun, SetGradient, SetLoss, SetPerplexity,
     SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
 };
+use crate::jobs::decoder_curves::{CurveRun, DecoderCurves};
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
 use crate::model::gpt2::DecoderOutput;
@@ -23,11 +24,14 @@ use crate::model::next_importance::SweepPlan;
 use crate::model::spec::ModelSpec;
 use crate::model::texts::{TextSet, NAME as TEXTS_NAME, TEXTS_URL};
 use crate::ui::browser::fetch_bytes;
-use crate::ui::canvas::draw_masked_heatmap;
+use crate::ui::canvas::{draw_masked_heatmap, fit_to_screen, palette};
 use crate::ui::panels::DriftChart;
 use crate::ui::state::{AppState, TrainedChoices};
 use crate::viz::chart::DriftAxes;
 use crate::viz::colormap::viridis_css_gradient;
+use crate::viz::task_chart::{draw_task_chart, TaskChart};
+use plotters::prelude::IntoDrawingArea;
+use plotters_canvas::CanvasBackend;
 
 use super::TextWithExamples;
 
@@ -61,6 +65,12 @@ struct DecoderView {
     set_status: RwSignal<Option<String>>,
     /// Whether the text set is being read.
     reading_set: RwSignal<bool>,
+    /// The three pruning curves on the text set, once computed.
+    curves: RwSignal<Option<Rc<DecoderCurves>>, LocalStorage>,
+    /// How far their computation got, or why it stopped (`None`: not running).
+    curving: RwSignal<Option<String>>,
+    /// Whether they are being computed.
+    computing_curves: RwSignal<bool>,
 }
 
 /// The text set's perplexity with every head and with the reader's heads.
@@ -114,6 +124,9 @@ impl DecoderView {
             set_perplexity: RwSignal::new_local(None),
             set_status: RwSignal::new(None),
             reading_set: RwSignal::new(false),
+            curves: RwSignal::new_local(None),
+            curving: RwSignal::new(None),
+            computing_curves: RwSignal::new(false),
         }
     }
 
@@ -274,6 +287,42 @@ impl DecoderView {
         Ok(())
     }
 
+    /// Computes the three pruning curves on the text set, a slice at a time, saying how far it got.
+    fn compute_curves(self) {
+        if self.computing_curves.get_untracked() {
+            return;
+        }
+        self.computing_curves.set(true);
+        self.curving.set(Some(format!("Loading the {TEXTS_NAME} passages…")));
+        let decoder = self.decoder.get_value();
+        spawn_local(async move {
+            let set = match self.text_set().await {
+                Ok(set) => set,
+                Err(e) => {
+                    self.curving.set(Some(e));
+                    self.computing_curves.set(false);
+                    return;
+                }
+            };
+            let mut run = CurveRun::new(&decoder, &set, 1);
+            let mut worked = 0.0;
+            // Stops when the panel is gone.
+            while self.computing_curves.try_get_untracked() == Some(true) {
+                let started = now_ms();
+                let done = run.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS);
+                worked += now_ms() - started;
+                if let Some(curves) = done {
+                    self.curves.set(Some(Rc::new(curves)));
+                    self.curving.set(None);
+                    self.computing_curves.set(false);
+                    return;
+                }
+                self.curving.set(Some(run.progress_text(worked)));
+                yield_to_browser().await;
+            }
+        });
+    }
+
     /// Runs the induction test on the page's thread (a few passes' time), once.
     fn find_induction_heads(self) {
         if self.testing.get_untracked() {
@@ -309,6 +358,7 @@ pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
         <DecoderHeatmaps />
         <DecoderImportance />
         <TextSetPerplexity />
+        <DecoderCurvesChart />
         <DecoderGrid />
         <InductionTest />
     }
@@ -629,6 +679,77 @@ fn TextSetPerplexity() -> impl IntoView {
         <p data-testid="set-perplexity" data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
             {found}
         </p>
+    }
+}
+
+/// Michel et al.'s three pruning curves on the text set's loss, and the reader's set.
+#[component]
+fn DecoderCurvesChart() -> impl IntoView {
+    let view = DecoderView::get();
+    let settings = AppState::get().settings;
+    let canvas = NodeRef::<html::Canvas>::new();
+    let draw_error = RwSignal::new(None::<String>);
+    let scale = fit_to_screen(canvas, 640.0, 380.0 / 640.0);
+    // The reader's set, once the text set's loss is measured for the heads pruned now.
+    let current = move || {
+        let (_, pruned) = view.set_perplexity.get()?;
+        view.choices
+            .heads
+            .with(|h| *h == pruned.heads)
+            .then(|| (pruned.heads.pruned_count(), pruned.mean_loss))
+    };
+    Effect::new(move |_| {
+        let Some(curves) = view.curves.get() else { return };
+        let chart = curves_chart(&view.spec(), &curves, current());
+        let (theme, scale) = (settings.read().theme, scale.get());
+        let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
+        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme), scale);
+        draw_error.set(result.err().map(|e| format!("could not draw the curves: {e}")));
+    });
+    view! {
+        <h3>"Pruning curves on the text set"</h3>
+        <p class="explain">
+            {format!("Michel et al.'s three orders, a tenth of the heads at a time: iterative (the gate gradients of the loss on {TEXTS_NAME} measured again after each step), one-shot (the full model's gradients) and one random order; each point is the loss on every passage. Many passes: on a large model, minutes on this page's thread.")}
+        </p>
+        <p class="buttons">
+            <button data-testid="decoder-curves-run" disabled=move || view.computing_curves.get() on:click=move |_| view.compute_curves()>
+                "Compute the three pruning curves"
+            </button>
+        </p>
+        <p class="muted" data-testid="decoder-curves-status" aria-live="polite">{move || view.curving.get()}</p>
+        <p data-testid="decoder-curves-summary">{move || view.curves.get().map(|c| c.sentence())}</p>
+        <canvas
+            node_ref=canvas
+            width="640"
+            height="380"
+            class="chart"
+            hidden=move || view.curves.with(Option::is_none)
+            data-testid="decoder-curves-chart"
+            data-curves=move || view.curves.get().map(|c| c.to_json())
+            role="img"
+            aria-label="The loss on the text set against heads pruned: iterative, one-shot and random orders, with Michel et al.'s 20 and 40 % marks"
+        ></canvas>
+        {move || draw_error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+    }
+}
+
+/// The curves as the chart draws them, for a decoder of shape `spec`.
+fn curves_chart(spec: &ModelSpec, curves: &DecoderCurves, current: Option<(usize, f64)>) -> TaskChart {
+    let [m20, m40] = spec.michel_marks();
+    let points = |v: &[f64]| curves.ks.iter().copied().zip(v.iter().copied()).collect::<Vec<_>>();
+    TaskChart {
+        heads: spec.total_heads(),
+        iterative: points(&curves.iterative),
+        one_shot: points(&curves.one_shot),
+        random: curves.ks.iter().zip(&curves.random).map(|(&k, &v)| (k, v, v, v)).collect(),
+        bands: [vec![], vec![]],
+        iterative_step: curves.ks.get(1).copied().unwrap_or(1),
+        marks: vec![(m20, "20 %: WMT (Michel et al.)"), (m40, "40 %: BERT/MNLI")],
+        one_per_layer: None,
+        current,
+        y_desc: "loss on the text set (nats per token)",
+        one_shot_label: "the full model's gradients",
+        random_seeds: 1,
     }
 }
 

@@ -136,6 +136,9 @@ fn chart_of(spec: &ModelSpec, curves: &Curves, current: Option<(usize, f64)>) ->
         marks: vec![(m20, "20 %: WMT (Michel et al.)"), (m40, "40 %: BERT/MNLI")],
         one_per_layer: curves.one_per_layer.map(|v| (spec.one_per_layer_pruned(), v)),
         current,
+        y_desc: "quality (Spearman)",
+        one_shot_label: "the grid's order",
+        random_seeds: crate::model::curves::RANDOM_SEEDS as usize,
     }
 }
 
