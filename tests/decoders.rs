@@ -560,7 +560,7 @@ fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_r
 
 #[test]
 fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() {
-    use headlab::jobs::decoder::{SetLoss, SetPerplexity};
+    use headlab::jobs::decoder::{SetLoss, SetPerplexity, Steps};
     use headlab::model::decoder::Decoder;
     use headlab::model::texts::TextSet;
     let dir = folder("gpt2-odd");
@@ -612,7 +612,7 @@ fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() 
 
 #[test]
 fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_without_a_head() {
-    use headlab::jobs::decoder::SetLoss;
+    use headlab::jobs::decoder::{SetLoss, Steps};
     use headlab::model::decoder::Decoder;
     use headlab::model::texts::{self, TextSet, TEXTS_SHA256};
     let file = texts::select(&common::texts_chapters());
@@ -704,7 +704,7 @@ fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
 
 #[test]
 fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
-    use headlab::jobs::decoder::{DecoderMeasure, SetGradient, SweepProgress, TextSweep};
+    use headlab::jobs::decoder::{DecoderMeasure, SetGradient, Steps, SweepProgress, TextSweep};
     use headlab::model::decoder::Decoder;
     use headlab::model::decoder_gradient::head_importance;
     use headlab::model::next_importance::SweepPlan;
@@ -747,6 +747,7 @@ fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
 #[test]
 fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pruned() {
     use headlab::attention::importance::{least_important_first, random_order};
+    use headlab::jobs::decoder::Steps;
     use headlab::jobs::decoder_curves::CurveRun;
     use headlab::model::decoder::Decoder;
     use headlab::model::decoder_gradient::head_importance;
@@ -772,7 +773,9 @@ fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pru
         }
         sum / count as f64
     };
-    let mut run = CurveRun::new(&decoder, &set, 5);
+    let empty = TextSet { passages: vec!["A".into()] };
+    assert!(CurveRun::new(&decoder, &empty, 5).is_none(), "no passage of two tokens: no curves");
+    let mut run = CurveRun::new(&decoder, &set, 5).unwrap();
     let mut steps = 0;
     while run.step(&decoder, Kernel::Simd) {
         steps += 1;

@@ -11,7 +11,7 @@ use crate::attention::importance::{random_order, Ranking};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
-use crate::model::decoder_gradient::passage_gradients;
+use crate::model::decoder_gradient::{gates, passage_gradients};
 use crate::model::gpt2::{DecoderOutput, Keep};
 use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
 use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
@@ -364,11 +364,7 @@ impl TextSweep {
         slice_ms: f64,
     ) -> SweepProgress {
         let started = clock.now_ms();
-        while self.sweep.step(&decoder.gpt2, kernel) {
-            if clock.now_ms() - started >= slice_ms {
-                break;
-            }
-        }
+        work_slice(clock, slice_ms, || self.sweep.step(&decoder.gpt2, kernel));
         self.worked_ms += clock.now_ms() - started;
         match self.sweep.result() {
             Some(found) => SweepProgress::Done(Rc::new(TextImportance {
@@ -476,33 +472,35 @@ impl SetLoss {
     /// The loss of `decoder` with `heads` on `set`'s passages, each cut to [`PASSAGE_TOKENS`] and
     /// the model's positions (passages of one token predict nothing and are left out).
     pub fn new(decoder: &Decoder, set: &TextSet, heads: &HeadSet) -> SetLoss {
-        SetLoss { passages: set_passages(decoder, set), heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
+        SetLoss::of(set_passages(decoder, set), heads)
+    }
+
+    /// The loss on `passages` (token ids, 2 or more each) with `heads`.
+    pub(crate) fn of(passages: Vec<Vec<u32>>, heads: &HeadSet) -> SetLoss {
+        SetLoss { passages, heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
     }
 
     /// Passages read, of all.
     pub fn progress(&self) -> (usize, usize) {
         (self.done, self.passages.len())
     }
+}
 
-    /// Reads passages until `slice_ms` have passed on `clock` (at least one); the perplexity once
-    /// every passage is read.
-    pub fn work_for(
-        &mut self,
-        decoder: &Decoder,
-        kernel: Kernel,
-        clock: &dyn Clock,
-        slice_ms: f64,
-    ) -> Option<SetPerplexity> {
-        let started = clock.now_ms();
-        while let Some(ids) = self.passages.get(self.done) {
-            let losses = decoder.gpt2.forward(kernel, ids, &self.heads).losses;
-            self.sum += losses.iter().sum::<f64>();
-            self.count += losses.len();
-            self.done += 1;
-            if clock.now_ms() - started >= slice_ms {
-                break;
-            }
-        }
+impl Steps for SetLoss {
+    type Found = SetPerplexity;
+
+    /// Reads the next passage; false once every passage is read.
+    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
+        let Some(ids) = self.passages.get(self.done) else { return false };
+        let losses = decoder.gpt2.forward(kernel, ids, &self.heads).losses;
+        self.sum += losses.iter().sum::<f64>();
+        self.count += losses.len();
+        self.done += 1;
+        true
+    }
+
+    /// The perplexity, once every passage is read.
+    fn found(&self) -> Option<SetPerplexity> {
         (self.done == self.passages.len()).then(|| {
             let mean_loss = if self.count > 0 { self.sum / self.count as f64 } else { f64::NAN };
             SetPerplexity {
@@ -513,6 +511,42 @@ impl SetLoss {
                 passages: self.passages.len(),
             }
         })
+    }
+}
+
+/// Work the page does a step at a time (a passage, a pass) between the browser's turns.
+pub trait Steps {
+    /// What it finds.
+    type Found;
+
+    /// Makes the next step; false once there is none left.
+    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool;
+
+    /// What it found, once every step is made.
+    fn found(&self) -> Option<Self::Found>;
+
+    /// Steps until `slice_ms` have passed on `clock` (at least one step); what it found once
+    /// every step is made.
+    fn work_for(
+        &mut self,
+        decoder: &Decoder,
+        kernel: Kernel,
+        clock: &dyn Clock,
+        slice_ms: f64,
+    ) -> Option<Self::Found> {
+        work_slice(clock, slice_ms, || self.step(decoder, kernel));
+        self.found()
+    }
+}
+
+/// Calls `step` until it says there is nothing left or `slice_ms` have passed on `clock` (at
+/// least once): the page's unit of work between two turns of the browser.
+pub fn work_slice(clock: &dyn Clock, slice_ms: f64, mut step: impl FnMut() -> bool) {
+    let started = clock.now_ms();
+    while step() {
+        if clock.now_ms() - started >= slice_ms {
+            return;
+        }
     }
 }
 
@@ -558,23 +592,25 @@ pub(crate) fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
         .collect()
 }
 
-/// Every head's importance by the text set's loss (Michel et al.'s mean |gate gradient|, every
-/// head kept), a passage at a time.
+/// Every head's importance by the text set's loss (Michel et al.'s mean |gate gradient|), a
+/// passage at a time.
 #[derive(Clone, Debug)]
 pub struct SetGradient {
     passages: Vec<Vec<u32>>,
+    heads: HeadSet,
     sums: Vec<f64>,
     done: usize,
 }
 
 impl SetGradient {
-    /// The measurement of `decoder` on `set`.
+    /// The measurement of `decoder` on `set`, every head kept.
     pub fn new(decoder: &Decoder, set: &TextSet) -> SetGradient {
-        SetGradient {
-            passages: set_passages(decoder, set),
-            sums: vec![0.0; decoder.spec().total_heads()],
-            done: 0,
-        }
+        SetGradient::of(set_passages(decoder, set), &HeadSet::all(decoder.spec().total_heads()))
+    }
+
+    /// The measurement on `passages` (token ids, 2 or more each) with only `heads` kept.
+    pub(crate) fn of(passages: Vec<Vec<u32>>, heads: &HeadSet) -> SetGradient {
+        SetGradient { passages, heads: heads.clone(), sums: vec![0.0; heads.len()], done: 0 }
     }
 
     /// Passages done, of all.
@@ -582,27 +618,29 @@ impl SetGradient {
         (self.done, self.passages.len())
     }
 
-    /// Works through passages until `slice_ms` have passed on `clock` (at least one); the ranking
-    /// once every passage is done.
-    pub fn work_for(
-        &mut self,
-        decoder: &Decoder,
-        kernel: Kernel,
-        clock: &dyn Clock,
-        slice_ms: f64,
-    ) -> Option<Ranking> {
-        let started = clock.now_ms();
-        let gates = vec![1.0f32; self.sums.len()];
-        while let Some(ids) = self.passages.get(self.done) {
-            let (_, grads) = passage_gradients(&decoder.gpt2, kernel, ids, &gates);
-            self.sums.iter_mut().zip(&grads).for_each(|(s, g)| *s += g.abs());
-            self.done += 1;
-            if clock.now_ms() - started >= slice_ms {
-                break;
-            }
-        }
+    /// The heads kept.
+    pub fn heads(&self) -> &HeadSet {
+        &self.heads
+    }
+}
+
+impl Steps for SetGradient {
+    type Found = Ranking;
+
+    /// Works through the next passage; false once every passage is done.
+    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
+        let Some(ids) = self.passages.get(self.done) else { return false };
+        let (_, grads) = passage_gradients(&decoder.gpt2, kernel, ids, &gates(&self.heads));
+        self.sums.iter_mut().zip(&grads).for_each(|(s, g)| *s += g.abs());
+        self.done += 1;
+        true
+    }
+
+    /// The ranking (0 for a pruned head), once every passage is done.
+    fn found(&self) -> Option<Ranking> {
         let count = self.passages.len().max(1) as f64;
+        let mean = |(h, s): (usize, &f64)| if self.heads.is_pruned(h) { 0.0 } else { s / count };
         (self.done == self.passages.len())
-            .then(|| Ranking::new(self.sums.iter().map(|s| s / count).collect()))
+            .then(|| Ranking::new(self.sums.iter().enumerate().map(mean).collect()))
     }
 }

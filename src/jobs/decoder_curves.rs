@@ -9,13 +9,11 @@
 //! once, and the iterative order's first step is the one-shot's (the same gradients), measured
 //! once.
 
-use super::decoder::set_passages;
-use crate::attention::clock::Clock;
-use crate::attention::importance::{least_important_first, random_order};
+use super::decoder::{set_passages, SetGradient, SetLoss, Steps};
+use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::Decoder;
-use crate::model::decoder_gradient::{gates, passage_gradients};
 use crate::model::next_importance::curve_ks;
 use crate::model::texts::TextSet;
 
@@ -68,8 +66,8 @@ pub struct DecoderCurves {
 /// One pass over the text set: gate gradients or the loss, with some heads.
 #[derive(Clone, Debug)]
 enum Work {
-    Gradient { heads: HeadSet, sums: Vec<f64> },
-    Loss { heads: HeadSet, sum: f64, count: usize },
+    Gradient(SetGradient),
+    Loss(SetLoss),
 }
 
 /// The curves' measurement, a passage at a time.
@@ -85,17 +83,19 @@ pub struct CurveRun {
     iterative_heads: HeadSet,
     /// Per order (iterative, one-shot, random), the points measured.
     values: [Vec<f64>; 3],
-    /// The pass in flight and its next passage.
-    work: Option<(Work, usize)>,
+    /// The pass in flight.
+    work: Option<Work>,
     done: usize,
 }
 
 impl CurveRun {
-    /// The curves of `decoder` on `set` (the random order from `seed`).
-    pub fn new(decoder: &Decoder, set: &TextSet, seed: u32) -> CurveRun {
+    /// The curves of `decoder` on `set` (the random order from `seed`); `None` when no passage
+    /// has two tokens (nothing to predict).
+    pub fn new(decoder: &Decoder, set: &TextSet, seed: u32) -> Option<CurveRun> {
         let total = decoder.spec().total_heads();
-        CurveRun {
-            passages: set_passages(decoder, set),
+        let passages = set_passages(decoder, set);
+        (!passages.is_empty()).then(|| CurveRun {
+            passages,
             ks: curve_ks(total, CURVE_STEPS),
             total,
             random: random_order(total, seed),
@@ -104,7 +104,7 @@ impl CurveRun {
             values: [vec![], vec![], vec![]],
             work: None,
             done: 0,
-        }
+        })
     }
 
     /// Passage passes in all: the gradients of the full model and of each iterative step before
@@ -135,10 +135,10 @@ impl CurveRun {
     /// The next pass over the set, or `None` when every point is measured.
     fn next_work(&mut self) -> Option<Work> {
         let (ks, total, last) = (&self.ks, self.total, self.ks.len() - 1);
-        let loss = |heads: HeadSet| Some(Work::Loss { heads, sum: 0.0, count: 0 });
-        let Some(one_shot) = &self.one_shot else {
-            return Some(Work::Gradient { heads: HeadSet::all(total), sums: vec![0.0; total] });
-        };
+        let passages = || self.passages.clone();
+        let loss = |heads: HeadSet| Some(Work::Loss(SetLoss::of(passages(), &heads)));
+        let gradient = |heads: HeadSet| Some(Work::Gradient(SetGradient::of(passages(), &heads)));
+        let Some(one_shot) = &self.one_shot else { return gradient(HeadSet::all(total)) };
         if self.values[0].len() == ks.len() {
             return None;
         }
@@ -159,17 +159,16 @@ impl CurveRun {
         }
         let i = self.values[0].len();
         if self.iterative_heads.pruned_count() < ks[i] {
-            return Some(Work::Gradient { heads: self.iterative_heads.clone(), sums: vec![0.0; total] });
+            return gradient(self.iterative_heads.clone());
         }
         loss(self.iterative_heads.clone())
     }
 
     /// Finishes `work`: a ranking orders the next step, a loss is a point.
     fn finish(&mut self, work: Work) {
-        let count = self.passages.len().max(1) as f64;
         match work {
-            Work::Gradient { heads, sums } => {
-                let order = least_important_first(&sums.iter().map(|s| s / count).collect::<Vec<_>>());
+            Work::Gradient(job) => {
+                let (heads, order) = (job.heads(), job.found().expect("every passage read").ranked);
                 // The full model's gradients are the one-shot order and the iterative order's
                 // first step; later ones prune the iterative order's next step.
                 let i = if self.one_shot.is_none() { 1 } else { self.values[0].len() };
@@ -179,9 +178,10 @@ impl CurveRun {
                 self.iterative_heads = HeadSet::with_pruned(self.total, heads.pruned().chain(next));
                 self.one_shot.get_or_insert(order);
             }
-            Work::Loss { heads, sum, count } => {
-                let v = if count > 0 { sum / count as f64 } else { f64::NAN };
-                match heads.pruned_count() {
+            Work::Loss(job) => {
+                let found = job.found().expect("every passage read");
+                let v = found.mean_loss;
+                match found.heads.pruned_count() {
                     0 => self.values.iter_mut().for_each(|c| c.push(v)),
                     n if n == self.total => self.values.iter_mut().for_each(|c| c.push(v)),
                     _ if self.values[1].len() < self.ks.len() - 1 => {
@@ -197,54 +197,37 @@ impl CurveRun {
             }
         }
     }
+}
+
+impl Steps for CurveRun {
+    type Found = DecoderCurves;
 
     /// Reads one passage of the pass in flight (starting the next pass when none is); false once
     /// every point is measured.
-    pub fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
-        if self.passages.is_empty() {
-            return false;
-        }
-        let (mut work, next) = match self.work.take() {
-            Some(w) => w,
-            None => match self.next_work() {
-                Some(w) => (w, 0),
-                None => return false,
-            },
-        };
-        let ids = &self.passages[next];
+    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
+        let Some(mut work) = self.work.take().or_else(|| self.next_work()) else { return false };
         match &mut work {
-            Work::Gradient { heads, sums } => {
-                let (_, grads) = passage_gradients(&decoder.gpt2, kernel, ids, &gates(heads));
-                sums.iter_mut().zip(&grads).for_each(|(s, g)| *s += g.abs());
-            }
-            Work::Loss { heads, sum, count } => {
-                let losses = decoder.gpt2.forward(kernel, ids, heads).losses;
-                *sum += losses.iter().sum::<f64>();
-                *count += losses.len();
-            }
-        }
+            Work::Gradient(job) => job.step(decoder, kernel),
+            Work::Loss(job) => job.step(decoder, kernel),
+        };
         self.done += 1;
-        if next + 1 < self.passages.len() {
-            self.work = Some((work, next + 1));
-        } else {
+        let finished = match &work {
+            Work::Gradient(job) => job.progress().0 == job.progress().1,
+            Work::Loss(job) => job.progress().0 == job.progress().1,
+        };
+        if finished {
             self.finish(work);
+        } else {
+            self.work = Some(work);
         }
         true
     }
 
-    /// Works until `slice_ms` have passed on `clock` (at least one passage); the curves once done.
-    pub fn work_for(
-        &mut self,
-        decoder: &Decoder,
-        kernel: Kernel,
-        clock: &dyn Clock,
-        slice_ms: f64,
-    ) -> Option<DecoderCurves> {
-        let started = clock.now_ms();
-        while self.step(decoder, kernel) {
-            if clock.now_ms() - started >= slice_ms {
-                return None;
-            }
+    /// The curves, once every point is measured.
+    fn found(&self) -> Option<DecoderCurves> {
+        // The last point measured is every head pruned, the end of all three curves.
+        if self.values[0].len() < self.ks.len() {
+            return None;
         }
         let [iterative, one_shot, random] = self.values.clone();
         Some(DecoderCurves {

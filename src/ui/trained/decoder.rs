@@ -13,7 +13,7 @@ use leptos::task::spawn_local;
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::decoder::{
     keep_for, random_heads, DecoderMeasure, DecoderRun, InductionRun, SetGradient, SetLoss, SetPerplexity,
-    SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
+    Steps, SweepProgress, TextImportance, TextSweep, PAGE_KERNEL,
 };
 use crate::jobs::decoder_curves::{CurveRun, DecoderCurves};
 use crate::jobs::web::{clock_step_ms, now_ms, yield_to_browser};
@@ -304,7 +304,13 @@ impl DecoderView {
                     return;
                 }
             };
-            let mut run = CurveRun::new(&decoder, &set, 1);
+            let Some(mut run) = CurveRun::new(&decoder, &set, 1) else {
+                self.curving.set(Some(
+                    "No passage of the text set has two tokens for this model: nothing to predict.".into(),
+                ));
+                self.computing_curves.set(false);
+                return;
+            };
             let mut worked = 0.0;
             // Stops when the panel is gone.
             while self.computing_curves.try_get_untracked() == Some(true) {
