@@ -18,21 +18,21 @@ got=$(sha256sum "$out" | cut -d' ' -f1)
 # The model card (licence Apache-2.0) ships with the page.
 cp "$model/README.md" target/model/MODEL-CARD.md
 
+# make_checked FLAG SOURCE OUT CONST FILE: the page's data file OUT from SOURCE
+# (`convert-model FLAG`), checked against the SHA-256 that FILE builds into the page as CONST.
+make_checked() {
+  local flag=$1 source=$2 out=$3 const=$4 file=$5 want got
+  cargo run --quiet --locked --release --bin convert-model -- "$flag" "$source" "$out"
+  want=$(sed -n "s/^pub const $const: &str = \"\([0-9a-f]*\)\";/\1/p" "$file")
+  got=$(sha256sum "$out" | cut -d' ' -f1)
+  [ "$got" = "$want" ] || { echo "build-model-asset.sh: $out has SHA-256 $got, the page expects $want" >&2; exit 1; }
+}
+
 # The sentence pairs the page measures pruning on: every sixth pair of the STS Benchmark's test
 # split (230 pairs, all three genres; src/model/task.rs, select). Checked against the SHA-256
 # built into the page, as the model is.
-pairs=target/model/sts-pairs.tsv
-csv=$(scripts/fetch-pairs.sh)
-cargo run --quiet --locked --release --bin convert-model -- --pairs "$csv" "$pairs"
-want=$(sed -n 's/^pub const PAIRS_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/task.rs)
-got=$(sha256sum "$pairs" | cut -d' ' -f1)
-[ "$got" = "$want" ] || { echo "build-model-asset.sh: $pairs has SHA-256 $got, the page expects $want" >&2; exit 1; }
+make_checked --pairs "$(scripts/fetch-pairs.sh)" target/model/sts-pairs.tsv PAIRS_SHA256 src/model/task.rs
 
 # The text set a decoder's perplexity is measured on: a passage of every fourth chapter of
 # Moby-Dick (public domain; src/model/texts.rs, select), checked as the pairs are.
-texts=target/model/moby-dick.txt
-chapters=$(scripts/fetch-texts.sh)
-cargo run --quiet --locked --release --bin convert-model -- --texts "$chapters" "$texts"
-want=$(sed -n 's/^pub const TEXTS_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/texts.rs)
-got=$(sha256sum "$texts" | cut -d' ' -f1)
-[ "$got" = "$want" ] || { echo "build-model-asset.sh: $texts has SHA-256 $got, the page expects $want" >&2; exit 1; }
+make_checked --texts "$(scripts/fetch-texts.sh)" target/model/moby-dick.txt TEXTS_SHA256 src/model/texts.rs

@@ -11,6 +11,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { artifacts, download, suite } from './harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
+import { dropFiles } from './pages.mjs';
 
 const app = suite({ gpu: true });
 
@@ -81,17 +82,8 @@ test("the reader's files, picked, dropped or as a folder: the model is read here
   assert.equal(await trained.text.inputValue(), text);
   assert.match(await trained.modelLoad.textContent(), /^bert-odd \(/);
 
-  // A drop of the same files (as a drop made by script carries them: files, no folder entries).
-  await page.evaluate(async ([base, names]) => {
-    const data = new DataTransfer();
-    for (const name of names) {
-      const bytes = await (await fetch(`${base}/${name}`)).arrayBuffer();
-      data.items.add(new File([bytes], name));
-    }
-    const zone = document.querySelector('[data-testid="model-drop"]');
-    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-  }, [`${CHECKPOINTS_PATH}distilbert`, ['config.json', 'model.safetensors', 'tokenizer.json', 'modules.json']]);
+  // A drop of the same files.
+  await dropFiles(page, `${CHECKPOINTS_PATH}distilbert`, ['config.json', 'model.safetensors', 'tokenizer.json', 'modules.json']);
   // DistilBERT, mean-pooled (its Pooling folder was not dropped: modules.json names it).
   await trained.modelError.waitText(/1_Pooling\/config\.json: missing/, { timeout: 30000 });
   // The folder picker gives the whole folder, its Pooling module's config included.

@@ -10,6 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { suite } from './harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
+import { dropFiles } from './pages.mjs';
 
 const app = suite({ noGpu: true });
 
@@ -177,17 +178,8 @@ test('a text set that fails its hash is refused with a message, and the decoder 
 test('a dropped GPT-2 folder replaces the encoder; a long text on a 12 x 12 model keeps one layer of attention and shows each layer the reader picks', async () => {
   const { page, problems, lab: { trained, decoder } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent('The bank of the river.')}`);
   await trained.waitReady({ timeout: 60000 });
-  // A drop, as a drop made by script carries it: files, no folder entries.
-  await page.evaluate(async ([base, names]) => {
-    const data = new DataTransfer();
-    for (const name of names) {
-      const bytes = await (await fetch(`${base}/${name}`)).arrayBuffer();
-      data.items.add(new File([bytes], name));
-    }
-    const zone = document.querySelector('[data-testid="model-drop"]');
-    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
-    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
-  }, [`${CHECKPOINTS_PATH}gpt2-small-shaped`, ['config.json', 'model.safetensors', 'vocab.json', 'merges.txt']]);
+  // A drop of the folder's files.
+  await dropFiles(page, `${CHECKPOINTS_PATH}gpt2-small-shaped`, ['config.json', 'model.safetensors', 'vocab.json', 'merges.txt']);
   await trained.modelLoad.waitText(/^gpt2-small-shaped \(gpt2, weights [0-9a-f]{16}\): 12 layers × 12 heads of 64/, { timeout: 120000 });
   await decoder.lossStrip.waitFor({ timeout: 60000 });
   // About 400 tokens: every layer's attention would be 12 x 12 x 400² floats (92 MB) per pass.

@@ -666,6 +666,23 @@ class Decoder {
   }
 }
 
+/**
+ * Drops the files `names` of the folder served at `base` on the page's model drop zone, as a drop
+ * made by script carries them: files, no folder entries.
+ */
+export function dropFiles(page, base, names) {
+  return page.evaluate(async ([base, names]) => {
+    const data = new DataTransfer();
+    for (const name of names) {
+      const bytes = await (await fetch(`${base}/${name}`)).arrayBuffer();
+      data.items.add(new File([bytes], name));
+    }
+    const zone = document.querySelector('[data-testid="model-drop"]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+  }, [base, names]);
+}
+
 export class Lab {
   constructor(root) {
     this.root = root;
