@@ -186,7 +186,8 @@ function prepareFolder() {
   const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
   const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
   if (stale(assetFile)) {
-    execFileSync('cargo', ['run', '--quiet', '--locked', '--release', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+    // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
+    execFileSync('cargo', ['run', '--quiet', '--locked', '--profile', 'test', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
   }
   if (stale(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
     execFileSync(process.execPath, [join(root, 'bench/onnx-bert.mjs'), folder, join(modelsDir, modelName)], { stdio: ['ignore', 'ignore', 'inherit'] });

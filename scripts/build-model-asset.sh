@@ -5,13 +5,17 @@
 # serve.sh and test.sh before the tests and trunk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The converter runs in the test profile (optimised, no LTO): scripts/test.sh has built it there
+# for the native tests already, and a fat-LTO release build of the library for a converter that
+# runs for seconds would cost a minute or more.
+convert() { cargo run --quiet --locked --profile test --bin convert-model -- "$@"; }
 out=target/model/minilm-f16.bin
 model=$(scripts/fetch-model.sh)
 # The page accepts only the asset whose SHA-256 is built into it (src/model/asset.rs): one made
 # by another version of the converter is made again.
 want=$(sed -n 's/^pub const ASSET_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/asset.rs)
 if [ ! -s "$out" ] || [ "$(sha256sum "$out" | cut -d' ' -f1)" != "$want" ]; then
-  cargo run --quiet --locked --release --bin convert-model -- --built-in "$model" "$out"
+  convert --built-in "$model" "$out"
 fi
 got=$(sha256sum "$out" | cut -d' ' -f1)
 [ "$got" = "$want" ] || { echo "build-model-asset.sh: $out has SHA-256 $got, the page expects $want" >&2; exit 1; }
@@ -22,7 +26,7 @@ cp "$model/README.md" target/model/MODEL-CARD.md
 # (`convert-model FLAG`), checked against the SHA-256 that FILE builds into the page as CONST.
 make_checked() {
   local flag=$1 source=$2 out=$3 const=$4 file=$5 want got
-  cargo run --quiet --locked --release --bin convert-model -- "$flag" "$source" "$out"
+  convert "$flag" "$source" "$out"
   want=$(sed -n "s/^pub const $const: &str = \"\([0-9a-f]*\)\";/\1/p" "$file")
   got=$(sha256sum "$out" | cut -d' ' -f1)
   [ "$got" = "$want" ] || { echo "build-model-asset.sh: $out has SHA-256 $got, the page expects $want" >&2; exit 1; }

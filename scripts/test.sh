@@ -41,6 +41,10 @@ step "native tests (core, CPU kernels vs the f64 oracle)" cargo test --locked --
 # when the runner ends it: give it a directory that goes when this script ends.
 browser_tmp=$(mktemp -d)
 trap 'rm -rf "$browser_tmp"' EXIT
+# wasm-pack builds the tests twice: `cargo build --tests` (the dev profile), then `cargo test`
+# (the test profile, opt-level 2). With dev at the test profile's settings the second build finds
+# the first's artifacts instead of compiling headlab and its tests again (about 1.5 min a run).
+export CARGO_PROFILE_DEV_OPT_LEVEL=2
 step "browser tests (wasm-pack, headless Chromium)" \
   env TMPDIR="$browser_tmp" wasm-pack test --headless --chrome -- --locked -- --nocapture
 # The CPU kernels once more as the relaxed-SIMD build the page loads where the browser has relaxed
