@@ -7,6 +7,8 @@
 // Q, K and V are read from the packed QKV matrix (n x 3d, columns [Q | K | V], heads of d_k).
 // P is written to attn (H x n x n, for the heatmaps) and O into head h's columns of the
 // concatenation heads (n x d). The score row lives in workgroup memory, so n <= MAX_SEQ.
+//
+// Causal (a decoder's): query i reads keys 0..=i only; P_h[i][j] = 0 for j > i, written as such.
 
 struct Params {
     n: u32,
@@ -17,6 +19,8 @@ struct Params {
     // The first head this dispatch computes: 0 for all heads at once; h for head h alone (the
     // code walk's loop over heads).
     head0: u32,
+    // 1: a decoder's causal mask; 0: every query reads every key.
+    causal: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -54,15 +58,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
     let k_off = p.d + h * p.d_k;
     let v_off = 2u * p.d + h * p.d_k;
 
+    // The keys query i reads: all of them, or (causal) 0..=i. A key past them scores -3e38, which
+    // the softmax turns into an exact 0.
+    let visible = select(p.n, i + 1u, p.causal == 1u);
+
     // Scores, and each invocation's running max.
     var m = -3.0e38;
     for (var j = lid; j < p.n; j = j + WG) {
-        let k_base = j * stride + k_off;
-        var s = 0.0;
-        for (var c = 0u; c < p.d_k; c = c + 1u) {
-            s = fma(qkv[q_base + c], qkv[k_base + c], s);
+        var s = -3.0e38;
+        if (j < visible) {
+            let k_base = j * stride + k_off;
+            s = 0.0;
+            for (var c = 0u; c < p.d_k; c = c + 1u) {
+                s = fma(qkv[q_base + c], qkv[k_base + c], s);
+            }
+            s = s * p.scale;
         }
-        s = s * p.scale;
         row[j] = s;
         m = max(m, s);
     }
@@ -91,7 +102,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
 
     for (var c = lid; c < p.d_k; c = c + WG) {
         var o = 0.0;
-        for (var j = 0u; j < p.n; j = j + 1u) {
+        for (var j = 0u; j < visible; j = j + 1u) {
             o = fma(row[j], qkv[j * stride + v_off + c], o);
         }
         heads[i * p.d + h * p.d_k + c] = o;

@@ -4,6 +4,13 @@
 //   residual_norm:  x[r] = LayerNorm(x[r] + y[r] + bias) * w + b      (one workgroup per row)
 //   mask_heads:     heads[r][h*d_k + c] = 0 for every head h whose flag is 0 (pruned)
 //
+// and a decoder's (GPT-2 normalises before each branch and adds the branch after):
+//
+//   layer_norm:     y[r] = LayerNorm(x[r]) * w + b                    (one workgroup per row)
+//   add_residual:   x[r][c] = x[r][c] + y[r][c] + bias[c]
+//   row_loss:       x[row0 + r] = logsumexp(y[r]) - y[r][ids[row0 + r + 1]]   (one workgroup per
+//                   row of a block of logits: the loss of each position's next token)
+//
 // Each entry point binds its own buffers and reads the fields of `p` it needs.
 
 struct Params {
@@ -11,7 +18,9 @@ struct Params {
     cols: u32,
     gelu: u32,       // bias_act: 1 applies GELU after the bias, 2 its tanh approximation
     head_width: u32, // mask_heads: columns per head (d_k)
-    eps: f32,        // residual_norm: LayerNorm's epsilon
+    eps: f32,        // residual_norm, layer_norm: LayerNorm's epsilon
+    row0: u32,       // row_loss: the block's first row within the text
+    seq: u32,        // row_loss: the text's tokens
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -98,5 +107,76 @@ fn mask_heads(@builtin(global_invocation_id) gid: vec3<u32>) {
     let head = (i % p.cols) / p.head_width;
     if (bias[head] < 0.5) {
         y[i] = 0.0;
+    }
+}
+
+// layer_norm: y = LayerNorm(x) (x is only read).
+@compute @workgroup_size(128, 1, 1)
+fn layer_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let base = wg.x * p.cols;
+    var sum = 0.0;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        sum = sum + x[base + c];
+    }
+    red[lid] = sum;
+    let mean = reduce_sum(lid) / f32(p.cols);
+    var sq = 0.0;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        let d = x[base + c] - mean;
+        sq = sq + d * d;
+    }
+    red[lid] = sq;
+    let inv = inverseSqrt(reduce_sum(lid) / f32(p.cols) + p.eps);
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        y[base + c] = (x[base + c] - mean) * inv * ln[c] + ln[p.cols + c];
+    }
+}
+
+// add_residual: x += y + bias (the branch and its bias).
+@compute @workgroup_size(256, 1, 1)
+fn add_residual(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.x;
+    if (i >= p.rows * p.cols) {
+        return;
+    }
+    x[i] = x[i] + y[i] + bias[i % p.cols];
+}
+
+fn reduce_max(lid: u32) -> f32 {
+    for (var s = NORM_WG / 2u; s > 0u; s = s / 2u) {
+        workgroupBarrier();
+        if (lid < s) {
+            red[lid] = max(red[lid], red[lid + s]);
+        }
+    }
+    workgroupBarrier();
+    let top = red[0];
+    workgroupBarrier();
+    return top;
+}
+
+// row_loss: y holds rows row0.. of the logits (p.cols = the vocabulary), bias the text's ids (as
+// f32: exact below 2^24), x receives each position's loss; the last position has none.
+@compute @workgroup_size(128, 1, 1)
+fn row_loss(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let t = p.row0 + wg.x;
+    if (t + 1u >= p.seq) {
+        return;
+    }
+    let base = wg.x * p.cols;
+    var m = -3.0e38;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        m = max(m, y[base + c]);
+    }
+    red[lid] = m;
+    let top = reduce_max(lid);
+    var sum = 0.0;
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        sum = sum + exp(y[base + c] - top);
+    }
+    red[lid] = sum;
+    let total = reduce_sum(lid);
+    if (lid == 0u) {
+        x[t] = top + log(total) - y[base + u32(bias[t + 1u])];
     }
 }

@@ -12,9 +12,10 @@ use std::path::Path;
 use common::{assert_close, checkpoints_dir};
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
+use headlab::gpu::{GpuContext, GpuGpt2};
 use headlab::model::bpe::Bpe;
 use headlab::model::config::{self, Architecture};
-use headlab::model::gpt2::{tensor_names, Gpt2};
+use headlab::model::gpt2::{tensor_names, DecoderOutput, Gpt2, Keep};
 use headlab::model::next_token;
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
@@ -101,14 +102,16 @@ fn rel_error(got: &[f32], want: &[f64]) -> f64 {
     got.iter().zip(want).fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs())) / scale
 }
 
-#[test]
-fn each_decoder_equals_its_float64_reference_with_and_without_heads_pruned() {
-    for name in CASES {
-        let dir = folder(name);
-        let model = decoder(&dir);
-        let spec = model.spec;
-        let reference = reference(&dir);
-        for case in reference["forward"].as_array().unwrap() {
+/// The reference's forward cases of a decoder of shape `spec`: the ids, and the heads every
+/// head and the case's pruned heads, with the suffix of the reference's keys.
+fn forward_cases(
+    reference: &Value,
+    spec: &headlab::model::spec::ModelSpec,
+) -> Vec<(Value, Vec<u32>, [(&'static str, HeadSet); 2])> {
+    let cases = reference["forward"].as_array().unwrap();
+    cases
+        .iter()
+        .map(|case| {
             let ids: Vec<u32> =
                 case["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
             let pruned: Vec<usize> = case["pruned"]
@@ -121,38 +124,116 @@ fn each_decoder_equals_its_float64_reference_with_and_without_heads_pruned() {
                 ("", HeadSet::all(spec.total_heads())),
                 ("_pruned", HeadSet::with_pruned(spec.total_heads(), pruned)),
             ];
+            (case.clone(), ids, sets)
+        })
+        .collect()
+}
+
+/// `out` against the case's float64 reference: the next token's logits and every loss to 1e-5
+/// of the largest, and (every head active) the first and last layers' attention.
+fn assert_matches_reference(what: &str, out: &DecoderOutput, case: &Value, suffix: &str) -> f64 {
+    let logits = rel_error(&out.next_logits, &floats(&case[format!("next_logits{suffix}")]));
+    assert!(logits < 1e-5, "{what}: next-token logits off by {logits:.2e} (relative)");
+    let want_losses = floats(&case[format!("losses{suffix}")]);
+    let got_losses: Vec<f32> = out.losses.iter().map(|&l| l as f32).collect();
+    if !want_losses.is_empty() {
+        let losses = rel_error(&got_losses, &want_losses);
+        assert!(losses < 1e-5, "{what}: losses off by {losses:.2e} (relative)");
+    }
+    if suffix.is_empty() {
+        assert_close(&format!("{what} layer 1"), &out.attention[0], &floats(&case["attention_first"]), 1e-5);
+        let last = out.attention.last().unwrap();
+        assert_close(&format!("{what} last layer"), last, &floats(&case["attention_last"]), 1e-5);
+    }
+    logits
+}
+
+#[test]
+fn each_decoder_equals_its_float64_reference_with_and_without_heads_pruned() {
+    for name in CASES {
+        let dir = folder(name);
+        let model = decoder(&dir);
+        let spec = model.spec;
+        for (case, ids, sets) in forward_cases(&reference(&dir), &spec) {
             // The scalar kernel on the small cases; both on GPT-2 small's shape would take minutes.
             let kernels: &[Kernel] = if spec.d_model > 100 { &[Kernel::Simd] } else { &Kernel::ALL };
             for &kernel in kernels {
                 for (suffix, heads) in &sets {
                     let what = format!("{name} n={} {kernel:?}{suffix}", ids.len());
-                    let out = model.forward(kernel, &ids, heads);
-                    let logits = rel_error(&out.next_logits, &floats(&case[format!("next_logits{suffix}")]));
-                    assert!(logits < 1e-5, "{what}: next-token logits off by {logits:.2e} (relative)");
-                    let want_losses = floats(&case[format!("losses{suffix}")]);
-                    let got_losses: Vec<f32> = out.losses.iter().map(|&l| l as f32).collect();
-                    if !want_losses.is_empty() {
-                        let losses = rel_error(&got_losses, &want_losses);
-                        assert!(losses < 1e-5, "{what}: losses off by {losses:.2e} (relative)");
-                    }
-                    if suffix.is_empty() {
-                        assert_close(
-                            &format!("{what} layer 1"),
-                            &out.attention[0],
-                            &floats(&case["attention_first"]),
-                            1e-5,
-                        );
-                        let last = out.attention.last().unwrap();
-                        assert_close(
-                            &format!("{what} last layer"),
-                            last,
-                            &floats(&case["attention_last"]),
-                            1e-5,
-                        );
-                    }
+                    let logits =
+                        assert_matches_reference(&what, &model.forward(kernel, &ids, heads), &case, suffix);
                     say!("{what}: logits {logits:.1e}");
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn each_decoder_on_the_gpu_equals_its_float64_reference_and_keeps_what_it_is_asked_to() {
+    let ctx =
+        std::rc::Rc::new(pollster::block_on(GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"));
+    say!("GPU adapter under test: {}", ctx.adapter_label());
+    for name in CASES {
+        let dir = folder(name);
+        let model = decoder(&dir);
+        let spec = model.spec;
+        let gpu = pollster::block_on(GpuGpt2::new(ctx.clone(), &model)).unwrap();
+        for (case, ids, sets) in forward_cases(&reference(&dir), &spec) {
+            for (suffix, heads) in &sets {
+                let what = format!("{name} n={} GPU{suffix}", ids.len());
+                let out = pollster::block_on(gpu.forward(&model, &ids, heads, Keep::All)).unwrap();
+                let logits = assert_matches_reference(&what, &out, &case, suffix);
+                // What a head writes (for the induction test's direct effect) is the CPU's.
+                let cpu = model.forward(Kernel::Simd, &ids, heads);
+                for l in 0..spec.layers {
+                    let want: Vec<f64> = cpu.head_outputs[l].iter().map(|&v| v as f64).collect();
+                    assert_close(
+                        &format!("{what} layer {l} head outputs"),
+                        &out.head_outputs[l],
+                        &want,
+                        1e-5,
+                    );
+                }
+                let want_rows: Vec<f64> = cpu.hidden.iter().map(|&v| v as f64).collect();
+                assert_close(&format!("{what} final rows"), &out.hidden, &want_rows, 1e-5);
+                // Keeping one layer gives the same numbers and only that layer's maps.
+                let last = spec.layers - 1;
+                let one = pollster::block_on(gpu.forward(&model, &ids, heads, Keep::Layer(last))).unwrap();
+                assert_eq!(one.next_logits, out.next_logits, "{what}: keeping one layer changed the logits");
+                assert!(
+                    (0..spec.layers).all(|l| one.kept(l) == (l == last)),
+                    "{what}: kept the wrong layers"
+                );
+                assert_eq!(one.attention[last], out.attention[last]);
+                say!("{what}: logits {logits:.1e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_gpu_decoder_whose_output_head_and_logits_come_in_blocks_gives_the_same_numbers() {
+    let ctx =
+        std::rc::Rc::new(pollster::block_on(GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"));
+    let dir = folder("gpt2-odd");
+    let model = decoder(&dir);
+    let spec = model.spec;
+    // Four rows of logits at a time (the last row is inside a block at 7 and 40 tokens), the
+    // output head in blocks of 47 of its 427 rows (the last block shorter).
+    let small = 4 * 4 * spec.vocab as u64;
+    let gpu = pollster::block_on(GpuGpt2::with_blocks_of(ctx.clone(), &model, small)).unwrap();
+    let whole = pollster::block_on(GpuGpt2::new(ctx, &model)).unwrap();
+    for (case, ids, sets) in forward_cases(&reference(&dir), &spec) {
+        for (suffix, heads) in &sets {
+            let what = format!("gpt2-odd n={} GPU in blocks{suffix}", ids.len());
+            let out = pollster::block_on(gpu.forward(&model, &ids, heads, Keep::All)).unwrap();
+            assert_matches_reference(&what, &out, &case, suffix);
+            let once = pollster::block_on(whole.forward(&model, &ids, heads, Keep::All)).unwrap();
+            assert_eq!(out.losses.len(), ids.len() - 1);
+            let e =
+                rel_error(&out.next_logits, &once.next_logits.iter().map(|&v| v as f64).collect::<Vec<_>>());
+            assert!(e < 1e-6, "{what}: blocks change the logits by {e:.1e}");
         }
     }
 }
@@ -436,7 +517,6 @@ fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
 fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the_losses() {
     use headlab::jobs::decoder::{DecoderRun, InductionRun, TOP_TOKENS};
     use headlab::model::decoder::Decoder;
-    use headlab::model::gpt2::Keep;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
@@ -641,7 +721,6 @@ fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_withou
 #[test]
 fn a_long_text_on_a_large_model_keeps_only_the_layer_on_show() {
     use headlab::jobs::decoder::{keep_for, KEEP_ALL_BYTES};
-    use headlab::model::gpt2::Keep;
     use headlab::model::spec::ModelSpec;
     let medium =
         ModelSpec { layers: 24, heads: 16, d_model: 1024, positions: 1024, ..ModelSpec::MINILM_L6_V2 };

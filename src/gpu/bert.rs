@@ -13,44 +13,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use super::forward::{AttentionParams, MatmulParams};
+use super::forward::AttentionParams;
+use super::layers::{linear_params, Dispatch, Pipelines, RowParams, Step};
 use super::resources::{self, elementwise_groups, tiles, Owned};
-use super::{shaders, GpuContext, GpuError};
+use super::{GpuContext, GpuError};
 use crate::attention::HeadSet;
 use crate::model::bert::{first_changed_layer, pool, Bert, BertOutput};
 use crate::model::pruned::PrunedBert;
-use crate::model::spec::{Activation, ModelSpec};
-
-/// Uniforms of `bert.wgsl` (same field order), padded to 32 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct RowParams {
-    rows: u32,
-    cols: u32,
-    /// `bias_act`: 1 applies the exact GELU after the bias, 2 its tanh approximation, 0 adds the
-    /// bias only.
-    gelu: u32,
-    /// `mask_heads`: columns per head.
-    head_width: u32,
-    /// `residual_norm`: LayerNorm's epsilon.
-    eps: f32,
-    _pad: [u32; 3],
-}
-
-impl RowParams {
-    fn new(spec: &ModelSpec, rows: usize, cols: usize) -> Self {
-        let eps = spec.layer_norm_eps as f32;
-        RowParams { rows: rows as u32, cols: cols as u32, gelu: 0, head_width: 0, eps, _pad: [0; 3] }
-    }
-
-    /// `bias_act`'s code for the model's activation.
-    fn activation(self, activation: Activation) -> Self {
-        match activation {
-            Activation::Gelu => RowParams { gelu: 1, ..self },
-            Activation::GeluTanh => RowParams { gelu: 2, ..self },
-        }
-    }
-}
+use crate::model::spec::ModelSpec;
 
 struct LayerBuffers {
     /// The heads it has, as indices within the layer.
@@ -67,23 +37,6 @@ struct LayerBuffers {
     ln2: wgpu::Buffer,
 }
 
-/// The pipelines of one layer's dispatches.
-#[derive(Clone, Copy)]
-enum Step {
-    Matmul,
-    Attention,
-    BiasAct,
-    ResidualNorm,
-    MaskHeads,
-}
-
-/// One dispatch of a layer: its pipeline, bind group and workgroups.
-struct Dispatch {
-    step: Step,
-    group: wgpu::BindGroup,
-    workgroups: (u32, u32),
-}
-
 /// The buffers and uniforms every layer of a plan shares.
 struct PassBuffers {
     n: usize,
@@ -97,23 +50,6 @@ struct PassBuffers {
     u_ffn_out: wgpu::Buffer,
     u_gelu: wgpu::Buffer,
     u_norm: wgpu::Buffer,
-}
-
-/// `y (n x out) = a (n x inp) @ W^T`, `W` stored `out x inp` (PyTorch's layout).
-fn linear_params(n: usize, inp: usize, out: usize) -> MatmulParams {
-    let (inp, out) = (inp as u32, out as u32);
-    MatmulParams {
-        m: n as u32,
-        n: out,
-        k: inp,
-        batch: 1,
-        a: [0, inp, 1, 0],
-        b: [0, 1, inp, 0],
-        c_off: 0,
-        c_rs: out,
-        c_bs: 0,
-        alpha: 1.0,
-    }
 }
 
 /// Sequence lengths whose plans are kept: a sentence and the three of the meaning check.
@@ -155,9 +91,7 @@ pub struct GpuBert {
     ctx: Rc<GpuContext>,
     spec: ModelSpec,
     layers: Vec<LayerBuffers>,
-    bias_act: wgpu::ComputePipeline,
-    residual_norm: wgpu::ComputePipeline,
-    mask_heads: wgpu::ComputePipeline,
+    pipelines: Pipelines,
     /// Plans of the lengths run last, most recent last.
     plans: RefCell<Vec<Rc<Plan>>>,
     /// The weights, destroyed with the model.
@@ -205,33 +139,12 @@ impl GpuBert {
         if let Some(e) = scope.pop().await {
             return Err(GpuError::OutOfMemory(e.to_string()));
         }
-        let scope = dev.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("bert"),
-            source: wgpu::ShaderSource::Wgsl(shaders::BERT.into()),
-        });
-        let pipeline = |entry: &str| {
-            dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(entry),
-                layout: None,
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
-        let (bias_act, residual_norm, mask_heads) =
-            (pipeline("bias_act"), pipeline("residual_norm"), pipeline("mask_heads"));
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::Internal(format!("pipeline creation failed: {e}")));
-        }
+        let pipelines = Pipelines::new(&ctx).await?;
         Ok(GpuBert {
             ctx,
             spec: *model.base().spec(),
             layers,
-            bias_act,
-            residual_norm,
-            mask_heads,
+            pipelines,
             plans: RefCell::new(Vec::new()),
             _owned: owned,
         })
@@ -240,16 +153,6 @@ impl GpuBert {
     /// The device it runs on.
     pub fn context(&self) -> Rc<GpuContext> {
         self.ctx.clone()
-    }
-
-    fn pipeline(&self, step: Step) -> &wgpu::ComputePipeline {
-        match step {
-            Step::Matmul => &self.ctx.matmul,
-            Step::Attention => &self.ctx.attention,
-            Step::BiasAct => &self.bias_act,
-            Step::ResidualNorm => &self.residual_norm,
-            Step::MaskHeads => &self.mask_heads,
-        }
     }
 
     /// The plan for `n` tokens: kept from an earlier pass, or made now (under an out-of-memory
@@ -331,14 +234,11 @@ impl GpuBert {
         keep: &wgpu::Buffer,
         uniform: &dyn Fn(&[u8]) -> wgpu::Buffer,
     ) -> Vec<Dispatch> {
-        let dev = &self.ctx.device;
         let spec = &self.spec;
         let (n, d, ffn, d_k) = (b.n, spec.d_model, spec.ffn, spec.d_k());
         let width = w.kept.len() * d_k;
-        let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| Dispatch {
-            step,
-            group: resources::bind_in_order(dev, self.pipeline(step), buffers),
-            workgroups,
+        let dispatch = |step: Step, buffers: &[&wgpu::Buffer], workgroups: (u32, u32)| {
+            self.pipelines.dispatch(&self.ctx, step, buffers, workgroups)
         };
         let mut dispatches = if width == 0 {
             // No head left: x = LayerNorm(x + 0 + b_o).
@@ -464,15 +364,7 @@ impl GpuBert {
                 inputs_at + (l - start) as u64 * x_bytes,
                 x_bytes,
             );
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("bert layer"),
-                timestamp_writes: None,
-            });
-            for Dispatch { step, group, workgroups: (gx, gy) } in dispatches {
-                pass.set_pipeline(self.pipeline(*step));
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(*gx, *gy, 1);
-            }
+            self.pipelines.encode(ctx, &mut enc, dispatches);
         }
         enc.copy_buffer_to_buffer(&plan.x, 0, readback, 0, x_bytes);
         let mut at = x_bytes;

@@ -37,13 +37,20 @@ pub(super) struct AttentionParams {
     heads: u32,
     scale: f32,
     head0: u32,
-    _pad: [u32; 2],
+    /// 1: a decoder's causal mask (query `i` reads keys `0..=i`).
+    causal: u32,
+    _pad: u32,
 }
 
 impl AttentionParams {
     /// `n` tokens, width `d`, heads of `d_k`, scores scaled by `1 / sqrt(d_k)`.
     pub(super) fn new(n: u32, d: u32, d_k: u32, heads: u32) -> Self {
-        AttentionParams { n, d, d_k, heads, scale: 1.0 / (d_k as f32).sqrt(), head0: 0, _pad: [0; 2] }
+        AttentionParams { n, d, d_k, heads, scale: 1.0 / (d_k as f32).sqrt(), head0: 0, causal: 0, _pad: 0 }
+    }
+
+    /// The same with a decoder's causal mask.
+    pub(super) fn causal(self) -> Self {
+        AttentionParams { causal: 1, ..self }
     }
 
     /// The same for head `head` alone (dispatched with one workgroup row).

@@ -16,6 +16,8 @@ mod bert;
 mod context;
 mod error;
 mod forward;
+mod gpt2;
+mod layers;
 #[cfg(feature = "bench")]
 mod profile;
 pub mod resources;
@@ -24,6 +26,7 @@ pub use bert::GpuBert;
 pub use context::GpuContext;
 pub use error::GpuError;
 pub use forward::{buffer_sizes, BufferSizes};
+pub use gpt2::GpuGpt2;
 #[cfg(feature = "bench")]
 pub use profile::DispatchTimes;
 
