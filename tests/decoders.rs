@@ -591,6 +591,44 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
 }
 
 #[test]
+fn the_pages_decoder_passes_run_on_the_sessions_gpu_and_move_to_the_cpu_when_it_fails() {
+    use headlab::backend::decoder::DecoderRunner;
+    use headlab::backend::session::Session;
+    use headlab::gpu::{inject_fault, Fault};
+    use headlab::jobs::decoder::DecoderRun;
+    use headlab::model::decoder::Decoder;
+    let dir = folder("gpt2-odd");
+    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let decoder = std::rc::Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
+    let session = pollster::block_on(Session::start(headlab::settings::Preference::Gpu, false));
+    assert!(session.gpu().is_some(), "a GPU adapter (lavapipe in CI)");
+    let runner = pollster::block_on(DecoderRunner::new(decoder.clone(), &session, &|| 0.0));
+    let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
+    assert!(runner.on_gpu(tokens.ids.len()), "the reader forced the GPU: no measurement, the GPU");
+    let heads = HeadSet::with_pruned(decoder.spec().total_heads(), [1, 5]);
+    let cpu = DecoderRun::new(&decoder, Kernel::Simd, tokens.clone(), &heads, Keep::All, None, &|| 0.0);
+    let gpu = pollster::block_on(DecoderRun::on(&runner, tokens.clone(), &heads, Keep::All, None, &|| 0.0));
+    assert_eq!((gpu.ran_on.as_str(), gpu.note.as_deref()), ("the GPU (WebGPU)", None));
+    for (what, g, c) in [("full", &gpu.full, &cpu.full), ("pruned", &gpu.pruned, &cpu.pruned)] {
+        let as64 = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+        let e = rel_error(&g.next_logits, &as64(&c.next_logits));
+        assert!(e < 1e-5, "{what}: the GPU's next-token logits differ by {e:.1e}");
+        let losses: Vec<f32> = g.losses.iter().map(|&l| l as f32).collect();
+        let want: Vec<f64> = c.losses.clone();
+        assert!(rel_error(&losses, &want) < 1e-5, "{what}: losses");
+        assert_close(&format!("{what} layer 2 attention"), &g.attention[1], &as64(&c.attention[1]), 1e-5);
+    }
+    // A device lost: this pass and every later one on the CPU kernel, and the page is told.
+    inject_fault(Fault::DeviceLoss);
+    let after = pollster::block_on(DecoderRun::on(&runner, tokens.clone(), &heads, Keep::All, None, &|| 0.0));
+    assert!(after.ran_on.starts_with("the CPU kernel"), "{}", after.ran_on);
+    let note = after.note.clone().unwrap_or_default();
+    assert!(note.starts_with("The decoder switched to the CPU because"), "{note}");
+    assert_eq!(after.pruned.next_logits, cpu.pruned.next_logits, "the same kernel, the same numbers");
+    assert!(!runner.on_gpu(tokens.ids.len()));
+}
+
+#[test]
 fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_ranking() {
     use headlab::jobs::decoder::{random_heads, SweepProgress, TextSweep};
     use headlab::model::decoder::Decoder;

@@ -16,6 +16,7 @@
 pub mod batched;
 pub mod calibrate;
 pub mod choice;
+pub mod decoder;
 pub mod faults;
 pub mod placement;
 pub mod precision_speed;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use crate::attention::clock::Clock;
 use crate::attention::importance::{random_order, Ranking};
 use crate::attention::HeadSet;
+use crate::backend::decoder::DecoderRunner;
+pub use crate::backend::decoder::DECODER_KERNEL;
 use crate::cpu::Kernel;
 use crate::model::decoder::{Decoder, DecoderTokens};
 use crate::model::decoder_gradient::{gates, passage_gradients};
@@ -18,9 +20,6 @@ use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
 use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
 use crate::model::spec::ModelSpec;
 use crate::model::texts::TextSet;
-
-/// The kernel the page runs a decoder on: the vector one (wasm simd128).
-pub const PAGE_KERNEL: Kernel = Kernel::Simd;
 
 /// The most bytes of attention weights a page's pass keeps for every layer; past it (a long text
 /// on a large model: gpt2-medium at 1024 tokens would keep 1.6 GB per pass) it keeps only the
@@ -53,6 +52,18 @@ pub struct DecoderRun {
     pub pruned: Arc<DecoderOutput>,
     /// Milliseconds the passes this run made took (none: 0, both reused), on the clock it was given.
     pub elapsed_ms: f64,
+    /// Where its passes ran, for the page ("the GPU (WebGPU)", "the CPU kernel (…)").
+    pub ran_on: String,
+    /// Why the passes are not on the GPU when they were meant to be.
+    pub note: Option<String>,
+}
+
+/// Whether `full` is a full pass over `n` tokens that kept the layers `keep` names.
+fn reusable(full: &DecoderOutput, spec: &ModelSpec, n: usize, keep: Keep) -> bool {
+    full.seq_len == n
+        && !full.heads.any_pruned()
+        && full.heads.len() == spec.total_heads()
+        && (0..spec.layers).all(|l| !keep.keeps(l) || full.kept(l))
 }
 
 impl DecoderRun {
@@ -69,35 +80,40 @@ impl DecoderRun {
         clock: &dyn Clock,
     ) -> DecoderRun {
         let started = clock.now_ms();
-        let spec = decoder.spec();
-        let total = spec.total_heads();
-        let usable = |f: &Arc<DecoderOutput>| {
-            f.seq_len == tokens.ids.len()
-                && !f.heads.any_pruned()
-                && f.heads.len() == total
-                && (0..spec.layers).all(|l| !keep.keeps(l) || f.kept(l))
-        };
-        let full = full.filter(usable).unwrap_or_else(|| {
-            Arc::new(decoder.gpt2.forward_keeping(kernel, &tokens.ids, &HeadSet::all(total), keep))
-        });
+        let all = HeadSet::all(decoder.spec().total_heads());
+        let full = full
+            .filter(|f| reusable(f, decoder.spec(), tokens.ids.len(), keep))
+            .unwrap_or_else(|| Arc::new(decoder.gpt2.forward_keeping(kernel, &tokens.ids, &all, keep)));
         let pruned = if heads.any_pruned() {
             Arc::new(decoder.gpt2.forward_keeping(kernel, &tokens.ids, heads, keep))
         } else {
             full.clone()
         };
-        DecoderRun { tokens, full, pruned, elapsed_ms: clock.now_ms() - started }
+        let ran_on = format!("the CPU kernel ({})", kernel.describe());
+        DecoderRun { tokens, full, pruned, elapsed_ms: clock.now_ms() - started, ran_on, note: None }
     }
 
-    /// [`DecoderRun::new`] on [`PAGE_KERNEL`].
-    pub fn on_page(
-        decoder: &Decoder,
+    /// [`DecoderRun::new`] where `runner` puts the page's passes (the GPU or the CPU kernel).
+    pub async fn on(
+        runner: &DecoderRunner,
         tokens: DecoderTokens,
         heads: &HeadSet,
         keep: Keep,
         full: Option<Arc<DecoderOutput>>,
         clock: &dyn Clock,
     ) -> DecoderRun {
-        DecoderRun::new(decoder, PAGE_KERNEL, tokens, heads, keep, full, clock)
+        let started = clock.now_ms();
+        let spec = runner.decoder().spec();
+        let full = match full.filter(|f| reusable(f, spec, tokens.ids.len(), keep)) {
+            Some(f) => f,
+            None => Arc::new(runner.pass(&tokens.ids, &HeadSet::all(spec.total_heads()), keep).await),
+        };
+        let pruned = match heads.any_pruned() {
+            true => Arc::new(runner.pass(&tokens.ids, heads, keep).await),
+            false => full.clone(),
+        };
+        let (elapsed_ms, n) = (clock.now_ms() - started, tokens.ids.len());
+        DecoderRun { tokens, full, pruned, elapsed_ms, ran_on: runner.ran_on(n), note: runner.note() }
     }
 
     /// What the last change cost, in a sentence (`step_ms`: the clock's step).

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { suite } from './harness.mjs';
+import { launch, suite } from './harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
 import { dropFiles } from './pages.mjs';
 
@@ -26,18 +26,26 @@ function relError(page, want) {
   return Math.max(...page.map((p, i) => Math.abs(p - want[i]))) / scale;
 }
 
-test('a served GPT-2 checkpoint: its next token and every loss equal the float64 reference, full and with a head pruned', async () => {
+/**
+ * The served gpt2-odd on `backend` (`cpu` or `gpu`, in `via`): its tokens, next token and every
+ * loss equal the float64 reference, full and with layer 1's head 1 pruned, and the page names
+ * where the text ran. Resolves to the open page, for more.
+ */
+async function servedDecoderMatchesTheReference(backend, via) {
   const ref = (await reference('gpt2-odd')).page;
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;
-  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&text=${encodeURIComponent(ref.text)}`);
+  const opened = await app.open(`?model=${encodeURIComponent(path)}&backend=${backend}&text=${encodeURIComponent(ref.text)}`, { via });
+  const { page, lab: { trained, decoder } } = opened;
   await trained.modelLoad.waitText(/^gpt2-odd \(gpt2, weights [0-9a-f]{16}\): 2 layers × 4 heads of 9, d_model 36, FFN 37, 40 positions, 427 pieces/, { timeout: 60000 });
   await decoder.heatmap(3).waitFor({ timeout: 60000 });
   await decoder.lossStrip.waitFor({ timeout: 60000 });
+  const where = backend === 'gpu' ? /^Your text runs on the GPU \(WebGPU\), f16 weights/ : /^Your text runs on the CPU kernel \(wasm simd128/;
+  await trained.backend.waitText(where);
   assert.equal(await trained.shownTokens.count(), ref.ids.length);
   assert.equal(await decoder.nextTokens.locator('tbody tr').first().getAttribute('data-id'), String(ref.top));
   assert.deepEqual(await decoder.drift(), { kl: 0, changed: false });
   const full = await decoder.losses();
-  assert.ok(relError(full.map((l) => l[0]), ref.losses) < 1e-5, 'every head: the losses are the float64 reference\'s');
+  assert.ok(relError(full.map((l) => l[0]), ref.losses) < 1e-5, `${backend}, every head: the losses are the float64 reference's`);
   // The masked half of a causal heatmap is grey, the first row's only cell is the colour map's.
   const pixels = await decoder.heatmap(0).evaluate((c) => {
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -49,15 +57,42 @@ test('a served GPT-2 checkpoint: its next token and every loss equal the float64
   await decoder.head(1).click();
   await decoder.waitPruned(1, 8, { timeout: 60000 });
   const { kl } = await decoder.drift();
-  assert.ok(Math.abs(kl - ref.kl) < 1e-4 * Math.max(1, ref.kl), `KL page ${kl}, float64 ${ref.kl}`);
+  assert.ok(Math.abs(kl - ref.kl) < 1e-4 * Math.max(1, ref.kl), `${backend}: KL page ${kl}, float64 ${ref.kl}`);
   const pruned = await decoder.losses();
-  assert.ok(relError(pruned.map((l) => l[1]), ref.losses_pruned) < 1e-5, 'pruned: the losses are the float64 reference\'s');
+  assert.ok(relError(pruned.map((l) => l[1]), ref.losses_pruned) < 1e-5, `${backend}, pruned: the losses are the float64 reference's`);
   assert.ok(relError(pruned.map((l) => l[0]), ref.losses) < 1e-5, 'the full model\'s stay');
   assert.match(await decoder.lossSummary.textContent(), /^Mean loss over the text: \d+\.\d{3} nats per token \(perplexity [\d.e]+\) with every head, \d+\.\d{3}/);
   assert.match(page.url(), /[?&]pruned=1(&|$)/);
-  console.log(`gpt2-odd: KL with head 1.1 pruned ${kl} (float64 ${ref.kl})`);
+  console.log(`gpt2-odd on the ${backend}: KL with head 1.1 pruned ${kl} (float64 ${ref.kl})`);
+  return opened;
+}
+
+test('a served GPT-2 checkpoint: its next token and every loss equal the float64 reference, full and with a head pruned', async () => {
+  const { page, problems } = await servedDecoderMatchesTheReference('cpu');
   assert.deepEqual(withoutProbes(problems), []);
   await page.close();
+});
+
+test('on WebGPU (?backend=gpu) a decoder gives the float64 reference too, and a lost device moves it to the CPU kernel with a note', async () => {
+  const browser = await launch({ webgpu: true });
+  try {
+    const { page, problems, lab: { trained, decoder } } = await servedDecoderMatchesTheReference('gpu', browser);
+    const before = await decoder.losses();
+    await page.evaluate(() => window.wasmBindings.inject_gpu_fault('device'));
+    await decoder.head(2).click();
+    await decoder.waitPruned(2, 8, { timeout: 60000 });
+    await trained.backend.waitText(/^Your text runs on the CPU kernel \(wasm simd128/);
+    await page.getByTestId('decoder-backend-note').waitFor();
+    assert.match(await page.getByTestId('decoder-backend-note').textContent(), /^The decoder switched to the CPU because /);
+    const after = await decoder.losses();
+    assert.ok(relError(after.map((l) => l[0]), before.map((l) => l[0])) < 1e-5, 'the full model\'s losses stay');
+    assert.match(page.url(), /[?&]pruned=1(%2C|,)2(&|$)/);
+    // WebGPU reports the lost device to the console; nothing else may appear.
+    assert.deepEqual(withoutProbes(problems).filter((p) => !/[Dd]evice|destroyed|lost/.test(p)), []);
+    await page.close();
+  } finally {
+    await browser.close();
+  }
 });
 
 test("every head's importance on the reader's text: head 1.1's equals the float64 KL, prune-k takes the least important, at random as many, and the curve is drawn", async () => {

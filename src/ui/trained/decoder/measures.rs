@@ -15,7 +15,7 @@ use super::view::DecoderView;
 use crate::attention::HeadSet;
 use crate::jobs::decoder::{
     random_heads, DecoderMeasure, SetGradient, SetLoss, SetPerplexity, Steps, SweepProgress, TextSweep,
-    PAGE_KERNEL,
+    DECODER_KERNEL,
 };
 use crate::jobs::decoder_curves::{CurveRun, DecoderCurves};
 use crate::jobs::web::{now_ms, yield_to_browser};
@@ -41,7 +41,7 @@ impl DecoderView {
         let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
         spawn_local(async move {
             yield_to_browser().await;
-            let sweep = TextSweep::new(&decoder, PAGE_KERNEL, &text, SweepPlan::PAGE);
+            let sweep = TextSweep::new(&decoder, DECODER_KERNEL, &text, SweepPlan::PAGE);
             self.run_sweep(&decoder, sweep, generation).await;
         });
     }
@@ -61,7 +61,7 @@ impl DecoderView {
                 if self.sweep_generation.try_get_value() != Some(generation) {
                     return;
                 }
-                if let Some(ranking) = job.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                if let Some(ranking) = job.work_for(&decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
                     break ranking;
                 }
                 let (done, of) = job.progress();
@@ -70,7 +70,7 @@ impl DecoderView {
             };
             let sweep = TextSweep::ranked(
                 &decoder,
-                PAGE_KERNEL,
+                DECODER_KERNEL,
                 &text,
                 SweepPlan::PAGE,
                 &ranking,
@@ -102,7 +102,7 @@ impl DecoderView {
     async fn run_sweep(self, decoder: &Decoder, sweep: Option<TextSweep>, generation: u32) {
         let Some(mut sweep) = sweep else { return self.end_sweep(generation, None) };
         while self.sweep_generation.try_get_value() == Some(generation) {
-            match sweep.work_for(decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+            match sweep.work_for(decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
                 SweepProgress::Done(found) => {
                     self.importance.set(Some(found));
                     return self.end_sweep(generation, None);
@@ -159,7 +159,7 @@ impl DecoderView {
             }
             let mut job = SetLoss::new(decoder, &set, heads);
             let found = loop {
-                if let Some(found) = job.work_for(decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS) {
+                if let Some(found) = job.work_for(decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
                     break found;
                 }
                 let (done, of) = job.progress();
@@ -201,7 +201,7 @@ impl DecoderView {
             // Stops when the panel is gone.
             while self.computing_curves.try_get_untracked() == Some(true) {
                 let started = now_ms();
-                let done = run.work_for(&decoder, PAGE_KERNEL, &now_ms, SWEEP_SLICE_MS);
+                let done = run.work_for(&decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS);
                 worked += now_ms() - started;
                 if let Some(curves) = done {
                     self.curves.set(Some(Rc::new(curves)));

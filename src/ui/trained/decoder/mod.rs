@@ -33,9 +33,10 @@ pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
     provide_context(view);
     let precision = AppState::get().settings.with_untracked(|s| s.precision);
     view! {
-        <p class="muted" data-testid="trained-backend">
-            "Running on this page's thread: the CPU kernel (wasm simd128), f16 weights widened to f32. A decoder: each token reads only the tokens before it."
-        </p>
+        <p class="muted" data-testid="trained-backend">{move || view.backend_sentence()}</p>
+        {move || view.run_now().and_then(|r| r.note.clone()).map(|n| view! {
+            <p class="backend-note" data-testid="decoder-backend-note">{n}</p>
+        })}
         {(precision != crate::attention::precision::Precision::F16).then(|| view! {
             <p class="backend-note" data-testid="precision-note">"The 8-bit path is the encoders' so far: this decoder runs with its f16 weights."</p>
         })}

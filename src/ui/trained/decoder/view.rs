@@ -7,7 +7,10 @@ use std::sync::Arc;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::jobs::decoder::{keep_for, DecoderRun, InductionRun, SetPerplexity, TextImportance, PAGE_KERNEL};
+use crate::backend::decoder::DecoderRunner;
+use crate::jobs::decoder::{
+    keep_for, DecoderRun, InductionRun, SetPerplexity, TextImportance, DECODER_KERNEL,
+};
 use crate::jobs::decoder_curves::DecoderCurves;
 use crate::jobs::web::{now_ms, yield_to_browser};
 use crate::model::decoder::Decoder;
@@ -64,17 +67,31 @@ impl DecoderView {
         let decoder = StoredValue::new_local(decoder);
         // The last full pass, kept while the text stays: pruning reruns only the pruned model.
         let full = StoredValue::new_local(None::<Arc<DecoderOutput>>);
+        // Where the page's passes run: the CPU kernel until the session is chosen, then its GPU
+        // if it has one (timed against the CPU kernel unless the reader forced the GPU).
+        let session = AppState::get().session;
+        let runner = LocalResource::new(move || {
+            let (session, decoder) = (session.get(), decoder.get_value());
+            async move {
+                Rc::new(match session {
+                    Some(s) => DecoderRunner::new(decoder, &s, &now_ms).await,
+                    None => DecoderRunner::cpu(decoder),
+                })
+            }
+        });
         let run = LocalResource::new(move || {
+            let runner = runner.get();
             let (text, heads, decoder) = (choices.text.get(), choices.heads.get(), decoder.get_value());
             let tokens = decoder.tokens(&text);
             // A long text on a large model keeps only the layer on show (and reruns when it changes).
             let keep = keep_for(decoder.spec(), tokens.ids.len(), || choices.layer.get());
             async move {
+                let runner = runner?;
                 yield_to_browser().await;
                 if tokens.ids.is_empty() || heads.len() != decoder.spec().total_heads() {
                     return None;
                 }
-                let run = DecoderRun::on_page(&decoder, tokens, &heads, keep, full.get_value(), &now_ms);
+                let run = DecoderRun::on(&runner, tokens, &heads, keep, full.get_value(), &now_ms).await;
                 full.set_value(Some(run.full.clone()));
                 Some(Rc::new(run))
             }
@@ -85,7 +102,7 @@ impl DecoderView {
             async move {
                 let test = test?;
                 yield_to_browser().await;
-                Some(test.losses_with(&decoder, PAGE_KERNEL, &heads))
+                Some(test.losses_with(&decoder, DECODER_KERNEL, &heads))
             }
         });
         DecoderView {
@@ -121,6 +138,15 @@ impl DecoderView {
         self.run.get().flatten()
     }
 
+    /// Where the reader's text ran, and where the measurements run.
+    pub(super) fn backend_sentence(&self) -> String {
+        let cpu = || format!("the CPU kernel ({})", DECODER_KERNEL.describe());
+        let on = self.run_now().map_or_else(cpu, |r| r.ran_on.clone());
+        format!(
+            "Your text runs on {on}, f16 weights widened to f32; the measurements below (importance, perplexity, the curves) run on this page's thread on the CPU kernel. A decoder: each token reads only the tokens before it."
+        )
+    }
+
     /// The importance measured on the reader's text as it is now.
     pub(super) fn importance_now(&self) -> Option<Rc<TextImportance>> {
         let found = self.importance.get()?;
@@ -136,7 +162,7 @@ impl DecoderView {
         let decoder = self.decoder.get_value();
         spawn_local(async move {
             yield_to_browser().await;
-            let test = InductionRun::new(&decoder, PAGE_KERNEL, 1);
+            let test = InductionRun::new(&decoder, DECODER_KERNEL, 1);
             self.induction.set(Some(Rc::new(test)));
             self.testing.set(false);
         });
