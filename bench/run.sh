@@ -63,6 +63,9 @@ if [ "$shapes" != smoke ]; then
   echo
   echo "## a BERT-base-shaped checkpoint (random weights, scripts/make-checkpoints.sh) against transformers.js, 128 tokens"
   "${node_relaxed[@]}" bench/transformers.mjs "$rounds" all --model="$(scripts/make-checkpoints.sh)/bert-base-shaped"
+  echo
+  echo "## a GPT-2-small-shaped decoder (random weights, GPT-2's vocabulary: scripts/make-checkpoints.sh bench) against transformers.js, 128 tokens"
+  "${node_relaxed[@]}" bench/decoder-speed.mjs "$rounds"
 fi
 
 echo

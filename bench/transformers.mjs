@@ -21,27 +21,15 @@
 // threads stands beside transformers.js's on two, in the same rounds.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds, simd128 } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
+import { toolsDir, transformersDir, transformersOn, version } from './peer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
-/** The folder of package `name` as Node finds it from `dir` (its node_modules, then its parents'). */
-function packageDir(name, dir) {
-  for (let d = dir; ; d = dirname(d)) {
-    if (existsSync(join(d, 'node_modules', name, 'package.json'))) return join(d, 'node_modules', name);
-    if (dirname(d) === d) throw new Error(`${name} is not installed (scripts/install-tools.sh test)`);
-  }
-}
-const version = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
-const transformersDir = packageDir('@huggingface/transformers', toolsDir);
-// The onnxruntime-web that transformers.js depends on (its browser users get this one).
-const ortWebDir = packageDir('onnxruntime-web', transformersDir);
 const args = process.argv.slice(2);
 const flag = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const positional = args.filter((a) => !a.startsWith('--'));
@@ -93,28 +81,7 @@ function sentence(model, n) {
 /** One configuration in this process: rows of the table, as JSON on stdout's last line. */
 async function child(threads, runtime) {
   const { texts, ids, reference } = JSON.parse(readFileSync(referenceFile, 'utf8'));
-  let ortVersion;
-  if (runtime === 'web') {
-    const ort = await import(pathToFileURL(join(ortWebDir, 'dist/ort.node.min.mjs')).href);
-    ort.env.wasm.numThreads = threads;
-    ort.env.wasm.simd = true;
-    ort.env.wasm.proxy = false;
-    ort.env.wasm.wasmPaths = pathToFileURL(join(ortWebDir, 'dist')).href + '/';
-    ortVersion = `onnxruntime-web ${ort.env.versions.web}`;
-    const create = (model, options) => ort.InferenceSession.create(typeof model === 'string' ? readFileSync(model) : model, options);
-    globalThis[Symbol.for('onnxruntime')] = { ...ort, InferenceSession: { ...ort.InferenceSession, create } };
-  } else {
-    ortVersion = `onnxruntime-node ${version(packageDir('onnxruntime-node', transformersDir))}`;
-  }
-  const { pipeline, env } = await import(pathToFileURL(join(transformersDir, 'dist/transformers.node.mjs')).href);
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.localModelPath = modelsDir + '/';
-  env.useWasmCache = false;
-  env.useFSCache = false;
-  const options = (dtype) => (runtime === 'web'
-    ? { dtype, device: { model: '' }, session_options: { executionProviders: ['wasm'] } }
-    : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
+  const { transformers: { pipeline }, ortVersion, options } = await transformersOn(runtime, threads, modelsDir);
   const pipes = { fp32: await pipeline('feature-extraction', modelName, options('fp32')), q8: await pipeline('feature-extraction', modelName, options('q8')) };
   const builds = headlab();
   const model = builds[0].model;

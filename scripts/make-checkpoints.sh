@@ -9,12 +9,16 @@
 #   scripts/make-checkpoints.sh large    a BERT-large-shaped folder (670 MB, for bench/load.mjs)
 #                                        and a gpt2-medium-shaped one (710 MB) into
 #                                        target/checkpoints-large
+#   scripts/make-checkpoints.sh bench    a GPT-2-small-shaped folder with GPT-2's whole
+#                                        vocabulary (250 MB, for bench/decoder-speed.mjs) into
+#                                        target/checkpoints-bench
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 which=${1:-tests}
 out=target/checkpoints
 [ "$which" = large ] && out=target/checkpoints-large
+[ "$which" = bench ] && out=target/checkpoints-bench
 # The decoders' references include the perplexity on the text set (scripts/fetch-texts.sh).
 HEADLAB_TEXTS_CHAPTERS=$(scripts/fetch-texts.sh)
 export HEADLAB_TEXTS_CHAPTERS
@@ -22,7 +26,7 @@ stamp=$(cat tests/reference/checkpoints.py tests/reference/decoders.py scripts/f
 if [ "$(cat "$out/.made-by" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "$out"
   mkdir -p "$out"
-  "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" "$which" >&2
+  [ "$which" = bench ] || "$TOOLS_DIR/venv/bin/python" tests/reference/checkpoints.py "$out" "$which" >&2
   "$TOOLS_DIR/venv/bin/python" tests/reference/decoders.py "$out" "$which" >&2
   echo "$stamp" > "$out/.made-by"
 fi

@@ -78,6 +78,11 @@ step "benchmark smoke run: 8 bits against transformers.js q8 in Chromium" node b
 # page's loader and exported by bench/onnx-bert.mjs (both made by the run), at 128 tokens.
 step "benchmark smoke run: a BERT-base-shaped checkpoint against transformers.js" \
   node --experimental-wasm-relaxed-simd bench/transformers.mjs 2 smoke --model="$HEADLAB_CHECKPOINTS/bert-base-shaped"
+# A decoder's pass over 128 tokens against transformers.js's AutoModelForCausalLM (fp32, q8) on the
+# tests' GPT-2-small-shaped folder, exported by bench/onnx-gpt2.mjs; fails if headlab's next-token
+# logits are not the float64 reference's to 1e-5.
+step "benchmark smoke run: a GPT-2-small-shaped decoder against transformers.js" \
+  node --experimental-wasm-relaxed-simd bench/decoder-speed.mjs 2 smoke
 
 # Where the time went, slowest first: the steps to look at when the run grows.
 printf '\nseconds per check, slowest first:\n'

@@ -457,3 +457,43 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
         r / f
     )
 }
+
+/// A GPT-2-family decoder from its page model file (a checkpoint folder converted by the page's
+/// loader), for `bench/decoder-speed.mjs`: the page's pass over a text (every layer, the output
+/// head's logits at every position and each position's loss) on the CPU kernel.
+#[wasm_bindgen]
+pub struct DecoderCase {
+    decoder: crate::model::decoder::Decoder,
+}
+
+#[wasm_bindgen]
+impl DecoderCase {
+    /// The decoder in a model file, checked and decoded once.
+    #[wasm_bindgen(constructor)]
+    pub fn new(asset: &[u8]) -> Result<DecoderCase, String> {
+        let id = crate::model::asset::sha256_hex(asset)[..16].to_string();
+        let decoder = crate::model::decoder::Decoder::from_file(asset, id).map_err(|e| e.to_string())?;
+        Ok(DecoderCase { decoder })
+    }
+
+    /// The next token's logits after a pass over `ids` with every head (the pass makes every
+    /// position's logits and loss, as the page's does).
+    pub fn forward(&self, ids: &[u32]) -> Result<Vec<f32>, String> {
+        let spec = self.decoder.spec();
+        if ids.is_empty() || ids.len() > spec.positions || ids.iter().any(|&id| id as usize >= spec.vocab) {
+            return Err(format!("1 to {} ids below {}", spec.positions, spec.vocab));
+        }
+        let all = HeadSet::all(spec.total_heads());
+        Ok(self
+            .decoder
+            .gpt2
+            .forward_keeping(Kernel::Simd, ids, &all, crate::model::gpt2::Keep::Layer(0))
+            .next_logits)
+    }
+
+    /// Every position's loss of that pass (the text's token after it), in f64.
+    pub fn losses(&self, ids: &[u32]) -> Vec<f64> {
+        let all = HeadSet::all(self.decoder.spec().total_heads());
+        self.decoder.gpt2.forward_keeping(Kernel::Simd, ids, &all, crate::model::gpt2::Keep::Layer(0)).losses
+    }
+}

@@ -359,10 +359,17 @@ LARGE = {"gpt2-medium-shaped": dict(layers=24, heads=16, d=1024, ffn=None, posit
                                     seed=14, lengths=[128], vocab_rows=50257)}
 
 
+# GPT-2 small's every size, its 50 257 embedding rows included (124 M weights, 250 MB in f16): the
+# decoder benchmark's model (bench/decoder-speed.mjs), made only when asked (`bench`).
+BENCH = {"gpt2-shaped": dict(layers=12, heads=12, d=768, ffn=None, positions=1024, dtype="F16",
+                             prefix="transformer.", tokenizer="files", buffers=False, head=False,
+                             seed=15, lengths=[128], vocab_rows=50257)}
+
+
 def main(out_dir, which="tests"):
     merges = learn_merges()
     vocab = vocabulary(merges)
-    for name, case in (LARGE if which == "large" else CASES).items():
+    for name, case in {"large": LARGE, "bench": BENCH}.get(which, CASES).items():
         make(out_dir, name, case, merges, vocab)
 
 

@@ -1,0 +1,169 @@
+// A GPT-2-family decoder's pass over a text as headlab's page makes it (both of the page's wasm
+// builds where Node runs relaxed SIMD: bench/builds.mjs) against transformers.js's
+// AutoModelForCausalLM on an ONNX export of the same checkpoint (bench/onnx-gpt2.mjs: fp32, and the
+// 8-bit file it picks by default for wasm, q8), run on onnxruntime-web's WebAssembly backend with 1
+// and 2 threads, in one Node process per thread count. The model is the tests' random
+// GPT-2-small-shaped checkpoint (`scripts/make-checkpoints.sh bench`: 12 layers x 12 heads,
+// d_model 768, GPT-2's 50257-row vocabulary) by default, or any GPT-2 folder with a float64
+// reference and a 128-token case (--model=DIR),
+// converted to the page's model file by the page's loader (convert-model) and exported by
+// bench/onnx-gpt2.mjs, both made here when missing.
+//
+//   node --experimental-wasm-relaxed-simd bench/decoder-speed.mjs [ROUNDS] [smoke] [--model=DIR]
+//
+// Both sides compute the same thing: every layer over the text's tokens and the output head's
+// logits at every position (headlab also each position's loss). The text is the reference's
+// 128-token case (its ids: both sides read the same tokens); each side's next-token logits are
+// compared with the float64 numpy reference (tests/reference/decoders.py). headlab's decoder has
+// no pass cut across threads yet: its one-thread time stands beside transformers.js's on 1 and 2.
+// Full: 1 and 2 threads, 5 s of warm-up per side, ROUNDS (default 5) interleaved rounds, medians of
+// times and of per-round ratios. Smoke: 1 thread, 2 rounds, 1 s of warm-up.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { median } from './stats.mjs';
+import { buildsNote, headlabBuilds } from './builds.mjs';
+import { cpuLine } from './machine.mjs';
+import { transformersDir, transformersOn, version } from './peer.mjs';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const args = process.argv.slice(2);
+const flag = (name) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const positional = args.filter((a) => !a.startsWith('--'));
+const rounds = Number(positional[0] ?? 5);
+const smoke = positional[1] === 'smoke';
+const warmupMs = smoke ? 1000 : 5000;
+const TOKENS = 128;
+
+// GPT-2 small's every size (its 50 257 embedding rows too: the output head is a third of a short
+// text's work) from `make-checkpoints.sh bench`; the smoke run takes the tests' GPT-2-small-shaped
+// folder instead (a 427-piece vocabulary: the same blocks, a small output head), which CI makes.
+const made = (which) => execFileSync(join(root, 'scripts/make-checkpoints.sh'), which ? [which] : [], { encoding: 'utf8' }).trim();
+const folder = flag('model') ? resolve(flag('model')) : smoke ? join(made(), 'gpt2-small-shaped') : join(made('bench'), 'gpt2-shaped');
+const modelsDir = join(root, 'target/transformers');
+const modelName = basename(folder);
+const assetFile = join(modelsDir, `${modelName}.headlab.bin`);
+
+/** The reference's case of TOKENS tokens: its ids and its float64 next-token logits. */
+function referenceCase() {
+  const ref = JSON.parse(readFileSync(join(folder, 'reference.json'), 'utf8'));
+  const found = ref.forward.find((c) => c.ids.length === TOKENS);
+  if (!found) throw new Error(`${folder}/reference.json has no ${TOKENS}-token case`);
+  return { ids: found.ids, logits: found.next_logits };
+}
+
+/** Largest |got - want| / max |want|. */
+function relError(got, want) {
+  const scale = Math.max(...want.map(Math.abs));
+  let worst = 0;
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+  return worst / scale;
+}
+
+const cosine = (a, b) => {
+  let ab = 0, aa = 0, bb = 0;
+  for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
+  return ab / Math.sqrt(aa * bb);
+};
+
+/** One thread count in this process: the row of the table, as JSON on stdout's last line. */
+async function child(threads) {
+  const { ids, logits: want } = referenceCase();
+  const { transformers: { AutoModelForCausalLM, Tensor }, ortVersion, options } = await transformersOn('web', threads, modelsDir);
+  const peers = {
+    fp32: await AutoModelForCausalLM.from_pretrained(modelName, options('fp32')),
+    q8: await AutoModelForCausalLM.from_pretrained(modelName, options('q8')),
+  };
+  const bytes = readFileSync(assetFile);
+  const builds = headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.DecoderCase(bytes) }));
+  const idsU32 = Uint32Array.from(ids);
+  const inputs = {
+    input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
+    attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
+  };
+  const vocab = want.length;
+  const lastRow = (t) => t.data.subarray((ids.length - 1) * vocab, ids.length * vocab);
+  const runs = {
+    ...Object.fromEntries(builds.map((b) => [b.name, async () => b.model.forward(idsU32)])),
+    fp32: async () => lastRow((await peers.fp32(inputs)).logits),
+    q8: async () => lastRow((await peers.q8(inputs)).logits),
+  };
+  const out = {};
+  for (const [k, run] of Object.entries(runs)) {
+    const t0 = performance.now();
+    do out[k] = Array.from(await run()); while (performance.now() - t0 < warmupMs);
+  }
+  const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+  const ratios = Object.fromEntries(builds.map((b) => [b.name, { fp32: [], q8: [] }]));
+  const order = Object.keys(runs);
+  for (let r = 0; r < rounds; r++) {
+    // Each round starts with another side, so none always runs right after the same one.
+    for (let j = 0; j < order.length; j++) {
+      const k = order[(r + j) % order.length];
+      const t0 = performance.now();
+      await runs[k]();
+      times[k].push(performance.now() - t0);
+    }
+    for (const b of builds) {
+      ratios[b.name].fp32.push(times[b.name].at(-1) / times.fp32.at(-1));
+      ratios[b.name].q8.push(times[b.name].at(-1) / times.q8.at(-1));
+    }
+  }
+  const row = {
+    threads,
+    ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
+    ratio: Object.fromEntries(builds.map((b) => [b.name, { fp32: median(ratios[b.name].fp32), q8: median(ratios[b.name].q8) }])),
+    error: Object.fromEntries(Object.keys(runs).map((k) => [k, relError(out[k], want)])),
+    cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], want)])),
+  };
+  console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);
+  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label }) => ({ name, label })), row }));
+}
+
+/** The page's model file and the ONNX export of the folder, made when missing or older. */
+function prepare() {
+  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+  const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
+  if (stale(assetFile)) {
+    // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
+    execFileSync('cargo', ['run', '--quiet', '--locked', '--profile', 'test', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  if (stale(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
+    execFileSync(process.execPath, [join(root, 'bench/onnx-gpt2.mjs'), folder, join(modelsDir, modelName)], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+}
+
+/** The folder's model in a few words, from its config.json. */
+function describe() {
+  const c = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
+  return `${c.model_type}, ${c.n_layer} layers x ${c.n_head} heads, d_model ${c.n_embd}, vocabulary ${c.vocab_size}`;
+}
+
+async function main() {
+  prepare();
+  const results = [];
+  for (const threads of smoke ? [1] : [1, 2]) {
+    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--model=${folder}`],
+      { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 24 });
+    if (run.status !== 0) throw new Error(`the run with ${threads} thread(s) failed (exit ${run.status}): ${run.stdout}`);
+    results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
+  }
+  const { builds, ortVersion } = results[0];
+  const each = (f) => builds.map(f).join(' | ');
+  console.log(`${modelName} (${describe()}), a ${TOKENS}-token text, every position's logits: headlab (the page's CPU pass, 1 thread) against transformers.js ${version(transformersDir)} AutoModelForCausalLM on ${ortVersion} (wasm); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side; ${cpuLine()}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(buildsNote(builds));
+  console.log(`| transformers.js threads | ${each((b) => `headlab ${b.label} ms`)} | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${each((b) => `${b.label} / q8`)} | logits error: headlab | fp32 | q8 | cos f64: q8 |`);
+  console.log(`|---:|${'---:|'.repeat(3 * builds.length + 6)}`);
+  for (const { row: r } of results) {
+    const worstHeadlab = Math.max(...builds.map((b) => r.error[b.name]));
+    console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${r.error.q8.toExponential(1)} | ${r.cos.q8.toFixed(5)} |`);
+  }
+  const worst = Math.max(...results.map(({ row }) => Math.max(...builds.map((b) => row.error[b.name]))));
+  console.log(`next-token logits against the float64 reference (largest difference over the largest logit): headlab ${worst.toExponential(1)} (< 1e-5: ${worst < 1e-5 ? 'yes' : 'NO'})`);
+  if (!(worst < 1e-5)) process.exitCode = 1;
+}
+
+const threads = flag('threads');
+if (threads) await child(Number(threads));
+else await main();

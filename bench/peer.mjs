@@ -1,0 +1,56 @@
+// transformers.js as a reader who picks it runs it, for the benchmarks that compare headlab with
+// it (bench/transformers.mjs, bench/decoder-speed.mjs): the installed package (scripts/install-tools.sh
+// test), its own onnxruntime-web (the WebAssembly backend its browser users get) or onnxruntime-node,
+// and local model folders only (no hub).
+import { existsSync, readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
+
+/** The folder of package `name` as Node finds it from `dir` (its node_modules, then its parents'). */
+export function packageDir(name, dir) {
+  for (let d = dir; ; d = dirname(d)) {
+    if (existsSync(join(d, 'node_modules', name, 'package.json'))) return join(d, 'node_modules', name);
+    if (dirname(d) === d) throw new Error(`${name} is not installed (scripts/install-tools.sh test)`);
+  }
+}
+
+export const version = (dir) => JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version;
+export const transformersDir = packageDir('@huggingface/transformers', toolsDir);
+// The onnxruntime-web that transformers.js depends on (its browser users get this one).
+export const ortWebDir = packageDir('onnxruntime-web', transformersDir);
+
+/**
+ * transformers.js on `runtime` (`web`: onnxruntime-web's WebAssembly backend with `threads`
+ * threads; `node`: onnxruntime-node) reading models from `modelsDir` only. Resolves to
+ * `{ transformers, ortVersion, options(dtype) }`, `options` the from_pretrained/pipeline options
+ * for that runtime.
+ */
+export async function transformersOn(runtime, threads, modelsDir) {
+  let ortVersion;
+  if (runtime === 'web') {
+    const ort = await import(pathToFileURL(join(ortWebDir, 'dist/ort.node.min.mjs')).href);
+    ort.env.wasm.numThreads = threads;
+    ort.env.wasm.simd = true;
+    ort.env.wasm.proxy = false;
+    ort.env.wasm.wasmPaths = pathToFileURL(join(ortWebDir, 'dist')).href + '/';
+    ortVersion = `onnxruntime-web ${ort.env.versions.web}`;
+    const create = (model, options) => ort.InferenceSession.create(typeof model === 'string' ? readFileSync(model) : model, options);
+    globalThis[Symbol.for('onnxruntime')] = { ...ort, InferenceSession: { ...ort.InferenceSession, create } };
+  } else {
+    ortVersion = `onnxruntime-node ${version(packageDir('onnxruntime-node', transformersDir))}`;
+  }
+  const transformers = await import(pathToFileURL(join(transformersDir, 'dist/transformers.node.mjs')).href);
+  const { env } = transformers;
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.localModelPath = modelsDir + '/';
+  env.useWasmCache = false;
+  env.useFSCache = false;
+  const options = (dtype) => (runtime === 'web'
+    ? { dtype, device: { model: '' }, session_options: { executionProviders: ['wasm'] } }
+    : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
+  return { transformers, ortVersion, options };
+}
