@@ -327,7 +327,7 @@ for (const engine of engines) {
       await assertClean(driver, 'checkpoint');
     });
 
-    check(engine, 'a GPT-2 checkpoint: its next token, a pruned head and every loss equal the float64 reference', async () => {
+    check(engine, 'a GPT-2 checkpoint: its next token, a pruned head and every loss equal the float64 reference; the induction test runs and prunes what it found', async () => {
       const ref = JSON.parse(await readFile(join(checkpoints, 'gpt2-odd', 'reference.json'), 'utf8')).page;
       // Served beside the page; the link prunes layer 1's head 1.
       await driver.get(`${base}/?model=${encodeURIComponent(`${CHECKPOINTS_PATH}gpt2-odd`)}&backend=cpu&pruned=1&text=${encodeURIComponent(ref.text)}`);
@@ -346,6 +346,13 @@ for (const engine of engines) {
       const scale = Math.max(...ref.losses_pruned);
       const worst = Math.max(...page.losses.map(([f, p], i) => Math.max(Math.abs(f - ref.losses[i]), Math.abs(p - ref.losses_pruned[i])))) / scale;
       assert.ok(page.losses.length === ref.losses.length && worst < 1e-5, `losses off by ${worst} (relative)`);
+      // The induction test on the loaded model, the repeated half's loss with the reader's heads,
+      // and what it found pruned.
+      await driver.findElement(By.css('[data-testid=induction-run]')).click();
+      await until(driver, `/^On \\d+ random tokens repeated once: /.test(document.querySelector('[data-testid=induction-result]')?.textContent ?? '')
+        && /^Loss on the repeated half: \\d+\\.\\d\\d nats per token with every head, /.test(document.querySelector('[data-testid=induction-losses]')?.textContent ?? '')`, 'the induction test', 120000);
+      await driver.findElement(By.css('[data-testid=induction-prune]')).click();
+      await until(driver, `/^\\d+ of 8 heads pruned\\./.test(document.querySelector('[data-testid=decoder-pruned]')?.textContent ?? '')`, 'the induction heads pruned');
       record(engine, { decoder: page.kl.toFixed(6) });
       await assertClean(driver, 'decoder');
     });
