@@ -486,6 +486,8 @@ class Task {
   get progress() { return element(this.root, 'task-progress'); }
   get chart() { return element(this.root, 'task-chart'); }
   get prunedLine() { return element(this.root, 'pruned-line'); }
+  get leverRun() { return element(this.root, 'lever-run'); }
+  get leverLine() { return element(this.root, 'lever-line'); }
   get threadsNote() { return element(this.root, 'task-threads-note'); }
   get rolesSummary() { return element(this.root, 'roles-summary'); }
 

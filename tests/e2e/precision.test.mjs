@@ -41,6 +41,24 @@ test('8-bit: the same quality on workers and on the page thread, within 0.003 of
   assert.notEqual(quality['int8/2'], quality['f16/2'], 'the 8-bit model is another model');
 });
 
+test('the task panel sets 8-bit weights beside pruning: quality, forward time and weight bytes at both precisions, every head kept', async () => {
+  const { page, problems, lab: { task, trained } } = await app.open('?preset=minilm&backend=cpu');
+  await trained.waitReady({ timeout: 60000 });
+  // Nothing pruned: the panel's own quality is the full f16 model's, which the line reuses.
+  const full = await task.quality({ timeout: 180000 });
+  await task.leverRun.click();
+  await task.leverLine.waitText(/^8-bit weights instead of f16, every head kept: quality \d\.\d{3} -> \d\.\d{3}.*, forward 1\.00 -> \d+\.\d\d \(measured on the CPU kernel: .+ against .+\), weights \d+\.\d -> \d+\.\d MiB\.$/, { timeout: 180000 });
+  const line = await task.leverLine.textContent();
+  const [, f16, int8] = /quality (\d\.\d{3}) -> (\d\.\d{3})/.exec(line);
+  assert.equal(f16, full.toFixed(3), `the f16 quality is the panel's own (${line})`);
+  assert.ok(Math.abs(Number(int8) - Number(f16)) <= 0.003, `8 bits within 0.003 of f16: ${line}`);
+  const [, from, to] = /weights (\d+\.\d) -> (\d+\.\d) MiB/.exec(line);
+  assert.ok(Number(to) < Number(from), `8-bit weights are smaller: ${line}`);
+  console.log(`lever: ${line}`);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('the precision switch rebuilds the panel at the new precision and keeps the sentence and the pruned heads', async () => {
   const { page, problems, lab: { trained } } = await app.open(`?preset=minilm&backend=cpu&pruned=${pruned}`);
   await trained.waitReady({ timeout: 60000 });

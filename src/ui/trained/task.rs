@@ -12,6 +12,7 @@ use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
 use crate::jobs::curves::{iterative_step, method_text};
+use crate::jobs::levers::lever_text;
 use crate::jobs::task::ROLE_SENTENCES;
 use crate::model::curves::{Curves, Order};
 use crate::model::digits::{bytes_change_text, quality_text as q};
@@ -40,6 +41,7 @@ pub fn TaskPanel() -> impl IntoView {
             <CurveChart />
             <p data-testid="task-summary">{summary}</p>
             <PrunedLine />
+            <LeverLine />
             <p data-testid="roles-summary">{roles_summary}</p>
         </section>
     }
@@ -257,6 +259,36 @@ fn PrunedLine() -> impl IntoView {
     };
     let exact = move || current_point(task, view.choices.heads).map(|(_, quality)| quality.to_string());
     view! { <p data-testid="pruned-line" data-quality=exact>{line}</p> }
+}
+
+/// What 8-bit weights buy beside what pruning buys, once the reader asks (it evaluates the other
+/// precision's copy on the pairs and times both on the sentence).
+#[component]
+fn LeverLine() -> impl IntoView {
+    let task = TaskView::get();
+    let line = move || {
+        let quality = task.lever_quality.get().flatten();
+        let cost = task.lever_cost.get().flatten();
+        if let Some(Err(why)) = &cost {
+            return lever_text(Some(&Err(why.clone())), None);
+        }
+        lever_text(quality.as_ref(), cost.as_ref().and_then(|c| c.as_ref().ok()))
+    };
+    view! {
+        <Show
+            when=move || task.lever_wanted.get()
+            fallback=move || view! {
+                <p>
+                    <button data-testid="lever-run" on:click=move |_| task.lever_wanted.set(true)>
+                        "Set 8-bit weights beside pruning"
+                    </button>
+                    " (the other compression lever: the model's quality and forward time at 8 bits, every head kept)"
+                </p>
+            }
+        >
+            <p data-testid="lever-line">{line}</p>
+        </Show>
+    }
 }
 
 /// Every head's role, and whether the specialised heads are the ones the iterative order prunes

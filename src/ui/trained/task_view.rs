@@ -10,10 +10,12 @@ use leptos::prelude::*;
 use super::view::{SentenceImportance, TrainedView};
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
+use crate::backend::precision_speed::PrecisionCost;
 use crate::backend::pruned_speed::PrunedSpeed;
 use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::engine::Engine;
+use crate::jobs::levers::{precision_cost, precision_quality, PrecisionQuality};
 use crate::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::timing::TimePruned;
@@ -73,6 +75,12 @@ pub struct TaskView {
     pub speed: LocalResource<Option<(HeadSet, PrunedSpeed)>>,
     /// Every head's role.
     pub roles: LocalResource<Option<Rc<Vec<Role>>>>,
+    /// Whether the reader asked to set 8 bits beside pruning.
+    pub lever_wanted: RwSignal<bool>,
+    /// The model's quality at f16 and at 8 bits, every head kept (once asked).
+    pub lever_quality: LocalResource<Option<Result<PrecisionQuality, String>>>,
+    /// Its forward time at both precisions on the sentence (once asked).
+    pub lever_cost: LocalResource<Option<Result<PrecisionCost, String>>>,
     /// Every head's task importance on the full model (head-gate gradients on the fixed subset
     /// of pairs): measured once the reader first asks for it.
     pub task_importance: LocalResource<Option<Rc<Ranking>>>,
@@ -100,6 +108,19 @@ impl TaskView {
                 drive(&engine, Planned::new(job), &while_shown(view, &engine), |_, _| {}).await.map(Rc::new)
             }
         });
+        let quality = LocalResource::new(move || {
+            let (ready, heads) = (ready(), view.choices.heads.get());
+            // Wanted while the reader's set is this one.
+            let of = heads.clone();
+            let ticket = Ticket::while_wanted(move || view.choices.heads.with_untracked(|h| *h == of));
+            async move {
+                let (engine, data) = ready?;
+                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
+                let shown = while_shown(view, &engine);
+                let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
+                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
+            }
+        });
         let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
         // Nothing known, of a model of no heads, until the model and the pairs are in.
         let curves = RwSignal::new_local(Curves::new(0));
@@ -117,7 +138,10 @@ impl TaskView {
                 // The one-shot order joins when this sentence's ranking is there (a new sentence
                 // restarts the run, which keeps every other point).
                 let Some((engine, data)) = ready else { return CurveState::Waiting };
-                let run = curve_run(&engine, data, order);
+                // The full model's score, when the panel has measured the reader's set with every
+                // head: the curves' point at no head pruned, not evaluated again.
+                let full = untrack(|| quality.get().flatten());
+                let run = curve_run(&engine, data, order, full);
                 curves.set(run.curves().clone());
                 if !go {
                     planned.set(Some(run.work_left()));
@@ -143,25 +167,28 @@ impl TaskView {
                 }
             }
         });
-        let quality = LocalResource::new(move || {
-            let (ready, heads) = (ready(), view.choices.heads.get());
-            // Wanted while the reader's set is this one.
-            let of = heads.clone();
-            let ticket = Ticket::while_wanted(move || view.choices.heads.with_untracked(|h| *h == of));
-            async move {
-                let (engine, data) = ready?;
-                (heads.len() == engine.model().spec().total_heads()).then_some(())?;
-                let shown = while_shown(view, &engine);
-                let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
-                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
-            }
-        });
         let speed = pruned_speed(view, data, quality);
         let full_cosines = Memo::new(move |_| curves.with(|c| c.full_cosines.clone()));
         let change = Memo::new(move |_| {
             let (score, full) = (quality.get().flatten()?, full_cosines.get()?);
             let data = data.get().flatten()?.ok()?;
             data.bootstrap.change(&full, &score.cosines)
+        });
+        let lever_wanted = RwSignal::new(false);
+        let lever_quality = LocalResource::new(move || {
+            let (ready, wanted) = (ready(), lever_wanted.get());
+            async move {
+                let (engine, data) = ready.filter(|_| wanted)?;
+                let known = untrack(|| quality.get().flatten());
+                precision_quality(&engine, data, known, &while_shown(view, &engine)).await
+            }
+        });
+        let lever_cost = LocalResource::new(move || {
+            let (engine, ids, wanted) = (engine.get().flatten(), view.ids(), lever_wanted.get());
+            async move {
+                let engine = engine.filter(|_| wanted && !ids.is_empty())?;
+                precision_cost(&engine, ids, &while_shown(view, &engine)).await
+            }
         });
         let roles = LocalResource::new(move || {
             let ready = ready();
@@ -182,6 +209,9 @@ impl TaskView {
             change,
             speed,
             roles,
+            lever_wanted,
+            lever_quality,
+            lever_cost,
             task_importance,
             view,
         }
@@ -213,12 +243,21 @@ fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
 
 /// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
 /// for `order`), saving every new point there.
-fn curve_run(engine: &Engine, data: Rc<TaskData>, order: Option<Vec<usize>>) -> CurveRun {
+fn curve_run(
+    engine: &Engine,
+    data: Rc<TaskData>,
+    order: Option<Vec<usize>>,
+    full: Option<SetScore>,
+) -> CurveRun {
     let model = engine.model();
     let total = model.spec().total_heads();
     let cache = CurveCache::new(Rc::new(BrowserStore), &model.cache_id(), &PAIRS_SHA256[..16], total);
     let known = cache.saved(order.as_deref());
-    CurveRun::new(*model.spec(), data, order, known, Some(cache))
+    let run = CurveRun::new(*model.spec(), data, order, known, Some(cache));
+    match full {
+        Some(full) => run.knowing_full(&full),
+        None => run,
+    }
 }
 
 /// The full model against the really pruned one on the sentence, for the reader's set: timed
