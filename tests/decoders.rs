@@ -102,12 +102,12 @@ fn rel_error(got: &[f32], want: &[f64]) -> f64 {
     got.iter().zip(want).fold(0.0f64, |m, (&g, &w)| m.max((g as f64 - w).abs())) / scale
 }
 
-/// The reference's forward cases of a decoder of shape `spec`: the ids, and the heads every
-/// head and the case's pruned heads, with the suffix of the reference's keys.
-fn forward_cases(
-    reference: &Value,
-    spec: &headlab::model::spec::ModelSpec,
-) -> Vec<(Value, Vec<u32>, [(&'static str, HeadSet); 2])> {
+/// A reference case: its JSON, its ids, and its two sets of heads (every head, the case's pruned
+/// ones), each with the suffix of the reference's keys.
+type ForwardCase = (Value, Vec<u32>, [(&'static str, HeadSet); 2]);
+
+/// The reference's forward cases of a decoder of shape `spec`.
+fn forward_cases(reference: &Value, spec: &headlab::model::spec::ModelSpec) -> Vec<ForwardCase> {
     let cases = reference["forward"].as_array().unwrap();
     cases
         .iter()
