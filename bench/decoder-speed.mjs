@@ -22,7 +22,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median } from './stats.mjs';
+import { interleaved, median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
 import { transformersDir, transformersOn, version } from './peer.mjs';
@@ -51,14 +51,6 @@ function referenceCase() {
   const found = ref.forward.find((c) => c.ids.length === TOKENS);
   if (!found) throw new Error(`${folder}/reference.json has no ${TOKENS}-token case`);
   return { ids: found.ids, logits: found.next_logits };
-}
-
-/** Largest |got - want| / max |want|. */
-function relError(got, want) {
-  const scale = Math.max(...want.map(Math.abs));
-  let worst = 0;
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
-  return worst / scale;
 }
 
 const cosine = (a, b) => {
@@ -94,27 +86,13 @@ async function child(threads) {
     const t0 = performance.now();
     do out[k] = Array.from(await run()); while (performance.now() - t0 < warmupMs);
   }
-  const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
-  const ratios = Object.fromEntries(builds.map((b) => [b.name, { fp32: [], q8: [] }]));
-  const order = Object.keys(runs);
-  for (let r = 0; r < rounds; r++) {
-    // Each round starts with another side, so none always runs right after the same one.
-    for (let j = 0; j < order.length; j++) {
-      const k = order[(r + j) % order.length];
-      const t0 = performance.now();
-      await runs[k]();
-      times[k].push(performance.now() - t0);
-    }
-    for (const b of builds) {
-      ratios[b.name].fp32.push(times[b.name].at(-1) / times.fp32.at(-1));
-      ratios[b.name].q8.push(times[b.name].at(-1) / times.q8.at(-1));
-    }
-  }
+  const pairs = builds.flatMap((b) => [[b.name, 'fp32'], [b.name, 'q8']]);
+  const { times, ratios } = await interleaved(runs, rounds, pairs);
   const row = {
     threads,
     ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
-    ratio: Object.fromEntries(builds.map((b) => [b.name, { fp32: median(ratios[b.name].fp32), q8: median(ratios[b.name].q8) }])),
-    error: Object.fromEntries(Object.keys(runs).map((k) => [k, relError(out[k], want)])),
+    ratio: Object.fromEntries(builds.map((b) => [b.name, { fp32: median(ratios[`${b.name}/fp32`]), q8: median(ratios[`${b.name}/q8`]) }])),
+    error: Object.fromEntries(Object.keys(runs).map((k) => [k, relativeDifference(out[k], want)])),
     cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], want)])),
   };
   console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);

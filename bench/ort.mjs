@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
 import { mhaModel } from './onnx.mjs';
-import { median } from './stats.mjs';
+import { interleaved, median } from './stats.mjs';
 import { buildsNote, headlabBuilds } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
 
@@ -62,23 +62,12 @@ for (const [name, d, h, lengths] of shapes) {
     for (const [k, run] of Object.entries(runs)) if (run) outputs[k] = await run();
     const reference = c.oracle();
     const error = (k) => (outputs[k] ? builds[0].lib.MhaCase.error(outputs[k], reference).toExponential(1) : '-');
-    const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
     // ratio[build][graph]: medians of per-round ratios.
-    const ratio = Object.fromEntries(builds.map((b) => [b.name, { ort: [], fused: [] }]));
-    const order = Object.keys(runs).filter((k) => runs[k]);
-    for (let r = 0; r < rounds; r++) {
-      // Each round starts with another side, so none always runs right after the same one.
-      for (let j = 0; j < order.length; j++) {
-        const k = order[(r + j) % order.length];
-        const t0 = performance.now();
-        await runs[k]();
-        times[k].push(performance.now() - t0);
-      }
-      for (const b of builds) {
-        ratio[b.name].ort.push(times[b.name].at(-1) / times.ort.at(-1));
-        if (fused) ratio[b.name].fused.push(times[b.name].at(-1) / times.fused.at(-1));
-      }
-    }
+    const active = Object.fromEntries(Object.entries(runs).filter(([, run]) => run));
+    const pairs = builds.flatMap((b) => [[b.name, 'ort'], ...(fused ? [[b.name, 'fused']] : [])]);
+    const { times: measured, ratios } = await interleaved(active, rounds, pairs);
+    const times = Object.fromEntries(Object.keys(runs).map((k) => [k, measured[k] ?? []]));
+    const ratio = Object.fromEntries(builds.map((b) => [b.name, { ort: ratios[`${b.name}/ort`], fused: ratios[`${b.name}/fused`] ?? [] }]));
     const ms = (k) => (times[k].length ? median(times[k]).toFixed(2) : '-');
     const rt = (b, k) => (ratio[b][k].length ? median(ratio[b][k]).toFixed(2) : '-');
     const gflops = (b) => (c.flops() / 1e6 / median(times[b])).toFixed(1);

@@ -17,3 +17,25 @@ export function relativeDifference(a, b) {
   }
   return worst / scale;
 }
+
+/**
+ * `rounds` interleaved rounds of `runs` (`{ side: async () => ... }`): each round runs every side
+ * once, starting with another side each round so that none always runs right after the same one.
+ * Resolves to `{ times, ratios }`: each side's milliseconds, one per round, and for each
+ * `[side, peer]` of `pairs` the per-round ratios of their times, keyed `side/peer`.
+ */
+export async function interleaved(runs, rounds, pairs) {
+  const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
+  const ratios = Object.fromEntries(pairs.map(([a, b]) => [`${a}/${b}`, []]));
+  const order = Object.keys(runs);
+  for (let r = 0; r < rounds; r++) {
+    for (let j = 0; j < order.length; j++) {
+      const k = order[(r + j) % order.length];
+      const t0 = performance.now();
+      await runs[k]();
+      times[k].push(performance.now() - t0);
+    }
+    for (const [a, b] of pairs) ratios[`${a}/${b}`].push(times[a].at(-1) / times[b].at(-1));
+  }
+  return { times, ratios };
+}

@@ -24,7 +24,7 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from '
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
-import { median, relativeDifference } from './stats.mjs';
+import { interleaved, median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds, simd128 } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
 import { toolsDir, transformersDir, transformersOn, version } from './peer.mjs';
@@ -115,28 +115,14 @@ async function child(threads, runtime) {
       const worst = relativeDifference(out.split, out[cutBuild.name]);
       if (!(worst <= SPLIT_BOUND)) throw new Error(`the split embedding differs from one thread's by ${worst} at ${n} tokens`);
     }
-    const times = Object.fromEntries(Object.keys(runs).map((k) => [k, []]));
-    // ratios[side][peer]: headlab's builds, and the cut pass, against each transformers.js model.
+    // ratios: headlab's builds, and the cut pass, against each transformers.js model.
     const sides = [...builds.map((b) => b.name), ...(pool ? ['split'] : [])];
-    const ratios = Object.fromEntries(sides.map((k) => [k, { fp32: [], q8: [] }]));
-    const order = Object.keys(runs);
-    for (let r = 0; r < rounds; r++) {
-      // Each round starts with another side, so none always runs right after the same one.
-      for (let j = 0; j < order.length; j++) {
-        const k = order[(r + j) % order.length];
-        const t0 = performance.now();
-        await runs[k](text);
-        times[k].push(performance.now() - t0);
-      }
-      for (const k of sides) {
-        ratios[k].fp32.push(times[k].at(-1) / times.fp32.at(-1));
-        ratios[k].q8.push(times[k].at(-1) / times.q8.at(-1));
-      }
-    }
+    const onText = Object.fromEntries(Object.entries(runs).map(([k, run]) => [k, () => run(text)]));
+    const { times, ratios } = await interleaved(onText, rounds, sides.flatMap((k) => [[k, 'fp32'], [k, 'q8']]));
     rows.push({
       threads, runtime, n,
       ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
-      ratio: Object.fromEntries(sides.map((k) => [k, { fp32: median(ratios[k].fp32), q8: median(ratios[k].q8) }])),
+      ratio: Object.fromEntries(sides.map((k) => [k, { fp32: median(ratios[`${k}/fp32`]), q8: median(ratios[`${k}/q8`]) }])),
       cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], reference[i])])),
       cosHeadlabFp32: Math.min(...builds.filter((b) => !b.int8).map((b) => cosine(out[b.name], out.fp32))),
     });

@@ -73,16 +73,9 @@ fn reduce_sum(lid: u32) -> f32 {
     return total;
 }
 
-@compute @workgroup_size(128, 1, 1)
-fn residual_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-    let row = wg.x;
-    let base = row * p.cols;
-    var sum = 0.0;
-    for (var c = lid; c < p.cols; c = c + NORM_WG) {
-        let v = x[base + c] + y[base + c] + bias[c];
-        x[base + c] = v;
-        sum = sum + v;
-    }
+// The mean of x's row at `base` (whose elements' sum this invocation holds as `sum`) and the
+// inverse of its standard deviation (with LayerNorm's epsilon). Called in uniform control flow.
+fn row_stats(base: u32, lid: u32, sum: f32) -> vec2<f32> {
     red[lid] = sum;
     let mean = reduce_sum(lid) / f32(p.cols);
     var sq = 0.0;
@@ -91,9 +84,21 @@ fn residual_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation
         sq = sq + d * d;
     }
     red[lid] = sq;
-    let inv = inverseSqrt(reduce_sum(lid) / f32(p.cols) + p.eps);
+    return vec2<f32>(mean, inverseSqrt(reduce_sum(lid) / f32(p.cols) + p.eps));
+}
+
+@compute @workgroup_size(128, 1, 1)
+fn residual_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+    let base = wg.x * p.cols;
+    var sum = 0.0;
     for (var c = lid; c < p.cols; c = c + NORM_WG) {
-        x[base + c] = (x[base + c] - mean) * inv * ln[c] + ln[p.cols + c];
+        let v = x[base + c] + y[base + c] + bias[c];
+        x[base + c] = v;
+        sum = sum + v;
+    }
+    let s = row_stats(base, lid, sum);
+    for (var c = lid; c < p.cols; c = c + NORM_WG) {
+        x[base + c] = (x[base + c] - s.x) * s.y * ln[c] + ln[p.cols + c];
     }
 }
 
@@ -118,17 +123,9 @@ fn layer_norm(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_in
     for (var c = lid; c < p.cols; c = c + NORM_WG) {
         sum = sum + x[base + c];
     }
-    red[lid] = sum;
-    let mean = reduce_sum(lid) / f32(p.cols);
-    var sq = 0.0;
+    let s = row_stats(base, lid, sum);
     for (var c = lid; c < p.cols; c = c + NORM_WG) {
-        let d = x[base + c] - mean;
-        sq = sq + d * d;
-    }
-    red[lid] = sq;
-    let inv = inverseSqrt(reduce_sum(lid) / f32(p.cols) + p.eps);
-    for (var c = lid; c < p.cols; c = c + NORM_WG) {
-        y[base + c] = (x[base + c] - mean) * inv * ln[c] + ln[p.cols + c];
+        y[base + c] = (x[base + c] - s.x) * s.y * ln[c] + ln[p.cols + c];
     }
 }
 

@@ -4,10 +4,10 @@
 //! text, full and pruned) go to the GPU: the measurements that run many passes (importance,
 //! perplexity, the curves) stay on the CPU kernel, which resumes a pass from a layer's input.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::calibrate::{self, Probes};
+use super::placed::Placed;
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
@@ -35,33 +35,30 @@ const PROBE_FLOPS: u64 = 2_000_000_000;
 /// A decoder and where its page passes run.
 pub struct DecoderRunner {
     decoder: Rc<Decoder>,
-    gpu: RefCell<Option<Rc<GpuGpt2>>>,
-    note: RefCell<Option<String>>,
-    crossover: Option<Crossover>,
+    placed: Placed<GpuGpt2>,
 }
 
 impl DecoderRunner {
     /// Every pass on the CPU kernel.
     pub fn cpu(decoder: Rc<Decoder>) -> DecoderRunner {
-        DecoderRunner { decoder, gpu: RefCell::new(None), note: RefCell::new(None), crossover: None }
+        DecoderRunner { decoder, placed: Placed::cpu(None) }
     }
 
     /// Puts `decoder` on `session`'s GPU, if it has one, and (unless the reader forced the GPU)
     /// times a pass there and on the CPU kernel on `clock`; if that fails, every pass runs on the
     /// CPU kernel and the runner says why.
     pub async fn new(decoder: Rc<Decoder>, session: &Session, clock: &impl Clock) -> DecoderRunner {
-        let mut runner = DecoderRunner::cpu(decoder);
-        let Some(ctx) = session.gpu() else { return runner };
-        let placed = match GpuGpt2::new(ctx, &runner.decoder.gpt2).await {
-            Ok(g) if session.measured => calibrate(&runner.decoder, &g, clock).await.map(|c| (g, Some(c))),
+        let Some(ctx) = session.gpu() else { return DecoderRunner::cpu(decoder) };
+        let placed = match GpuGpt2::new(ctx, &decoder.gpt2).await {
+            Ok(g) if session.measured => calibrate(&decoder, &g, clock).await.map(|c| (g, Some(c))),
             Ok(g) => Ok((g, None)),
             Err(e) => Err(e),
         };
-        match placed {
-            Ok((g, c)) => (*runner.gpu.get_mut(), runner.crossover) = (Some(Rc::new(g)), c),
-            Err(e) => *runner.note.get_mut() = Some(format!("The decoder runs on the CPU because {e}.")),
-        }
-        runner
+        let placed = match placed {
+            Ok((g, c)) => Placed::gpu(g, c),
+            Err(e) => Placed::cpu(Some(format!("The decoder runs on the CPU because {e}."))),
+        };
+        DecoderRunner { decoder, placed }
     }
 
     /// The decoder.
@@ -69,54 +66,41 @@ impl DecoderRunner {
         &self.decoder
     }
 
-    /// The measured choice for a text of `tokens` tokens, when the page chose.
-    pub fn choice(&self, tokens: usize) -> Option<Choice> {
-        let choice = self.crossover?.choose(pass_flops(self.decoder.spec(), tokens));
-        self.gpu.borrow().as_ref().map(|_| choice)
+    fn flops(&self, tokens: usize) -> u64 {
+        pass_flops(self.decoder.spec(), tokens)
     }
 
-    fn gpu_for(&self, tokens: usize) -> Option<Rc<GpuGpt2>> {
-        let wanted = self.choice(tokens).is_none_or(|c| c.place == Place::Gpu);
-        self.gpu.borrow().clone().filter(|_| wanted)
+    /// The measured choice for a text of `tokens` tokens, when the page chose.
+    pub fn choice(&self, tokens: usize) -> Option<Choice> {
+        self.placed.choice(self.flops(tokens))
     }
 
     /// Whether a text of `tokens` tokens runs on the GPU now.
     pub fn on_gpu(&self, tokens: usize) -> bool {
-        self.gpu_for(tokens).is_some()
+        self.placed.gpu_for(self.flops(tokens)).is_some()
     }
 
     /// Where a text of `tokens` tokens runs now, and why when a measurement chose.
     pub fn ran_on(&self, tokens: usize) -> String {
-        let on = match self.on_gpu(tokens) {
-            true => "the GPU (WebGPU)".to_string(),
-            false => format!("the CPU kernel ({})", DECODER_KERNEL.describe()),
-        };
-        match self.choice(tokens) {
-            Some(c) => format!("{on}, {}", c.why()),
-            None => on,
-        }
+        let flops = self.flops(tokens);
+        self.placed.with_why(flops, self.placed.place_text(flops))
     }
 
     /// Why it is not on the page's GPU, when it was meant to be.
     pub fn note(&self) -> Option<String> {
-        self.note.borrow().clone()
+        self.placed.note()
     }
 
     /// One pass over `ids` with `heads`, keeping what `keep` names: on the GPU when it runs
     /// there (a failure moves this pass and every later one to the CPU kernel), else on the CPU.
     pub async fn pass(&self, ids: &[u32], heads: &HeadSet, keep: Keep) -> DecoderOutput {
-        if let Some(gpu) = self.gpu_for(ids.len()) {
+        if let Some(gpu) = self.placed.gpu_for(self.flops(ids.len())) {
             match gpu.forward(&self.decoder.gpt2, ids, heads, keep).await {
                 Ok(out) => return out,
-                Err(e) => self.fail(e),
+                Err(e) => self.placed.fail(format!("The decoder switched to the CPU because {e}.")),
             }
         }
         self.decoder.gpt2.forward_keeping(DECODER_KERNEL, ids, heads, keep)
-    }
-
-    fn fail(&self, e: GpuError) {
-        *self.gpu.borrow_mut() = None;
-        *self.note.borrow_mut() = Some(format!("The decoder switched to the CPU because {e}."));
     }
 }
 

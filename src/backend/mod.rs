@@ -18,6 +18,7 @@ pub mod calibrate;
 pub mod choice;
 pub mod decoder;
 pub mod faults;
+pub mod placed;
 pub mod placement;
 pub mod precision_speed;
 pub mod pruned_speed;

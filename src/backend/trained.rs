@@ -1,10 +1,10 @@
 //! The trained model where the page runs it: on the GPU while that works and, unless the reader
 //! forced the GPU, where it was measured faster for the sentence's length; else on the CPU kernel.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::calibrate::{self, Probes};
+use super::placed::Placed;
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
@@ -23,9 +23,7 @@ use crate::model::Model;
 /// page's other passes are not affected.
 pub struct TrainedRunner {
     model: Rc<Model>,
-    gpu: RefCell<Option<Rc<GpuBert>>>,
-    note: RefCell<Option<String>>,
-    crossover: Option<Crossover>,
+    placed: Placed<GpuBert>,
 }
 
 /// The trained model's calibration: sentences of 8 and 64 tokens (fewer for a model of fewer
@@ -40,26 +38,28 @@ impl TrainedRunner {
     /// times it there and on the CPU kernel on `clock`; if that fails, the runner uses the CPU
     /// kernel and says why.
     pub async fn new(model: Rc<Model>, session: &Session, clock: &impl Clock) -> TrainedRunner {
-        let (mut gpu, mut note, mut crossover) = (None, None, None);
         let int8 = model.precision() == Precision::Int8;
-        if int8 && session.gpu().is_some() {
-            note = Some(
+        let placed = match session.gpu() {
+            Some(_) if int8 => Placed::cpu(Some(
                 "The 8-bit model runs on the CPU kernel: the GPU path multiplies the f16 weights."
                     .to_string(),
-            );
-        }
-        if let Some(ctx) = session.gpu().filter(|_| !int8) {
-            let placed = match GpuBert::new(ctx, &model.bert).await {
-                Ok(g) if session.measured => calibrate_trained(&model, &g, clock).await.map(|c| (g, Some(c))),
-                Ok(g) => Ok((g, None)),
-                Err(e) => Err(e),
-            };
-            match placed {
-                Ok((g, c)) => (gpu, crossover) = (Some(Rc::new(g)), c),
-                Err(e) => note = Some(format!("The trained model runs on the CPU because {e}.")),
+            )),
+            None => Placed::cpu(None),
+            Some(ctx) => {
+                let placed = match GpuBert::new(ctx, &model.bert).await {
+                    Ok(g) if session.measured => {
+                        calibrate_trained(&model, &g, clock).await.map(|c| (g, Some(c)))
+                    }
+                    Ok(g) => Ok((g, None)),
+                    Err(e) => Err(e),
+                };
+                match placed {
+                    Ok((g, c)) => Placed::gpu(g, c),
+                    Err(e) => Placed::cpu(Some(format!("The trained model runs on the CPU because {e}."))),
+                }
             }
-        }
-        TrainedRunner { model, gpu: RefCell::new(gpu), note: RefCell::new(note), crossover }
+        };
+        TrainedRunner { model, placed }
     }
 
     /// The model.
@@ -67,18 +67,19 @@ impl TrainedRunner {
         &self.model
     }
 
+    fn flops(&self, tokens: usize) -> u64 {
+        let spec = self.model.spec();
+        pruned::cost(spec, &HeadSet::all(spec.total_heads()), &[tokens]).total_flops
+    }
+
     /// The measured choice for a sentence of `tokens` tokens, when the page chose.
     pub fn choice(&self, tokens: usize) -> Option<Choice> {
-        let spec = self.model.spec();
-        let all = HeadSet::all(spec.total_heads());
-        let choice = self.crossover?.choose(pruned::cost(spec, &all, &[tokens]).total_flops);
-        self.gpu.borrow().as_ref().map(|_| choice)
+        self.placed.choice(self.flops(tokens))
     }
 
     /// The GPU model, when a sentence of `tokens` tokens runs on it.
     pub fn gpu_for(&self, tokens: usize) -> Option<Rc<GpuBert>> {
-        let wanted = self.choice(tokens).is_none_or(|c| c.place == Place::Gpu);
-        self.gpu.borrow().clone().filter(|_| wanted)
+        self.placed.gpu_for(self.flops(tokens))
     }
 
     /// Whether a sentence of `tokens` tokens runs on the GPU now.
@@ -89,23 +90,17 @@ impl TrainedRunner {
     /// Where a sentence of `tokens` tokens runs now, and why when a measurement chose, for the
     /// page: "the CPU kernel (wasm simd128), faster here than on the GPU: about 12 ms against …".
     pub fn ran_on(&self, tokens: usize) -> String {
-        let on = match self.on_gpu(tokens) {
-            true => "the GPU (WebGPU)".to_string(),
-            false => format!("the CPU kernel ({})", Kernel::Simd.describe()),
-        };
+        let flops = self.flops(tokens);
         let on = match self.model.precision() {
-            Precision::F16 => on,
-            p => format!("{on}, {}", p.label()),
+            Precision::F16 => self.placed.place_text(flops),
+            p => format!("{}, {}", self.placed.place_text(flops), p.label()),
         };
-        match self.choice(tokens) {
-            Some(c) => format!("{on}, {}", c.why()),
-            None => on.to_string(),
-        }
+        self.placed.with_why(flops, on)
     }
 
     /// Why it is not on the page's GPU, when it is not.
     pub fn note(&self) -> Option<String> {
-        self.note.borrow().clone()
+        self.placed.note()
     }
 }
 
@@ -135,11 +130,7 @@ impl Runner for TrainedRunner {
         if let Some(gpu) = self.gpu_for(ids.len()) {
             match gpu.forward_from(&self.model.bert, ids, heads, base).await {
                 Ok(out) => return out,
-                Err(e) => {
-                    *self.gpu.borrow_mut() = None;
-                    *self.note.borrow_mut() =
-                        Some(format!("The trained model switched to the CPU because {e}."));
-                }
+                Err(e) => self.placed.fail(format!("The trained model switched to the CPU because {e}.")),
             }
         }
         self.model.bert.run(ids, heads, base).await

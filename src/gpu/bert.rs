@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use super::forward::AttentionParams;
-use super::layers::{linear_params, Dispatch, Pipelines, RowParams, Step};
+use super::layers::{linear_params, Dispatch, Pipelines, Plans, RowParams, Step};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{GpuContext, GpuError};
 use crate::attention::HeadSet;
@@ -92,8 +92,8 @@ pub struct GpuBert {
     spec: ModelSpec,
     layers: Vec<LayerBuffers>,
     pipelines: Pipelines,
-    /// Plans of the lengths run last, most recent last.
-    plans: RefCell<Vec<Rc<Plan>>>,
+    /// Plans of the lengths run last.
+    plans: Plans<Plan>,
     /// The weights, destroyed with the model.
     _owned: Owned,
 }
@@ -145,7 +145,7 @@ impl GpuBert {
             spec: *model.base().spec(),
             layers,
             pipelines,
-            plans: RefCell::new(Vec::new()),
+            plans: Plans::new(PLANS_KEPT),
             _owned: owned,
         })
     }
@@ -155,32 +155,9 @@ impl GpuBert {
         self.ctx.clone()
     }
 
-    /// The plan for `n` tokens: kept from an earlier pass, or made now (under an out-of-memory
-    /// scope), replacing the least recently used when [`PLANS_KEPT`] are kept.
+    /// The plan for `n` tokens: kept from an earlier pass, or made now.
     async fn plan(&self, n: usize) -> Result<Rc<Plan>, GpuError> {
-        let found = {
-            let mut plans = self.plans.borrow_mut();
-            let at = plans.iter().position(|p| p.n == n);
-            at.map(|i| {
-                let plan = plans.remove(i);
-                plans.push(plan.clone());
-                plan
-            })
-        };
-        if let Some(plan) = found {
-            return Ok(plan);
-        }
-        let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let plan = Rc::new(self.make_plan(n));
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::OutOfMemory(e.to_string()));
-        }
-        let mut plans = self.plans.borrow_mut();
-        if plans.len() == PLANS_KEPT {
-            plans.remove(0);
-        }
-        plans.push(plan.clone());
-        Ok(plan)
+        self.plans.get(&self.ctx, n, || self.make_plan(n)).await
     }
 
     fn make_plan(&self, n: usize) -> Plan {

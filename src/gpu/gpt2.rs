@@ -9,13 +9,12 @@
 //! block overwrites it. The output head (the word embedding, 154 MB as f32 for gpt2) is uploaded
 //! in blocks of rows that one binding can hold.
 
-use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
 use std::sync::Arc;
 
 use super::forward::{AttentionParams, MatmulParams};
-use super::layers::{linear_params, Dispatch, Pipelines, RowParams, Step};
+use super::layers::{linear_params, Dispatch, Pipelines, Plans, RowParams, Step};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{GpuContext, GpuError};
 use crate::attention::HeadSet;
@@ -85,7 +84,7 @@ pub struct GpuGpt2 {
     pipelines: Pipelines,
     /// The most bytes of one block of the output head or of the logits.
     block_bytes: u64,
-    plans: RefCell<Vec<Rc<Plan>>>,
+    plans: Plans<Plan>,
     _owned: Owned,
 }
 
@@ -154,7 +153,7 @@ impl GpuGpt2 {
             return Err(GpuError::OutOfMemory(e.to_string()));
         }
         let pipelines = Pipelines::new(&ctx).await?;
-        let plans = RefCell::new(Vec::new());
+        let plans = Plans::new(PLANS_KEPT);
         Ok(GpuGpt2 { ctx, spec, blocks, word, ln_f, pipelines, block_bytes, plans, _owned: owned })
     }
 
@@ -163,11 +162,9 @@ impl GpuGpt2 {
         self.ctx.clone()
     }
 
-    /// The plan for `n` tokens: kept from an earlier pass, or made now.
+    /// The plan for `n` tokens (its buffers checked against the device's binding limit first):
+    /// kept from an earlier pass, or made now.
     async fn plan(&self, n: usize) -> Result<Rc<Plan>, GpuError> {
-        if let Some(p) = self.plans.borrow().iter().find(|p| p.n == n) {
-            return Ok(p.clone());
-        }
         let limit = binding_limit(&self.ctx);
         let (spec, d) = (&self.spec, self.spec.d_model);
         for (what, floats) in [
@@ -180,17 +177,7 @@ impl GpuGpt2 {
                 return Err(GpuError::TooLarge { what, bytes, limit });
             }
         }
-        let scope = self.ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let plan = Rc::new(self.make_plan(n));
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::OutOfMemory(e.to_string()));
-        }
-        let mut plans = self.plans.borrow_mut();
-        if plans.len() == PLANS_KEPT {
-            plans.remove(0);
-        }
-        plans.push(plan.clone());
-        Ok(plan)
+        self.plans.get(&self.ctx, n, || self.make_plan(n)).await
     }
 
     fn make_plan(&self, n: usize) -> Plan {

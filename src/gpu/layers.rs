@@ -191,3 +191,49 @@ impl Pipelines {
         }
     }
 }
+
+/// Plans (everything a pass over `n` tokens uses) by sequence length, the most recently used
+/// last, at most `kept` of them.
+pub(super) struct Plans<P> {
+    kept: usize,
+    plans: std::cell::RefCell<Vec<(usize, std::rc::Rc<P>)>>,
+}
+
+impl<P> Plans<P> {
+    pub(super) fn new(kept: usize) -> Plans<P> {
+        Plans { kept, plans: std::cell::RefCell::new(Vec::new()) }
+    }
+
+    /// The plan for `n` tokens: kept from an earlier pass, or made by `make` now (under an
+    /// out-of-memory scope on `ctx`'s device), replacing the least recently used.
+    pub(super) async fn get(
+        &self,
+        ctx: &GpuContext,
+        n: usize,
+        make: impl FnOnce() -> P,
+    ) -> Result<std::rc::Rc<P>, GpuError> {
+        let found = {
+            let mut plans = self.plans.borrow_mut();
+            let at = plans.iter().position(|(m, _)| *m == n);
+            at.map(|i| {
+                let plan = plans.remove(i);
+                plans.push(plan.clone());
+                plan.1
+            })
+        };
+        if let Some(plan) = found {
+            return Ok(plan);
+        }
+        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let plan = std::rc::Rc::new(make());
+        if let Some(e) = scope.pop().await {
+            return Err(GpuError::OutOfMemory(e.to_string()));
+        }
+        let mut plans = self.plans.borrow_mut();
+        if plans.len() == self.kept {
+            plans.remove(0);
+        }
+        plans.push((n, plan.clone()));
+        Ok(plan)
+    }
+}

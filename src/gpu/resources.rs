@@ -7,7 +7,8 @@ use std::cell::{Cell, RefCell};
 /// Rows and columns of `C` one workgroup of `matmul.wgsl` computes (its `TM` and `TN`).
 pub const TILE: u32 = 64;
 
-/// Invocations per workgroup of the element-wise kernels (`bert.wgsl`'s `bias_act`, `mask_heads`).
+/// Invocations per workgroup of the element-wise kernels (`bert.wgsl`'s `bias_act`, `mask_heads`,
+/// `add_residual`).
 pub const ELEMENTWISE_GROUP: u32 = 256;
 
 /// Workgroups of `matmul.wgsl` along a dimension of `extent` rows or columns.
@@ -165,6 +166,10 @@ mod tests {
             assert!(super::super::shaders::MATMUL.contains(&line), "matmul.wgsl must declare `{line}`");
         }
         let group = format!("@workgroup_size({ELEMENTWISE_GROUP}, 1, 1)");
-        assert_eq!(super::super::shaders::BERT.matches(&group).count(), 2, "bias_act and mask_heads");
+        assert_eq!(
+            super::super::shaders::BERT.matches(&group).count(),
+            3,
+            "bias_act, mask_heads, add_residual"
+        );
     }
 }
