@@ -19,13 +19,13 @@
 // Full: 1 and 2 threads, 5 s of warm-up per side, ROUNDS (default 5) interleaved rounds, medians of
 // times and of per-round ratios. Smoke: 1 thread, 2 rounds, 1 s of warm-up.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { interleaved, median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
-import { transformersDir, transformersOn, version } from './peer.mjs';
+import { prepareModel, transformersDir, transformersOn, version } from './peer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
@@ -99,19 +99,6 @@ async function child(threads) {
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label }) => ({ name, label })), row }));
 }
 
-/** The page's model file and the ONNX export of the folder, made when missing or older. */
-function prepare() {
-  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
-  const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
-  if (stale(assetFile)) {
-    // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
-    execFileSync('cargo', ['run', '--quiet', '--locked', '--profile', 'test', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-  if (stale(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
-    execFileSync(process.execPath, [join(root, 'bench/onnx-gpt2.mjs'), folder, join(modelsDir, modelName)], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-}
-
 /** The folder's model in a few words, from its config.json. */
 function describe() {
   const c = JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8'));
@@ -119,7 +106,7 @@ function describe() {
 }
 
 async function main() {
-  prepare();
+  prepareModel({ root, folder, assetFile, exporter: 'onnx-gpt2.mjs', exportDir: join(modelsDir, modelName) });
   const results = [];
   for (const threads of smoke ? [1] : [1, 2]) {
     const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--model=${folder}`],

@@ -2,7 +2,8 @@
 // it (bench/transformers.mjs, bench/decoder-speed.mjs): the installed package (scripts/install-tools.sh
 // test), its own onnxruntime-web (the WebAssembly backend its browser users get) or onnxruntime-node,
 // and local model folders only (no hub).
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -53,4 +54,22 @@ export async function transformersOn(runtime, threads, modelsDir) {
     ? { dtype, device: { model: '' }, session_options: { executionProviders: ['wasm'] } }
     : { dtype, device: 'cpu', session_options: { intraOpNumThreads: threads, interOpNumThreads: 1 } });
   return { transformers, ortVersion, options };
+}
+
+/**
+ * The page's model file of the checkpoint `folder` (`assetFile`, made by the page's loader,
+ * convert-model) and its ONNX export for transformers.js (`bench/<exporter>` into `exportDir`),
+ * each made when missing or older than any of the folder's files (scripts/make-checkpoints.sh
+ * remade it). `root`: the repository.
+ */
+export function prepareModel({ root, folder, assetFile, exporter, exportDir }) {
+  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+  const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
+  if (stale(assetFile)) {
+    // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
+    execFileSync('cargo', ['run', '--quiet', '--locked', '--profile', 'test', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  if (stale(join(exportDir, 'onnx/model_quantized.onnx'))) {
+    execFileSync(process.execPath, [join(root, 'bench', exporter), folder, exportDir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
 }

@@ -20,14 +20,14 @@
 // across both (bench/split-pool.mjs: heads and feed-forward units), so that its time on two
 // threads stands beside transformers.js's on two, in the same rounds.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SPLIT_BOUND, SplitPool } from './split-pool.mjs';
 import { interleaved, median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds, simd128 } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
-import { toolsDir, transformersDir, transformersOn, version } from './peer.mjs';
+import { prepareModel, toolsDir, transformersDir, transformersOn, version } from './peer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
@@ -133,20 +133,6 @@ async function child(threads, runtime) {
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8 })), cutLabel: cutBuild.label, rows }));
 }
 
-/** The page's model file and the ONNX export of --model's folder, made when missing. */
-function prepareFolder() {
-  // Made again when any of the folder's files is newer (scripts/make-checkpoints.sh remade it).
-  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
-  const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
-  if (stale(assetFile)) {
-    // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
-    execFileSync('cargo', ['run', '--quiet', '--locked', '--profile', 'test', '--bin', 'convert-model', '--', folder, assetFile], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-  if (stale(join(modelsDir, modelName, 'onnx/model_quantized.onnx'))) {
-    execFileSync(process.execPath, [join(root, 'bench/onnx-bert.mjs'), folder, join(modelsDir, modelName)], { stdio: ['ignore', 'ignore', 'inherit'] });
-  }
-}
-
 /** A folder's model in a few words, from its config.json. */
 function describe(dir) {
   const c = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
@@ -154,7 +140,7 @@ function describe(dir) {
 }
 
 async function main() {
-  if (folder) prepareFolder();
+  if (folder) prepareModel({ root, folder, assetFile, exporter: 'onnx-bert.mjs', exportDir: join(modelsDir, modelName) });
   // The simd128 build's tokenizer (the same code in both builds) makes the texts.
   const model = new (simd128().TrainedCase)(asset());
   const texts = lengths.map((n) => sentence(model, n));
