@@ -32,14 +32,19 @@ test('the pruning curves compute on request, coarsest first, through a new sente
   let c = await task.curves();
   const full = at(c, 'iterative', 0);
   assert.ok(full > 0.79 && full < 0.83, `full model quality ${full} (0.813 natively, f16 weights here)`);
-  // The sentence changes under the computation: the one-shot order is measured again, the rest kept.
+  // The sentence changes under the computation: the one-shot order is measured again, the rest
+  // kept, and the run goes on (it follows the new order; it does not start over).
   const before = await task.evaluationsDone();
+  assert.ok(before >= 1, `evaluations done before the change: ${before}`);
   await trained.setText('The river bank was covered in snow.');
   await task.status.waitText(/one-shot order joins/, { timeout: 60000 });
+  await task.status.waitText(/^Computing the pruning curves(?!.*one-shot order joins)/, { timeout: 120000 });
+  const after = await task.evaluationsDone();
+  console.log(`evaluations done before the new sentence ${before}, once its order joined ${after}`);
+  assert.ok(after >= before, `the run went on through the new sentence: ${before} evaluations before, ${after} after`);
   // Michel et al.'s marks come before the rest: 20 % and 40 % in every order.
   await task.waitPoints(['iterative', 'one-shot', 'random-0', 'random-1', 'random-2', 'random-3', 'random-4'], [14, 29], { timeout: 400000 });
   c = await task.curves();
-  assert.ok(before >= 0);
   for (const k of [14, 29]) {
     const random = seeds.map((s) => at(c, s, k));
     const mean = random.reduce((a, b) => a + b, 0) / random.length;

@@ -121,52 +121,11 @@ impl TaskView {
                 drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
             }
         });
-        let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
         // Nothing known, of a model of no heads, until the model and the pairs are in.
         let curves = RwSignal::new_local(Curves::new(0));
         let (progress, running, planned) = (RwSignal::new(None), RwSignal::new(false), RwSignal::new(None));
-        let run = LocalResource::new(move || {
-            let (ready, order, go) = (ready(), one_shot(), running.get());
-            // Wanted while the reader has not paused it and the one-shot order is the same.
-            let of = order.clone();
-            // (A view a new model replaced is gone: its jobs stop.)
-            let ticket = Ticket::while_wanted(move || {
-                running.try_get_untracked() == Some(true) && untrack(one_shot) == of
-            });
-            async move {
-                // Whatever the browser saved shows at once; computing waits for the reader's go.
-                // The one-shot order joins when this sentence's ranking is there (a new sentence
-                // restarts the run, which keeps every other point).
-                let Some((engine, data)) = ready else { return CurveState::Waiting };
-                // The full model's score, when the panel has measured the reader's set with every
-                // head: the curves' point at no head pruned, not evaluated again.
-                let full = untrack(|| quality.get().flatten());
-                let run = curve_run(&engine, data, order, full);
-                curves.set(run.curves().clone());
-                if !go {
-                    planned.set(Some(run.work_left()));
-                    return CurveState::Stopped;
-                }
-                let shown = std::cell::Cell::new(usize::MAX);
-                let publish = |job: &Planned<CurveRun>, status: Status| {
-                    let time_left = job.plan().time_left(&engine.workers().pace(engine.workers().place()));
-                    progress.set(Some(CurveStatus { status, time_left }));
-                    // Redrawn when a point was added.
-                    if shown.replace(job.plan().evaluations().0) != job.plan().evaluations().0 {
-                        curves.set(job.plan().curves().clone());
-                    }
-                };
-                let finished = drive(&engine, Planned::new(run), &ticket, publish).await;
-                progress.set(None);
-                match finished {
-                    Some(done) => {
-                        curves.set(done);
-                        CurveState::Done
-                    }
-                    None => CurveState::Stopped,
-                }
-            }
-        });
+        let panel = CurvePanel { curves, progress, running, planned };
+        let run = curve_resource(view, ready, task_importance, quality, panel);
         let speed = pruned_speed(view, data, quality);
         let full_cosines = Memo::new(move |_| curves.with(|c| c.full_cosines.clone()));
         let change = Memo::new(move |_| {
@@ -239,6 +198,87 @@ impl TaskView {
 fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
     let of = engine.clone();
     Ticket::while_wanted(move || super::view::engine_is(view.engine, &of))
+}
+
+/// The signals the curves' run publishes to.
+#[derive(Clone, Copy)]
+struct CurvePanel {
+    curves: RwSignal<Curves, LocalStorage>,
+    progress: RwSignal<Option<CurveStatus>>,
+    running: RwSignal<bool>,
+    planned: RwSignal<Option<WorkLeft>>,
+}
+
+/// The curves' computation: what the browser saved shows at once, computing waits for the
+/// reader's go. The one-shot order joins when the sentence's ranking is there, and a run that
+/// is going follows a new sentence's order ([`CurveRun::following`]) instead of restarting and
+/// losing the job in flight; a run starts again from a new order only once none is going
+/// (it then plans only what is missing).
+fn curve_resource(
+    view: TrainedView,
+    ready: impl Fn() -> Option<(Rc<Engine>, Rc<TaskData>)> + Copy + 'static,
+    task_importance: LocalResource<Option<Rc<Ranking>>>,
+    quality: LocalResource<Option<SetScore>>,
+    panel: CurvePanel,
+) -> LocalResource<CurveState> {
+    let CurvePanel { curves, progress, running, planned } = panel;
+    let one_shot = move || importance_now(view, task_importance).map(|imp| imp.ranking.ranked.clone());
+    // Which run is the current one, and whether it is computing.
+    let (generation, in_flight) = (StoredValue::new(0u64), RwSignal::new(false));
+    let start_order = Memo::new(move |was: Option<&Option<Vec<usize>>>| {
+        let now = one_shot();
+        match was {
+            Some(was) if in_flight.get() => was.clone(),
+            _ => now,
+        }
+    });
+    LocalResource::new(move || {
+        let (ready, order, go) = (ready(), start_order.get(), running.get());
+        let this = generation.with_value(|g| g + 1);
+        generation.set_value(this);
+        // Wanted while the reader has not paused it and no later run replaced it (a view a new
+        // model replaced is gone: its jobs stop).
+        let ticket = Ticket::while_wanted(move || {
+            running.try_get_untracked() == Some(true) && generation.try_get_value() == Some(this)
+        });
+        async move {
+            let Some((engine, data)) = ready else { return CurveState::Waiting };
+            // The full model's score, when the panel has measured the reader's set with every
+            // head: the curves' point at no head pruned, not evaluated again.
+            let full = untrack(|| quality.get().flatten());
+            let run = curve_run(&engine, data, order, full).following(move || untrack(one_shot));
+            curves.set(run.curves().clone());
+            in_flight.set(go);
+            if !go {
+                progress.set(None);
+                planned.set(Some(run.work_left()));
+                return CurveState::Stopped;
+            }
+            let shown = std::cell::Cell::new(usize::MAX);
+            let publish = |job: &Planned<CurveRun>, status: Status| {
+                let time_left = job.plan().time_left(&engine.workers().pace(engine.workers().place()));
+                progress.set(Some(CurveStatus { status, time_left }));
+                // Redrawn when a point was added.
+                if shown.replace(job.plan().evaluations().0) != job.plan().evaluations().0 {
+                    curves.set(job.plan().curves().clone());
+                }
+            };
+            let finished = drive(&engine, Planned::new(run), &ticket, publish).await;
+            // A run a later one replaced leaves the panel to it.
+            if generation.try_get_value() != Some(this) {
+                return CurveState::Stopped;
+            }
+            progress.set(None);
+            in_flight.set(false);
+            match finished {
+                Some(done) => {
+                    curves.set(done);
+                    CurveState::Done
+                }
+                None => CurveState::Stopped,
+            }
+        }
+    })
 }
 
 /// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
