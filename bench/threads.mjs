@@ -8,7 +8,8 @@
 // of the pruning curves (both ends, then 14 heads pruned in the iterative order: three
 // evaluations and three importance measurements of 16 pairs each). `all` adds the sweep of a
 // 500-word paragraph (503 tokens, near the model's 512; about 30 s a round on 2 cores),
-// `full` also the first complete curve (about 2 + 4 minutes on 2 cores).
+// `full` also the first complete curve (about 2 + 4 minutes on 2 cores); `curve` measures only
+// that curve, on THREADS workers, with the page's f16 weights and at 8 bits (?precision=int8).
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { median } from './stats.mjs';
@@ -17,7 +18,7 @@ import { cpuLine } from './machine.mjs';
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
 const mode = process.argv[4] ?? 'all';
-if (!['smoke', 'all', 'full'].includes(mode)) throw new Error(`mode ${mode}: smoke, all or full`);
+if (!['smoke', 'all', 'full', 'curve'].includes(mode)) throw new Error(`mode ${mode}: smoke, all, full or curve`);
 const full = mode === 'full';
 
 const app = await serveDist();
@@ -87,9 +88,9 @@ async function firstCurvePoints({ page }) {
 
 /** Seconds from a fresh page's request to the first complete curve (every order at the marks
  * and the quarters, and the one-head-per-layer point: 38 evaluations). */
-async function firstCompleteCurve(threads) {
+async function firstCompleteCurve(threads, precision = 'f16') {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}`);
+  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}&precision=${precision}`);
   await page.waitForFunction(() => /about 100 evaluations/.test(document.querySelector('[data-testid=task-status]')?.textContent ?? ''), null, { timeout: 120000 });
   const t0 = performance.now();
   await page.getByTestId('task-run').click();
@@ -104,6 +105,20 @@ async function firstCompleteCurve(threads) {
   return seconds;
 }
 
+if (mode === 'curve') {
+  console.log(`${cpuLine()}; Chromium headless; ${many} threads; ${rounds} rounds, interleaved`);
+  const seconds = { f16: [], int8: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const precision of r % 2 ? ['int8', 'f16'] : ['f16', 'int8']) seconds[precision].push(await firstCompleteCurve(many, precision));
+  }
+  console.log('| the first complete curve (38 evaluations, from a fresh page) | f16 weights | 8-bit | 8-bit / f16 |\n|---|---:|---:|---:|');
+  const [a, b] = [median(seconds.f16), median(seconds.int8)];
+  console.log(`| ${many} workers, median of ${rounds} (${seconds.f16.map((s) => s.toFixed(0)).join(', ')} / ${seconds.int8.map((s) => s.toFixed(0)).join(', ')} s) | ${a.toFixed(0)} s | ${b.toFixed(0)} s | ${(b / a).toFixed(2)} |`);
+  console.log(`target: the first complete curve within 60 s on ${many} workers: f16 ${a <= 60 ? 'holds' : 'misses'}, 8-bit ${b <= 60 ? 'holds' : 'misses'}`);
+  await browser.close();
+  app.server.close();
+  process.exit(0);
+}
 console.log(`${cpuLine()}; Chromium headless; threads 1 against ${many}`);
 const pages = [await open(1), await open(many)];
 const times = { 1: [], [many]: [] };
