@@ -15,8 +15,18 @@ shapes=${2:-all}
 # Every table holds only for the CPU it was measured on.
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs) (family $(grep -m1 'cpu family' /proc/cpuinfo | cut -d: -f2 | xargs) model $(grep -m1 '^model\s' /proc/cpuinfo | cut -d: -f2 | xargs)), $(nproc) logical cores; $(date -u +%F)"
 
+# The smoke run proves the benchmarks still run, not their numbers: natively it uses the tests'
+# build (opt-level 2, debug assertions; `cargo test` has built every dependency at that profile),
+# which saves a fat-LTO release build of every dependency.
+native_profile=()
+if [ "$shapes" = smoke ]; then
+  native_profile=(--profile test)
+  echo "(smoke: the native benchmarks run the tests' build, opt-level 2 with debug assertions: not numbers to quote)"
+fi
+bench() { cargo bench --quiet --locked --features bench "${native_profile[@]}" "$@"; }
+
 echo "## native ($(uname -m), $(nproc) cores visible, single thread)"
-cargo bench --quiet --locked --features bench --bench mha -- "$rounds"
+bench --bench mha -- "$rounds"
 
 # The library as a cdylib, in both of the page's builds (the app's bin is built by trunk): simd128,
 # and relaxed SIMD (the micro-kernel's f32x4.relaxed_madd), each for Node (the benchmarks against
@@ -45,11 +55,11 @@ node bench/split.mjs "$rounds" "$shapes"
 
 echo
 echo "## GPU (native adapter: lavapipe here, a real GPU elsewhere)"
-cargo bench --quiet --locked --features bench --bench gpu -- "$rounds" "$shapes"
+bench --bench gpu -- "$rounds" "$shapes"
 
 echo
 echo "## the trained model pruned for real: natively, and as wasm in Node"
-cargo bench --quiet --locked --features bench --bench trained -- "$rounds" pruned
+bench --bench trained -- "$rounds" pruned
 "${node_relaxed[@]}" bench/trained.mjs "$rounds" "$shapes"
 
 # The trained model against transformers.js: an ONNX export of the same checkpoint, fp32 and the
