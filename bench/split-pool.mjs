@@ -95,7 +95,7 @@ function serve() {
       if (!cases.has(key)) cases.set(key, new MhaCase(m.d, m.h, m.n));
       out = cases.get(key).forward_heads(m.x, m.lo, m.hi);
     } else {
-      shard ??= new TrainedShard(readFileSync(model), index, count);
+      shard ??= new TrainedShard(readFileSync(model), index, count, 'f16');
       out = shard.run(m.code, m.x);
     }
     parentPort.postMessage(out, [out.buffer]);

@@ -1,6 +1,7 @@
 //! The precision a trained model's dense layers run at: its f16 weights multiplied in f32, or
-//! 8-bit integers (`crate::cpu::int8`: weights per output channel, activations per row, i32
-//! sums). LayerNorm, softmax, GELU, the attention products and the residual stay f32 in both.
+//! 8-bit integers (`crate::cpu::int8`: weights per output channel, activations per row, exact
+//! integer sums; the feed-forward layer's second product on 12-bit integers). LayerNorm,
+//! softmax, GELU, the attention products and the residual stay f32 in both.
 
 use std::fmt;
 
@@ -10,7 +11,8 @@ pub enum Precision {
     /// The model's f16 weights, widened to f32, products in f32.
     #[default]
     F16,
-    /// Weights quantized to 8 bits once, activations to 7 bits per row, products in integers.
+    /// Weights quantized to 8 bits once, activations to 7 bits per row, products in integers
+    /// (`W_2`: 12-bit weights and activations).
     Int8,
 }
 
@@ -51,7 +53,7 @@ impl Precision {
     pub fn label(self) -> &'static str {
         match self {
             Precision::F16 => "f16 weights, f32 products",
-            Precision::Int8 => "8-bit weights and activations",
+            Precision::Int8 => "8-bit weights and activations (12 bits for W_2)",
         }
     }
 }

@@ -402,14 +402,19 @@ pub struct TrainedShard {
 
 #[wasm_bindgen]
 impl TrainedShard {
-    /// Shard `index` of `count` of the model in a model file (`asset`, [`model_file`]).
+    /// Shard `index` of `count` of the model in a model file (`asset`, [`model_file`]), at
+    /// `precision` (`"f16"` or `"int8"`: quantized as [`TrainedCase::set_precision`] does, from
+    /// the same calibration text, so the driver's and every shard's bytes are the same).
     #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8], index: usize, count: usize) -> Result<TrainedShard, String> {
-        let model = model_file(asset)?;
+    pub fn new(asset: &[u8], index: usize, count: usize, precision: &str) -> Result<TrainedShard, String> {
+        let precision = crate::attention::precision::Precision::from_key(precision)
+            .ok_or_else(|| format!("no precision {precision:?}"))?;
+        let mut model = model_file(asset)?;
         let spec = *model.spec();
         if index >= count || count > spec.heads {
             return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
+        model.set_precision(Kernel::Simd, precision);
         Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count) })
     }
 
@@ -423,18 +428,18 @@ impl TrainedShard {
     }
 }
 
-/// One dense layer's product `y = x W^T + b` (`n x k` by `m x k`) in f32, in 8 bits, and in 8 bits
-/// with a residual product (the model's `W_2`), the median of `rounds` interleaved, as a line of
-/// milliseconds: what the 8-bit kernel gains on its own.
+/// One dense layer's product `y = x W^T + b` (`n x k` by `m x k`) in f32, in 8 bits (7-bit
+/// activations), and in 12 bits (the model's `W_2`), the median of `rounds` interleaved, as a
+/// line of milliseconds: what the integer kernels gain on their own.
 #[wasm_bindgen]
 pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String {
-    use crate::cpu::int8::{qgemm, QuantizedWeights};
+    use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
     let value = |i: usize| ((crate::attention::synthetic::hash32(i as u32) >> 8) as f32 / 8_388_608.0) - 1.0;
     let x: Vec<f32> = (0..n * k).map(value).collect();
     let w: Vec<f32> = (0..m * k).map(|i| value(i + 7_777_777)).collect();
     let lin = crate::model::bert::Linear::new(w.clone(), vec![0.0; m]);
     let plain = QuantizedWeights::new(&w, m, k);
-    let refined = QuantizedWeights::smoothed(&w, m, k, &vec![0.0; k], true);
+    let wide = QuantizedWeights::with_bits(&w, m, k, IntBits::Twelve);
     let mut y = vec![0.0f32; n * m];
     let mut times = [Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..rounds.max(1) {
@@ -443,7 +448,7 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
         let t1 = now();
         qgemm(Kernel::Simd, &x, n, &plain, &lin.b, &mut y, m);
         let t2 = now();
-        qgemm(Kernel::Simd, &x, n, &refined, &lin.b, &mut y, m);
+        qgemm(Kernel::Simd, &x, n, &wide, &lin.b, &mut y, m);
         let t3 = now();
         times[0].push(t1 - t0);
         times[1].push(t2 - t1);
@@ -451,7 +456,7 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
     }
     let [f, s, r] = times.map(super::median);
     format!(
-        "{n}x{k}x{m} ({}): f32 {f:.3} ms, 8-bit {s:.3} ms = {:.2}x, 8-bit with a residual product {r:.3} ms = {:.2}x",
+        "{n}x{k}x{m} ({}): f32 {f:.3} ms, 8-bit {s:.3} ms = {:.2}x, 12-bit {r:.3} ms = {:.2}x",
         Kernel::Simd.describe(),
         s / f,
         r / f

@@ -1,21 +1,22 @@
 //! The 8-bit matrix product of the trained model's projections: `y = x W^T + b` for activations
 //! `x` (`n x K`, f32) and weights `W` (`N x K`, PyTorch's `[out, in]`), with the products in
-//! 8-bit integers accumulated exactly in i32.
+//! integers accumulated exactly.
 //!
 //! ```text
-//! weights, once at load, per output channel o (symmetric):
-//!   s_o = max_k |W[o,k]| / 127          q[o,k] = round(W[o,k] / s_o)            in [-127, 127]
-//! activations, per row i at run time (asymmetric, 7 bits, zero exactly representable):
-//!   lo = min(0, min_k x[i,k])  hi = max(0, max_k x[i,k])  t_i = (hi - lo) / 127
-//!   z_i = round(-lo / t_i)      u[i,k] = clamp(round(x[i,k] / t_i) + z_i, 0, 127)
+//! weights, once at load, per output channel o (symmetric; L = 127, or 2047 at 12 bits):
+//!   s_o = max_k |W[o,k]| / L            q[o,k] = round(W[o,k] / s_o)            in [-L, L]
+//! activations, per row i at run time (asymmetric, zero exactly representable; A = 127 for
+//! 7 bits, 4095 for 12):
+//!   lo = min(0, min_k x[i,k])  hi = max(0, max_k x[i,k])  t_i = (hi - lo) / A
+//!   z_i = round(-lo / t_i)      u[i,k] = clamp(round(x[i,k] / t_i) + z_i, 0, A)
 //! y[i,o] = t_i s_o (sum_k u[i,k] q[o,k] - z_i sum_k q[o,k]) + b[o]
 //! ```
 //!
 //! Two refinements, both per weight matrix ([`QuantizedWeights::smoothed`]): smoothing factors
 //! `m_k` (SmoothQuant), so that the product quantizes `x / m` against `W m` (the same product,
-//! the rounding moved off the activations' outlier features); and a residual product, the
-//! weights' rounding error `W m - s q` quantized per channel again (step `r_o`, about
-//! `s_o / 254`) and multiplied on the same codes `u`. Rounding is to nearest, ties to even.
+//! the rounding moved off the activations' outlier features); and [`IntBits::Twelve`], 12-bit
+//! weights against 12-bit activations for the one product whose 8-bit weights and 7-bit
+//! activations cost too much (the model's `W_2`). Rounding is to nearest, ties to even.
 //!
 //! Why 7-bit activations: relaxed SIMD's `i32x4.relaxed_dot_i8x16_i7x16_add_s` multiplies 16
 //! signed bytes by 16 bytes whose top bit must be clear (an engine may read them as signed or
@@ -23,24 +24,30 @@
 //! `f32x4.relaxed_madd` does 4. The activations are that operand, as unsigned 7-bit values with
 //! a zero point; the weights keep all 8 bits. (8-bit activations, each code split into two 7-bit
 //! halves for two dot products a step, were measured and dropped: 0.66-0.72x of f32 where 7 bits
-//! take 0.33-0.39x, and no product of the model needed them once `W_2` had its residual.)
+//! take 0.33-0.39x, and no product of the model needed them once `W_2` had finer weights.)
+//! 12-bit products go through simd128's `i32x4.dot_i16x8_s` (8 multiply-adds an instruction) on
+//! 16-bit words: on a CPU whose engine lowers the relaxed dot product to a multiply-add pair (no
+//! VNNI) that is the same multiplier work per weight as 8 bits, and anywhere it is half the work
+//! of the residual product it replaced (8-bit weights and their rounding error in a second 8-bit
+//! product on the same 7-bit codes: bench/int8.mjs, BENCHMARKS.md section 13).
 //!
 //! # Contract
-//! - The integer sum is exact (`|sum| <= 127 * 127 * K < 2^31` for any `K <= 133_000`), so `y`
-//!   equals the float64 product of the *dequantized* operands `x^_k = m_k t_i (u_k - z_i)` and
-//!   `W^ = (s_o q + r_o q') / m_k` up to the f32 roundings of the final scales and bias (a test
-//!   holds it to `1e-6` relative).
-//! - Against the exact `x W^T + b`: `|x_k - x^_k| <= m_k t_i / 2` and `|W - W^| <= w_o / (2 m_k)`
-//!   elementwise (`w_o` the last step: `s_o`, or `r_o` with a residual), so
-//!   `|y - y_exact| <= sum_k (m_k t_i / 2 |W^[o,k]| + w_o / (2 m_k) |x[i,k]|)` (a test checks
-//!   this bound on a table of shapes, every variant).
+//! - The integer sum is exact: at 8 bits each i32 lane holds at most `127 * 127 * K` (exact for
+//!   any `K <= 133_000`); at 12 bits each run of [`WORD_CHUNK`] positions (`4095 * 2047 * 256 <
+//!   2^31`) is added into an i64, so any `K` is exact. `y` therefore equals the float64 product
+//!   of the *dequantized* operands `x^_k = m_k t_i (u_k - z_i)` and `W^ = s_o q / m_k` up to the
+//!   f32 roundings of the final scales and bias (a test holds it to `1e-6` relative).
+//! - Against the exact `x W^T + b`: `|x_k - x^_k| <= m_k t_i / 2` and `|W - W^| <= s_o / (2 m_k)`
+//!   elementwise, so `|y - y_exact| <= sum_k (m_k t_i / 2 |W^[o,k]| + s_o / (2 m_k) |x[i,k]|)`
+//!   (a test checks this bound on a table of shapes, every variant).
 //! - A row of `x` holding NaN or infinity gives a row of NaN; every element of `y`'s `n x N`
 //!   block is written and nothing else (NaN-poisoned outputs prove it).
 //!
-//! The micro-kernel has three variants with one contract, chosen by [`Kernel`] and the build:
-//! relaxed SIMD (the page's relaxed build), simd128's `i32x4.dot_i16x8_s` on bytes widened to
-//! 16 bits (engines without relaxed SIMD), and a portable twin that always compiles and runs the
-//! native tests. All three compute the same integers, so they give the same bits.
+//! Each width's micro-kernel has variants with one contract, chosen by [`Kernel`] and the build:
+//! at 8 bits relaxed SIMD (the page's relaxed build) or simd128's `i32x4.dot_i16x8_s` on bytes
+//! widened to 16 bits (engines without relaxed SIMD); at 12 bits `i32x4.dot_i16x8_s` in both
+//! builds; and a portable twin of each that always compiles and runs the native tests. They all
+//! compute the same integers, so they give the same bits.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -51,16 +58,60 @@ use super::Kernel;
 const MR: usize = 4;
 /// Columns (output channels) of `y` a micro-kernel call produces: two vectors of four.
 const NR: usize = 8;
-/// Bytes of one step of the packed weights: `NR` channels times four input positions.
-const STEP: usize = NR * 4;
-/// The largest quantized magnitude of a weight.
-const WEIGHT_LEVELS: f32 = 127.0;
-/// The largest activation code (7 bits, unsigned).
-const ACTIVATION_LEVELS: f32 = 127.0;
+/// Input positions of one step of the packed weights: four bytes or two 16-bit words a channel,
+/// one 32-bit lane of a vector either way.
+const fn step_positions(bits: IntBits) -> usize {
+    match bits {
+        IntBits::Eight => 4,
+        IntBits::Twelve => 2,
+    }
+}
+/// Weights of one step of the packed weights: `NR` channels times one lane of positions.
+const STEP_BYTES: usize = NR * 4;
+const STEP_WORDS: usize = NR * 2;
+/// Positions a 12-bit micro-kernel sums in i32 before adding into i64: `4095 * 2047 * 256`
+/// is below `2^31`.
+pub const WORD_CHUNK: usize = 256;
 
-/// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel:
-/// strips of `NR` (8) channels, each a run of steps of four input positions, `NR x 4` bytes per
-/// step (channel-major within a step); the strip past `N` and the positions past `K` are zero.
+/// The integers of a product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntBits {
+    /// Signed bytes `[-127, 127]` for the weights against 7-bit codes `[0, 127]` for the
+    /// activations: the relaxed dot product's operands.
+    Eight,
+    /// 12-bit weights `[-2047, 2047]` against 12-bit codes `[0, 4095]`, both in 16-bit words:
+    /// for a product whose 8-bit weights and 7-bit activations cost the model too much (`W_2`).
+    Twelve,
+}
+
+impl IntBits {
+    /// The largest quantized weight magnitude.
+    fn weight_levels(self) -> f32 {
+        match self {
+            IntBits::Eight => 127.0,
+            IntBits::Twelve => 2047.0,
+        }
+    }
+
+    /// The largest activation code.
+    fn activation_levels(self) -> f32 {
+        match self {
+            IntBits::Eight => 127.0,
+            IntBits::Twelve => 4095.0,
+        }
+    }
+}
+
+/// The packed weights: strips of `NR` (8) channels, each a run of steps of one 32-bit lane of
+/// input positions per channel (four bytes or two words), channel-major within a step; the
+/// strip past `N` and the positions past `K` (padded to a multiple of four) are zero.
+#[derive(Clone, Debug, PartialEq)]
+enum Packed {
+    Bytes(Vec<i8>),
+    Words(Vec<i16>),
+}
+
+/// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuantizedWeights {
     out: usize,
@@ -69,42 +120,40 @@ pub struct QuantizedWeights {
     scales: Vec<f32>,
     /// `sum_k q[o,k]` per output channel (the zero point's correction).
     sums: Vec<i32>,
-    /// The packed bytes.
-    packed: Vec<i8>,
+    packed: Packed,
     /// Per input position `k`, `1 / m_k`: the activations are quantized as `x[i,k] / m_k`
     /// against weights `W[o,k] m_k` (smoothing, see [`QuantizedWeights::smoothed`]); empty
     /// when every `m_k` is 1.
     smoothing: Vec<f32>,
-    /// The rounding error of these weights, quantized again per channel (a second product on
-    /// the same activation codes): weights of about 15 bits for twice the integer work, where
-    /// 8-bit weights cost too much (see [`QuantizedWeights::smoothed`]).
-    residual: Option<Box<QuantizedWeights>>,
 }
 
 impl QuantizedWeights {
-    /// `w` (`out x inp`, row-major) quantized. A channel of zeros gets scale 1 (its bytes are 0);
-    /// a non-finite weight gives its channel a NaN scale, so its outputs are NaN.
+    /// `w` (`out x inp`, row-major) quantized to 8 bits. A channel of zeros gets scale 1 (its
+    /// bytes are 0); a non-finite weight gives its channel a NaN scale, so its outputs are NaN.
     pub fn new(w: &[f32], out: usize, inp: usize) -> Self {
+        Self::with_bits(w, out, inp, IntBits::Eight)
+    }
+
+    /// `w` quantized to `bits`.
+    pub fn with_bits(w: &[f32], out: usize, inp: usize, bits: IntBits) -> Self {
         assert_eq!(w.len(), out * inp, "W must be out x inp");
-        let scales: Vec<f32> = (0..out).map(|o| channel_scale(&w[o * inp..(o + 1) * inp])).collect();
+        let levels = bits.weight_levels();
+        let scales: Vec<f32> = (0..out).map(|o| channel_scale(&w[o * inp..(o + 1) * inp], levels)).collect();
         let inverse: Vec<f32> = scales.iter().map(|s| 1.0 / s).collect();
-        Self::from_fn(out, inp, scales, |o, k| {
-            (w[o * inp + k] * inverse[o]).round().clamp(-WEIGHT_LEVELS, WEIGHT_LEVELS) as i8
+        Self::from_fn(out, inp, scales, bits, |o, k| {
+            (w[o * inp + k] * inverse[o]).round().clamp(-levels, levels) as i32
         })
     }
 
-    /// `w` quantized with its activations' outliers moved into the weights (SmoothQuant, Xiao
-    /// et al. 2023): a position `k` whose activations reach `a_k` in magnitude (`input_max`,
-    /// measured on calibration text) while its weights reach `w_k` gets the factor
-    /// `m_k = sqrt(a_k / w_k)`, so both reach `sqrt(a_k w_k)`. `x W^T = (x / m) (W m)^T`
-    /// exactly; only the rounding moves, away from the few positions whose activations are
-    /// tens of times the rest's (a transformer's outlier features), which would otherwise set
-    /// every row's step. Positions never active (or with zero weights) keep `m_k = 1`.
-    ///
-    /// With `residual`, the weights' rounding error `W m - s_o q` is quantized again per channel
-    /// and multiplied in a second product: its step is about `s_o / 254`, so the weights are
-    /// exact to about 15 bits.
-    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32], residual: bool) -> Self {
+    /// `w` quantized to `bits` with its activations' outliers moved into the weights
+    /// (SmoothQuant, Xiao et al. 2023): a position `k` whose activations reach `a_k` in
+    /// magnitude (`input_max`, measured on calibration text) while its weights reach `w_k` gets
+    /// the factor `m_k = sqrt(a_k / w_k)`, so both reach `sqrt(a_k w_k)`.
+    /// `x W^T = (x / m) (W m)^T` exactly; only the rounding moves, away from the few positions
+    /// whose activations are tens of times the rest's (a transformer's outlier features), which
+    /// would otherwise set every row's step. Positions never active (or with zero weights) keep
+    /// `m_k = 1`.
+    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32], bits: IntBits) -> Self {
         assert_eq!(input_max.len(), inp, "one activation maximum per input position");
         let factors: Vec<f32> = (0..inp)
             .map(|k| {
@@ -118,35 +167,44 @@ impl QuantizedWeights {
             })
             .collect();
         let scaled: Vec<f32> = w.iter().enumerate().map(|(i, v)| v * factors[i % inp.max(1)]).collect();
-        let mut q = Self::new(&scaled, out, inp);
+        let mut q = Self::with_bits(&scaled, out, inp, bits);
         q.smoothing = factors.iter().map(|m| 1.0 / m).collect();
-        if residual && inp > 0 {
-            let error: Vec<f32> = scaled
-                .iter()
-                .enumerate()
-                .map(|(i, v)| v - q.scales[i / inp] * q.at(i / inp, i % inp) as f32)
-                .collect();
-            let mut r = Self::new(&error, out, inp);
-            r.smoothing = q.smoothing.clone();
-            q.residual = Some(Box::new(r));
-        }
         q
     }
 
-    /// Packs the bytes `q(o, k)` with the channels' `scales`.
-    fn from_fn(out: usize, inp: usize, scales: Vec<f32>, q: impl Fn(usize, usize) -> i8) -> Self {
-        let steps = inp.div_ceil(4);
-        let mut packed = vec![0i8; out.div_ceil(NR) * steps * STEP];
+    /// Packs the values `q(o, k)` (within the width's levels) with the channels' `scales`.
+    fn from_fn(
+        out: usize,
+        inp: usize,
+        scales: Vec<f32>,
+        bits: IntBits,
+        q: impl Fn(usize, usize) -> i32,
+    ) -> Self {
+        let lanes = inp.div_ceil(4);
+        let len = out.div_ceil(NR) * lanes * NR * 4;
         let mut sums = vec![0i32; out];
-        for o in 0..out {
-            let strip = &mut packed[o / NR * steps * STEP..];
-            for k in 0..inp {
-                let v = q(o, k);
-                strip[k / 4 * STEP + o % NR * 4 + k % 4] = v;
-                sums[o] += v as i32;
+        let mut put = |set: &mut dyn FnMut(usize, i32)| {
+            for (o, sum) in sums.iter_mut().enumerate() {
+                for k in 0..inp {
+                    let v = q(o, k);
+                    set(packed_index(bits, lanes, o, k), v);
+                    *sum += v;
+                }
             }
-        }
-        QuantizedWeights { out, inp, scales, sums, packed, smoothing: Vec::new(), residual: None }
+        };
+        let packed = match bits {
+            IntBits::Eight => {
+                let mut p = vec![0i8; len];
+                put(&mut |i, v| p[i] = v as i8);
+                Packed::Bytes(p)
+            }
+            IntBits::Twelve => {
+                let mut p = vec![0i16; len];
+                put(&mut |i, v| p[i] = v as i16);
+                Packed::Words(p)
+            }
+        };
+        QuantizedWeights { out, inp, scales, sums, packed, smoothing: Vec::new() }
     }
 
     /// Output channels `N`.
@@ -159,47 +217,46 @@ impl QuantizedWeights {
         self.inp
     }
 
-    /// Bytes the quantized weights take: the packed bytes, the per-channel scales and sums,
-    /// the smoothing factors, and the residual product's bytes, scales and sums (it shares the
-    /// factors).
+    /// The weights' width.
+    pub fn bits(&self) -> IntBits {
+        match self.packed {
+            Packed::Bytes(_) => IntBits::Eight,
+            Packed::Words(_) => IntBits::Twelve,
+        }
+    }
+
+    /// Bytes the quantized weights take: the packed weights, the per-channel scales and sums,
+    /// and the smoothing factors.
     pub fn bytes(&self) -> usize {
-        let own = |q: &QuantizedWeights| q.packed.len() + 8 * q.out;
-        own(self) + 4 * self.smoothing.len() + self.residual.as_deref().map_or(0, own)
+        let packed = match &self.packed {
+            Packed::Bytes(p) => p.len(),
+            Packed::Words(p) => 2 * p.len(),
+        };
+        packed + 8 * self.out + 4 * self.smoothing.len()
     }
 
-    /// The byte `q[o, k]`.
-    pub fn at(&self, o: usize, k: usize) -> i8 {
+    /// The quantized weight `q[o, k]`.
+    pub fn at(&self, o: usize, k: usize) -> i32 {
         assert!(o < self.out && k < self.inp, "({o}, {k}) outside {} x {}", self.out, self.inp);
-        self.packed[o / NR * self.inp.div_ceil(4) * STEP + k / 4 * STEP + o % NR * 4 + k % 4]
+        let i = packed_index(self.bits(), self.inp.div_ceil(4), o, k);
+        match &self.packed {
+            Packed::Bytes(p) => p[i] as i32,
+            Packed::Words(p) => p[i] as i32,
+        }
     }
 
-    /// `s_o` of channel `o`.
+    /// `s_o` of channel `o`: the step of its weights.
     pub fn scale(&self, o: usize) -> f32 {
         self.scales[o]
-    }
-
-    /// The step of channel `o`'s weights as the product multiplies them: `s_o`, or the
-    /// residual's step when there is one.
-    pub fn weight_step(&self, o: usize) -> f32 {
-        self.residual.as_ref().map_or(self.scales[o], |r| r.scales[o])
-    }
-
-    /// Whether a residual product refines these weights.
-    pub fn has_residual(&self) -> bool {
-        self.residual.is_some()
     }
 
     /// `W^ = s_o q / m_k` (`out x inp`, row-major): the weights the product really multiplies
     /// the activations by (up to the activations' own rounding).
     pub fn dequantized(&self) -> Vec<f32> {
         let inv = |k: usize| self.smoothing.get(k).copied().unwrap_or(1.0);
-        let mut w: Vec<f32> = (0..self.out)
+        (0..self.out)
             .flat_map(|o| (0..self.inp).map(move |k| self.scales[o] * self.at(o, k) as f32 * inv(k)))
-            .collect();
-        if let Some(r) = &self.residual {
-            w.iter_mut().zip(r.dequantized()).for_each(|(a, b)| *a += b);
-        }
-        w
+            .collect()
     }
 
     /// `1 / m_k` per input position, empty without smoothing.
@@ -207,13 +264,13 @@ impl QuantizedWeights {
         &self.smoothing
     }
 
-    /// The channels `channels`, in that order, with their scales: the same bytes, so a product
-    /// with the selection equals the same channels of a product with the whole.
+    /// The channels `channels`, in that order, with their scales: the same weights, so a
+    /// product with the selection equals the same channels of a product with the whole.
     pub fn select_channels(&self, channels: &[usize]) -> Self {
         let scales = channels.iter().map(|&o| self.scales[o]).collect();
-        let mut q = Self::from_fn(channels.len(), self.inp, scales, |o, k| self.at(channels[o], k));
+        let mut q =
+            Self::from_fn(channels.len(), self.inp, scales, self.bits(), |o, k| self.at(channels[o], k));
         q.smoothing = self.smoothing.clone();
-        q.residual = self.residual.as_ref().map(|r| Box::new(r.select_channels(channels)));
         q
     }
 
@@ -221,20 +278,28 @@ impl QuantizedWeights {
     /// the whole row): the kept heads' columns of an output projection.
     pub fn select_inputs(&self, ranges: &[Range<usize>]) -> Self {
         let keep: Vec<usize> = ranges.iter().flat_map(|r| r.clone()).collect();
-        let mut q = Self::from_fn(self.out, keep.len(), self.scales.clone(), |o, k| self.at(o, keep[k]));
+        let mut q =
+            Self::from_fn(self.out, keep.len(), self.scales.clone(), self.bits(), |o, k| self.at(o, keep[k]));
         q.smoothing = if self.smoothing.is_empty() {
             Vec::new()
         } else {
             keep.iter().map(|&k| self.smoothing[k]).collect()
         };
-        q.residual = self.residual.as_ref().map(|r| Box::new(r.select_inputs(ranges)));
         q
     }
 }
 
-/// `s_o = max |w| / 127` for one channel: 1 for a channel of zeros, NaN if any weight is not
-/// finite.
-fn channel_scale(row: &[f32]) -> f32 {
+/// Where `q[o, k]` lies in the packed weights of a matrix with `lanes` steps of four positions
+/// (`lanes * 4 / step_positions` steps of the width's own).
+fn packed_index(bits: IntBits, lanes: usize, o: usize, k: usize) -> usize {
+    let per = step_positions(bits);
+    let step = NR * per;
+    o / NR * lanes * NR * 4 + k / per * step + o % NR * per + k % per
+}
+
+/// `s_o = max |w| / levels` for one channel: 1 for a channel of zeros, NaN if any weight is
+/// not finite.
+fn channel_scale(row: &[f32], levels: f32) -> f32 {
     let mut max = 0.0f32;
     for &v in row {
         if !v.is_finite() {
@@ -245,15 +310,17 @@ fn channel_scale(row: &[f32]) -> f32 {
     if max == 0.0 {
         1.0
     } else {
-        max / WEIGHT_LEVELS
+        max / levels
     }
 }
 
-/// Rows of activations quantized for one product: `u` (`rows x 4 * steps`, padded with zero
-/// rows to a multiple of [`MR`] and zero positions to a multiple of four), `t_i` and `z_i`.
+/// Rows of activations quantized for one product: `u` (`rows x 4 * lanes`, padded with zero
+/// rows to a multiple of [`MR`] and zero positions to a multiple of four), as 7-bit codes in
+/// bytes or, for a 12-bit product, 12-bit codes in words; `t_i` and `z_i`.
 #[derive(Debug, Default)]
 struct QuantizedRows {
     values: Vec<u8>,
+    wide: Vec<i16>,
     scales: Vec<f32>,
     zeros: Vec<i32>,
     /// One row divided by the smoothing factors.
@@ -262,21 +329,32 @@ struct QuantizedRows {
 
 impl QuantizedRows {
     /// Quantizes `x` (`n x inp`) into these buffers (reused between products).
-    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32]) {
+    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32], bits: IntBits) {
         let width = inp.div_ceil(4) * 4;
         let padded = n.div_ceil(MR) * MR;
-        self.values.clear();
-        self.values.resize(padded * width, 0);
         self.scales.clear();
         self.zeros.clear();
-        for (i, out) in self.values.chunks_exact_mut(width.max(1)).take(n).enumerate() {
-            let row = &x[i * inp..(i + 1) * inp];
-            let (t, z) = if smoothing.is_empty() {
-                quantize_row(row, &mut out[..inp])
-            } else {
+        match bits {
+            IntBits::Eight => {
+                self.values.clear();
+                self.values.resize(padded * width, 0);
+            }
+            IntBits::Twelve => {
+                self.wide.clear();
+                self.wide.resize(padded * width, 0);
+            }
+        }
+        let levels = bits.activation_levels();
+        for i in 0..n {
+            let mut row = &x[i * inp..(i + 1) * inp];
+            if !smoothing.is_empty() {
                 self.smoothed.clear();
                 self.smoothed.extend(row.iter().zip(smoothing).map(|(v, s)| v * s));
-                quantize_row(&self.smoothed, &mut out[..inp])
+                row = &self.smoothed;
+            }
+            let (t, z) = match bits {
+                IntBits::Eight => quantize_row(row, levels, &mut self.values[i * width..i * width + inp]),
+                IntBits::Twelve => quantize_row(row, levels, &mut self.wide[i * width..i * width + inp]),
             };
             self.scales.push(t);
             self.zeros.push(z);
@@ -286,9 +364,32 @@ impl QuantizedRows {
     }
 }
 
+/// An activation code's integer type: bytes for 7-bit codes, words for 12-bit ones.
+trait Code: Copy {
+    /// A level already rounded and within the codes' range.
+    fn from_level(level: f32) -> Self;
+    fn level(self) -> i32;
+}
+
+impl Code for u8 {
+    fn from_level(level: f32) -> Self {
+        level as u8
+    }
+    fn level(self) -> i32 {
+        self as i32
+    }
+}
+
+impl Code for i16 {
+    fn from_level(level: f32) -> Self {
+        level as i16
+    }
+    fn level(self) -> i32 {
+        self as i32
+    }
+}
 /// Quantizes one row into `out`, returning `(t, z)`. NaN or infinity anywhere: `t` is NaN.
-fn quantize_row(row: &[f32], out: &mut [u8]) -> (f32, i32) {
-    let levels = ACTIVATION_LEVELS;
+fn quantize_row<C: Code>(row: &[f32], levels: f32, out: &mut [C]) -> (f32, i32) {
     // Eight running minima and maxima, and `v * 0` summed (NaN once any value is NaN or
     // infinite), written so that the compiler vectorizes them (compare-and-select: f32x4.pmin).
     let (mut lo, mut hi, mut bad) = ([0.0f32; 8], [0.0f32; 8], [0.0f32; 8]);
@@ -311,8 +412,8 @@ fn quantize_row(row: &[f32], out: &mut [u8]) -> (f32, i32) {
     }
     let (lo, hi) = (lo.iter().fold(0.0f32, |a, &b| a.min(b)), hi.iter().fold(0.0f32, |a, &b| a.max(b)));
     if hi == lo {
-        // A row of zeros: every byte is the zero point 0.
-        out.fill(0);
+        // A row of zeros: every code is the zero point 0.
+        out.fill(C::from_level(0.0));
         return (1.0, 0);
     }
     let t = (hi - lo) / levels;
@@ -321,13 +422,13 @@ fn quantize_row(row: &[f32], out: &mut [u8]) -> (f32, i32) {
     for (o, &v) in out.iter_mut().zip(row) {
         // Rounding to nearest, ties to even: one f32x4.nearest.
         let q = (v * inv + z).round_ties_even();
-        *o = (if q < 0.0 {
+        *o = C::from_level(if q < 0.0 {
             0.0
         } else if q > levels {
             levels
         } else {
             q
-        }) as u8;
+        });
     }
     (t, z as i32)
 }
@@ -339,9 +440,9 @@ impl QuantizedWeights {
     pub fn dequantized_row(&self, row: &[f32]) -> (Vec<f32>, f32) {
         let m = |k: usize| self.smoothing.get(k).map_or(1.0, |s| 1.0 / s);
         let smoothed: Vec<f32> = row.iter().enumerate().map(|(k, v)| v / m(k)).collect();
-        let mut u = vec![0u8; row.len()];
-        let (t, z) = quantize_row(&smoothed, &mut u);
-        (u.iter().enumerate().map(|(k, &v)| m(k) * t * (v as i32 - z) as f32).collect(), t)
+        let mut u = vec![0i16; row.len()];
+        let (t, z) = quantize_row(&smoothed, self.bits().activation_levels(), &mut u);
+        (u.iter().enumerate().map(|(k, &v)| m(k) * t * (v.level() - z) as f32).collect(), t)
     }
 
     /// `m_k`, the smoothing factor of input position `k` (1 without smoothing).
@@ -378,57 +479,56 @@ pub fn qgemm(
     }
     ROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
-        rows.fill(x, n, inp, &w.smoothing);
-        product(kernel, &rows, n, w, Some(bias), y, rs);
-        if let Some(r) = &w.residual {
-            product(kernel, &rows, n, r, None, y, rs);
-        }
+        rows.fill(x, n, inp, &w.smoothing, w.bits());
+        product(kernel, &rows, n, w, bias, y, rs);
     });
 }
 
-/// The blocked loops around the micro-kernel: each strip of `NR` channels (`K/4 x 32` bytes,
-/// in L1) against every block of `MR` rows.
+/// The blocked loops around the micro-kernel: each strip of `NR` channels (`K x 8` weights, in
+/// L1) against every block of `MR` rows.
 fn product(
     kernel: Kernel,
     rows: &QuantizedRows,
     n: usize,
     w: &QuantizedWeights,
-    bias: Option<&[f32]>,
+    bias: &[f32],
     y: &mut [f32],
     rs: usize,
 ) {
-    let steps = w.inp.div_ceil(4);
-    if steps == 0 {
+    let lanes = w.inp.div_ceil(4);
+    if lanes == 0 {
         // K = 0: every product is the empty sum.
-        if let Some(bias) = bias {
-            (0..n).for_each(|i| y[i * rs..i * rs + w.out].copy_from_slice(bias));
-        }
+        (0..n).for_each(|i| y[i * rs..i * rs + w.out].copy_from_slice(bias));
         return;
     }
-    let width = steps * 4;
-    for (s, strip) in w.packed.chunks_exact(steps * STEP).enumerate() {
+    let width = lanes * 4;
+    let strip = lanes * NR * 4;
+    for s in 0..w.out.div_ceil(NR) {
         let o0 = s * NR;
         let cols = NR.min(w.out - o0);
         for i0 in (0..n).step_by(MR) {
-            let a: [&[u8]; MR] =
-                std::array::from_fn(|r| &rows.values[(i0 + r) * width..(i0 + r + 1) * width]);
-            let acc = micro_kernel(kernel, steps, a, strip);
+            let rows_at = i0 * width..(i0 + MR) * width;
+            let acc = match &w.packed {
+                Packed::Bytes(p) => {
+                    let a: [&[u8]; MR] =
+                        std::array::from_fn(|r| &rows.values[rows_at.start + r * width..][..width]);
+                    micro_kernel(kernel, lanes, a, &p[s * strip..(s + 1) * strip]).map(i64::from)
+                }
+                Packed::Words(p) => {
+                    let a: [&[i16]; MR] =
+                        std::array::from_fn(|r| &rows.wide[rows_at.start + r * width..][..width]);
+                    micro_kernel_words(kernel, 2 * lanes, a, &p[s * strip..(s + 1) * strip])
+                }
+            };
             let (scales, sums) = (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols]);
             for r in 0..MR.min(n - i0) {
                 let i = i0 + r;
-                let (t, z) = (rows.scales[i], rows.zeros[i]);
+                let (t, z) = (rows.scales[i], rows.zeros[i] as i64);
                 let row = &mut y[i * rs + o0..i * rs + o0 + cols];
                 let acc = &acc[r * NR..r * NR + cols];
-                let terms = row.iter_mut().zip(acc).zip(sums).zip(scales);
-                match bias {
-                    // The first product writes the row, bias included (y is never read)...
-                    Some(bias) => {
-                        for ((((v, &a), &q), &s), &b) in terms.zip(&bias[o0..o0 + cols]) {
-                            *v = t * s * (a - z * q) as f32 + b;
-                        }
-                    }
-                    // ... a residual one adds to it.
-                    None => terms.for_each(|(((v, &a), &q), &s)| *v += t * s * (a - z * q) as f32),
+                let terms = row.iter_mut().zip(acc).zip(sums).zip(scales).zip(&bias[o0..o0 + cols]);
+                for ((((v, &a), &q), &s), &b) in terms {
+                    *v = t * s * (a - z * q as i64) as f32 + b;
                 }
             }
         }
@@ -438,13 +538,13 @@ fn product(
 /// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of four positions.
 fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
     assert!(
-        strip.len() >= steps * STEP && a.iter().all(|r| r.len() >= steps * 4),
+        strip.len() >= steps * STEP_BYTES && a.iter().all(|r| r.len() >= steps * 4),
         "a step past the operands"
     );
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     if kernel == Kernel::Simd {
         // safety: the assert above: every row of `a` holds `4 * steps` bytes and the strip
-        // `STEP * steps`, which is all either variant reads.
+        // `STEP_BYTES * steps`, which is all either variant reads.
         return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr()) };
     }
     let _ = kernel;
@@ -455,7 +555,7 @@ fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [
 #[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
 fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
     let mut acc = [0i32; MR * NR];
-    for (p, step) in strip.chunks_exact(STEP).take(steps).enumerate() {
+    for (p, step) in strip.chunks_exact(STEP_BYTES).take(steps).enumerate() {
         for (r, row) in a.iter().enumerate() {
             let u = &row[p * 4..p * 4 + 4];
             for (c, q) in step.chunks_exact(4).enumerate() {
@@ -471,7 +571,7 @@ fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR
 /// `i32x4.relaxed_dot_i8x16_i7x16_add_s` per row and vector.
 ///
 /// # Safety
-/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
+/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP_BYTES * steps`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 #[target_feature(enable = "simd128,relaxed-simd")]
 unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
@@ -480,7 +580,10 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
     for p in 0..steps {
         // safety: p < steps: both loads lie in the strip's step p.
         let (b0, b1) = unsafe {
-            (v128_load(b.add(p * STEP) as *const v128), v128_load(b.add(p * STEP + 16) as *const v128))
+            (
+                v128_load(b.add(p * STEP_BYTES) as *const v128),
+                v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
+            )
         };
         for r in 0..MR {
             // safety: p < steps: the row's bytes 4p..4p + 4.
@@ -503,7 +606,7 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
 /// so each lane holds two positions of one channel; the lanes are paired at the end.
 ///
 /// # Safety
-/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP * steps`.
+/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP_BYTES * steps`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
 #[target_feature(enable = "simd128")]
 unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
@@ -513,7 +616,10 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
     for p in 0..steps {
         // safety: p < steps: both loads lie in the strip's step p.
         let (b0, b1) = unsafe {
-            (v128_load(b.add(p * STEP) as *const v128), v128_load(b.add(p * STEP + 16) as *const v128))
+            (
+                v128_load(b.add(p * STEP_BYTES) as *const v128),
+                v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
+            )
         };
         let w = [
             i16x8_extend_low_i8x16(b0),
@@ -535,6 +641,70 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
         pair[1] = i32x4_extract_lane::<2>(v) + i32x4_extract_lane::<3>(v);
     }
     out
+}
+
+/// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of two positions, for
+/// 12-bit products (16-bit words): exact in i64 (runs of [`WORD_CHUNK`] positions summed in i32 first).
+fn micro_kernel_words(kernel: Kernel, steps: usize, a: [&[i16]; MR], strip: &[i16]) -> [i64; MR * NR] {
+    assert!(
+        strip.len() >= steps * STEP_WORDS && a.iter().all(|r| r.len() >= steps * 2),
+        "a step past the operands"
+    );
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if kernel == Kernel::Simd {
+        // safety: the assert above: every row of `a` holds `2 * steps` words and the strip
+        // `STEP_WORDS * steps`, which is all the kernel reads.
+        return unsafe { micro_kernel_words_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr()) };
+    }
+    let _ = kernel;
+    let mut acc = [0i64; MR * NR];
+    for (p, step) in strip.chunks_exact(STEP_WORDS).take(steps).enumerate() {
+        for (r, row) in a.iter().enumerate() {
+            let u = &row[p * 2..p * 2 + 2];
+            for (c, q) in step.chunks_exact(2).enumerate() {
+                acc[r * NR + c] += (u[0] as i32 * q[0] as i32 + u[1] as i32 * q[1] as i32) as i64;
+            }
+        }
+    }
+    acc
+}
+
+/// The 12-bit micro-kernel (simd128, both builds): per step, two vectors of weights (channels
+/// 0-3 and 4-7, two positions each) and each row's two codes broadcast; one `i32x4.dot_i16x8_s`
+/// per row and vector, the i32 lanes added into i64 every [`WORD_CHUNK`] positions.
+///
+/// # Safety
+/// Each `a[r]` must be valid for `2 * steps` reads and `b` for `STEP_WORDS * steps`.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[target_feature(enable = "simd128")]
+unsafe fn micro_kernel_words_simd128(steps: usize, a: [*const i16; MR], b: *const i16) -> [i64; MR * NR] {
+    use core::arch::wasm32::*;
+    let mut total = [0i64; MR * NR];
+    for start in (0..steps).step_by(WORD_CHUNK / 2) {
+        let mut acc = [i32x4_splat(0); MR * 2];
+        for p in start..steps.min(start + WORD_CHUNK / 2) {
+            // safety: p < steps: both loads lie in the strip's step p.
+            let (b0, b1) = unsafe {
+                (
+                    v128_load(b.add(p * STEP_WORDS) as *const v128),
+                    v128_load(b.add(p * STEP_WORDS + 8) as *const v128),
+                )
+            };
+            for r in 0..MR {
+                // safety: p < steps: the row's words 2p..2p + 2.
+                let u = unsafe { v128_load32_splat(a[r].add(p * 2) as *const u32) };
+                acc[2 * r] = i32x4_add(acc[2 * r], i32x4_dot_i16x8(b0, u));
+                acc[2 * r + 1] = i32x4_add(acc[2 * r + 1], i32x4_dot_i16x8(b1, u));
+            }
+        }
+        let mut lanes = [0i32; 4];
+        for (j, v) in acc.into_iter().enumerate() {
+            // safety: four i32 lanes into four i32s.
+            unsafe { v128_store(lanes.as_mut_ptr() as *mut v128, v) };
+            total[j * 4..j * 4 + 4].iter_mut().zip(lanes).for_each(|(t, l)| *t += l as i64);
+        }
+    }
+    total
 }
 
 #[cfg(test)]
@@ -576,14 +746,19 @@ mod tests {
         (17, 768, 31),
     ];
 
-    /// The weights of the table's cases: plain, smoothed by activation maxima of a wide range,
-    /// and smoothed with a residual product.
+    /// The weights of the table's cases: plain and smoothed by activation maxima of a wide
+    /// range, at both widths.
     fn variants(w: &[f32], m: usize, k: usize) -> Vec<QuantizedWeights> {
         let maxima: Vec<f32> = (0..k).map(|j| 0.1 + 10.0 * value(99, j).abs()).collect();
-        let plain = QuantizedWeights::new(w, m, k);
-        let smooth = QuantizedWeights::smoothed(w, m, k, &maxima, false);
-        let refined = QuantizedWeights::smoothed(w, m, k, &maxima, true);
-        vec![plain, smooth, refined]
+        [IntBits::Eight, IntBits::Twelve]
+            .into_iter()
+            .flat_map(|bits| {
+                [
+                    QuantizedWeights::with_bits(w, m, k, bits),
+                    QuantizedWeights::smoothed(w, m, k, &maxima, bits),
+                ]
+            })
+            .collect()
     }
 
     #[test]
@@ -602,11 +777,7 @@ mod tests {
     /// the exact ones (within the contract's bound), into NaN-poisoned rows wider than the block.
     fn check_product(kernel: Kernel, x: &[f32], n: usize, w: &[f32], q: &QuantizedWeights, bias: &[f32]) {
         let (k, m) = (q.inp(), q.out());
-        let case = format!(
-            "{kernel:?} {n}x{k}x{m} smoothed {} residual {}",
-            !q.smoothing().is_empty(),
-            q.has_residual()
-        );
+        let case = format!("{kernel:?} {n}x{k}x{m} smoothed {} {:?}", !q.smoothing().is_empty(), q.bits());
         let wq = q.dequantized();
         let rs = m + 3;
         let mut y = vec![f32::NAN; n * rs];
@@ -629,7 +800,7 @@ mod tests {
                     .map(|j| {
                         let mk = q.smoothing_factor(j) as f64;
                         mk * t as f64 / 2.0 * (wq[o * k + j] as f64).abs()
-                            + q.weight_step(o) as f64 / (2.0 * mk) * (row[j] as f64).abs()
+                            + q.scale(o) as f64 / (2.0 * mk) * (row[j] as f64).abs()
                     })
                     .sum();
                 let error = (got - exact).abs();
@@ -656,7 +827,34 @@ mod tests {
                 };
                 let (a, b) = (run(Kernel::Simd), run(Kernel::Scalar));
                 let same = a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{n}x{k}x{m} residual {}: the kernels differ", q.has_residual());
+                assert!(same, "{n}x{k}x{m} {:?}: the kernels differ", q.bits());
+            }
+        }
+    }
+
+    #[test]
+    fn the_largest_sums_are_exact_at_either_width() {
+        // Every code at its top level against every weight at its largest: 4095 * 2047 * K
+        // overflows an i32 from K = 257; the 12-bit kernel's runs of WORD_CHUNK positions must not.
+        for &(n, k) in &[(5, 256), (3, 257), (4, 1536), (7, 4099)] {
+            let (x, w) = (vec![1.0f32; n * k], vec![0.5f32; 9 * k]);
+            for bits in [IntBits::Eight, IntBits::Twelve] {
+                let q = QuantizedWeights::with_bits(&w, 9, k, bits);
+                assert!(
+                    (0..9).all(|o| q.at(o, k - 1) as f32 == bits.weight_levels()),
+                    "{bits:?}: the top level"
+                );
+                for kernel in Kernel::ALL {
+                    let mut y = vec![f32::NAN; n * 9];
+                    qgemm(kernel, &x, n, &q, &[1.0; 9], &mut y, 9);
+                    let want = 0.5 * k as f32 + 1.0;
+                    for v in &y {
+                        assert!(
+                            (v - want).abs() <= 1e-6 * want,
+                            "{kernel:?} {bits:?} K = {k}: {v} for {want}"
+                        );
+                    }
+                }
             }
         }
     }
@@ -720,14 +918,20 @@ mod tests {
     fn selected_channels_and_inputs_compute_those_parts_of_the_whole_product() {
         let (n, k, m) = (5, 24, 19);
         let (x, w, bias) = (filled(n * k, 12), filled(m * k, 13), filled(m, 14));
-        let q = QuantizedWeights::new(&w, m, k);
+        for bits in [IntBits::Eight, IntBits::Twelve] {
+            check_selections(&x, n, &QuantizedWeights::with_bits(&w, m, k, bits), &bias);
+        }
+    }
+
+    fn check_selections(x: &[f32], n: usize, q: &QuantizedWeights, bias: &[f32]) {
+        let m = q.out();
         let channels = [17, 2, 3, 11];
         let sel = q.select_channels(&channels);
         let mut whole = vec![0.0; n * m];
-        qgemm(Kernel::Scalar, &x, n, &q, &bias, &mut whole, m);
+        qgemm(Kernel::Scalar, x, n, q, bias, &mut whole, m);
         let mut part = vec![0.0; n * channels.len()];
         let sel_bias: Vec<f32> = channels.iter().map(|&o| bias[o]).collect();
-        qgemm(Kernel::Scalar, &x, n, &sel, &sel_bias, &mut part, channels.len());
+        qgemm(Kernel::Scalar, x, n, &sel, &sel_bias, &mut part, channels.len());
         for i in 0..n {
             for (c, &o) in channels.iter().enumerate() {
                 assert_eq!(part[i * channels.len() + c].to_bits(), whole[i * m + o].to_bits(), "({i}, {o})");

@@ -20,7 +20,7 @@ use crate::attention::synthetic::hash32;
 use crate::attention::HeadSet;
 use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
-use crate::cpu::int8::{qgemm, QuantizedWeights};
+use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
 use crate::cpu::{attend, Kernel};
 
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
@@ -50,11 +50,11 @@ impl Linear {
         self.w.len() / self.b.len().max(1)
     }
 
-    /// The 8-bit copy of this layer, its activations' outliers moved into the weights by their
-    /// largest magnitudes `input_max` per input feature ([`QuantizedWeights::smoothed`]).
-    /// With `residual`, its weights' rounding error is quantized and multiplied again.
-    pub fn quantize(&mut self, input_max: &[f32], residual: bool) {
-        let q = QuantizedWeights::smoothed(&self.w, self.out(), self.inp(), input_max, residual);
+    /// The quantized copy of this layer (integers of `bits`), its activations' outliers moved
+    /// into the weights by their largest magnitudes `input_max` per input feature
+    /// ([`QuantizedWeights::smoothed`]).
+    pub fn quantize(&mut self, input_max: &[f32], bits: IntBits) {
+        let q = QuantizedWeights::smoothed(&self.w, self.out(), self.inp(), input_max, bits);
         self.int8 = Some(Arc::new(q));
     }
 
@@ -248,7 +248,7 @@ impl Bert {
 
     /// Bytes of the weights its passes read, as the page stores them: every weight in f16
     /// ([`WEIGHT_BYTES`] each), except the dense layers' matrices at 8 bits
-    /// when it runs at [`Precision::Int8`] (their bytes, per-channel factors and residual product
+    /// when it runs at [`Precision::Int8`] (their bytes, W_2's 12-bit words, per-channel factors
     /// included; the biases stay f16). What the f16 weights beside them cost in memory is
     /// [`Bert::weight_bytes`]'s.
     pub fn stored_bytes(&self) -> u64 {
@@ -297,10 +297,10 @@ impl Bert {
                 match &maxima {
                     None => lin.int8 = None,
                     Some(m) => {
-                        let (input_max, residual) = int8_plan(i, &m[l]);
+                        let (input_max, bits) = int8_plan(i, &m[l]);
                         // Without maxima, no smoothing (every factor 1).
                         let unsmoothed = vec![0.0; lin.inp()];
-                        lin.quantize(input_max.unwrap_or(&unsmoothed), residual);
+                        lin.quantize(input_max.unwrap_or(&unsmoothed), bits);
                     }
                 }
             }
@@ -700,20 +700,21 @@ pub fn first_changed_layer(
 
 /// How the `i`-th dense layer of a layer (`q, k, v, W_o, W_i, W_2`) runs in an 8-bit model, from
 /// the largest inputs of the layer's smoothed products (`maxima`): its smoothing's activation
-/// maxima (`None`: no smoothing) and whether the weights' rounding error gets a second product.
-/// Chosen by measurement on MiniLM (`tests/minilm_reference.rs`, cosines of the embedding to the
-/// float64 reference and to the f16 model at 8 to 512 tokens): the feed-forward layer's second product (GELU's output) gets a residual product,
-/// because its 8-bit weights alone cost 0.9995 at 512 tokens, as much as every other product
-/// together, with or without smoothing or clipping (all in 8 bits: 0.9989), and no smoothing,
-/// which with exact weights only moves error into its activations (worst cosine 0.9990 with it,
-/// 0.9991 without; the product in f32 instead: 0.9995, 0.82x transformers.js q8's time at 128
-/// tokens where this plan takes 0.68x).
-fn int8_plan(i: usize, maxima: &[Vec<f32>; 3]) -> (Option<&[f32]>, bool) {
+/// maxima (`None`: no smoothing) and its integers' width. Chosen by measurement on MiniLM
+/// (`tests/minilm_reference.rs`, cosines of the embedding to the float64 reference and to the
+/// f16 model at 8 to 512 tokens): the feed-forward layer's second product (GELU's output) runs
+/// on 12-bit weights and activations, because in 8 bits it alone cost 0.9995 at 512 tokens, as
+/// much as every other product together, with or without smoothing or clipping (all in 8 bits:
+/// 0.9989), and no smoothing, which with finer activations only moves error into the weights.
+/// Its 12-bit product (worst cosine 0.9994, like the same product in f32) replaced a residual
+/// one (its weights' rounding error in a second 8-bit product on the same 7-bit codes: worst
+/// 0.9991, and twice the integer work: BENCHMARKS.md section 13).
+fn int8_plan(i: usize, maxima: &[Vec<f32>; 3]) -> (Option<&[f32]>, IntBits) {
     match i {
-        0..=2 => (Some(&maxima[0]), false),
-        3 => (Some(&maxima[1]), false),
-        4 => (Some(&maxima[2]), false),
-        _ => (None, true),
+        0..=2 => (Some(&maxima[0]), IntBits::Eight),
+        3 => (Some(&maxima[1]), IntBits::Eight),
+        4 => (Some(&maxima[2]), IntBits::Eight),
+        _ => (None, IntBits::Twelve),
     }
 }
 
