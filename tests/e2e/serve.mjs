@@ -13,14 +13,14 @@ export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 
 
 /**
  * Serves dist/ (or `dist`) on a free loopback port; resolves to { server, base }. `extra(path, url)` may
- * answer a path itself (resolve to { type, body }) and `html(path, text)` may rewrite each page.
+ * answer a path itself (resolve to { type, body, headers? }) and `html(path, text)` may rewrite each page.
  */
 export async function serveDist({ extra = async () => null, html = (_, text) => text, artifacts = join(root, 'target/e2e'), dist = join(root, 'dist') } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
     try {
       const own = await extra(url.pathname, url);
-      if (own) return res.writeHead(200, { 'content-type': own.type }).end(own.body);
+      if (own) return res.writeHead(200, { 'content-type': own.type, ...own.headers }).end(own.body);
       // The random checkpoints scripts/make-checkpoints.sh makes, served as a handbook would
       // serve a model folder beside the page (?model=/__checkpoints/<name>).
       const file = url.pathname.startsWith(CHECKPOINTS_PATH)
