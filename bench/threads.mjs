@@ -1,7 +1,7 @@
 // Every core, in the browser: the trained model's batch work in the built page (dist/) in
 // headless Chromium with ?threads=1 (the page's own thread) against ?threads=N (N web workers),
 // measured in the same run, interleaved round by round.
-//   node bench/threads.mjs [ROUNDS] [THREADS] [smoke|all|full]
+//   node bench/threads.mjs [ROUNDS] [THREADS] [smoke|all|full|curve|sweep]
 // (default 3 rounds, every core the browser has, all). Three measures: one quality evaluation of
 // the reader's set (454 sentences embedded by the really pruned model, what happens on every
 // change of the pruned heads); the importance sweep of a 100-word sentence; and the first points
@@ -9,7 +9,8 @@
 // evaluations and three importance measurements of 16 pairs each). `all` adds the sweep of a
 // 500-word paragraph (503 tokens, near the model's 512; about 30 s a round on 2 cores),
 // `full` also the first complete curve (about 2 + 4 minutes on 2 cores); `curve` measures only
-// that curve, on THREADS workers, with the page's f16 weights and at 8 bits (?precision=int8).
+// that curve, on THREADS workers, with the page's f16 weights and at 8 bits (?precision=int8);
+// `sweep` measures only the 500-word paragraph's sweep on THREADS workers, f16 against 8 bits.
 import { cpus } from 'node:os';
 import { launch, openPage, serveDist } from '../tests/e2e/harness.mjs';
 import { median } from './stats.mjs';
@@ -18,22 +19,22 @@ import { cpuLine } from './machine.mjs';
 const rounds = Number(process.argv[2] ?? 3);
 const many = Number(process.argv[3] ?? cpus().length);
 const mode = process.argv[4] ?? 'all';
-if (!['smoke', 'all', 'full', 'curve'].includes(mode)) throw new Error(`mode ${mode}: smoke, all, full or curve`);
+if (!['smoke', 'all', 'full', 'curve', 'sweep'].includes(mode)) throw new Error(`mode ${mode}: smoke, all, full, curve or sweep`);
 const full = mode === 'full';
 
 const app = await serveDist();
 const browser = await launch({ webgpu: false });
 
-/** A page with the trained model on the CPU kernel and `threads`, idle once loaded. */
-async function open(threads) {
+/** A page with the trained model on the CPU kernel, `threads` and `precision`, idle once loaded. */
+async function open(threads, precision = 'f16') {
   const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}&pruned=1`);
+  const { page } = await openPage(context, `${app.base}/?preset=minilm&backend=cpu&threads=${threads}&pruned=1&precision=${precision}`);
   await page.getByTestId('trained-heatmap-11').waitFor({ timeout: 120000 });
   await page.waitForFunction(() => document.querySelector('[data-testid=pruned-line]')?.dataset.quality, null, { timeout: 300000 });
   // The grid's importance sweep and the heads' roles run on load: let them finish.
   await page.waitForFunction(() => /Roles over/.test(document.querySelector('[data-testid=roles-summary]')?.textContent ?? ''), null, { timeout: 300000 });
   await page.waitForTimeout(2000);
-  return { context, page, threads };
+  return { context, page, threads, precision };
 }
 
 /** Seconds for one quality evaluation: prune head `h` as well, wait for the new number. */
@@ -115,6 +116,22 @@ if (mode === 'curve') {
   const [a, b] = [median(seconds.f16), median(seconds.int8)];
   console.log(`| ${many} workers, median of ${rounds} (${seconds.f16.map((s) => s.toFixed(0)).join(', ')} / ${seconds.int8.map((s) => s.toFixed(0)).join(', ')} s) | ${a.toFixed(0)} s | ${b.toFixed(0)} s | ${(b / a).toFixed(2)} |`);
   console.log(`target: the first complete curve within 60 s on ${many} workers: f16 ${a <= 60 ? 'holds' : 'misses'}, 8-bit ${b <= 60 ? 'holds' : 'misses'}`);
+  await browser.close();
+  app.server.close();
+  process.exit(0);
+}
+if (mode === 'sweep') {
+  console.log(`${cpuLine()}; Chromium headless; ${many} threads; ${rounds} rounds, interleaved`);
+  const both = [await open(many, 'f16'), await open(many, 'int8')];
+  const seconds = { f16: [], int8: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const p of r % 2 ? [...both].reverse() : both) seconds[p.precision].push(await sweep(p, 500 + r));
+  }
+  const [a, b] = [median(seconds.f16), median(seconds.int8)];
+  console.log('| importance sweep of a 500-word paragraph (503 tokens, 72 passes) | f16 weights | 8-bit | 8-bit / f16 |\n|---|---:|---:|---:|');
+  console.log(`| ${many} workers, median of ${rounds} (${seconds.f16.map((s) => s.toFixed(2)).join(', ')} / ${seconds.int8.map((s) => s.toFixed(2)).join(', ')} s) | ${a.toFixed(2)} s | ${b.toFixed(2)} s | ${(b / a).toFixed(2)} |`);
+  console.log(`target: the 72-head importance of a 500-word sentence within 5 s on ${many} workers: f16 ${a <= 5 ? 'holds' : 'misses'}, 8-bit ${b <= 5 ? 'holds' : 'misses'}`);
+  for (const p of both) await p.context.close();
   await browser.close();
   app.server.close();
   process.exit(0);
