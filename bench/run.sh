@@ -82,7 +82,14 @@ echo
 echo "## every core: the trained model's batch work in headless Chromium, threads 1 against $(nproc)"
 # What is measured is the built page; build it if this checkout has none.
 [ -f dist/index.html ] || trunk build --release --offline
-if [ "$shapes" = smoke ]; then node bench/threads.mjs 1 "$(nproc)" smoke; else node bench/threads.mjs "$rounds" "$(nproc)" all; fi
+if [ "$shapes" = smoke ]; then
+  node bench/threads.mjs 1 "$(nproc)" smoke
+else
+  node bench/threads.mjs "$rounds" "$(nproc)" all
+  # The two long jobs' budgets, f16 against 8 bits.
+  node bench/threads.mjs "$rounds" "$(nproc)" curve
+  node bench/threads.mjs "$rounds" "$(nproc)" sweep
+fi
 
 echo
 echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
@@ -95,6 +102,9 @@ if [ "$shapes" != smoke ]; then
   echo
   echo "## the 8-bit path against f16 and transformers.js, both builds, side by side in headless Chromium"
   node bench/int8.mjs "$rounds"
+  echo
+  echo "## the 8-bit path against transformers.js q8, both on two threads (cross-origin isolated page)"
+  node bench/int8.mjs "$rounds" threads
 fi
 
 echo
