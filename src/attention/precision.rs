@@ -53,7 +53,7 @@ impl Precision {
     pub fn label(self) -> &'static str {
         match self {
             Precision::F16 => "f16 weights, f32 products",
-            Precision::Int8 => "8-bit weights and activations (12 bits for W_2)",
+            Precision::Int8 => "8-bit weights and activations (12 bits for the FFN output)",
         }
     }
 }
