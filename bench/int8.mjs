@@ -25,6 +25,56 @@ const smoke = process.argv[3] === 'smoke';
 const threads = process.argv[3] === 'threads';
 // Cross-origin isolation, without which a page has no SharedArrayBuffer and onnxruntime-web no threads.
 const isolated = threads ? { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' } : {};
+// What both measures do in the page (window.bench): medians, cosines, transformers.js's two
+// pipelines, and each text's warm-up and interleaved rounds.
+const benchLib = `window.bench = {
+  median: (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)],
+  cosine(a, b) {
+    let ab = 0, aa = 0, bb = 0;
+    for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
+    return ab / Math.sqrt(aa * bb);
+  },
+  model: async () => new Uint8Array(await (await fetch('/model/minilm-f16.bin')).arrayBuffer()),
+  /** A text of n tokens for MiniLM: n - 2 words and [CLS], [SEP]. */
+  text(n) {
+    const words = 'the river bank was steep and she sat on it to watch the water run past the old mill after rain'.split(' ');
+    return Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
+  },
+  /** transformers.js's fp32 and q8 feature extraction on onnxruntime-web's wasm backend. */
+  async peer(numThreads) {
+    const { pipeline, env } = await import('/tjs/transformers.web.js');
+    Object.assign(env, { allowRemoteModels: false, allowLocalModels: true, localModelPath: '/models/', useBrowserCache: false });
+    Object.assign(env.backends.onnx.wasm, { wasmPaths: '/ort/', numThreads, proxy: false });
+    const sides = {};
+    for (const dtype of ['fp32', 'q8']) {
+      const pipe = await pipeline('feature-extraction', 'all-MiniLM-L6-v2', { dtype, device: 'wasm' });
+      sides['transformers.js ' + dtype] = async (text) => (await pipe(text, { pooling: 'mean', normalize: true })).data;
+    }
+    return sides;
+  },
+  /** Every side on text: warmMs of warm-up each, then rounds interleaved (each round starts one
+   * side later); the times, each side's last embedding, and the median per-round ratio. */
+  async measure(sides, text, rounds, warmMs) {
+    const names = Object.keys(sides);
+    const times = Object.fromEntries(names.map((k) => [k, []]));
+    const embeddings = {};
+    for (const k of names) {
+      const t0 = performance.now();
+      do embeddings[k] = await sides[k](text); while (performance.now() - t0 < warmMs);
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (let j = 0; j < names.length; j++) {
+        const k = names[(r + j) % names.length];
+        const t0 = performance.now();
+        await sides[k](text);
+        times[k].push(performance.now() - t0);
+      }
+    }
+    const ratio = (a, b) => bench.median(times[a].map((t, i) => t / times[b][i]));
+    const ms = Object.fromEntries(names.map((k) => [k, bench.median(times[k])]));
+    return { ms, embeddings, ratio };
+  },
+};`;
 // The worker holding headlab's second shard of each pass, one per precision.
 const shardWorker = `import init, { TrainedShard } from '/relaxed/headlab.js';
 const ready = init({ module_or_path: '/relaxed/headlab_bg.wasm' });
@@ -60,7 +110,8 @@ const app = await serveDist({
 
 async function answer(path) {
     if (path === '/shard.js') return { type: 'text/javascript', body: shardWorker };
-    if (path === '/bench.html') return { type: 'text/html', body: `<!doctype html><meta charset="utf-8"><script type="importmap">${JSON.stringify(importMap)}</script><title>8-bit</title>` };
+    if (path === '/bench-lib.js') return { type: 'text/javascript', body: benchLib };
+    if (path === '/bench.html') return { type: 'text/html', body: `<!doctype html><meta charset="utf-8"><script type="importmap">${JSON.stringify(importMap)}</script><title>8-bit</title><script src="/bench-lib.js"></script>` };
     for (const [prefix, dir] of folders) {
       if (path.startsWith(prefix)) {
         const file = join(dir, decodeURIComponent(path.slice(prefix.length)));
@@ -85,14 +136,8 @@ try {
 /** Every side on one thread: the dense layer's products, then the sentence at four lengths. */
 async function oneThread(page) {
   const result = await page.evaluate(async ({ rounds, smoke, peer }) => {
-    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const cosine = (a, b) => {
-      let ab = 0, aa = 0, bb = 0;
-      for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
-      return ab / Math.sqrt(aa * bb);
-    };
-    const bytes = new Uint8Array(await (await fetch('/model/minilm-f16.bin')).arrayBuffer());
-    const words = 'the river bank was steep and she sat on it to watch the water run past the old mill after rain'.split(' ');
+    const { cosine, measure } = window.bench;
+    const bytes = await bench.model();
     const out = { products: [], rows: [], agent: navigator.userAgent };
     // Every side embeds a text: name -> async (text) => Float32Array.
     const sides = {};
@@ -111,36 +156,14 @@ async function oneThread(page) {
       sides[`${build} 8-bit`] = async (text) => int8.embed(text);
       tokens ??= (text) => f16.ids(text).length;
     }
-    if (peer) {
-      const { pipeline, env } = await import('/tjs/transformers.web.js');
-      Object.assign(env, { allowRemoteModels: false, allowLocalModels: true, localModelPath: '/models/', useBrowserCache: false });
-      Object.assign(env.backends.onnx.wasm, { wasmPaths: '/ort/', numThreads: 1, proxy: false });
-      for (const dtype of ['fp32', 'q8']) {
-        const pipe = await pipeline('feature-extraction', 'all-MiniLM-L6-v2', { dtype, device: 'wasm' });
-        sides[`transformers.js ${dtype}`] = async (text) => (await pipe(text, { pooling: 'mean', normalize: true })).data;
-      }
-    }
+    if (peer) Object.assign(sides, await bench.peer(1));
     const names = Object.keys(sides);
     for (const n of smoke ? [128] : [8, 32, 128, 512]) {
-      const text = Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
-      const times = Object.fromEntries(names.map((k) => [k, []]));
-      const embeddings = {};
-      for (const k of names) {
-        const t0 = performance.now();
-        do embeddings[k] = await sides[k](text); while (performance.now() - t0 < (smoke ? 1000 : 4000));
-      }
-      for (let r = 0; r < rounds; r++) {
-        for (let j = 0; j < names.length; j++) {
-          const k = names[(r + j) % names.length];
-          const t0 = performance.now();
-          await sides[k](text);
-          times[k].push(performance.now() - t0);
-        }
-      }
-      const ratio = (a, b) => median(times[a].map((t, i) => t / times[b][i]));
+      const text = bench.text(n);
+      const { ms, embeddings, ratio } = await measure(sides, text, rounds, smoke ? 1000 : 4000);
       out.rows.push({
         n: tokens(text),
-        ms: Object.fromEntries(names.map((k) => [k, median(times[k])])),
+        ms,
         vsF16: Object.fromEntries(['simd128', 'relaxed'].map((b) => [b, ratio(`${b} 8-bit`, `${b} f16`)])),
         vsQ8: peer ? Object.fromEntries(['simd128', 'relaxed'].map((b) => [b, ratio(`${b} 8-bit`, 'transformers.js q8')])) : null,
         cos: Object.fromEntries(names.map((k) => [k, cosine(embeddings[k], embeddings['relaxed f16'])])),
@@ -177,14 +200,8 @@ async function oneThread(page) {
 async function twoThreads(page) {
   const result = await page.evaluate(async ({ rounds, peer }) => {
     if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated: no threads for onnxruntime-web');
-    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const cosine = (a, b) => {
-      let ab = 0, aa = 0, bb = 0;
-      for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
-      return ab / Math.sqrt(aa * bb);
-    };
-    const bytes = new Uint8Array(await (await fetch('/model/minilm-f16.bin')).arrayBuffer());
-    const words = 'the river bank was steep and she sat on it to watch the water run past the old mill after rain'.split(' ');
+    const { cosine, measure } = window.bench;
+    const bytes = await bench.model();
     const m = await import('/relaxed/headlab.js');
     await m.default({ module_or_path: '/relaxed/headlab_bg.wasm' });
     // One question at a time to the worker: each answer settles the one waiting.
@@ -211,38 +228,16 @@ async function twoThreads(page) {
         return model.split_embedding();
       };
     }
-    if (peer) {
-      const { pipeline, env } = await import('/tjs/transformers.web.js');
-      Object.assign(env, { allowRemoteModels: false, allowLocalModels: true, localModelPath: '/models/', useBrowserCache: false });
-      Object.assign(env.backends.onnx.wasm, { wasmPaths: '/ort/', numThreads: 2, proxy: false });
-      for (const dtype of ['fp32', 'q8']) {
-        const pipe = await pipeline('feature-extraction', 'all-MiniLM-L6-v2', { dtype, device: 'wasm' });
-        sides[`transformers.js ${dtype}`] = async (text) => (await pipe(text, { pooling: 'mean', normalize: true })).data;
-      }
-    }
+    if (peer) Object.assign(sides, await bench.peer(2));
     const names = Object.keys(sides);
     const rows = [];
     for (const n of [128, 512]) {
-      const text = Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
-      const times = Object.fromEntries(names.map((k) => [k, []]));
-      const embeddings = {};
-      for (const k of names) {
-        const t0 = performance.now();
-        do embeddings[k] = await sides[k](text); while (performance.now() - t0 < 4000);
-      }
-      for (let r = 0; r < rounds; r++) {
-        for (let j = 0; j < names.length; j++) {
-          const k = names[(r + j) % names.length];
-          const t0 = performance.now();
-          await sides[k](text);
-          times[k].push(performance.now() - t0);
-        }
-      }
-      const ratio = (a, b) => median(times[a].map((t, i) => t / times[b][i]));
+      const text = bench.text(n);
+      const { ms, embeddings, ratio } = await measure(sides, text, rounds, 4000);
       const f16 = single.f16(text);
       rows.push({
         n,
-        ms: Object.fromEntries(names.map((k) => [k, median(times[k])])),
+        ms,
         vsQ8: peer ? ratio('headlab 8-bit', 'transformers.js q8') : null,
         vsFp32: peer ? ratio('headlab f16', 'transformers.js fp32') : null,
         cos: Object.fromEntries(names.map((k) => [k, cosine(embeddings[k], f16)])),
