@@ -4,7 +4,7 @@
 // transformers.js on onnxruntime-web's wasm backend in the same page (fp32 and its default q8,
 // the ONNX export bench/onnx-bert.mjs makes in target/transformers/), rounds interleaved.
 // bench/run.sh builds both of headlab's builds into target/bench-web/ first.
-//   node bench/int8.mjs [ROUNDS] [smoke|threads]
+//   node bench/int8.mjs [ROUNDS] [smoke|threads] [--without-peer]
 // (default 7 rounds; smoke: 2 rounds, 128 tokens only, 1 s of warm-up; threads: every side on
 // two threads, the page cross-origin isolated so onnxruntime-web gets its threads, headlab's
 // sentence cut across the page's thread and a web worker: src/model/sharded.rs)
@@ -54,7 +54,7 @@ const benchLib = `window.bench = {
   },
   /** Every side on text: warmMs of warm-up each, then rounds interleaved (each round starts one
    * side later); the times, each side's last embedding, and the median per-round ratio. */
-  async measure(sides, text, rounds, warmMs) {
+  async measure(sides, text, rounds, warmMs, pauseMs = 0) {
     const names = Object.keys(sides);
     const times = Object.fromEntries(names.map((k) => [k, []]));
     const embeddings = {};
@@ -65,6 +65,8 @@ const benchLib = `window.bench = {
     for (let r = 0; r < rounds; r++) {
       for (let j = 0; j < names.length; j++) {
         const k = names[(r + j) % names.length];
+        // A pause between sides: a pool's idle threads may spin a while after its last run.
+        await new Promise((resolve) => setTimeout(resolve, pauseMs));
         const t0 = performance.now();
         await sides[k](text);
         times[k].push(performance.now() - t0);
@@ -90,7 +92,8 @@ const byExtension = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.was
 // transformers.js and the onnxruntime-web it depends on, as scripts/install-tools.sh installs them.
 const transformersDir = join(process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools'), 'node_modules/@huggingface/transformers');
 const exportDir = join(root, 'target/transformers');
-const peer = existsSync(join(exportDir, 'all-MiniLM-L6-v2/onnx/model_quantized.onnx')) && existsSync(join(transformersDir, 'dist/transformers.web.js'));
+// --without-peer: headlab's sides alone in the page (what another library's threads cost them).
+const peer = !process.argv.includes('--without-peer') && existsSync(join(exportDir, 'all-MiniLM-L6-v2/onnx/model_quantized.onnx')) && existsSync(join(transformersDir, 'dist/transformers.web.js'));
 if (!peer) console.log('transformers.js or its export is missing (scripts/install-tools.sh, node bench/onnx-bert.mjs): headlab alone');
 // Its bare imports, resolved for the browser.
 const importMap = { imports: { 'onnxruntime-web/webgpu': '/ort/ort.webgpu.bundle.min.mjs', 'onnxruntime-common': '/ort-common/index.js' } };
@@ -217,6 +220,8 @@ async function twoThreads(page) {
       if (precision === 'int8') model.set_precision('int8');
       await ask({ bytes, precision });
       single[precision] = (text) => model.embed(text);
+      // The same model on the page's thread alone, in the same page: what the cut gains.
+      sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}, 1 thread`] = async (text) => model.embed(text);
       sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}`] = async (text) => {
         model.split_begin(text, 2);
         for (let code = model.split_step(); code >= 0; code = model.split_step()) {
@@ -233,13 +238,14 @@ async function twoThreads(page) {
     const rows = [];
     for (const n of [128, 512]) {
       const text = bench.text(n);
-      const { ms, embeddings, ratio } = await measure(sides, text, rounds, 4000);
+      const { ms, embeddings, ratio } = await measure(sides, text, rounds, 4000, 200);
       const f16 = single.f16(text);
       rows.push({
         n,
         ms,
         vsQ8: peer ? ratio('headlab 8-bit', 'transformers.js q8') : null,
         vsFp32: peer ? ratio('headlab f16', 'transformers.js fp32') : null,
+        cutGain: ['f16', '8-bit'].map((p) => ratio(`headlab ${p}, 1 thread`, `headlab ${p}`)),
         cos: Object.fromEntries(names.map((k) => [k, cosine(embeddings[k], f16)])),
         // The cut f16 pass against the pass on one thread (the same sums in another order); the
         // cut 8-bit pass quantizes each thread's part of W_2's input rows on its own, so it is
@@ -252,11 +258,12 @@ async function twoThreads(page) {
   }, { rounds, peer });
   console.log(`The 8-bit path on two threads in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), cross-origin isolated page, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
   console.log('headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs); transformers.js: onnxruntime-web wasm, numThreads 2\n');
-  console.log(`| tokens | ${result.names.join(' | ')} | headlab f16 / fp32 | headlab 8-bit / q8 |`);
-  console.log(`|---:|${'---:|'.repeat(result.names.length + 2)}`);
+  console.log(`| tokens | ${result.names.join(' | ')} | speed-up of the cut, f16 / 8-bit | headlab f16 / fp32 | headlab 8-bit / q8 |`);
+  console.log(`|---:|${'---:|'.repeat(result.names.length + 3)}`);
   for (const r of result.rows) {
     const cells = result.names.map((k) => `${r.ms[k].toFixed(1)} (${r.cos[k].toFixed(5)})`);
-    console.log(`| ${r.n} | ${cells.join(' | ')} | ${r.vsFp32?.toFixed(2) ?? '-'} | ${r.vsQ8?.toFixed(2) ?? '-'} |`);
+    const gain = r.cutGain.map((g) => `${g.toFixed(2)}x`).join(' / ');
+    console.log(`| ${r.n} | ${cells.join(' | ')} | ${gain} | ${r.vsFp32?.toFixed(2) ?? '-'} | ${r.vsQ8?.toFixed(2) ?? '-'} |`);
   }
   if (peer) {
     const worst = Math.max(...result.rows.map((r) => r.vsQ8));
