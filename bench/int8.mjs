@@ -141,7 +141,7 @@ async function oneThread(page) {
   const result = await page.evaluate(async ({ rounds, smoke, peer }) => {
     const { cosine, measure } = window.bench;
     const bytes = await bench.model();
-    const out = { products: [], rows: [], agent: navigator.userAgent };
+    const out = { products: [], profiles: [], rows: [], agent: navigator.userAgent };
     // Every side embeds a text: name -> async (text) => Float32Array.
     const sides = {};
     let tokens;
@@ -151,6 +151,10 @@ async function oneThread(page) {
       for (const [n, k, o] of smoke ? [[128, 384, 1536]] : [[128, 384, 384], [128, 384, 1536], [128, 1536, 384]]) {
         m.bench_int8_product(n, k, o, 3);
         out.products.push(`${build}: ${m.bench_int8_product(n, k, o, rounds * 3)}`);
+      }
+      if (!smoke && build === 'relaxed') {
+        // Where a layer's time goes at 128 tokens, at each precision.
+        for (const p of ['f16', 'int8']) out.profiles.push(m.bench_layer_profile(bytes, new Uint32Array([128]), rounds, p));
       }
       const f16 = new m.TrainedCase(bytes);
       const int8 = new m.TrainedCase(bytes);
@@ -177,6 +181,7 @@ async function oneThread(page) {
   console.log(`The 8-bit path in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), one thread, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
   console.log('\nOne dense layer, y = x W^T + b, median milliseconds:');
   for (const line of result.products) console.log(`- ${line}`);
+  for (const profile of result.profiles) console.log(`\n${profile}`);
   console.log('\nall-MiniLM-L6-v2, one sentence, text to normalised embedding, median ms (cosine to headlab f16):');
   console.log(`| tokens | ${result.names.join(' | ')} | simd128 8-bit / f16 | relaxed 8-bit / f16 |${peer ? ' simd128 8-bit / q8 | relaxed 8-bit / q8 |' : ''}`);
   console.log(`|---:|${'---:|'.repeat(result.names.length + (peer ? 4 : 2))}`);

@@ -27,5 +27,5 @@ for (const { label, lib } of builds) {
 }
 // Where a pass's time goes: one encoder layer, stage by stage, on each build.
 for (const { label, lib } of builds) {
-  console.log(`${label}:\n${lib.bench_layer_profile(asset, new Uint32Array(smoke ? [32] : [128, 512]), smoke ? 1 : Math.min(rounds, 9))}`);
+  console.log(`${label}:\n${lib.bench_layer_profile(asset, new Uint32Array(smoke ? [32] : [128, 512]), smoke ? 1 : Math.min(rounds, 9), 'f16')}`);
 }

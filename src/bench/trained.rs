@@ -198,8 +198,9 @@ pub fn layer_profile(now: &dyn Fn() -> f64, model: &Model, n: usize, rounds: usi
     let total: f64 = rows.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, r)| r.2).sum();
     let layer_flops: f64 = rows.iter().map(|r| r.1).sum();
     let mut text = format!(
-        "One encoder layer at {n} tokens, {}, median of {rounds}\n| stage | ms | share | GFLOP/s |\n|---|---:|---:|---:|\n",
-        k.describe()
+        "One encoder layer at {n} tokens, {}, {}, median of {rounds}\n| stage | ms | share | GFLOP/s |\n|---|---:|---:|---:|\n",
+        k.describe(),
+        model.bert.precision().label()
     );
     for (name, flops, ms) in rows {
         let rate = if flops > 0.0 { format!("{:.1}", flops / 1e6 / ms) } else { "-".into() };

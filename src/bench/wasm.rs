@@ -45,10 +45,19 @@ pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<Str
     Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
 }
 
-/// [`super::trained::layer_profile`] on the page's model asset at each of `lengths` tokens.
+/// [`super::trained::layer_profile`] on the page's model asset at each of `lengths` tokens, at
+/// `precision` (`"f16"` or `"int8"`).
 #[wasm_bindgen]
-pub fn bench_layer_profile(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+pub fn bench_layer_profile(
+    asset: &[u8],
+    lengths: Vec<u32>,
+    rounds: usize,
+    precision: &str,
+) -> Result<String, String> {
+    let precision = crate::attention::precision::Precision::from_key(precision)
+        .ok_or_else(|| format!("no precision {precision:?}"))?;
+    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    model.set_precision(Kernel::Simd, precision);
     let tables = lengths
         .iter()
         .map(|&n| super::trained::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
