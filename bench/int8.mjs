@@ -226,7 +226,7 @@ async function twoThreads(page) {
       await ask({ bytes, precision });
       single[precision] = (text) => model.embed(text);
       // The same model on the page's thread alone, in the same page: what the cut gains.
-      sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}, 1 thread`] = async (text) => model.embed(text);
+      sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}, 1 thread`] = single[precision];
       sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}`] = async (text) => {
         model.split_begin(text, 2);
         for (let code = model.split_step(); code >= 0; code = model.split_step()) {

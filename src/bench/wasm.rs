@@ -54,8 +54,7 @@ pub fn bench_layer_profile(
     rounds: usize,
     precision: &str,
 ) -> Result<String, String> {
-    let precision = crate::attention::precision::Precision::from_key(precision)
-        .ok_or_else(|| format!("no precision {precision:?}"))?;
+    let precision = precision_of(precision)?;
     let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     let tables = lengths
@@ -257,6 +256,11 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
 /// The model in a model file: the page's built-in asset (which must have the SHA-256 the page
 /// expects, so a stale build is refused), or a checkpoint converted by the page's loader
 /// (convert-model). The file is hashed and decoded once.
+/// The precision a benchmark names (`"f16"` or `"int8"`).
+fn precision_of(key: &str) -> Result<crate::attention::precision::Precision, String> {
+    crate::attention::precision::Precision::from_key(key).ok_or_else(|| format!("no precision {key:?}"))
+}
+
 fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
     use crate::model::{asset, Model, BUILT_IN_NAME};
     let hash = asset::sha256_hex(bytes);
@@ -304,8 +308,7 @@ impl TrainedCase {
 
     /// The model at another precision (`"f16"` or `"int8"`), for [`TrainedCase::embed`].
     pub fn set_precision(&mut self, key: &str) -> Result<(), String> {
-        let precision = crate::attention::precision::Precision::from_key(key)
-            .ok_or_else(|| format!("no precision {key:?}"))?;
+        let precision = precision_of(key)?;
         let mut model = self.model.clone();
         model.set_precision(Kernel::Simd, precision);
         self.model = Box::leak(Box::new(model));
@@ -416,8 +419,7 @@ impl TrainedShard {
     /// the same calibration text, so the driver's and every shard's bytes are the same).
     #[wasm_bindgen(constructor)]
     pub fn new(asset: &[u8], index: usize, count: usize, precision: &str) -> Result<TrainedShard, String> {
-        let precision = crate::attention::precision::Precision::from_key(precision)
-            .ok_or_else(|| format!("no precision {precision:?}"))?;
+        let precision = precision_of(precision)?;
         let mut model = model_file(asset)?;
         let spec = *model.spec();
         if index >= count || count > spec.heads {
