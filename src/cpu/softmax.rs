@@ -7,6 +7,9 @@
 //! polynomial (relative error about 2e-7 over the range used here), four lanes at a time:
 //! wasm simd128 where compiled in, otherwise a portable four-lane type with the same arithmetic,
 //! so the algorithm is tested natively and in the browser alike. The scalar twin uses `f32::exp`.
+//!
+//! A row holding NaN or an infinity becomes a row of NaN on both paths (the polynomial's input
+//! clamp would otherwise turn NaN into a finite weight).
 
 use super::Kernel;
 
@@ -25,6 +28,10 @@ pub fn softmax_rows(kernel: Kernel, scores: &mut [f32], row_len: usize) {
 }
 
 fn softmax_row_scalar(row: &mut [f32]) {
+    if row.iter().any(|v| !v.is_finite()) {
+        row.fill(f32::NAN);
+        return;
+    }
     let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0f32;
     for v in row.iter_mut() {
@@ -38,9 +45,16 @@ fn softmax_row_scalar(row: &mut [f32]) {
 fn softmax_row_vector(row: &mut [f32]) {
     let (body, tail) = row.split_at_mut(row.len() / 4 * 4);
 
-    let mut vmax = F4::splat(f32::NEG_INFINITY);
+    // `v - v` is 0, or NaN where `v` is NaN or infinite: summed alongside the maximum.
+    let (mut vmax, mut vbad) = (F4::splat(f32::NEG_INFINITY), F4::splat(0.0));
     for c in body.chunks_exact(4) {
-        vmax = vmax.max(F4::load(c));
+        let v = F4::load(c);
+        vmax = vmax.max(v);
+        vbad = vbad.add(v.sub(v));
+    }
+    if vbad.reduce_sum().is_nan() || tail.iter().any(|v| !v.is_finite()) {
+        row.fill(f32::NAN);
+        return;
     }
     let max = tail.iter().copied().fold(vmax.reduce_max(), f32::max);
 
@@ -313,6 +327,25 @@ mod tests {
     use wasm_bindgen_test::wasm_bindgen_test as test;
     #[cfg(target_arch = "wasm32")]
     wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+    #[test]
+    fn a_row_with_nan_or_an_infinity_becomes_nan_on_both_paths_and_other_rows_do_not() {
+        for kernel in Kernel::ALL {
+            for len in [1, 3, 4, 7, 16, 33] {
+                for poison in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                    for at in [0, len / 2, len - 1] {
+                        let mut rows: Vec<f32> = (0..2 * len).map(|i| (i % 5) as f32 - 2.0).collect();
+                        rows[len + at] = poison;
+                        softmax_rows(kernel, &mut rows, len);
+                        let case = format!("{kernel:?} len {len}, {poison} at {at}");
+                        assert!(rows[..len].iter().all(|v| v.is_finite()), "{case}: the clean row");
+                        assert!((rows[..len].iter().sum::<f32>() - 1.0).abs() < 1e-5, "{case}");
+                        assert!(rows[len..].iter().all(|v| v.is_nan()), "{case}: {:?}", &rows[len..]);
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn polynomial_exp_matches_std_over_the_softmax_range() {
