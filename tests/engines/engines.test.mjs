@@ -111,7 +111,7 @@ async function assertDriftMatchesCpuCore(driver, what) {
     last = `page shows "${shown}", CPU core "${expected}"`;
     return Math.abs(ec - sc) <= 2e-6 && Math.abs(er - sr) <= 2e-4;
   };
-  await driver.wait(same, 10000).catch(() => assert.fail(`${what}: ${last}`));
+  await driver.wait(same, 10000).catch((e) => assert.fail(`${what}: ${last || e.message}`));
 }
 
 /** Chromium records `key`'s value; the other engines must give the same to 1e-6. */
