@@ -58,11 +58,13 @@ step "browser tests (wasm-pack, headless Firefox ESR)" \
   env TMPDIR="$browser_tmp" wasm-pack test --headless --firefox -- --locked -- --nocapture
 step "trained-model asset" scripts/build-model-asset.sh
 step "release build (trunk)" trunk build --release --offline
-step "end-to-end tests of the built page" node --test tests/e2e/
+# The spec reporter ends with every failed test and its reason, where the tail of a CI log shows
+# them (the default TAP output leaves them among thousands of lines).
+step "end-to-end tests of the built page" node --test --test-reporter=spec tests/e2e/
 # The page's behaviour once more, on Chromium, Firefox ESR and WebKitGTK through WebDriver; it
 # ends with the engines' results side by side (also in target/e2e/engines/support.md).
 step "end-to-end tests on three engines (WebDriver: Chromium, Firefox, WebKit)" \
-  env TMPDIR="$browser_tmp" node --test tests/engines/
+  env TMPDIR="$browser_tmp" node --test --test-reporter=spec tests/engines/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
 step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
 # The trained model against transformers.js on onnxruntime-web (wasm): the ONNX export of the
