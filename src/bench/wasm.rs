@@ -253,14 +253,14 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
         .collect()
 }
 
-/// The model in a model file: the page's built-in asset (which must have the SHA-256 the page
-/// expects, so a stale build is refused), or a checkpoint converted by the page's loader
-/// (convert-model). The file is hashed and decoded once.
 /// The precision a benchmark names (`"f16"` or `"int8"`).
 fn precision_of(key: &str) -> Result<crate::attention::precision::Precision, String> {
     crate::attention::precision::Precision::from_key(key).ok_or_else(|| format!("no precision {key:?}"))
 }
 
+/// The model in a model file: the page's built-in asset (which must have the SHA-256 the page
+/// expects, so a stale build is refused), or a checkpoint converted by the page's loader
+/// (convert-model). The file is hashed and decoded once.
 fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
     use crate::model::{asset, Model, BUILT_IN_NAME};
     let hash = asset::sha256_hex(bytes);
