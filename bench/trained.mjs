@@ -23,7 +23,7 @@ console.log(bench_evaluation(asset, pairs, new Uint32Array([]), smoke ? 1 : 3));
 const builds = headlabBuilds();
 console.log(buildsNote(builds));
 for (const { label, lib } of builds) {
-  console.log(`${label}: ${lib.bench_sweep(asset, new Uint32Array(smoke ? [32] : [128, 256, 512]), smoke ? 1 : Math.min(rounds, 3))}`);
+  console.log(`${label}: ${lib.bench_sweep(asset, new Uint32Array(smoke ? [32] : [128, 256, 512]), smoke ? 1 : Math.min(rounds, 3), 'f16')}`);
 }
 // Where a pass's time goes: one encoder layer, stage by stage, on each build.
 for (const { label, lib } of builds) {

@@ -102,8 +102,9 @@ pub fn sweep_report(now: &dyn Fn() -> f64, model: &Model, lengths: &[usize], rou
     let spec = model.spec();
     let (total, all) = (spec.total_heads(), HeadSet::all(spec.total_heads()));
     let mut text = format!(
-        "The importance sweep ({total} heads, one thread), {} kernel, median of {rounds}\n| tokens | sweep ms | GFLOP | GFLOP/s |\n|---:|---:|---:|---:|\n",
-        Kernel::Simd.describe()
+        "The importance sweep ({total} heads, one thread), {} kernel, {}, median of {rounds}\n| tokens | sweep ms | GFLOP | GFLOP/s |\n|---:|---:|---:|---:|\n",
+        Kernel::Simd.describe(),
+        model.bert.precision().label()
     );
     for &n in lengths {
         let ids = sentence(model, n);

@@ -37,10 +37,18 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
 
-/// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens.
+/// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens, at
+/// `precision` (`"f16"` or `"int8"`).
 #[wasm_bindgen]
-pub fn bench_sweep(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+pub fn bench_sweep(
+    asset: &[u8],
+    lengths: Vec<u32>,
+    rounds: usize,
+    precision: &str,
+) -> Result<String, String> {
+    let precision = precision_of(precision)?;
+    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    model.set_precision(Kernel::Simd, precision);
     let lengths: Vec<usize> = lengths.iter().map(|&n| n.clamp(2, 512) as usize).collect();
     Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
 }
