@@ -71,7 +71,15 @@ async function sweep({ page }, words) {
   });
   await page.getByTestId('text').blur();
   await page.waitForFunction(() => window.__sweep.on !== null, null, { timeout: 600000, polling: 250 });
-  return page.evaluate(() => (window.__sweep.on - window.__sweep.t0) / 1000);
+  const seconds = await page.evaluate(() => (window.__sweep.on - window.__sweep.t0) / 1000);
+  // Once the ranking is in, the page times the reader's pruned set on the new sentence (a dozen
+  // passes on its own thread): let it finish, or it runs beside the next page's sweep.
+  await page.waitForFunction(() => {
+    const line = document.querySelector('[data-testid=pruned-line]')?.textContent ?? '';
+    return /forward 1\.00 ->/.test(line) && !/measuring/.test(line);
+  }, null, { timeout: 600000, polling: 250 });
+  await page.waitForTimeout(1000);
+  return seconds;
 }
 
 /** Seconds until the curves have both ends and the first iterative point. */
