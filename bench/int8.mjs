@@ -77,15 +77,31 @@ const benchLib = `window.bench = {
     return { ms, embeddings, ratio };
   },
 };`;
-// The worker holding headlab's second shard of each pass, one per precision.
+// The worker holding headlab's second shard of each pass, one per precision. Once both are made
+// it serves steps from shared memory (the page is cross-origin isolated, as onnxruntime-web's
+// threads need): it sleeps on the request word, runs the step the page wrote there on the input
+// beside it, writes its partial branch after the input and publishes the request's number as
+// done. No message per step: a postMessage round trip waits on both threads' event loops.
 const shardWorker = `import init, { TrainedShard } from '/relaxed/headlab.js';
 const ready = init({ module_or_path: '/relaxed/headlab_bg.wasm' });
 const shards = {};
 onmessage = async ({ data }) => {
   await ready;
   if (data.bytes) { shards[data.precision] = new TrainedShard(data.bytes, 1, 2, data.precision); return postMessage('ready'); }
-  const out = shards[data.precision].run(data.code, data.x);
-  postMessage(out, [out.buffer]);
+  const { words, values, capacity } = data;
+  postMessage('serving');
+  // words: [0] the request's number (-1: stop), [1] the last one done, [2] its step, [3] its
+  // input's length, [4] its precision (1: 8-bit).
+  for (let seen = 0; ; ) {
+    // A step follows the last within a millisecond or so: spin a while before sleeping, so the
+    // worker does not pay a wake-up on every step.
+    Atomics.wait(words, 0, seen);
+    seen = Atomics.load(words, 0);
+    if (seen < 0) return;
+    const out = shards[words[4] ? 'int8' : 'f16'].run(words[2], values.subarray(0, words[3]));
+    values.set(out, capacity);
+    Atomics.store(words, 1, seen);
+  }
 };`;
 const types = { js: 'text/javascript', wasm: 'application/wasm', bin: 'application/octet-stream' };
 const byExtension = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
@@ -220,20 +236,39 @@ async function twoThreads(page) {
     const ask = (message, transfer = []) => new Promise((resolve) => { waiting = resolve; worker.postMessage(message, transfer); });
     const sides = {};
     const single = {};
+    const models = {};
     for (const precision of ['f16', 'int8']) {
       const model = new m.TrainedCase(bytes);
       if (precision === 'int8') model.set_precision('int8');
       await ask({ bytes, precision });
+      models[precision] = model;
+    }
+    // The steps' shared memory: the largest layer input, then the worker's partial branch.
+    const capacity = 512 * 384;
+    const words = new Int32Array(new SharedArrayBuffer(5 * 4));
+    const values = new Float32Array(new SharedArrayBuffer(2 * capacity * 4));
+    await ask({ words, values, capacity });
+    let request = 0;
+    for (const [precision, model] of Object.entries(models)) {
       single[precision] = (text) => model.embed(text);
+      const name = precision === 'int8' ? '8-bit' : 'f16';
       // The same model on the page's thread alone, in the same page: what the cut gains.
-      sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}, 1 thread`] = single[precision];
-      sides[`headlab ${precision === 'int8' ? '8-bit' : 'f16'}`] = async (text) => {
+      sides[`headlab ${name}, 1 thread`] = single[precision];
+      sides[`headlab ${name}`] = async (text) => {
         model.split_begin(text, 2);
         for (let code = model.split_step(); code >= 0; code = model.split_step()) {
           const x = model.split_input();
-          const pending = ask({ precision, code, x }, [x.buffer]);
+          if (x.length > capacity) throw new Error(`${x.length} values: the shared buffer holds ${capacity}`);
+          values.set(x);
+          words[2] = code;
+          words[3] = x.length;
+          words[4] = precision === 'int8' ? 1 : 0;
+          Atomics.store(words, 0, ++request);
+          Atomics.notify(words, 0);
           model.split_local();
-          model.split_absorb(await pending);
+          // The page's thread may not sleep: it spins until the worker's part is there.
+          while (Atomics.load(words, 1) !== request);
+          model.split_absorb(values.subarray(capacity, capacity + x.length));
         }
         return model.split_embedding();
       };
@@ -258,11 +293,13 @@ async function twoThreads(page) {
         cut: cosine(embeddings['headlab f16'], f16),
       });
     }
+    Atomics.store(words, 0, -1);
+    Atomics.notify(words, 0);
     worker.terminate();
     return { rows, names, agent: navigator.userAgent, cores: navigator.hardwareConcurrency };
   }, { rounds, peer });
   console.log(`The 8-bit path on two threads in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), cross-origin isolated page, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
-  console.log('headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs); transformers.js: onnxruntime-web wasm, numThreads 2\n');
+  console.log('headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs), the rows of each step passed in shared memory; transformers.js: onnxruntime-web wasm, numThreads 2\n');
   console.log(`| tokens | ${result.names.join(' | ')} | speed-up of the cut, f16 / 8-bit | headlab f16 / fp32 | headlab 8-bit / q8 |`);
   console.log(`|---:|${'---:|'.repeat(result.names.length + 3)}`);
   for (const r of result.rows) {
