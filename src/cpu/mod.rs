@@ -178,16 +178,7 @@ pub fn project_head(
 
 thread_local! {
     static QKV: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
-
-/// Query rows per block of the attention: one block's scores (`ROWS x n`, 128 KB at 512 tokens)
-/// stay in the core's cache between the product that writes them, the softmax and the product
-/// that reads them. A multiple of the packed kernel's row tile (`packed::MR`), so the products
-/// tile each block's rows as they tile the whole matrix's: every weight and output is the same
-/// sum in the same order as one product over all rows would make it.
-const ROWS: usize = 64;
-const _: () = assert!(ROWS.is_multiple_of(packed::MR));
 
 /// Every head's attention, from the packed `qkv` (`n x 3d`, columns `[Q | K | V]`, heads of
 /// `d_k`): writes the softmax weights into `attention` (`H x n x n`) and each head's output
@@ -218,92 +209,44 @@ pub fn attend_masked(
     attention: &mut [f32],
     heads: &mut [f32],
 ) {
-    assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
-    attend_rows(kernel, qkv, n, h_count, d_k, mask, Some(attention), heads);
-}
-
-/// [`attend_masked`]'s head outputs alone, for a pass that keeps no attention weights: each block
-/// of query rows' weights live in a scratch block of `64 x n` and are gone once used. The same
-/// sums as [`attend_masked`], so the same bits.
-pub fn attend_outputs(
-    kernel: Kernel,
-    qkv: &[f32],
-    n: usize,
-    h_count: usize,
-    d_k: usize,
-    mask: Mask,
-    heads: &mut [f32],
-) {
-    attend_rows(kernel, qkv, n, h_count, d_k, mask, None, heads);
-}
-
-/// The attention one block of query rows at a time, each block's weights into its rows of
-/// `attention` when it is kept, else into a scratch block. Under [`Mask::Causal`] a block's
-/// products stop at its last row's token (the weights after it are exact zeros, written where
-/// they are kept).
-#[allow(clippy::too_many_arguments)] // the kernel's signature: buffers and their sizes
-fn attend_rows(
-    kernel: Kernel,
-    qkv: &[f32],
-    n: usize,
-    h_count: usize,
-    d_k: usize,
-    mask: Mask,
-    mut attention: Option<&mut [f32]>,
-    heads: &mut [f32],
-) {
     let d = h_count * d_k;
     assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
     assert_eq!(heads.len(), n * d, "heads must be n x d");
     let scale = 1.0 / (d_k as f32).sqrt();
     let stride = 3 * d;
-    SCORES.with(|scratch| {
-        let mut scratch = scratch.borrow_mut();
-        if attention.is_none() && scratch.len() < ROWS.min(n) * n {
-            scratch.resize(ROWS.min(n) * n, 0.0);
-        }
-        for h in 0..h_count {
-            let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
-            for i0 in (0..n).step_by(ROWS) {
-                let rows = ROWS.min(n - i0);
-                // The keys this block's rows read: all, or up to its last row under the mask.
-                let keys = match mask {
-                    Mask::None => n,
-                    Mask::Causal => i0 + rows,
-                };
-                let block = match attention.as_deref_mut() {
-                    Some(att) => &mut att[(h * n + i0) * n..(h * n + i0 + rows) * n],
-                    None => &mut scratch[..rows * n],
-                };
-                // scores = Q_h @ K_h^T / sqrt(d_k) for rows i0.., keys 0..keys (row stride n).
-                sgemm(
-                    kernel,
-                    scale,
-                    MatRef::new(&qkv[i0 * stride + q..], rows, d_k, stride, 1),
-                    MatRef::new(&qkv[k..], keys, d_k, stride, 1).t(),
-                    0.0,
-                    MatMut::new(block, rows, keys, n, 1),
-                );
-                for (r, row) in block.chunks_exact_mut(n).enumerate() {
-                    let seen = match mask {
-                        Mask::None => n,
-                        Mask::Causal => i0 + r + 1,
-                    };
-                    softmax::softmax_rows(kernel, &mut row[..seen], seen);
-                    row[seen..].fill(0.0);
+    for h in 0..h_count {
+        let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
+        let probs = &mut attention[h * n * n..(h + 1) * n * n];
+        // scores = Q_h @ K_h^T / sqrt(d_k); K_h^T is K_h's view with the strides swapped.
+        sgemm(
+            kernel,
+            scale,
+            MatRef::new(&qkv[q..], n, d_k, stride, 1),
+            MatRef::new(&qkv[k..], n, d_k, stride, 1).t(),
+            0.0,
+            MatMut::row_major(probs, n, n),
+        );
+        match mask {
+            Mask::None => softmax::softmax_rows(kernel, probs, n),
+            Mask::Causal => {
+                for (i, row) in probs.chunks_exact_mut(n).enumerate() {
+                    let (seen, later) = row.split_at_mut(i + 1);
+                    softmax::softmax_rows(kernel, seen, i + 1);
+                    later.fill(0.0);
                 }
-                // O_h = P_h @ V_h for these rows, straight into head h's columns of the concatenation.
-                sgemm(
-                    kernel,
-                    1.0,
-                    MatRef::new(block, rows, keys, n, 1),
-                    MatRef::new(&qkv[v..], keys, d_k, stride, 1),
-                    0.0,
-                    MatMut::new(&mut heads[i0 * d + h * d_k..], rows, d_k, d, 1),
-                );
             }
         }
-    });
+        // O_h = P_h @ V_h, straight into head h's columns of the concatenation.
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(probs, n, n),
+            MatRef::new(&qkv[v..], n, d_k, stride, 1),
+            0.0,
+            MatMut::new(&mut heads[h * d_k..], n, d_k, d, 1),
+        );
+    }
 }
 
 /// The output recomputed from scratch as `concat_masked @ W_o`, with pruned heads' columns

@@ -21,7 +21,7 @@ use crate::attention::HeadSet;
 use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
-use crate::cpu::{attend, attend_outputs, Kernel, Mask};
+use crate::cpu::{attend, Kernel};
 
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -509,8 +509,9 @@ impl Bert {
         let (mut concat, mut tmp, mut hidden) =
             (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * spec.ffn]);
         let (heads_per_layer, d_k) = (spec.heads, spec.d_k());
-        // Where a pass that keeps nothing writes every layer's head outputs.
-        let mut scratch = (keep == Keep::Embedding).then(|| vec![0.0f32; n * d]);
+        // Where a pass that keeps nothing writes every layer's attention weights and head outputs.
+        let mut scratch =
+            (keep == Keep::Embedding).then(|| (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]));
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
             if keep == Keep::Trace {
                 layer_inputs.push(x.clone());
@@ -520,8 +521,8 @@ impl Bert {
                     linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
                 }
                 match &mut scratch {
-                    Some(outs) => {
-                        attend_outputs(kernel, &qkv, n, heads_per_layer, d_k, Mask::None, outs);
+                    Some((att, outs)) => {
+                        attend(kernel, &qkv, n, heads_per_layer, d_k, att, outs);
                         None
                     }
                     None => {
@@ -547,7 +548,7 @@ impl Bert {
                     }
                 }
                 None => {
-                    let own = scratch.as_ref().expect("a pass that keeps nothing computes here");
+                    let own = &scratch.as_ref().expect("a pass that keeps nothing computes here").1;
                     match patched {
                         Some(p) => concat.copy_from_slice(&p.apply(spec, l, own)),
                         None => concat.copy_from_slice(own),

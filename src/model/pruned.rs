@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::bert::{linear, pool, Bert, Linear};
 use super::spec::ModelSpec;
 use crate::attention::HeadSet;
-use crate::cpu::{attend_outputs, Kernel, Mask};
+use crate::cpu::{attend, Kernel};
 
 /// One layer's attention with only its kept heads.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,9 +64,17 @@ impl PrunedAttention {
         let mut concat = vec![0.0f32; rows * w];
         let mut s = 0;
         for &n in lengths {
+            let mut probs = vec![0.0f32; self.kept.len() * n * n];
             let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
-            let outputs = &mut concat[s * w..(s + n) * w];
-            attend_outputs(kernel, sentence, n, self.kept.len(), self.d_k, Mask::None, outputs);
+            attend(
+                kernel,
+                sentence,
+                n,
+                self.kept.len(),
+                self.d_k,
+                &mut probs,
+                &mut concat[s * w..(s + n) * w],
+            );
             s += n;
         }
         linear(kernel, &concat, rows, &self.out, branch, d);
