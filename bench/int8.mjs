@@ -90,17 +90,19 @@ onmessage = async ({ data }) => {
   if (data.bytes) { shards[data.precision] = new TrainedShard(data.bytes, 1, 2, data.precision); return postMessage('ready'); }
   const { words, values, capacity } = data;
   postMessage('serving');
-  // words: [0] the request's number (-1: stop), [1] the last one done, [2] its step, [3] its
-  // input's length, [4] its precision (1: 8-bit).
+  // words: [0] the request's number (-1: stop), [1] the last one done (minus it: failed), [2]
+  // its step, [3] its input's length, [4] its precision (1: 8-bit).
   for (let seen = 0; ; ) {
-    // A step follows the last within a millisecond or so: spin a while before sleeping, so the
-    // worker does not pay a wake-up on every step.
     Atomics.wait(words, 0, seen);
     seen = Atomics.load(words, 0);
     if (seen < 0) return;
-    const out = shards[words[4] ? 'int8' : 'f16'].run(words[2], values.subarray(0, words[3]));
-    values.set(out, capacity);
-    Atomics.store(words, 1, seen);
+    try {
+      values.set(shards[words[4] ? 'int8' : 'f16'].run(words[2], values.subarray(0, words[3])), capacity);
+      Atomics.store(words, 1, seen);
+    } catch (e) {
+      Atomics.store(words, 1, -seen);
+      postMessage(String(e));
+    }
   }
 };`;
 const types = { js: 'text/javascript', wasm: 'application/wasm', bin: 'application/octet-stream' };
@@ -267,7 +269,9 @@ async function twoThreads(page) {
           Atomics.notify(words, 0);
           model.split_local();
           // The page's thread may not sleep: it spins until the worker's part is there.
-          while (Atomics.load(words, 1) !== request);
+          for (let done; (done = Atomics.load(words, 1)) !== request; ) {
+            if (done === -request) throw new Error(`the shard worker failed on step ${code}`);
+          }
           model.split_absorb(values.subarray(capacity, capacity + x.length));
         }
         return model.split_embedding();
