@@ -37,6 +37,14 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
 
+/// The page's model asset (its bytes) at `precision` (`"f16"` or `"int8"`).
+fn model_at(asset: &[u8], precision: &str) -> Result<crate::model::Model, String> {
+    let precision = precision_of(precision)?;
+    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    model.set_precision(Kernel::Simd, precision);
+    Ok(model)
+}
+
 /// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens, at
 /// `precision` (`"f16"` or `"int8"`).
 #[wasm_bindgen]
@@ -46,9 +54,7 @@ pub fn bench_sweep(
     rounds: usize,
     precision: &str,
 ) -> Result<String, String> {
-    let precision = precision_of(precision)?;
-    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
-    model.set_precision(Kernel::Simd, precision);
+    let model = model_at(asset, precision)?;
     let lengths: Vec<usize> = lengths.iter().map(|&n| n.clamp(2, 512) as usize).collect();
     Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
 }
@@ -62,9 +68,7 @@ pub fn bench_layer_profile(
     rounds: usize,
     precision: &str,
 ) -> Result<String, String> {
-    let precision = precision_of(precision)?;
-    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
-    model.set_precision(Kernel::Simd, precision);
+    let model = model_at(asset, precision)?;
     let tables = lengths
         .iter()
         .map(|&n| super::trained::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
