@@ -287,6 +287,12 @@ fn causal_attention_matches_the_f64_oracle_and_writes_exact_zeros_above_the_diag
                 let what = format!("{kernel:?} {mask:?} n={n} heads={heads} d_k={d_k}");
                 assert_close(&format!("{what} weights"), &att, &want_att, TOLERANCE);
                 assert_close(&format!("{what} outputs"), &out, &want_out, TOLERANCE);
+                // Without the weights kept (one n x n buffer, NaN before, for every head): the
+                // same outputs, bit for bit.
+                let (mut probs, mut alone) = (vec![f32::NAN; n * n], vec![f32::NAN; n * d]);
+                cpu::attend_outputs(kernel, &qkv, n, heads, d_k, mask, &mut probs, &mut alone);
+                let differ = alone.iter().zip(&out).position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(differ, None, "{what}: the outputs alone differ from those beside the weights");
                 if mask == cpu::Mask::Causal {
                     let above =
                         (0..heads * n * n).filter(|&x| (x % n) > (x / n) % n).find(|&x| att[x] != 0.0);

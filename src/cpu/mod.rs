@@ -213,40 +213,83 @@ pub fn attend_masked(
     assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
     assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
     assert_eq!(heads.len(), n * d, "heads must be n x d");
+    for h in 0..h_count {
+        let probs = &mut attention[h * n * n..(h + 1) * n * n];
+        attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
+    }
+}
+
+/// [`attend_masked`]'s head outputs alone, for a pass that keeps no attention weights: every
+/// head's weights go through the one `n x n` buffer `probs` (1 MB at 512 tokens, where all
+/// heads' take `H` times that), which stays in the core's cache between the product that writes
+/// it, the softmax and the product that reads it. The same sums in the same order as
+/// [`attend_masked`]'s, so the same bits.
+#[allow(clippy::too_many_arguments)] // the kernel's signature: buffers and their sizes
+pub fn attend_outputs(
+    kernel: Kernel,
+    qkv: &[f32],
+    n: usize,
+    h_count: usize,
+    d_k: usize,
+    mask: Mask,
+    probs: &mut [f32],
+    heads: &mut [f32],
+) {
+    let d = h_count * d_k;
+    assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    assert_eq!(probs.len(), n * n, "probs must be n x n");
+    assert_eq!(heads.len(), n * d, "heads must be n x d");
+    for h in 0..h_count {
+        attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
+    }
+}
+
+/// Head `h`'s attention: its weights into `probs` (`n x n`), its output `P_h @ V_h` into its
+/// columns of `heads` (shapes checked by the callers).
+#[allow(clippy::too_many_arguments)] // the kernel's signature: buffers and their sizes
+fn attend_head(
+    kernel: Kernel,
+    qkv: &[f32],
+    n: usize,
+    h_count: usize,
+    d_k: usize,
+    mask: Mask,
+    h: usize,
+    probs: &mut [f32],
+    heads: &mut [f32],
+) {
+    let d = h_count * d_k;
     let scale = 1.0 / (d_k as f32).sqrt();
     let stride = 3 * d;
-    for h in 0..h_count {
-        let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
-        let probs = &mut attention[h * n * n..(h + 1) * n * n];
-        // scores = Q_h @ K_h^T / sqrt(d_k); K_h^T is K_h's view with the strides swapped.
-        sgemm(
-            kernel,
-            scale,
-            MatRef::new(&qkv[q..], n, d_k, stride, 1),
-            MatRef::new(&qkv[k..], n, d_k, stride, 1).t(),
-            0.0,
-            MatMut::row_major(probs, n, n),
-        );
-        match mask {
-            Mask::None => softmax::softmax_rows(kernel, probs, n),
-            Mask::Causal => {
-                for (i, row) in probs.chunks_exact_mut(n).enumerate() {
-                    let (seen, later) = row.split_at_mut(i + 1);
-                    softmax::softmax_rows(kernel, seen, i + 1);
-                    later.fill(0.0);
-                }
+    let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
+    // scores = Q_h @ K_h^T / sqrt(d_k); K_h^T is K_h's view with the strides swapped.
+    sgemm(
+        kernel,
+        scale,
+        MatRef::new(&qkv[q..], n, d_k, stride, 1),
+        MatRef::new(&qkv[k..], n, d_k, stride, 1).t(),
+        0.0,
+        MatMut::row_major(probs, n, n),
+    );
+    match mask {
+        Mask::None => softmax::softmax_rows(kernel, probs, n),
+        Mask::Causal => {
+            for (i, row) in probs.chunks_exact_mut(n).enumerate() {
+                let (seen, later) = row.split_at_mut(i + 1);
+                softmax::softmax_rows(kernel, seen, i + 1);
+                later.fill(0.0);
             }
         }
-        // O_h = P_h @ V_h, straight into head h's columns of the concatenation.
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::row_major(probs, n, n),
-            MatRef::new(&qkv[v..], n, d_k, stride, 1),
-            0.0,
-            MatMut::new(&mut heads[h * d_k..], n, d_k, d, 1),
-        );
     }
+    // O_h = P_h @ V_h, straight into head h's columns of the concatenation.
+    sgemm(
+        kernel,
+        1.0,
+        MatRef::row_major(probs, n, n),
+        MatRef::new(&qkv[v..], n, d_k, stride, 1),
+        0.0,
+        MatMut::new(&mut heads[h * d_k..], n, d_k, d, 1),
+    );
 }
 
 /// The output recomputed from scratch as `concat_masked @ W_o`, with pruned heads' columns

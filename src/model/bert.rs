@@ -21,7 +21,7 @@ use crate::attention::HeadSet;
 use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
-use crate::cpu::{attend, Kernel};
+use crate::cpu::{attend, attend_outputs, Kernel, Mask};
 
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -448,7 +448,8 @@ impl Bert {
 
     /// The sentence embedding [`Bert::forward_patched`] computes, the same bits, without keeping
     /// what only a later pass or a heatmap reads: no layer's attention weights, head outputs or
-    /// input are kept (one buffer of attention weights serves every layer). What the importance
+    /// input are kept (one `n x n` buffer of attention weights serves every head of every layer,
+    /// [`crate::cpu::attend_outputs`]). What the importance
     /// sweeps and patching run for each head, where only the embedding is compared.
     pub fn embed_patched(
         &self,
@@ -509,9 +510,9 @@ impl Bert {
         let (mut concat, mut tmp, mut hidden) =
             (vec![0.0f32; n * d], vec![0.0f32; n * d], vec![0.0f32; n * spec.ffn]);
         let (heads_per_layer, d_k) = (spec.heads, spec.d_k());
-        // Where a pass that keeps nothing writes every layer's attention weights and head outputs.
-        let mut scratch =
-            (keep == Keep::Embedding).then(|| (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]));
+        // Where a pass that keeps nothing writes every head's attention weights (one head at a
+        // time) and every layer's head outputs.
+        let mut scratch = (keep == Keep::Embedding).then(|| (vec![0.0f32; n * n], vec![0.0f32; n * d]));
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
             if keep == Keep::Trace {
                 layer_inputs.push(x.clone());
@@ -521,8 +522,8 @@ impl Bert {
                     linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
                 }
                 match &mut scratch {
-                    Some((att, outs)) => {
-                        attend(kernel, &qkv, n, heads_per_layer, d_k, att, outs);
+                    Some((probs, outs)) => {
+                        attend_outputs(kernel, &qkv, n, heads_per_layer, d_k, Mask::None, probs, outs);
                         None
                     }
                     None => {

@@ -21,7 +21,7 @@ use super::bert::{activate, checked, layer_norm, linear, seeded, Linear, LoadErr
 use super::spec::ModelSpec;
 use crate::attention::HeadSet;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
-use crate::cpu::{attend_masked, Kernel, Mask};
+use crate::cpu::{attend_masked, attend_outputs, Kernel, Mask};
 
 /// One decoder block.
 #[derive(Clone, Debug, PartialEq)]
@@ -297,8 +297,15 @@ impl Gpt2 {
         s.a.copy_from_slice(x);
         layer_norm(&mut s.a, &block.ln1, spec.layer_norm_eps);
         linear(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d);
-        attend_masked(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.att, &mut s.concat);
-        let kept = keep.then(|| (Arc::new(s.att.clone()), Arc::new(s.concat.clone())));
+        // Kept weights go straight into their own buffer; else each head's pass through one.
+        let kept = if keep {
+            let mut att = vec![0.0f32; h * n * n];
+            attend_masked(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut att, &mut s.concat);
+            Some((Arc::new(att), Arc::new(s.concat.clone())))
+        } else {
+            attend_outputs(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.probs, &mut s.concat);
+            None
+        };
         for p in heads.pruned_in_layer(l, h) {
             s.concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
         }
@@ -410,7 +417,8 @@ struct Scratch {
     n: usize,
     a: Vec<f32>,
     qkv: Vec<f32>,
-    att: Vec<f32>,
+    /// One head's attention weights (`n x n`), for a layer that keeps none.
+    probs: Vec<f32>,
     concat: Vec<f32>,
     tmp: Vec<f32>,
     hidden: Vec<f32>,
@@ -423,7 +431,7 @@ impl Scratch {
             n,
             a: vec![0.0; n * d],
             qkv: vec![0.0; n * 3 * d],
-            att: vec![0.0; spec.heads * n * n],
+            probs: vec![0.0; n * n],
             concat: vec![0.0; n * d],
             tmp: vec![0.0; n * d],
             hidden: vec![0.0; n * spec.ffn],

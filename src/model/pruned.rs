@@ -16,7 +16,7 @@ use std::sync::Arc;
 use super::bert::{linear, pool, Bert, Linear};
 use super::spec::ModelSpec;
 use crate::attention::HeadSet;
-use crate::cpu::{attend, Kernel};
+use crate::cpu::{attend_outputs, Kernel, Mask};
 
 /// One layer's attention with only its kept heads.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,19 +62,15 @@ impl PrunedAttention {
             linear(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w);
         }
         let mut concat = vec![0.0f32; rows * w];
+        // One head's weights at a time, in a buffer of the longest sentence's size.
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        let mut probs = vec![0.0f32; longest * longest];
         let mut s = 0;
         for &n in lengths {
-            let mut probs = vec![0.0f32; self.kept.len() * n * n];
             let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
-            attend(
-                kernel,
-                sentence,
-                n,
-                self.kept.len(),
-                self.d_k,
-                &mut probs,
-                &mut concat[s * w..(s + n) * w],
-            );
+            let outputs = &mut concat[s * w..(s + n) * w];
+            let (kept, probs) = (self.kept.len(), &mut probs[..n * n]);
+            attend_outputs(kernel, sentence, n, kept, self.d_k, Mask::None, probs, outputs);
             s += n;
         }
         linear(kernel, &concat, rows, &self.out, branch, d);
