@@ -356,6 +356,16 @@ impl TrainedCase {
         self.split.as_ref().map_or_else(Vec::new, |s| s.pass.input().to_vec())
     }
 
+    /// [`TrainedCase::split_input`] as a view on this instance's memory, without a copy or a new
+    /// JS array (bench/int8.mjs copies it straight into the memory it shares with the worker;
+    /// an array per step made the page's thread collect garbage).
+    pub fn split_input_view(&self) -> js_sys::Float32Array {
+        let x = self.split.as_ref().map_or(&[][..], |s| s.pass.input());
+        // safety: the view shows memory this instance owns; the caller reads it before it calls
+        // into the instance again, so nothing frees, changes or moves (memory growth) it meanwhile.
+        unsafe { js_sys::Float32Array::view(x) }
+    }
+
     /// This thread's partial branch of the current step, kept for [`TrainedCase::split_absorb`].
     pub fn split_local(&mut self) -> Result<(), String> {
         let s = self.split.as_mut().ok_or("no pass begun")?;
@@ -422,6 +432,8 @@ impl TrainedCase {
 pub struct TrainedShard {
     spec: crate::model::spec::ModelSpec,
     shard: BertShard,
+    /// The last step's partial branch, for [`TrainedShard::run_view`].
+    out: Vec<f32>,
 }
 
 #[wasm_bindgen]
@@ -438,16 +450,33 @@ impl TrainedShard {
             return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
         model.set_precision(Kernel::Simd, precision);
-        Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count) })
+        Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count), out: Vec::new() })
     }
 
     /// This shard's partial branch of the step `code` for the layer input `x`.
     pub fn run(&self, code: u32, x: &[f32]) -> Result<Vec<f32>, String> {
+        let step = self.step(code, x)?;
+        Ok(self.shard.run(Kernel::Simd, step, x))
+    }
+
+    /// The step `code` names, for a layer input of `x.len()` values.
+    fn step(&self, code: u32, x: &[f32]) -> Result<Step, String> {
         let step = Step::from_code(code, self.spec.layers).ok_or_else(|| format!("no step {code}"))?;
         if x.is_empty() || !x.len().is_multiple_of(self.spec.d_model) {
             return Err(format!("{} values are no layer input", x.len()));
         }
-        Ok(self.shard.run(Kernel::Simd, step, x))
+        Ok(step)
+    }
+
+    /// [`TrainedShard::run`] into a buffer the shard keeps, returned as a view on this instance's
+    /// memory: no new JS array per step (bench/int8.mjs's worker copies it into shared memory).
+    pub fn run_view(&mut self, code: u32, x: &[f32]) -> Result<js_sys::Float32Array, String> {
+        let step = self.step(code, x)?;
+        self.out.resize(x.len(), 0.0);
+        self.shard.run_into(Kernel::Simd, step, x, &mut self.out);
+        // safety: the view shows `self.out`; the caller reads it before it calls into the instance
+        // again, so nothing frees, changes or moves (memory growth) it meanwhile.
+        Ok(unsafe { js_sys::Float32Array::view(&self.out) })
     }
 }
 
