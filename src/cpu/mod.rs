@@ -209,10 +209,8 @@ pub fn attend_masked(
     attention: &mut [f32],
     heads: &mut [f32],
 ) {
-    let d = h_count * d_k;
-    assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    check_shapes(qkv, n, h_count, d_k, heads);
     assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
-    assert_eq!(heads.len(), n * d, "heads must be n x d");
     for h in 0..h_count {
         let probs = &mut attention[h * n * n..(h + 1) * n * n];
         attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
@@ -235,13 +233,18 @@ pub fn attend_outputs(
     probs: &mut [f32],
     heads: &mut [f32],
 ) {
-    let d = h_count * d_k;
-    assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    check_shapes(qkv, n, h_count, d_k, heads);
     assert_eq!(probs.len(), n * n, "probs must be n x n");
-    assert_eq!(heads.len(), n * d, "heads must be n x d");
     for h in 0..h_count {
         attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
     }
+}
+
+/// The attention's input `qkv` (`n x 3d`) and output `heads` (`n x d`) for `h_count` heads of `d_k`.
+fn check_shapes(qkv: &[f32], n: usize, h_count: usize, d_k: usize, heads: &[f32]) {
+    let d = h_count * d_k;
+    assert_eq!(qkv.len(), n * 3 * d, "qkv must be n x 3d");
+    assert_eq!(heads.len(), n * d, "heads must be n x d");
 }
 
 /// Head `h`'s attention: its weights into `probs` (`n x n`), its output `P_h @ V_h` into its

@@ -449,8 +449,8 @@ impl Bert {
     /// The sentence embedding [`Bert::forward_patched`] computes, the same bits, without keeping
     /// what only a later pass or a heatmap reads: no layer's attention weights, head outputs or
     /// input are kept (one `n x n` buffer of attention weights serves every head of every layer,
-    /// [`crate::cpu::attend_outputs`]). What the importance
-    /// sweeps and patching run for each head, where only the embedding is compared.
+    /// [`crate::cpu::attend_outputs`]). What the importance sweeps and patching run for each
+    /// head, where only the embedding is compared.
     pub fn embed_patched(
         &self,
         kernel: Kernel,
