@@ -16,7 +16,8 @@
 //! `m_k` (SmoothQuant), so that the product quantizes `x / m` against `W m` (the same product,
 //! the rounding moved off the activations' outlier features); and [`IntBits::Twelve`], 12-bit
 //! weights against 12-bit activations for the one product whose 8-bit weights and 7-bit
-//! activations cost too much (the model's `W_2`). Rounding is to nearest, ties to even.
+//! activations cost too much (the model's `W_2`). Rounding is to nearest: the activations' ties
+//! to even (one `f32x4.nearest`), the weights' (once, at load) away from zero, as `f32::round`.
 //!
 //! Why 7-bit activations: relaxed SIMD's `i32x4.relaxed_dot_i8x16_i7x16_add_s` multiplies 16
 //! signed bytes by 16 bytes whose top bit must be clear (an engine may read them as signed or
@@ -47,7 +48,12 @@
 //! at 8 bits relaxed SIMD (the page's relaxed build) or simd128's `i32x4.dot_i16x8_s` on bytes
 //! widened to 16 bits (engines without relaxed SIMD); at 12 bits `i32x4.dot_i16x8_s` in both
 //! builds; and a portable twin of each that always compiles and runs the native tests. They all
-//! compute the same integers, so they give the same bits.
+//! compute the same integers, so they give the same bits. The work around the micro-kernel has
+//! a simd128 variant on the vector kernel too, with the same operations in the same order: the
+//! activations' quantization (`vector_rows`: range and codes four values at a time; one value
+//! at a time it took about a sixth of an 8-bit layer at 128 tokens) and the final scaling of a
+//! full strip (`write_block_simd128`). `both_kernels_give_the_same_bits` holds all of it to the
+//! bit in the browser.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -328,8 +334,16 @@ struct QuantizedRows {
 }
 
 impl QuantizedRows {
-    /// Quantizes `x` (`n x inp`) into these buffers (reused between products).
-    fn fill(&mut self, x: &[f32], n: usize, inp: usize, smoothing: &[f32], bits: IntBits) {
+    /// Quantizes `x` (`n x inp`) into these buffers (reused between products): on the vector
+    /// kernel four values at a time ([`vector_rows`]), the same codes as the portable loops.
+    fn fill(
+        &mut self,
+        kernel: Kernel,
+        x: &[f32],
+        (n, inp): (usize, usize),
+        smoothing: &[f32],
+        bits: IntBits,
+    ) {
         let width = inp.div_ceil(4) * 4;
         let padded = n.div_ceil(MR) * MR;
         self.scales.clear();
@@ -347,6 +361,21 @@ impl QuantizedRows {
         let levels = bits.activation_levels();
         for i in 0..n {
             let mut row = &x[i * inp..(i + 1) * inp];
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            if kernel == Kernel::Simd {
+                let (t, z) = match bits {
+                    IntBits::Eight => {
+                        vector_rows::quantize(row, smoothing, levels, &mut self.values[i * width..][..inp])
+                    }
+                    IntBits::Twelve => {
+                        vector_rows::quantize(row, smoothing, levels, &mut self.wide[i * width..][..inp])
+                    }
+                };
+                self.scales.push(t);
+                self.zeros.push(z);
+                continue;
+            }
+            let _ = kernel;
             if !smoothing.is_empty() {
                 self.smoothed.clear();
                 self.smoothed.extend(row.iter().zip(smoothing).map(|(v, s)| v * s));
@@ -411,26 +440,172 @@ fn quantize_row<C: Code>(row: &[f32], levels: f32, out: &mut [C]) -> (f32, i32) 
         return (f32::NAN, 0);
     }
     let (lo, hi) = (lo.iter().fold(0.0f32, |a, &b| a.min(b)), hi.iter().fold(0.0f32, |a, &b| a.max(b)));
-    if hi == lo {
+    let Some(step) = Step::new(lo, hi, levels) else {
         // A row of zeros: every code is the zero point 0.
         out.fill(C::from_level(0.0));
         return (1.0, 0);
-    }
-    let t = (hi - lo) / levels;
-    let z = (-lo / t).round_ties_even();
-    let inv = 1.0 / t;
+    };
     for (o, &v) in out.iter_mut().zip(row) {
-        // Rounding to nearest, ties to even: one f32x4.nearest.
-        let q = (v * inv + z).round_ties_even();
-        *o = C::from_level(if q < 0.0 {
+        *o = C::from_level(step.code(v));
+    }
+    (step.t, step.z as i32)
+}
+
+/// A row's step `t` and zero point `z` from its range `[lo, hi]` (`lo <= 0 <= hi`), and its
+/// codes.
+#[derive(Clone, Copy)]
+struct Step {
+    t: f32,
+    z: f32,
+    inverse: f32,
+    levels: f32,
+}
+
+impl Step {
+    /// `None` for a row of zeros (`lo == hi`).
+    fn new(lo: f32, hi: f32, levels: f32) -> Option<Step> {
+        if hi == lo {
+            return None;
+        }
+        let t = (hi - lo) / levels;
+        Some(Step { t, z: (-lo / t).round_ties_even(), inverse: 1.0 / t, levels })
+    }
+
+    /// `clamp(round(v / t) + z, 0, levels)` as `round(v (1 / t) + z)` clamped: rounding to
+    /// nearest, ties to even (one `f32x4.nearest` on the vector path).
+    fn code(self, v: f32) -> f32 {
+        let q = (v * self.inverse + self.z).round_ties_even();
+        if q < 0.0 {
             0.0
-        } else if q > levels {
-            levels
+        } else if q > self.levels {
+            self.levels
         } else {
             q
-        });
+        }
     }
-    (t, z as i32)
+}
+
+/// [`quantize_row`] on simd128 vectors, for the vector kernel: the row's values times the
+/// smoothing factors on the fly (no smoothed copy), its range and its codes four values at a
+/// time, narrowed to bytes or words sixteen or eight at a time. Every operation is the portable
+/// loop's own (the same products, `pmin` / `pmax` as its compare-and-select, `f32x4.nearest`
+/// as `round_ties_even`, a saturating conversion of integral values already in range), so the
+/// codes, `t` and `z` are the same bits.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod vector_rows {
+    use core::arch::wasm32::*;
+
+    use super::{lanes4, Code, Step};
+
+    /// The row's value at `k` times its smoothing factor (none: the value).
+    fn one(row: &[f32], smoothing: &[f32], k: usize) -> f32 {
+        if smoothing.is_empty() {
+            row[k]
+        } else {
+            row[k] * smoothing[k]
+        }
+    }
+
+    /// Four of [`one`] from `at`.
+    #[inline(always)]
+    fn four(row: &[f32], smoothing: &[f32], at: usize) -> v128 {
+        if smoothing.is_empty() {
+            lanes4(row, at)
+        } else {
+            f32x4_mul(lanes4(row, at), lanes4(smoothing, at))
+        }
+    }
+
+    /// A code type's vector store: how many codes one store takes and how.
+    pub(super) trait VectorCode: Code {
+        const PER_STORE: usize;
+        /// `PER_STORE / 4` vectors of integral codes in range (i32 lanes) into `out`.
+        fn store(codes: &[v128], out: &mut [Self]);
+    }
+
+    impl VectorCode for u8 {
+        const PER_STORE: usize = 16;
+        fn store(c: &[v128], out: &mut [u8]) {
+            let bytes = u8x16_narrow_i16x8(i16x8_narrow_i32x4(c[0], c[1]), i16x8_narrow_i32x4(c[2], c[3]));
+            assert!(out.len() >= 16);
+            // safety: 16 bytes in `out` (asserted); wasm stores need no alignment.
+            unsafe { v128_store(out.as_mut_ptr() as *mut v128, bytes) };
+        }
+    }
+
+    impl VectorCode for i16 {
+        const PER_STORE: usize = 8;
+        fn store(c: &[v128], out: &mut [i16]) {
+            let words = i16x8_narrow_i32x4(c[0], c[1]);
+            assert!(out.len() >= 8);
+            // safety: 16 bytes in `out` (asserted); wasm stores need no alignment.
+            unsafe { v128_store(out.as_mut_ptr() as *mut v128, words) };
+        }
+    }
+
+    /// Quantizes `row * smoothing` into `out` (as long as the row), returning `(t, z)`; NaN or
+    /// infinity anywhere: `t` is NaN.
+    pub(super) fn quantize<C: VectorCode>(
+        row: &[f32],
+        smoothing: &[f32],
+        levels: f32,
+        out: &mut [C],
+    ) -> (f32, i32) {
+        assert!(out.len() == row.len() && (smoothing.is_empty() || smoothing.len() == row.len()));
+        let body = row.len() / 4 * 4;
+        let (mut lo, mut hi, mut bad) = (f32x4_splat(0.0), f32x4_splat(0.0), f32x4_splat(0.0));
+        for at in (0..body).step_by(4) {
+            let v = four(row, smoothing, at);
+            // pmin(lo, v) = v < lo ? v : lo, as the portable loop's select.
+            lo = f32x4_pmin(lo, v);
+            hi = f32x4_pmax(hi, v);
+            bad = f32x4_add(bad, f32x4_mul(v, f32x4_splat(0.0)));
+        }
+        let lanes = |v: v128| {
+            [
+                f32x4_extract_lane::<0>(v),
+                f32x4_extract_lane::<1>(v),
+                f32x4_extract_lane::<2>(v),
+                f32x4_extract_lane::<3>(v),
+            ]
+        };
+        let (mut lo_s, mut hi_s) = (0.0f32, 0.0f32);
+        let mut bad_s = lanes(bad).iter().sum::<f32>();
+        for (l, h) in lanes(lo).into_iter().zip(lanes(hi)) {
+            lo_s = lo_s.min(l);
+            hi_s = hi_s.max(h);
+        }
+        for k in body..row.len() {
+            let v = one(row, smoothing, k);
+            lo_s = if v < lo_s { v } else { lo_s };
+            hi_s = if v > hi_s { v } else { hi_s };
+            bad_s += v * 0.0;
+        }
+        if bad_s.is_nan() {
+            return (f32::NAN, 0);
+        }
+        let Some(step) = Step::new(lo_s, hi_s, levels) else {
+            out.fill(C::from_level(0.0));
+            return (1.0, 0);
+        };
+        let (inverse, z, top) = (f32x4_splat(step.inverse), f32x4_splat(step.z), f32x4_splat(levels));
+        let code = |at: usize| {
+            let q = f32x4_nearest(f32x4_add(f32x4_mul(four(row, smoothing, at), inverse), z));
+            i32x4_trunc_sat_f32x4(f32x4_pmin(top, f32x4_pmax(f32x4_splat(0.0), q)))
+        };
+        let stored = row.len() / C::PER_STORE * C::PER_STORE;
+        let mut codes = [f32x4_splat(0.0); 4];
+        for at in (0..stored).step_by(C::PER_STORE) {
+            for (j, c) in codes.iter_mut().take(C::PER_STORE / 4).enumerate() {
+                *c = code(at + 4 * j);
+            }
+            C::store(&codes[..C::PER_STORE / 4], &mut out[at..]);
+        }
+        for (k, o) in out.iter_mut().enumerate().skip(stored) {
+            *o = C::from_level(step.code(one(row, smoothing, k)));
+        }
+        (step.t, step.z as i32)
+    }
 }
 
 impl QuantizedWeights {
@@ -479,7 +654,7 @@ pub fn qgemm(
     }
     ROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
-        rows.fill(x, n, inp, &w.smoothing, w.bits());
+        rows.fill(kernel, x, (n, inp), &w.smoothing, w.bits());
         product(kernel, &rows, n, w, bias, y, rs);
     });
 }
@@ -506,31 +681,124 @@ fn product(
     for s in 0..w.out.div_ceil(NR) {
         let o0 = s * NR;
         let cols = NR.min(w.out - o0);
+        let channels = Channels {
+            o0,
+            scales: &w.scales[o0..o0 + cols],
+            sums: &w.sums[o0..o0 + cols],
+            bias: &bias[o0..o0 + cols],
+        };
         for i0 in (0..n).step_by(MR) {
             let rows_at = i0 * width..(i0 + MR) * width;
-            let acc = match &w.packed {
+            let block = RowBlock { i0, count: MR.min(n - i0), scales: &rows.scales, zeros: &rows.zeros };
+            match &w.packed {
                 Packed::Bytes(p) => {
                     let a: [&[u8]; MR] =
                         std::array::from_fn(|r| &rows.values[rows_at.start + r * width..][..width]);
-                    micro_kernel(kernel, lanes, a, &p[s * strip..(s + 1) * strip]).map(i64::from)
+                    let acc = micro_kernel(kernel, lanes, a, &p[s * strip..(s + 1) * strip]);
+                    write_block_i32(kernel, &acc, &block, &channels, y, rs);
                 }
                 Packed::Words(p) => {
                     let a: [&[i16]; MR] =
                         std::array::from_fn(|r| &rows.wide[rows_at.start + r * width..][..width]);
-                    micro_kernel_words(kernel, 2 * lanes, a, &p[s * strip..(s + 1) * strip])
-                }
-            };
-            let (scales, sums) = (&w.scales[o0..o0 + cols], &w.sums[o0..o0 + cols]);
-            for r in 0..MR.min(n - i0) {
-                let i = i0 + r;
-                let (t, z) = (rows.scales[i], rows.zeros[i] as i64);
-                let row = &mut y[i * rs + o0..i * rs + o0 + cols];
-                let acc = &acc[r * NR..r * NR + cols];
-                let terms = row.iter_mut().zip(acc).zip(sums).zip(scales).zip(&bias[o0..o0 + cols]);
-                for ((((v, &a), &q), &s), &b) in terms {
-                    *v = t * s * (a - z * q as i64) as f32 + b;
+                    let acc = micro_kernel_words(kernel, 2 * lanes, a, &p[s * strip..(s + 1) * strip]);
+                    write_block_i64(&acc, &block, &channels, y, rs);
                 }
             }
+        }
+    }
+}
+
+/// The output channels `o0..o0 + scales.len()` of one strip: their `s_o`, `sum_k q[o,k]` and bias.
+struct Channels<'a> {
+    o0: usize,
+    scales: &'a [f32],
+    sums: &'a [i32],
+    bias: &'a [f32],
+}
+
+/// The rows `i0..i0 + count` of one micro-kernel call, with every row's `t_i` and `z_i`.
+struct RowBlock<'a> {
+    i0: usize,
+    count: usize,
+    scales: &'a [f32],
+    zeros: &'a [i32],
+}
+
+/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of 8-bit sums. In i32: the
+/// true value `sum_k (u_k - z_i) q[o,k]` is at most `127 * 127 * K` in magnitude (the contract's
+/// bound), so wrapping arithmetic gives it exactly, the same integer [`write_block_i64`]
+/// converts. A full strip on the vector kernel goes four channels at a time (simd128): the same
+/// operations in the same order, so the same bits.
+fn write_block_i32(
+    kernel: Kernel,
+    acc: &[i32; MR * NR],
+    block: &RowBlock,
+    ch: &Channels,
+    y: &mut [f32],
+    rs: usize,
+) {
+    let cols = ch.scales.len();
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if kernel == Kernel::Simd && cols == NR {
+        return write_block_simd128(acc, block, ch, y, rs);
+    }
+    let _ = kernel;
+    for r in 0..block.count {
+        let i = block.i0 + r;
+        let (t, z) = (block.scales[i], block.zeros[i]);
+        let row = &mut y[i * rs + ch.o0..i * rs + ch.o0 + cols];
+        let acc = &acc[r * NR..r * NR + cols];
+        let terms = row.iter_mut().zip(acc).zip(ch.sums).zip(ch.scales).zip(ch.bias);
+        for ((((v, &a), &q), &s), &b) in terms {
+            *v = t * s * a.wrapping_sub(z.wrapping_mul(q)) as f32 + b;
+        }
+    }
+}
+
+/// [`write_block_i32`] for a full strip (`NR` channels), two vectors of four a row: the
+/// channels' sums, scales and biases loaded once for the block.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn write_block_simd128(acc: &[i32; MR * NR], block: &RowBlock, ch: &Channels, y: &mut [f32], rs: usize) {
+    use core::arch::wasm32::*;
+    let (q, s, b) = (
+        [lanes4(ch.sums, 0), lanes4(ch.sums, 4)],
+        [lanes4(ch.scales, 0), lanes4(ch.scales, 4)],
+        [lanes4(ch.bias, 0), lanes4(ch.bias, 4)],
+    );
+    for r in 0..block.count {
+        let i = block.i0 + r;
+        let (tv, zv) = (f32x4_splat(block.scales[i]), i32x4_splat(block.zeros[i]));
+        let row = &mut y[i * rs + ch.o0..i * rs + ch.o0 + NR];
+        for h in 0..2 {
+            let value = f32x4_convert_i32x4(i32x4_sub(lanes4(acc, r * NR + 4 * h), i32x4_mul(zv, q[h])));
+            let out = f32x4_add(f32x4_mul(f32x4_mul(tv, s[h]), value), b[h]);
+            let at = &mut row[4 * h..4 * h + 4];
+            // safety: `at` holds four f32s, 16 bytes; wasm stores need no alignment.
+            unsafe { v128_store(at.as_mut_ptr() as *mut v128, out) };
+        }
+    }
+}
+
+/// Four 32-bit values of `s` from `at`, as one vector.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+fn lanes4<T: Copy>(s: &[T], at: usize) -> core::arch::wasm32::v128 {
+    assert!(std::mem::size_of::<T>() == 4 && at + 4 <= s.len(), "four 32-bit values from {at}");
+    // safety: the four values from `at` lie in `s` (asserted), 16 bytes; wasm loads need no
+    // alignment.
+    unsafe { core::arch::wasm32::v128_load(s.as_ptr().add(at) as *const core::arch::wasm32::v128) }
+}
+
+/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of 12-bit sums (in i64).
+fn write_block_i64(acc: &[i64; MR * NR], block: &RowBlock, ch: &Channels, y: &mut [f32], rs: usize) {
+    let cols = ch.scales.len();
+    for r in 0..block.count {
+        let i = block.i0 + r;
+        let (t, z) = (block.scales[i], block.zeros[i] as i64);
+        let row = &mut y[i * rs + ch.o0..i * rs + ch.o0 + cols];
+        let acc = &acc[r * NR..r * NR + cols];
+        let terms = row.iter_mut().zip(acc).zip(ch.sums).zip(ch.scales).zip(ch.bias);
+        for ((((v, &a), &q), &s), &b) in terms {
+            *v = t * s * (a - z * q as i64) as f32 + b;
         }
     }
 }
