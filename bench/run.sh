@@ -105,6 +105,9 @@ if [ "$shapes" != smoke ]; then
   echo
   echo "## the 8-bit path against transformers.js q8, both on two threads (cross-origin isolated page)"
   node bench/int8.mjs "$rounds" threads
+  echo
+  echo "## where an 8-bit layer's time goes (the relaxed build's products and stages, microsecond clock)"
+  node bench/layer-profile.mjs "$rounds"
 fi
 
 echo
