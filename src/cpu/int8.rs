@@ -45,10 +45,14 @@
 //!   block is written and nothing else (NaN-poisoned outputs prove it).
 //!
 //! Each width's micro-kernel has variants with one contract, chosen by [`Kernel`] and the build:
-//! at 8 bits relaxed SIMD (the page's relaxed build) or simd128's `i32x4.dot_i16x8_s` on bytes
-//! widened to 16 bits (engines without relaxed SIMD); at 12 bits `i32x4.dot_i16x8_s` in both
-//! builds; and a portable twin of each that always compiles and runs the native tests. They all
-//! compute the same integers, so they give the same bits. The work around the micro-kernel has
+//! at 8 bits relaxed SIMD (the page's relaxed build) or, in the simd128 build (engines without
+//! relaxed SIMD), the 12-bit micro-kernel on the same integers: the codes quantized into words
+//! and each strip's bytes widened into words once per product (`widen_strip`), which takes
+//! 0.57-0.60x of f32's time where a kernel widening the bytes at every step took 0.85-0.90x
+//! (it kept sixteen accumulators and four widened weight vectors, more than x64's sixteen
+//! vector registers); at 12 bits
+//! `i32x4.dot_i16x8_s` in both builds; and a portable twin of each that always compiles and runs
+//! the native tests. They all compute the same integers, so they give the same bits. The work around the micro-kernel has
 //! a simd128 variant on the vector kernel too, with the same operations in the same order: the
 //! activations' quantization (`vector_rows`: range and codes four values at a time; one value
 //! at a time it took about a sixth of an 8-bit layer at 128 tokens) and the final scaling of a
@@ -320,6 +324,19 @@ fn channel_scale(row: &[f32], levels: f32) -> f32 {
     }
 }
 
+/// Whether a product's activation codes go in 16-bit words: at 12 bits always; at 8 bits on the
+/// vector kernel of the simd128 build, whose fastest integer multiply is `i32x4.dot_i16x8_s` on
+/// words (the relaxed dot product on bytes is not there): its 8-bit products run the 12-bit
+/// micro-kernel on the same integers, each strip's bytes widened once per product
+/// ([`widen_strip`]).
+fn in_words(kernel: Kernel, bits: IntBits) -> bool {
+    bits == IntBits::Twelve || (WIDENED_BYTES && kernel == Kernel::Simd)
+}
+
+/// The simd128 build without relaxed SIMD: 8-bit products on the vector kernel go through words.
+const WIDENED_BYTES: bool =
+    cfg!(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")));
+
 /// Rows of activations quantized for one product: `u` (`rows x 4 * lanes`, padded with zero
 /// rows to a multiple of [`MR`] and zero positions to a multiple of four), as 7-bit codes in
 /// bytes or, for a 12-bit product, 12-bit codes in words; `t_i` and `z_i`.
@@ -348,28 +365,23 @@ impl QuantizedRows {
         let padded = n.div_ceil(MR) * MR;
         self.scales.clear();
         self.zeros.clear();
-        match bits {
-            IntBits::Eight => {
-                self.values.clear();
-                self.values.resize(padded * width, 0);
-            }
-            IntBits::Twelve => {
-                self.wide.clear();
-                self.wide.resize(padded * width, 0);
-            }
+        let words = in_words(kernel, bits);
+        if words {
+            self.wide.clear();
+            self.wide.resize(padded * width, 0);
+        } else {
+            self.values.clear();
+            self.values.resize(padded * width, 0);
         }
         let levels = bits.activation_levels();
         for i in 0..n {
             let mut row = &x[i * inp..(i + 1) * inp];
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             if kernel == Kernel::Simd {
-                let (t, z) = match bits {
-                    IntBits::Eight => {
-                        vector_rows::quantize(row, smoothing, levels, &mut self.values[i * width..][..inp])
-                    }
-                    IntBits::Twelve => {
-                        vector_rows::quantize(row, smoothing, levels, &mut self.wide[i * width..][..inp])
-                    }
+                let (t, z) = if words {
+                    vector_rows::quantize(row, smoothing, levels, &mut self.wide[i * width..][..inp])
+                } else {
+                    vector_rows::quantize(row, smoothing, levels, &mut self.values[i * width..][..inp])
                 };
                 self.scales.push(t);
                 self.zeros.push(z);
@@ -381,9 +393,10 @@ impl QuantizedRows {
                 self.smoothed.extend(row.iter().zip(smoothing).map(|(v, s)| v * s));
                 row = &self.smoothed;
             }
-            let (t, z) = match bits {
-                IntBits::Eight => quantize_row(row, levels, &mut self.values[i * width..i * width + inp]),
-                IntBits::Twelve => quantize_row(row, levels, &mut self.wide[i * width..i * width + inp]),
+            let (t, z) = if words {
+                quantize_row(row, levels, &mut self.wide[i * width..i * width + inp])
+            } else {
+                quantize_row(row, levels, &mut self.values[i * width..i * width + inp])
             };
             self.scales.push(t);
             self.zeros.push(z);
@@ -678,6 +691,7 @@ fn product(
     }
     let width = lanes * 4;
     let strip = lanes * NR * 4;
+    let mut widened = Vec::new();
     for s in 0..w.out.div_ceil(NR) {
         let o0 = s * NR;
         let cols = NR.min(w.out - o0);
@@ -691,6 +705,16 @@ fn product(
             let rows_at = i0 * width..(i0 + MR) * width;
             let block = RowBlock { i0, count: MR.min(n - i0), scales: &rows.scales, zeros: &rows.zeros };
             match &w.packed {
+                Packed::Bytes(p) if in_words(kernel, IntBits::Eight) => {
+                    if i0 == 0 {
+                        widen_strip(&p[s * strip..(s + 1) * strip], lanes, &mut widened);
+                    }
+                    let a: [&[i16]; MR] =
+                        std::array::from_fn(|r| &rows.wide[rows_at.start + r * width..][..width]);
+                    // Exact in i32: at most 127 * 127 * K in magnitude (the contract).
+                    let acc = micro_kernel_words(kernel, 2 * lanes, a, &widened).map(|v| v as i32);
+                    write_block_i32(kernel, &acc, &block, &channels, y, rs);
+                }
                 Packed::Bytes(p) => {
                     let a: [&[u8]; MR] =
                         std::array::from_fn(|r| &rows.values[rows_at.start + r * width..][..width]);
@@ -809,10 +833,10 @@ fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [
         strip.len() >= steps * STEP_BYTES && a.iter().all(|r| r.len() >= steps * 4),
         "a step past the operands"
     );
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
     if kernel == Kernel::Simd {
         // safety: the assert above: every row of `a` holds `4 * steps` bytes and the strip
-        // `STEP_BYTES * steps`, which is all either variant reads.
+        // `STEP_BYTES * steps`, which is all the kernel reads.
         return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr()) };
     }
     let _ = kernel;
@@ -820,7 +844,6 @@ fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [
 }
 
 /// The portable twin: plain integer loops.
-#[cfg_attr(all(target_arch = "wasm32", target_feature = "simd128"), allow(dead_code))]
 fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
     let mut acc = [0i32; MR * NR];
     for (p, step) in strip.chunks_exact(STEP_BYTES).take(steps).enumerate() {
@@ -869,46 +892,48 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
     out
 }
 
-/// The simd128 micro-kernel: bytes widened to 16 bits, `i32x4.dot_i16x8_s` on each half of a
-/// weight vector (two channels of four positions) against the row's four activations twice,
-/// so each lane holds two positions of one channel; the lanes are paired at the end.
-///
-/// # Safety
-/// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP_BYTES * steps`.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128", not(feature = "relaxed-simd")))]
-#[target_feature(enable = "simd128")]
-unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
-    use core::arch::wasm32::*;
-    // acc[r * 4 + h]: row r, channels 2h and 2h + 1, lanes [2h: k0+k1, 2h: k2+k3, 2h+1: ..].
-    let mut acc = [i32x4_splat(0); MR * 4];
-    for p in 0..steps {
-        // safety: p < steps: both loads lie in the strip's step p.
-        let (b0, b1) = unsafe {
-            (
-                v128_load(b.add(p * STEP_BYTES) as *const v128),
-                v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
-            )
-        };
-        let w = [
-            i16x8_extend_low_i8x16(b0),
-            i16x8_extend_high_i8x16(b0),
-            i16x8_extend_low_i8x16(b1),
-            i16x8_extend_high_i8x16(b1),
-        ];
-        for r in 0..MR {
-            // safety: p < steps: the row's bytes 4p..4p + 4, twice over in the widened vector.
-            let u = u16x8_extend_low_u8x16(unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) });
-            for (h, w) in w.iter().enumerate() {
-                acc[r * 4 + h] = i32x4_add(acc[r * 4 + h], i32x4_dot_i16x8(*w, u));
+/// A strip of 8-bit weights (`steps` steps of four positions, channel-major) as the 12-bit
+/// micro-kernel's words (`2 * steps` steps of two positions): each step's bytes of positions
+/// `0, 1` for the eight channels, then of positions `2, 3`, sign-extended. The same integers.
+fn widen_strip(strip: &[i8], steps: usize, out: &mut Vec<i16>) {
+    assert!(strip.len() >= steps * STEP_BYTES, "a step past the strip");
+    out.clear();
+    out.resize(steps * 2 * STEP_WORDS, 0);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        use core::arch::wasm32::*;
+        for (p, words) in out.chunks_exact_mut(2 * STEP_WORDS).enumerate() {
+            // safety: p < steps: the step's 32 bytes lie in the strip (asserted); wasm loads
+            // need no alignment.
+            let (b0, b1) = unsafe {
+                let at = strip.as_ptr().add(p * STEP_BYTES);
+                (v128_load(at as *const v128), v128_load(at.add(16) as *const v128))
+            };
+            let first = i8x16_shuffle::<0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29>(b0, b1);
+            let second = i8x16_shuffle::<2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31>(b0, b1);
+            let wide = [
+                i16x8_extend_low_i8x16(first),
+                i16x8_extend_high_i8x16(first),
+                i16x8_extend_low_i8x16(second),
+                i16x8_extend_high_i8x16(second),
+            ];
+            for (chunk, v) in words.chunks_exact_mut(8).zip(wide) {
+                // safety: eight i16s, 16 bytes; wasm stores need no alignment.
+                unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, v) };
+            }
+        }
+        return;
+    }
+    #[allow(unreachable_code)]
+    for (p, words) in out.chunks_exact_mut(2 * STEP_WORDS).enumerate() {
+        let step = &strip[p * STEP_BYTES..(p + 1) * STEP_BYTES];
+        for (half, words) in words.chunks_exact_mut(STEP_WORDS).enumerate() {
+            for (c, pair) in words.chunks_exact_mut(2).enumerate() {
+                pair[0] = step[c * 4 + 2 * half] as i16;
+                pair[1] = step[c * 4 + 2 * half + 1] as i16;
             }
         }
     }
-    let mut out = [0i32; MR * NR];
-    for (pair, v) in out.chunks_exact_mut(2).zip(acc) {
-        pair[0] = i32x4_extract_lane::<0>(v) + i32x4_extract_lane::<1>(v);
-        pair[1] = i32x4_extract_lane::<2>(v) + i32x4_extract_lane::<3>(v);
-    }
-    out
 }
 
 /// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of two positions, for
