@@ -48,16 +48,16 @@
 //! at 8 bits relaxed SIMD (the page's relaxed build) or, in the simd128 build (engines without
 //! relaxed SIMD), the 12-bit micro-kernel on the same integers: the codes quantized into words
 //! and each strip's bytes widened into words once per product (`widen_strip`), which takes
-//! 0.57-0.60x of f32's time where a kernel widening the bytes at every step took 0.85-0.90x
-//! (it kept sixteen accumulators and four widened weight vectors, more than x64's sixteen
-//! vector registers); at 12 bits
-//! `i32x4.dot_i16x8_s` in both builds; and a portable twin of each that always compiles and runs
-//! the native tests. They all compute the same integers, so they give the same bits. The work around the micro-kernel has
-//! a simd128 variant on the vector kernel too, with the same operations in the same order: the
-//! activations' quantization (`vector_rows`: range and codes four values at a time; one value
-//! at a time it took about a sixth of an 8-bit layer at 128 tokens) and the final scaling of a
-//! full strip (`write_block_simd128`). `both_kernels_give_the_same_bits` holds all of it to the
-//! bit in the browser.
+//! 0.57-0.60x of f32's time where a kernel widening the bytes at every step took 0.85-0.90x (it
+//! kept sixteen accumulators and four widened weight vectors, more than x64's sixteen vector
+//! registers); at 12 bits `i32x4.dot_i16x8_s` in both builds; and a portable twin of each that
+//! always compiles and runs the native tests. They all compute the same integers, so they give
+//! the same bits. The work around the micro-kernel has a simd128 variant on the vector kernel
+//! too, with the same operations in the same order: the activations' quantization
+//! (`vector_rows`: range and codes four values at a time; one value at a time it took about a
+//! sixth of an 8-bit layer at 128 tokens) and the final scaling of a full strip
+//! (`write_block_simd128`). `both_kernels_give_the_same_bits` holds all of it to the bit in the
+//! browser.
 
 use std::cell::RefCell;
 use std::ops::Range;
