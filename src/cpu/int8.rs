@@ -1108,6 +1108,32 @@ mod tests {
         }
     }
 
+    /// The simd128 build's 8-bit products read each strip widened into the 12-bit kernel's
+    /// layout: every weight where the words layout puts it, zeros past the channels and the
+    /// positions (natively the portable loop, in the browser the shuffles).
+    #[test]
+    fn a_widened_strip_holds_the_same_weights_in_the_words_layout() {
+        for (m, k) in [(13, 9), (8, 4), (3, 1), (17, 33)] {
+            let q = QuantizedWeights::new(&filled(m * k, 7), m, k);
+            let Packed::Bytes(bytes) = &q.packed else { panic!("8-bit weights are bytes") };
+            let lanes = k.div_ceil(4);
+            let strip = lanes * STEP_BYTES;
+            for s in 0..m.div_ceil(NR) {
+                let mut words = vec![i16::MIN; 3];
+                widen_strip(&bytes[s * strip..(s + 1) * strip], lanes, &mut words);
+                assert_eq!(words.len(), lanes * 2 * STEP_WORDS, "{m}x{k}");
+                for c in 0..NR {
+                    for j in 0..lanes * 4 {
+                        let o = s * NR + c;
+                        let want = if o < m && j < k { q.at(o, j) } else { 0 };
+                        let got = words[packed_index(IntBits::Twelve, lanes, c, j)] as i32;
+                        assert_eq!(got, want, "{m}x{k}: channel {o}, position {j}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn both_kernels_give_the_same_bits() {
         for &(n, k, m) in SHAPES {
