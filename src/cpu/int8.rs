@@ -748,11 +748,11 @@ struct RowBlock<'a> {
     zeros: &'a [i32],
 }
 
-/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of 8-bit sums. In i32: the
-/// true value `sum_k (u_k - z_i) q[o,k]` is at most `127 * 127 * K` in magnitude (the contract's
-/// bound), so wrapping arithmetic gives it exactly, the same integer [`write_block_i64`]
-/// converts. A full strip on the vector kernel goes four channels at a time (simd128): the same
-/// operations in the same order, so the same bits.
+/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of 8-bit sums: a full strip
+/// on the vector kernel four channels at a time in i32 (simd128; the true value
+/// `sum_k (u_k - z_i) q[o,k]` is at most `127 * 127 * K` in magnitude, the contract's bound, so
+/// wrapping arithmetic gives it exactly), anything else by [`write_block_i64`]: the same integer
+/// and the same operations in the same order, so the same bits.
 fn write_block_i32(
     kernel: Kernel,
     acc: &[i32; MR * NR],
@@ -761,22 +761,12 @@ fn write_block_i32(
     y: &mut [f32],
     rs: usize,
 ) {
-    let cols = ch.scales.len();
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if kernel == Kernel::Simd && cols == NR {
+    if kernel == Kernel::Simd && ch.scales.len() == NR {
         return write_block_simd128(acc, block, ch, y, rs);
     }
     let _ = kernel;
-    for r in 0..block.count {
-        let i = block.i0 + r;
-        let (t, z) = (block.scales[i], block.zeros[i]);
-        let row = &mut y[i * rs + ch.o0..i * rs + ch.o0 + cols];
-        let acc = &acc[r * NR..r * NR + cols];
-        let terms = row.iter_mut().zip(acc).zip(ch.sums).zip(ch.scales).zip(ch.bias);
-        for ((((v, &a), &q), &s), &b) in terms {
-            *v = t * s * a.wrapping_sub(z.wrapping_mul(q)) as f32 + b;
-        }
-    }
+    write_block_i64(&acc.map(i64::from), block, ch, y, rs);
 }
 
 /// [`write_block_i32`] for a full strip (`NR` channels), two vectors of four a row: the
@@ -812,7 +802,8 @@ fn lanes4<T: Copy>(s: &[T], at: usize) -> core::arch::wasm32::v128 {
     unsafe { core::arch::wasm32::v128_load(s.as_ptr().add(at) as *const core::arch::wasm32::v128) }
 }
 
-/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of 12-bit sums (in i64).
+/// `y[i, o] = t_i s_o (acc - z_i sum_k q[o,k]) + b_o` for a block of sums in i64 (12-bit
+/// products, and 8-bit ones off the vector path).
 fn write_block_i64(acc: &[i64; MR * NR], block: &RowBlock, ch: &Channels, y: &mut [f32], rs: usize) {
     let cols = ch.scales.len();
     for r in 0..block.count {
