@@ -20,10 +20,13 @@ const chromiumArgs = ['--headless=new', '--no-sandbox', '--disable-quic', '--no-
 /**
  * Launches headless Chromium. With `webgpu`, it offers WebGPU (a SwiftShader adapter), which
  * headless Chromium does only with --enable-unsafe-webgpu; without, it is a browser with no WebGPU.
+ * `HEADLAB_JS_FLAGS` passes V8 flags, for the benchmarks: `--no-enable-avx-vnni` makes V8 lower
+ * relaxed SIMD's integer dot product as on a CPU without VEX VNNI (a Zen 4, an older Xeon).
  */
 export function launch({ webgpu }) {
   const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-  return chromium.launch({ executablePath, args: webgpu ? [...chromiumArgs, '--enable-unsafe-webgpu'] : chromiumArgs });
+  const v8 = process.env.HEADLAB_JS_FLAGS ? [`--js-flags=${process.env.HEADLAB_JS_FLAGS}`] : [];
+  return chromium.launch({ executablePath, args: [...chromiumArgs, ...v8, ...(webgpu ? ['--enable-unsafe-webgpu'] : [])] });
 }
 
 /**
