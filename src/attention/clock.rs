@@ -40,6 +40,22 @@ pub fn more_repeats(resolution_ms: f64, reps: usize, elapsed_ms: f64) -> Option<
     Some(scaled.max(2 * reps).min(MAX_REPEATS))
 }
 
+/// Milliseconds per run of `run` on `clock`: one sample, repeated until the clock can tell it
+/// ([`more_repeats`]) and it spans at least `min_ms` (a clock of step `min_ms / 50`).
+pub fn ms_per_run(clock: &impl Clock, min_ms: f64, mut run: impl FnMut()) -> f64 {
+    let step = clock.resolution_ms().max(min_ms / SAMPLE_TICKS);
+    let mut reps = 1;
+    loop {
+        let t0 = clock.now_ms();
+        (0..reps).for_each(|_| run());
+        let elapsed = clock.now_ms() - t0;
+        match more_repeats(step, reps, elapsed) {
+            Some(more) => reps = more,
+            None => return elapsed / reps as f64,
+        }
+    }
+}
+
 /// A duration for the page, no finer than a clock of step `resolution_ms` can tell: below one
 /// step it is "under 1 ms" (or "under 0.1 ms"), and it keeps only the decimals the step has.
 /// An exact clock (step 0) gets one decimal.
@@ -93,6 +109,33 @@ mod tests {
         // Never past the cap.
         assert_eq!(more_repeats(1.0, 600, 1.0), Some(MAX_REPEATS));
         assert_eq!(more_repeats(1.0, MAX_REPEATS, 1.0), None);
+    }
+
+    #[test]
+    fn a_run_is_timed_over_as_many_repeats_as_the_clock_needs() {
+        // A 1 ms clock and runs of 0.3 ms each: 1, then 50, then 167 runs (50.1 ms).
+        struct Coarse(std::cell::Cell<f64>);
+        impl Clock for Coarse {
+            fn now_ms(&self) -> f64 {
+                self.0.get().floor()
+            }
+            fn resolution_ms(&self) -> f64 {
+                1.0
+            }
+        }
+        let (clock, runs) = (Coarse(std::cell::Cell::new(0.0)), std::cell::Cell::new(0));
+        let time = |min_ms| {
+            runs.set(0);
+            let ms = ms_per_run(&clock, min_ms, || {
+                clock.0.set(clock.0.get() + 0.3);
+                runs.set(runs.get() + 1);
+            });
+            assert!((ms - 0.3).abs() < 0.01, "{ms} ms per run");
+            runs.get()
+        };
+        assert_eq!(time(0.0), 1 + 50 + 167);
+        // At least 100 ms: as a clock of 2 ms steps would need.
+        assert!((334..=400).contains(&time(100.0)));
     }
 
     #[test]

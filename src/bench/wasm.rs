@@ -6,6 +6,7 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use super::{generated_report, normwise_error, profile, run};
 use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
+use crate::jobs::web::choose_dot_form;
 use crate::model::sharded::{BertShard, SplitPass, Step};
 
 #[wasm_bindgen]
@@ -37,9 +38,11 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
 }
 
-/// The page's model asset (its bytes) at `precision` (`"f16"` or `"int8"`).
+/// The page's model asset (its bytes) at `precision` (`"f16"` or `"int8"`), its 8-bit products
+/// in the form the page would pick on this CPU.
 fn model_at(asset: &[u8], precision: &str) -> Result<crate::model::Model, String> {
     let precision = precision_of(precision)?;
+    choose_dot_form();
     let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     Ok(model)
@@ -321,6 +324,7 @@ impl TrainedCase {
     /// The model at another precision (`"f16"` or `"int8"`), for [`TrainedCase::embed`].
     pub fn set_precision(&mut self, key: &str) -> Result<(), String> {
         let precision = precision_of(key)?;
+        choose_dot_form();
         let mut model = self.model.clone();
         model.set_precision(Kernel::Simd, precision);
         self.model = Box::leak(Box::new(model));
@@ -449,6 +453,8 @@ impl TrainedShard {
         if index >= count || count > spec.heads {
             return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
+        // Each thread's instance times the forms itself (the same CPU: the same answer).
+        choose_dot_form();
         model.set_precision(Kernel::Simd, precision);
         Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count), out: Vec::new() })
     }
@@ -485,7 +491,8 @@ impl TrainedShard {
 /// line of milliseconds: what the integer kernels gain on their own.
 #[wasm_bindgen]
 pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String {
-    use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
+    use crate::cpu::int8::{qgemm, set_dot_form, DotForm, IntBits, QuantizedWeights, DOT_FORMS_DIFFER};
+    let chosen = choose_dot_form();
     let value = |i: usize| ((crate::attention::synthetic::hash32(i as u32) >> 8) as f32 / 8_388_608.0) - 1.0;
     let x: Vec<f32> = (0..n * k).map(value).collect();
     let w: Vec<f32> = (0..m * k).map(|i| value(i + 7_777_777)).collect();
@@ -493,24 +500,35 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
     let plain = QuantizedWeights::new(&w, m, k);
     let wide = QuantizedWeights::with_bits(&w, m, k, IntBits::Twelve);
     let mut y = vec![0.0f32; n * m];
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..rounds.max(1) {
         let t0 = now();
         crate::model::bert::linear(Kernel::Simd, &x, n, &lin, &mut y, m);
         let t1 = now();
-        qgemm(Kernel::Simd, &x, n, &plain, &lin.b, &mut y, m);
-        let t2 = now();
         qgemm(Kernel::Simd, &x, n, &wide, &lin.b, &mut y, m);
-        let t3 = now();
         times[0].push(t1 - t0);
-        times[1].push(t2 - t1);
-        times[2].push(t3 - t2);
+        times[1].push(now() - t1);
+        for (form, samples) in DotForm::ALL.into_iter().zip(&mut times[2..]) {
+            set_dot_form(form);
+            let t0 = now();
+            qgemm(Kernel::Simd, &x, n, &plain, &lin.b, &mut y, m);
+            samples.push(now() - t0);
+        }
+        set_dot_form(chosen);
     }
-    let [f, s, r] = times.map(super::median);
+    let [f, r, fused, split] = times.map(super::median);
+    let eight = match DOT_FORMS_DIFFER {
+        true => format!(
+            "8-bit fused {fused:.3} ms = {:.2}x, split {split:.3} ms = {:.2}x (the page's pick: {})",
+            fused / f,
+            split / f,
+            chosen.key()
+        ),
+        false => format!("8-bit {fused:.3} ms = {:.2}x", fused / f),
+    };
     format!(
-        "{n}x{k}x{m} ({}): f32 {f:.3} ms, 8-bit {s:.3} ms = {:.2}x, 12-bit {r:.3} ms = {:.2}x",
+        "{n}x{k}x{m} ({}): f32 {f:.3} ms, {eight}, 12-bit {r:.3} ms = {:.2}x",
         Kernel::Simd.describe(),
-        s / f,
         r / f
     )
 }

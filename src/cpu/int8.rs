@@ -26,6 +26,16 @@
 //! a zero point; the weights keep all 8 bits. (8-bit activations, each code split into two 7-bit
 //! halves for two dot products a step, were measured and dropped: 0.66-0.72x of f32 where 7 bits
 //! take 0.33-0.39x, and no product of the model needed them once `W_2` had finer weights.)
+//! How an engine runs that instruction depends on the CPU: V8 emits one `vpdpbusd` where the
+//! CPU has VEX VNNI (a Zen 5, recent Intel), and five instructions elsewhere (a Zen 4, Xeons
+//! without AVX-VNNI: the constant ones made again, `vpmaddubsw`, `vpmaddwd` by them, an add).
+//! So the relaxed micro-kernel has two forms of the same sums ([`DotForm`]), timed once per wasm
+//! instance ([`faster_dot_form`]): [`DotForm::Fused`], that one instruction, and
+//! [`DotForm::Split`], `i16x8.relaxed_dot_i8x16_i7x16_s` (one `vpmaddubsw`; a pair of products
+//! is at most `2 * 127 * 127 = 32258`, exact in 16 bits) then `i32x4.dot_i16x8_s` by ones kept
+//! in a register and an add: three instructions on any x64. Without VNNI the split form's 8-bit
+//! products take about 0.8 of the fused one's time, with VNNI about twice it; both compute the
+//! same integers.
 //! 12-bit products go through simd128's `i32x4.dot_i16x8_s` (8 multiply-adds an instruction) on
 //! 16-bit words: on a CPU whose engine lowers the relaxed dot product to a multiply-add pair (no
 //! VNNI) that is the same multiplier work per weight as 8 bits, and anywhere it is half the work
@@ -61,8 +71,10 @@
 
 use std::cell::RefCell;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::Kernel;
+use crate::attention::clock::{ms_per_run, Clock};
 
 /// Rows of `y` a micro-kernel call produces.
 const MR: usize = 4;
@@ -109,6 +121,97 @@ impl IntBits {
             IntBits::Eight => 127.0,
             IntBits::Twelve => 4095.0,
         }
+    }
+}
+
+/// How the relaxed build's 8-bit micro-kernel sums four products of a byte and a 7-bit code
+/// into an i32 lane (the module docs: which is faster depends on the CPU; both give the same
+/// integers). Natively and in the simd128 build there is one kernel and this changes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DotForm {
+    /// `i32x4.relaxed_dot_i8x16_i7x16_add_s`: one instruction on a CPU with VEX VNNI.
+    Fused,
+    /// `i16x8.relaxed_dot_i8x16_i7x16_s`, then `i32x4.dot_i16x8_s` by ones and `i32x4.add`.
+    Split,
+}
+
+impl DotForm {
+    /// Both forms, the default first.
+    pub const ALL: [DotForm; 2] = [DotForm::Fused, DotForm::Split];
+
+    /// The form as a word, for a message and the benchmarks' lines.
+    pub fn key(self) -> &'static str {
+        match self {
+            DotForm::Fused => "fused",
+            DotForm::Split => "split",
+        }
+    }
+
+    /// The form a [`DotForm::key`] names.
+    pub fn from_key(key: &str) -> Option<DotForm> {
+        DotForm::ALL.into_iter().find(|f| f.key() == key)
+    }
+}
+
+/// This wasm instance's [`DotForm`] (one CPU, so one choice: [`set_dot_form`]).
+static DOT_FORM: AtomicU8 = AtomicU8::new(0);
+
+/// The [`DotForm`] 8-bit products run with: [`DotForm::Fused`] until [`set_dot_form`].
+pub fn dot_form() -> DotForm {
+    DotForm::ALL[DOT_FORM.load(Ordering::Relaxed) as usize]
+}
+
+/// Runs every later 8-bit product with `form` (results unchanged: only the time).
+pub fn set_dot_form(form: DotForm) {
+    DOT_FORM.store(form as u8, Ordering::Relaxed);
+}
+
+/// Whether this build's vector kernel has both forms (the relaxed SIMD build).
+pub const DOT_FORMS_DIFFER: bool =
+    cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
+
+/// The faster [`DotForm`] on this CPU, timed on `clock`: an 8-bit product of 32 rows at
+/// MiniLM's `384 x 384` (0.05-0.1 ms), in rounds of one sample of each form (each at least 2 ms
+/// and 50 clock steps: [`ms_per_run`]), until two rounds in a row improve neither form's fastest
+/// sample by 10 % (at least 5 rounds, at most 16). A fresh instance's first calls run the
+/// engine's baseline code, several times slower and not in the same ratio, until its optimized
+/// code is swapped in; in a page still starting, that took 4-10 rounds in headless Chromium.
+/// 30-150 ms in all. A build with one kernel ([`DOT_FORMS_DIFFER`] false) times nothing and
+/// answers [`DotForm::Fused`].
+pub fn faster_dot_form(clock: &impl Clock) -> DotForm {
+    if !DOT_FORMS_DIFFER {
+        return DotForm::Fused;
+    }
+    let (n, k, m) = (32, 384, 384);
+    let wave = |len: usize, seed: f32| -> Vec<f32> { (0..len).map(|i| (i as f32 * seed).sin()).collect() };
+    let (x, weights) = (wave(n * k, 0.37), QuantizedWeights::new(&wave(m * k, 0.11), m, k));
+    let (bias, mut y) = (vec![0.0f32; m], vec![0.0f32; n * m]);
+    let mut best = [f64::INFINITY; 2];
+    let mut steady = 0;
+    for round in 0..16 {
+        let before = best;
+        for (i, form) in DotForm::ALL.into_iter().enumerate() {
+            let ms =
+                ms_per_run(clock, 2.0, || qgemm_with(Kernel::Simd, form, &x, n, &weights, &bias, &mut y, m));
+            best[i] = best[i].min(ms);
+        }
+        steady = match best.iter().zip(before).all(|(now, was)| *now >= 0.9 * was) {
+            true => steady + 1,
+            false => 0,
+        };
+        if round >= 4 && steady >= 2 {
+            break;
+        }
+    }
+    by_time(best[0], best[1])
+}
+
+/// The form that took less time; the fused one on a tie (or an unreadable clock).
+fn by_time(fused_ms: f64, split_ms: f64) -> DotForm {
+    if split_ms < fused_ms {
+        DotForm::Split
+    } else {
+        DotForm::Fused
     }
 }
 
@@ -655,6 +758,21 @@ pub fn qgemm(
     y: &mut [f32],
     rs: usize,
 ) {
+    qgemm_with(kernel, dot_form(), x, n, w, bias, y, rs)
+}
+
+/// [`qgemm`] with the relaxed 8-bit micro-kernel in `form` (the same bits in every form).
+#[allow(clippy::too_many_arguments)]
+fn qgemm_with(
+    kernel: Kernel,
+    form: DotForm,
+    x: &[f32],
+    n: usize,
+    w: &QuantizedWeights,
+    bias: &[f32],
+    y: &mut [f32],
+    rs: usize,
+) {
     let (out, inp) = (w.out, w.inp);
     assert_eq!(x.len(), n * inp, "x must be n x {inp}");
     assert_eq!(bias.len(), out, "one bias per output channel");
@@ -668,14 +786,14 @@ pub fn qgemm(
     ROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
         rows.fill(kernel, x, (n, inp), &w.smoothing, w.bits());
-        product(kernel, &rows, n, w, bias, y, rs);
+        product((kernel, form), &rows, n, w, bias, y, rs);
     });
 }
 
 /// The blocked loops around the micro-kernel: each strip of `NR` channels (`K x 8` weights, in
 /// L1) against every block of `MR` rows.
 fn product(
-    kernel: Kernel,
+    (kernel, form): (Kernel, DotForm),
     rows: &QuantizedRows,
     n: usize,
     w: &QuantizedWeights,
@@ -718,7 +836,7 @@ fn product(
                 Packed::Bytes(p) => {
                     let a: [&[u8]; MR] =
                         std::array::from_fn(|r| &rows.values[rows_at.start + r * width..][..width]);
-                    let acc = micro_kernel(kernel, lanes, a, &p[s * strip..(s + 1) * strip]);
+                    let acc = micro_kernel((kernel, form), lanes, a, &p[s * strip..(s + 1) * strip]);
                     write_block_i32(kernel, &acc, &block, &channels, y, rs);
                 }
                 Packed::Words(p) => {
@@ -819,18 +937,29 @@ fn write_block_i64(acc: &[i64; MR * NR], block: &RowBlock, ch: &Channels, y: &mu
 }
 
 /// `acc[r * NR + c] = sum_k a[r][k] * strip(c, k)` over `steps` steps of four positions.
-fn micro_kernel(kernel: Kernel, steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR * NR] {
+fn micro_kernel(
+    (kernel, form): (Kernel, DotForm),
+    steps: usize,
+    a: [&[u8]; MR],
+    strip: &[i8],
+) -> [i32; MR * NR] {
     assert!(
         strip.len() >= steps * STEP_BYTES && a.iter().all(|r| r.len() >= steps * 4),
         "a step past the operands"
     );
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
     if kernel == Kernel::Simd {
+        let (a, b) = (a.map(|r| r.as_ptr()), strip.as_ptr());
         // safety: the assert above: every row of `a` holds `4 * steps` bytes and the strip
-        // `STEP_BYTES * steps`, which is all the kernel reads.
-        return unsafe { micro_kernel_simd128(steps, a.map(|r| r.as_ptr()), strip.as_ptr()) };
+        // `STEP_BYTES * steps`, which is all either kernel reads.
+        return unsafe {
+            match form {
+                DotForm::Fused => micro_kernel_simd128(steps, a, b),
+                DotForm::Split => micro_kernel_split(steps, a, b),
+            }
+        };
     }
-    let _ = kernel;
+    let _ = (kernel, form);
     micro_kernel_portable(steps, a, strip)
 }
 
@@ -873,6 +1002,45 @@ unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -
             // The activations (top bit clear) are the operand an engine may read as unsigned.
             acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, u, acc[2 * r]);
             acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, u, acc[2 * r + 1]);
+        }
+    }
+    let mut out = [0i32; MR * NR];
+    for (chunk, v) in out.chunks_exact_mut(4).zip(acc) {
+        // safety: four i32 lanes into four i32s.
+        unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, v) };
+    }
+    out
+}
+
+/// [`micro_kernel_simd128`] in [`DotForm::Split`]: each dot product of four positions as
+/// `i16x8.relaxed_dot_i8x16_i7x16_s` (pairs of products, at most `2 * 127 * 127` in magnitude:
+/// exact in i16, so no engine's saturation applies) and `i32x4.dot_i16x8_s` by ones (the two
+/// pairs into the lane), added into the accumulator. The same integers.
+///
+/// # Safety
+/// As [`micro_kernel_simd128`].
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
+#[target_feature(enable = "simd128,relaxed-simd")]
+unsafe fn micro_kernel_split(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
+    use core::arch::wasm32::*;
+    let mut acc = [i32x4_splat(0); MR * 2];
+    // Made once, held in a register: the fused instruction's lowering without VNNI makes it
+    // again at every use.
+    let ones = i16x8_splat(1);
+    for p in 0..steps {
+        // safety: p < steps: both loads lie in the strip's step p.
+        let (b0, b1) = unsafe {
+            (
+                v128_load(b.add(p * STEP_BYTES) as *const v128),
+                v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
+            )
+        };
+        for r in 0..MR {
+            // safety: p < steps: the row's bytes 4p..4p + 4.
+            let u = unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) };
+            let (d0, d1) = (i16x8_relaxed_dot_i8x16_i7x16(b0, u), i16x8_relaxed_dot_i8x16_i7x16(b1, u));
+            acc[2 * r] = i32x4_add(acc[2 * r], i32x4_dot_i16x8(d0, ones));
+            acc[2 * r + 1] = i32x4_add(acc[2 * r + 1], i32x4_dot_i16x8(d1, ones));
         }
     }
     let mut out = [0i32; MR * NR];
@@ -1130,16 +1298,37 @@ mod tests {
         for &(n, k, m) in SHAPES {
             let (x, w, bias) = (filled(n * k, 4), filled(m * k, 5), filled(m, 6));
             for q in variants(&w, m, k) {
-                let run = |kernel| {
+                let run = |kernel, form| {
                     let mut y = vec![f32::NAN; n * m];
-                    qgemm(kernel, &x, n, &q, &bias, &mut y, m);
+                    qgemm_with(kernel, form, &x, n, &q, &bias, &mut y, m);
                     y
                 };
-                let (a, b) = (run(Kernel::Simd), run(Kernel::Scalar));
-                let same = a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{n}x{k}x{m} {:?}: the kernels differ", q.bits());
+                let b = run(Kernel::Scalar, DotForm::Fused);
+                for form in DotForm::ALL {
+                    let a = run(Kernel::Simd, form);
+                    let same = a.iter().zip(&b).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{n}x{k}x{m} {:?} {form:?}: the kernels differ", q.bits());
+                }
             }
         }
+    }
+
+    #[test]
+    fn the_faster_dot_form_is_chosen_and_named() {
+        assert_eq!((by_time(2.0, 1.0), by_time(1.0, 2.0)), (DotForm::Split, DotForm::Fused));
+        assert_eq!((by_time(1.0, 1.0), by_time(f64::NAN, 1.0)), (DotForm::Fused, DotForm::Fused));
+        for form in DotForm::ALL {
+            assert_eq!(DotForm::from_key(form.key()), Some(form));
+        }
+        assert_eq!(DotForm::from_key("vnni"), None);
+        // A build with one kernel times nothing; the relaxed build answers either form (on a
+        // clock that moves 10 ms a reading: one run a sample).
+        let now = std::cell::Cell::new(0.0);
+        let chosen = faster_dot_form(&|| {
+            now.set(now.get() + 10.0);
+            now.get()
+        });
+        assert!(DOT_FORMS_DIFFER || chosen == DotForm::Fused);
     }
 
     #[test]
@@ -1154,14 +1343,14 @@ mod tests {
                     (0..9).all(|o| q.at(o, k - 1) as f32 == bits.weight_levels()),
                     "{bits:?}: the top level"
                 );
-                for kernel in Kernel::ALL {
+                for (kernel, form) in Kernel::ALL.into_iter().flat_map(|k| DotForm::ALL.map(|f| (k, f))) {
                     let mut y = vec![f32::NAN; n * 9];
-                    qgemm(kernel, &x, n, &q, &[1.0; 9], &mut y, 9);
+                    qgemm_with(kernel, form, &x, n, &q, &[1.0; 9], &mut y, 9);
                     let want = 0.5 * k as f32 + 1.0;
                     for v in &y {
                         assert!(
                             (v - want).abs() <= 1e-6 * want,
-                            "{kernel:?} {bits:?} K = {k}: {v} for {want}"
+                            "{kernel:?} {form:?} {bits:?} K = {k}: {v} for {want}"
                         );
                     }
                 }

@@ -4,6 +4,7 @@
 use std::cell::Cell;
 
 use crate::attention::clock::{step_from_tick, Clock};
+use crate::cpu::int8::{faster_dot_form, set_dot_form, DotForm};
 use crate::jobs::host::{Host, LocalFuture};
 
 /// Milliseconds from the page's (or worker's) time origin.
@@ -36,6 +37,21 @@ pub fn clock_step_ms() -> f64 {
         let found = step_from_tick(smallest);
         step.set(Some(found));
         found
+    })
+}
+
+/// The relaxed build's 8-bit micro-kernel form for this CPU, timed the first time this wasm
+/// instance asks (a few milliseconds; [`crate::cpu::int8::faster_dot_form`]) and set for every
+/// later product. The page asks at start and hands its answer to its workers.
+pub fn choose_dot_form() -> DotForm {
+    thread_local! {
+        static CHOSEN: Cell<Option<DotForm>> = const { Cell::new(None) };
+    }
+    CHOSEN.with(|chosen| {
+        let form = chosen.get().unwrap_or_else(|| faster_dot_form(&PageHost));
+        set_dot_form(form);
+        chosen.set(Some(form));
+        form
     })
 }
 

@@ -1,7 +1,8 @@
-//! The jobs in the browser: the page's clock and turns ([`PageHost`]), downloads, loading a
-//! trained model from the page's server or the reader's files ([`load`], [`files`]), its web
-//! workers as a [`crate::jobs::pool::Pool`] ([`WebWorkers`]), and, inside a worker, serving the
-//! page's pieces ([`worker`]).
+//! The jobs in the browser: the page's clock and turns ([`PageHost`]), the 8-bit kernel's form
+//! for this CPU ([`choose_dot_form`]), downloads, loading a trained model from the page's server
+//! or the reader's files ([`load`], [`files`]), its web workers as a
+//! [`crate::jobs::pool::Pool`] ([`WebWorkers`]), and, inside a worker, serving the page's pieces
+//! ([`worker`]).
 
 mod download;
 pub mod files;
@@ -11,5 +12,5 @@ pub mod worker;
 mod workers;
 
 pub use download::{fetch_bytes, STALL_MS};
-pub use host::{clock_step_ms, now_ms, yield_to_browser, PageHost};
+pub use host::{choose_dot_form, clock_step_ms, now_ms, yield_to_browser, PageHost};
 pub use workers::{auto_threads, ModelFile, WebWorkers, AUTO_MAX};

@@ -2,9 +2,10 @@
 //! work ([`crate::model::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
-//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision]` (its model
-//! file, which the page fetched or converted: the worker reads nothing itself, and the precision
-//! the page runs it at, `"f16"` or `"int8"`), and the worker answers `"loaded"` once it has
+//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision, dot form]`
+//! (its model file, which the page fetched or converted: the worker reads nothing itself; the
+//! precision the page runs it at, `"f16"` or `"int8"`; and the form of the 8-bit micro-kernel the
+//! page timed as faster on this CPU, [`crate::cpu::int8::DotForm`]), and the worker answers `"loaded"` once it has
 //! decoded it (and quantized it, calibrated as the page's own copy, so both give the same bits);
 //! then each piece of work comes as an `ArrayBuffer` and goes back as one (a piece that asks for
 //! the other precision runs on a copy the worker makes the first time: [`Copies`]). Anything that goes wrong is answered with a string that
@@ -19,6 +20,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::attention::precision::Precision;
+use crate::cpu::int8::{set_dot_form, DotForm};
 use crate::cpu::Kernel;
 use crate::model::copies::Copies;
 use crate::model::work::Work;
@@ -68,14 +70,18 @@ fn work(models: Option<&Copies>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     Ok(models.run(&work, Kernel::Simd)?.encode())
 }
 
-/// The model the page sent: `[id, Uint8Array, precision]`, its id, its model file and the
-/// precision to run it at.
+/// The model the page sent: `[id, Uint8Array, precision, dot form]`, its id, its model file, the
+/// precision to run it at and the 8-bit micro-kernel's form.
 fn load(message: &Array) -> Result<Model, String> {
     let id = message.get(0).as_string().ok_or("the model's message has no id")?;
     let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
     let key = message.get(2).as_string().ok_or("the model's message has no precision")?;
     let precision =
         Precision::from_key(&key).ok_or_else(|| format!("the model's message asks for precision {key:?}"))?;
+    let key = message.get(3).as_string().ok_or("the model's message has no dot form")?;
+    let form =
+        DotForm::from_key(&key).ok_or_else(|| format!("the model's message asks for dot form {key:?}"))?;
+    set_dot_form(form);
     let mut model = Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     Ok(model)

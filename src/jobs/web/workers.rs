@@ -26,6 +26,7 @@ use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType
 use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
+use crate::jobs::web::choose_dot_form;
 use crate::model::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -145,10 +146,11 @@ impl Crew {
             .map(|m| {
                 let (m, (glue, wasm)) = (m.clone(), (glue.clone(), wasm.clone()));
                 // Each worker gets its own copy (posting copies it): the page keeps the file.
-                let message = Array::of3(
+                let message = Array::of4(
                     &JsValue::from_str(&model.id),
                     &Uint8Array::from(&model.bytes[..]),
                     &JsValue::from_str(precision.key()),
+                    &JsValue::from_str(choose_dot_form().key()),
                 );
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
