@@ -82,12 +82,13 @@ const benchLib = `window.bench = {
 // threads need): it sleeps on the request word, runs the step the page wrote there on the input
 // beside it, writes its partial branch after the input and publishes the request's number as
 // done. No message per step: a postMessage round trip waits on both threads' event loops.
-const shardWorker = `import init, { TrainedShard } from '/relaxed/headlab.js';
+const shardWorker = `import init, { TrainedShard, bench_dot_form } from '/relaxed/headlab.js';
 const ready = init({ module_or_path: '/relaxed/headlab_bg.wasm' });
 const shards = {};
 onmessage = async ({ data }) => {
   await ready;
   if (data.bytes) { shards[data.precision] = new TrainedShard(data.bytes, 1, 2, data.precision); return postMessage('ready'); }
+  if (data.form) { bench_dot_form(data.form); return postMessage('ready'); }
   const { words, values, capacity } = data;
   postMessage('serving');
   // words: [0] the request's number (-1: stop), [1] the last one done (minus it: failed), [2]
@@ -160,13 +161,18 @@ async function oneThread(page) {
   const result = await page.evaluate(async ({ rounds, smoke, peer }) => {
     const { cosine, measure } = window.bench;
     const bytes = await bench.model();
-    const out = { products: [], profiles: [], rows: [], agent: navigator.userAgent };
+    const out = { products: [], profiles: [], rows: [], forms: {}, agent: navigator.userAgent };
     // Every side embeds a text: name -> async (text) => Float32Array.
     const sides = {};
     let tokens;
     for (const build of ['simd128', 'relaxed']) {
       const m = await import(`/${build}/headlab.js`);
       await m.default({ module_or_path: `/${build}/headlab_bg.wasm` });
+      // The 8-bit form as the page picks it: timed, then timed again once the engine's
+      // optimized code is in (src/jobs/web/host.rs).
+      m.bench_int8_product(128, 384, 384, 3);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      out.forms[build] = m.bench_dot_form('retime');
       for (const [n, k, o] of smoke ? [[128, 384, 1536]] : [[128, 384, 384], [128, 384, 1536], [128, 1536, 384]]) {
         m.bench_int8_product(n, k, o, 3);
         out.products.push(`${build}: ${m.bench_int8_product(n, k, o, rounds * 3)}`);
@@ -198,6 +204,7 @@ async function oneThread(page) {
     return { ...out, names };
   }, { rounds, smoke, peer });
   console.log(`The 8-bit path in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), one thread, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
+  console.log(`the relaxed build's 8-bit products in the ${result.forms.relaxed} form (timed faster on this CPU: src/cpu/int8.rs DotForm)`);
   console.log('\nOne dense layer, y = x W^T + b, median milliseconds:');
   for (const line of result.products) console.log(`- ${line}`);
   for (const profile of result.profiles) console.log(`\n${profile}`);
@@ -246,6 +253,11 @@ async function twoThreads(page) {
       await ask({ bytes, precision });
       models[precision] = model;
     }
+    // The 8-bit form as the page picks it (timed again once the engine's optimized code is in),
+    // and the worker told it, as the page tells its workers.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const form = m.bench_dot_form('retime');
+    await ask({ form });
     // The steps' shared memory: the largest layer input, then the worker's partial branch.
     const capacity = 512 * 384;
     const words = new Int32Array(new SharedArrayBuffer(5 * 4));
@@ -303,10 +315,10 @@ async function twoThreads(page) {
     Atomics.store(words, 0, -1);
     Atomics.notify(words, 0);
     worker.terminate();
-    return { rows, names, agent: navigator.userAgent, cores: navigator.hardwareConcurrency };
+    return { rows, names, form, agent: navigator.userAgent, cores: navigator.hardwareConcurrency };
   }, { rounds, peer });
   console.log(`The 8-bit path on two threads in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), cross-origin isolated page, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
-  console.log('headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs), the rows of each step passed in shared memory; transformers.js: onnxruntime-web wasm, numThreads 2\n');
+  console.log(`headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs), the rows of each step passed in shared memory; transformers.js: onnxruntime-web wasm, numThreads 2; headlab's 8-bit products in the ${result.form} form on both threads\n`);
   console.log(`| tokens | ${result.names.join(' | ')} | speed-up of the cut, f16 / 8-bit | headlab f16 / fp32 | headlab 8-bit / q8 |`);
   console.log(`|---:|${'---:|'.repeat(result.names.length + 3)}`);
   for (const r of result.rows) {

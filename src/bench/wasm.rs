@@ -453,8 +453,7 @@ impl TrainedShard {
         if index >= count || count > spec.heads {
             return Err(format!("shard {index} of {count}: at most {} shards", spec.heads));
         }
-        // Each thread's instance times the forms itself (the same CPU: the same answer).
-        choose_dot_form();
+        // The 8-bit products' form is the page's: `bench_dot_form` with its key.
         model.set_precision(Kernel::Simd, precision);
         Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count), out: Vec::new() })
     }
@@ -531,6 +530,22 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
         Kernel::Simd.describe(),
         r / f
     )
+}
+
+/// The relaxed build's 8-bit micro-kernel form ([`crate::cpu::int8::DotForm`]) as the page
+/// handles it: `"retime"` times the forms again (as the page does two seconds in, once the
+/// engine has compiled both forms' optimized code: call it after a warm-up and a pause), a form's
+/// key (`"fused"`, `"split"`) sets it (a worker: the page's answer); either way the key of the
+/// form now in use.
+#[wasm_bindgen]
+pub fn bench_dot_form(how: &str) -> Result<String, String> {
+    let form = match how {
+        "retime" => crate::jobs::web::retime_dot_form(),
+        key => crate::cpu::int8::DotForm::from_key(key)
+            .ok_or_else(|| format!("no dot form {key:?}: fused, split or retime"))?,
+    };
+    crate::jobs::web::adopt_dot_form(form);
+    Ok(form.key().to_string())
 }
 
 /// A GPT-2-family decoder from its page model file (a checkpoint folder converted by the page's

@@ -175,8 +175,9 @@ pub const DOT_FORMS_DIFFER: bool =
 /// and 50 clock steps: [`ms_per_run`]), until two rounds in a row improve neither form's fastest
 /// sample by 10 % (at least 5 rounds, at most 16). A fresh instance's first calls run the
 /// engine's baseline code, several times slower and not in the same ratio, until its optimized
-/// code is swapped in; in a page still starting, that took 4-10 rounds in headless Chromium.
-/// 30-150 ms in all. A build with one kernel ([`DOT_FORMS_DIFFER`] false) times nothing and
+/// code is swapped in; in a page still starting, that took 4-20 rounds in headless Chromium and
+/// once more than this waited for (about 1 start in 17 picked the slower form), so the page
+/// times it again two seconds later, when a timing is clean. 30-150 ms in all. A build with one kernel ([`DOT_FORMS_DIFFER`] false) times nothing and
 /// answers [`DotForm::Fused`].
 pub fn faster_dot_form(clock: &impl Clock) -> DotForm {
     if !DOT_FORMS_DIFFER {

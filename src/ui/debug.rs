@@ -35,6 +35,18 @@ pub fn wasm_memory_bytes() -> f64 {
     (core::arch::wasm32::memory_size::<0>() * 65536) as f64
 }
 
+/// The form the relaxed build's 8-bit products run in on this CPU (`fused` or `split`,
+/// [`crate::cpu::int8::DotForm`]), with `settled` once the page has timed it again; `untimed`
+/// before the page has timed it (its first turn after start). The simd128 build has one form.
+#[wasm_bindgen]
+pub fn kernel_dot_form() -> String {
+    match crate::jobs::web::timed_dot_form() {
+        Some((form, true)) => format!("{} settled", form.key()),
+        Some((form, false)) => form.key().to_string(),
+        None => "untimed".to_string(),
+    }
+}
+
 /// The drift the CPU core computes for the settings in `query` with heads `pruned` switched off,
 /// as "cosine rel_l2" with the page's rounding: the page's numbers, on whichever backend it runs,
 /// must equal these. Returns the configuration error's text if it cannot run.

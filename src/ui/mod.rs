@@ -35,11 +35,13 @@ pub fn start() {
         return crate::jobs::web::worker::serve(scope);
     }
     panic::install();
-    // The 8-bit kernel's form, timed once the page has painted (it takes 30-150 ms), long before
-    // the model has arrived; the workers get this choice with the model.
-    leptos::task::spawn_local(async {
+    // The 8-bit kernel's form, timed once the page has painted (30-150 ms), and again two
+    // seconds later, when the engine has compiled both forms' optimized code.
+    wasm_bindgen_futures::spawn_local(async {
         crate::jobs::web::yield_to_browser().await;
         crate::jobs::web::choose_dot_form();
+        crate::jobs::web::wait_ms(2000).await;
+        crate::jobs::web::settled_dot_form();
     });
     let root = document().get_element_by_id("app").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
     match root {

@@ -36,7 +36,7 @@ test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', a
 
 // The test hooks of src/ui/debug.rs: the only functions the page's wasm exports besides the
 // entry point and wasm-bindgen's own glue.
-const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'simulate_gpu_loss', 'simulate_panic', 'wasm_memory_bytes'];
+const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'kernel_dot_form', 'simulate_gpu_loss', 'simulate_panic', 'wasm_memory_bytes'];
 
 test('the release wasm exports the test hooks and no benchmark', async () => {
   const dist = join(root, 'dist');

@@ -12,5 +12,8 @@ pub mod worker;
 mod workers;
 
 pub use download::{fetch_bytes, STALL_MS};
-pub use host::{choose_dot_form, clock_step_ms, now_ms, yield_to_browser, PageHost};
+pub use host::{
+    adopt_dot_form, choose_dot_form, clock_step_ms, now_ms, retime_dot_form, settled_dot_form,
+    timed_dot_form, wait_ms, yield_to_browser, PageHost,
+};
 pub use workers::{auto_threads, ModelFile, WebWorkers, AUTO_MAX};

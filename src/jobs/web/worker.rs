@@ -20,7 +20,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::attention::precision::Precision;
-use crate::cpu::int8::{set_dot_form, DotForm};
+use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::model::copies::Copies;
 use crate::model::work::Work;
@@ -81,7 +81,7 @@ fn load(message: &Array) -> Result<Model, String> {
     let key = message.get(3).as_string().ok_or("the model's message has no dot form")?;
     let form =
         DotForm::from_key(&key).ok_or_else(|| format!("the model's message asks for dot form {key:?}"))?;
-    set_dot_form(form);
+    crate::jobs::web::adopt_dot_form(form);
     let mut model = Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     Ok(model)

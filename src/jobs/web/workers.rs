@@ -26,7 +26,7 @@ use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType
 use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
-use crate::jobs::web::choose_dot_form;
+use crate::jobs::web::settled_dot_form;
 use crate::model::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -150,7 +150,7 @@ impl Crew {
                     &JsValue::from_str(&model.id),
                     &Uint8Array::from(&model.bytes[..]),
                     &JsValue::from_str(precision.key()),
-                    &JsValue::from_str(choose_dot_form().key()),
+                    &JsValue::from_str(settled_dot_form().key()),
                 );
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
