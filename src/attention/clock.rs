@@ -40,10 +40,10 @@ pub fn more_repeats(resolution_ms: f64, reps: usize, elapsed_ms: f64) -> Option<
     Some(scaled.max(2 * reps).min(MAX_REPEATS))
 }
 
-/// Milliseconds per run of `run` on `clock`: one sample, repeated until the clock can tell it
-/// ([`more_repeats`]) and it spans at least `min_ms` (a clock of step `min_ms / 50`).
-pub fn ms_per_run(clock: &impl Clock, min_ms: f64, mut run: impl FnMut()) -> f64 {
-    let step = clock.resolution_ms().max(min_ms / SAMPLE_TICKS);
+/// Milliseconds per run of `run` on `clock`: one sample, repeated until it spans at least
+/// `ticks` of the clock's steps and `min_ms` ([`more_repeats`], on a step scaled to match).
+pub fn ms_per_run(clock: &impl Clock, min_ms: f64, ticks: f64, mut run: impl FnMut()) -> f64 {
+    let step = (clock.resolution_ms() * ticks).max(min_ms) / SAMPLE_TICKS;
     let mut reps = 1;
     loop {
         let t0 = clock.now_ms();
@@ -124,18 +124,20 @@ mod tests {
             }
         }
         let (clock, runs) = (Coarse(std::cell::Cell::new(0.0)), std::cell::Cell::new(0));
-        let time = |min_ms| {
+        let time = |min_ms, ticks| {
             runs.set(0);
-            let ms = ms_per_run(&clock, min_ms, || {
+            let ms = ms_per_run(&clock, min_ms, ticks, || {
                 clock.0.set(clock.0.get() + 0.3);
                 runs.set(runs.get() + 1);
             });
             assert!((ms - 0.3).abs() < 0.01, "{ms} ms per run");
             runs.get()
         };
-        assert_eq!(time(0.0), 1 + 50 + 167);
+        assert_eq!(time(0.0, SAMPLE_TICKS), 1 + 50 + 167);
         // At least 100 ms: as a clock of 2 ms steps would need.
-        assert!((334..=400).contains(&time(100.0)));
+        assert!((334..=400).contains(&time(100.0, SAMPLE_TICKS)));
+        // Ten ticks: 1, then 10, then 34 runs (about 10 ms).
+        assert!((40..=50).contains(&time(0.0, 10.0)));
     }
 
     #[test]

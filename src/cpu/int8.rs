@@ -170,41 +170,86 @@ pub fn set_dot_form(form: DotForm) {
 pub const DOT_FORMS_DIFFER: bool =
     cfg!(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"));
 
-/// The faster [`DotForm`] on this CPU, timed on `clock`: an 8-bit product of 32 rows at
-/// MiniLM's `384 x 384` (0.05-0.1 ms), in rounds of one sample of each form (each at least 2 ms
-/// and 50 clock steps: [`ms_per_run`]), until two rounds in a row improve neither form's fastest
-/// sample by 10 % (at least 5 rounds, at most 16). A fresh instance's first calls run the
-/// engine's baseline code, several times slower and not in the same ratio, until its optimized
-/// code is swapped in; in a page still starting, that took 4-20 rounds in headless Chromium and
-/// once more than this waited for (about 1 start in 17 picked the slower form), so the page
-/// times it again two seconds later, when a timing is clean. 30-150 ms in all. A build with one kernel ([`DOT_FORMS_DIFFER`] false) times nothing and
-/// answers [`DotForm::Fused`].
+/// The faster [`DotForm`] on this CPU, timed on `clock` ([`DotFormTrial`] round after round).
+/// A build with one kernel ([`DOT_FORMS_DIFFER`] false) times nothing and answers
+/// [`DotForm::Fused`].
 pub fn faster_dot_form(clock: &impl Clock) -> DotForm {
     if !DOT_FORMS_DIFFER {
         return DotForm::Fused;
     }
-    let (n, k, m) = (32, 384, 384);
-    let wave = |len: usize, seed: f32| -> Vec<f32> { (0..len).map(|i| (i as f32 * seed).sin()).collect() };
-    let (x, weights) = (wave(n * k, 0.37), QuantizedWeights::new(&wave(m * k, 0.11), m, k));
-    let (bias, mut y) = (vec![0.0f32; m], vec![0.0f32; n * m]);
-    let mut best = [f64::INFINITY; 2];
-    let mut steady = 0;
-    for round in 0..16 {
-        let before = best;
-        for (i, form) in DotForm::ALL.into_iter().enumerate() {
-            let ms =
-                ms_per_run(clock, 2.0, || qgemm_with(Kernel::Simd, form, &x, n, &weights, &bias, &mut y, m));
-            best[i] = best[i].min(ms);
-        }
-        steady = match best.iter().zip(before).all(|(now, was)| *now >= 0.9 * was) {
-            true => steady + 1,
-            false => 0,
-        };
-        if round >= 4 && steady >= 2 {
-            break;
+    let mut trial = DotFormTrial::new();
+    loop {
+        if let Some(form) = trial.round(clock) {
+            return form;
         }
     }
-    by_time(best[0], best[1])
+}
+
+/// Timing the two [`DotForm`]s against each other, a round at a time (a page gives the browser
+/// a turn between rounds): each round one sample of each form on an 8-bit product of 32 rows at
+/// MiniLM's `384 x 384` (0.05-0.1 ms), repeated to at least 2 ms and 10 clock steps (10 %: the
+/// forms differ by 25-70 %); settled when two rounds in a row improve neither form's fastest
+/// sample by 10 %, after at least 5 rounds (at most 16). A fresh instance's first calls run the
+/// engine's baseline code, several times slower and not in the same ratio, until its optimized
+/// code is swapped in, which in a page still starting took 4-20 rounds in headless Chromium and
+/// once more than a trial waited for (1 start in 17 picked the slower form): so a page times
+/// again later, when a trial is clean. 4-10 ms a round on a 0.1 ms clock, 20-40 ms on a 1 ms
+/// one (Firefox's, where a page is not cross-origin isolated).
+pub struct DotFormTrial {
+    operands: (Vec<f32>, QuantizedWeights, Vec<f32>, Vec<f32>),
+    best: [f64; 2],
+    steady: usize,
+    rounds: usize,
+}
+
+impl Default for DotFormTrial {
+    fn default() -> Self {
+        DotFormTrial::new()
+    }
+}
+
+impl DotFormTrial {
+    /// Rows of the timed product.
+    const ROWS: usize = 32;
+    /// Its inputs and outputs (MiniLM's `d_model`).
+    const WIDTH: usize = 384;
+
+    /// A trial with its operands made (a fixed wave: the time does not depend on the values).
+    pub fn new() -> Self {
+        let (n, k) = (Self::ROWS, Self::WIDTH);
+        let wave =
+            |len: usize, seed: f32| -> Vec<f32> { (0..len).map(|i| (i as f32 * seed).sin()).collect() };
+        let weights = QuantizedWeights::new(&wave(k * k, 0.11), k, k);
+        DotFormTrial {
+            operands: (wave(n * k, 0.37), weights, vec![0.0; k], vec![0.0; n * k]),
+            best: [f64::INFINITY; 2],
+            steady: 0,
+            rounds: 0,
+        }
+    }
+
+    /// One round on `clock`: the faster form once the trial has settled.
+    pub fn round(&mut self, clock: &impl Clock) -> Option<DotForm> {
+        let (x, weights, bias, y) = &mut self.operands;
+        let (n, k) = (Self::ROWS, Self::WIDTH);
+        let times = DotForm::ALL.map(|form| {
+            ms_per_run(clock, 2.0, 10.0, || qgemm_with(Kernel::Simd, form, x, n, weights, bias, y, k))
+        });
+        self.record(times)
+    }
+
+    /// A round's times (milliseconds per product, fused then split).
+    fn record(&mut self, times: [f64; 2]) -> Option<DotForm> {
+        let before = self.best;
+        for (best, t) in self.best.iter_mut().zip(times) {
+            *best = best.min(t);
+        }
+        let improved = self.best.iter().zip(before).any(|(now, was)| *now < 0.9 * was);
+        self.steady = if improved { 0 } else { self.steady + 1 };
+        self.rounds += 1;
+        let settled = (self.rounds >= 5 && self.steady >= 2) || self.rounds >= 16;
+        settled.then(|| by_time(self.best[0], self.best[1]))
+    }
 }
 
 /// The form that took less time; the fused one on a tie (or an unreadable clock).
@@ -1330,6 +1375,35 @@ mod tests {
             now.get()
         });
         assert!(DOT_FORMS_DIFFER || chosen == DotForm::Fused);
+    }
+
+    #[test]
+    fn a_trial_waits_for_the_optimized_code_before_it_answers() {
+        let answer = |rounds: &[[f64; 2]]| {
+            let mut trial = DotFormTrial::new();
+            rounds
+                .iter()
+                .enumerate()
+                .map(|(i, &t)| (i + 1, trial.record(t)))
+                .find_map(|(i, f)| f.map(|f| (i, f)))
+        };
+        // Baseline code for the fused form until round 5, then optimized: the answer waits for
+        // two steady rounds after the last improvement.
+        let late = [
+            [0.5, 0.09],
+            [0.4, 0.085],
+            [0.45, 0.086],
+            [0.42, 0.085],
+            [0.05, 0.085],
+            [0.06, 0.09],
+            [0.055, 0.088],
+        ];
+        assert_eq!(answer(&late), Some((7, DotForm::Fused)));
+        // Steady from the start: five rounds.
+        assert_eq!(answer(&[[0.1, 0.08]; 9]), Some((5, DotForm::Split)));
+        // Never steady (each round 20 % faster): sixteen rounds, then the faster so far.
+        let falling: Vec<[f64; 2]> = (0..20).map(|i| [0.8f64.powi(i), 0.9 * 0.8f64.powi(i)]).collect();
+        assert_eq!(answer(&falling), Some((16, DotForm::Split)));
     }
 
     #[test]

@@ -35,13 +35,13 @@ pub fn start() {
         return crate::jobs::web::worker::serve(scope);
     }
     panic::install();
-    // The 8-bit kernel's form, timed once the page has painted (30-150 ms), and again two
-    // seconds later, when the engine has compiled both forms' optimized code.
+    // The 8-bit kernel's form, timed once the page has painted, and again two seconds later,
+    // when the engine has compiled both forms' optimized code (a round at a time, between turns).
     wasm_bindgen_futures::spawn_local(async {
         crate::jobs::web::yield_to_browser().await;
-        crate::jobs::web::choose_dot_form();
+        crate::jobs::web::time_dot_form(false).await;
         crate::jobs::web::wait_ms(2000).await;
-        crate::jobs::web::settled_dot_form();
+        crate::jobs::web::settled_dot_form().await;
     });
     let root = document().get_element_by_id("app").and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
     match root {

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 
 use crate::attention::clock::{step_from_tick, Clock};
-use crate::cpu::int8::{faster_dot_form, set_dot_form, DotForm};
+use crate::cpu::int8::{faster_dot_form, set_dot_form, DotForm, DotFormTrial, DOT_FORMS_DIFFER};
 use crate::jobs::host::{Host, LocalFuture};
 
 /// Milliseconds from the page's (or worker's) time origin.
@@ -47,40 +47,57 @@ thread_local! {
 }
 
 /// The relaxed build's 8-bit micro-kernel form for this CPU, timed the first time this wasm
-/// instance asks ([`crate::cpu::int8::faster_dot_form`]) and set for every later product.
+/// instance asks ([`crate::cpu::int8::faster_dot_form`], at once) and set for every later
+/// product. The benchmarks' instances use it; the page times its own between turns
+/// ([`time_dot_form`]).
 pub fn choose_dot_form() -> DotForm {
     match CHOSEN.with(Cell::get) {
         Some((form, _)) => form,
-        None => timed(false),
+        None => keep(faster_dot_form(&PageHost), false),
     }
 }
 
-/// [`choose_dot_form`], timed again if it was timed only once: a first timing in a fresh
-/// instance can run while the engine is still compiling either form's optimized code (the
-/// machine busy starting the page) and compare baseline code; once that is done, a timing is
-/// short and clean. The page settles it two seconds in, and before it starts its workers, who
-/// get the answer with the model.
-pub fn settled_dot_form() -> DotForm {
+/// Times the forms again at once and keeps the answer as settled (the benchmarks, after their
+/// warm-up: see [`time_dot_form`]).
+pub fn retime_dot_form() -> DotForm {
+    keep(faster_dot_form(&PageHost), true)
+}
+
+/// Times the forms a round at a time, the browser getting a turn between rounds (4-10 ms each in
+/// Chromium, 20-40 ms on a 1 ms clock), and keeps the answer; `settled` marks it as timed after
+/// the engine had compiled both forms' optimized code. The page times once it has painted and,
+/// as settled, two seconds later: a first trial in a fresh instance can compare one form's
+/// baseline code with the other's optimized code (the machine busy starting the page).
+pub async fn time_dot_form(settled: bool) -> DotForm {
+    if !DOT_FORMS_DIFFER {
+        return keep(DotForm::Fused, true);
+    }
+    let mut trial = DotFormTrial::new();
+    loop {
+        if let Some(form) = trial.round(&PageHost) {
+            return keep(form, settled);
+        }
+        yield_to_browser().await;
+    }
+}
+
+/// [`choose_dot_form`] once settled: what the page hands its workers. A page that starts them
+/// before its settled timing (within its first two seconds) times here first.
+pub async fn settled_dot_form() -> DotForm {
     match CHOSEN.with(Cell::get) {
         Some((form, true)) => form,
-        Some((_, false)) => timed(true),
+        Some((_, false)) => time_dot_form(true).await,
         None => {
-            timed(false);
-            timed(true)
+            time_dot_form(false).await;
+            time_dot_form(true).await
         }
     }
-}
-
-/// Times the forms again and keeps the answer as settled (the benchmarks, after their warm-up).
-pub fn retime_dot_form() -> DotForm {
-    timed(true)
 }
 
 /// Runs this instance's 8-bit products in `form` from now on, without timing (a worker: the
 /// page's answer).
 pub fn adopt_dot_form(form: DotForm) {
-    set_dot_form(form);
-    CHOSEN.with(|chosen| chosen.set(Some((form, true))));
+    keep(form, true);
 }
 
 /// This instance's form and whether it is settled, if it was timed or adopted yet.
@@ -88,8 +105,7 @@ pub fn timed_dot_form() -> Option<(DotForm, bool)> {
     CHOSEN.with(Cell::get)
 }
 
-fn timed(settled: bool) -> DotForm {
-    let form = faster_dot_form(&PageHost);
+fn keep(form: DotForm, settled: bool) -> DotForm {
     set_dot_form(form);
     CHOSEN.with(|chosen| chosen.set(Some((form, settled))));
     form

@@ -140,6 +140,8 @@ impl Crew {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
         let members: Vec<Rc<Member>> =
             (0..size).map(|_| Member::spawn().map(Rc::new)).collect::<Result<_, _>>()?;
+        // While they start: the 8-bit form they run in, the page's (timed now if not yet settled).
+        let form = settled_dot_form().await;
         // All at once: each starts the wasm and decodes its copy of the model file.
         let started: Vec<oneshot::Receiver<Result<(), String>>> = members
             .iter()
@@ -150,7 +152,7 @@ impl Crew {
                     &JsValue::from_str(&model.id),
                     &Uint8Array::from(&model.bytes[..]),
                     &JsValue::from_str(precision.key()),
-                    &JsValue::from_str(settled_dot_form().key()),
+                    &JsValue::from_str(form.key()),
                 );
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
