@@ -29,8 +29,8 @@
 //! How an engine runs that instruction depends on the CPU: V8 emits one `vpdpbusd` where the
 //! CPU has VEX VNNI (a Zen 5, recent Intel), and five instructions elsewhere (a Zen 4, Xeons
 //! without AVX-VNNI: the constant ones made again, `vpmaddubsw`, `vpmaddwd` by them, an add).
-//! So the relaxed micro-kernel has two forms of the same sums ([`DotForm`]), timed once per wasm
-//! instance ([`faster_dot_form`]): [`DotForm::Fused`], that one instruction, and
+//! So the relaxed micro-kernel has two forms of the same sums ([`DotForm`]), timed by each wasm
+//! instance ([`DotFormTrial`]): [`DotForm::Fused`], that one instruction, and
 //! [`DotForm::Split`], `i16x8.relaxed_dot_i8x16_i7x16_s` (one `vpmaddubsw`; a pair of products
 //! is at most `2 * 127 * 127 = 32258`, exact in 16 bits) then `i32x4.dot_i16x8_s` by ones kept
 //! in a register and an add: three instructions on any x64. Without VNNI the split form's 8-bit
@@ -1000,8 +1000,8 @@ fn micro_kernel(
         // `STEP_BYTES * steps`, which is all either kernel reads.
         return unsafe {
             match form {
-                DotForm::Fused => micro_kernel_simd128(steps, a, b),
-                DotForm::Split => micro_kernel_split(steps, a, b),
+                DotForm::Fused => micro_kernel_simd128::<false>(steps, a, b),
+                DotForm::Split => micro_kernel_simd128::<true>(steps, a, b),
             }
         };
     }
@@ -1024,50 +1024,22 @@ fn micro_kernel_portable(steps: usize, a: [&[u8]; MR], strip: &[i8]) -> [i32; MR
 }
 
 /// The relaxed-SIMD micro-kernel: per step, two vectors of weights (channels 0-3 and 4-7, four
-/// positions each) and each row's four activations broadcast; one
-/// `i32x4.relaxed_dot_i8x16_i7x16_add_s` per row and vector.
+/// positions each) and each row's four activations broadcast; per row and vector one
+/// `i32x4.relaxed_dot_i8x16_i7x16_add_s` ([`DotForm::Fused`]), or with `SPLIT`
+/// ([`DotForm::Split`]) `i16x8.relaxed_dot_i8x16_i7x16_s` (pairs of products, at most
+/// `2 * 127 * 127` in magnitude: exact in i16, so no engine's saturation applies), then
+/// `i32x4.dot_i16x8_s` by ones (the two pairs into the lane) added into the accumulator. The same
+/// integers either way.
 ///
 /// # Safety
 /// Each `a[r]` must be valid for `4 * steps` reads and `b` for `STEP_BYTES * steps`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
 #[target_feature(enable = "simd128,relaxed-simd")]
-unsafe fn micro_kernel_simd128(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
-    use core::arch::wasm32::*;
-    let mut acc = [i32x4_splat(0); MR * 2];
-    for p in 0..steps {
-        // safety: p < steps: both loads lie in the strip's step p.
-        let (b0, b1) = unsafe {
-            (
-                v128_load(b.add(p * STEP_BYTES) as *const v128),
-                v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
-            )
-        };
-        for r in 0..MR {
-            // safety: p < steps: the row's bytes 4p..4p + 4.
-            let u = unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) };
-            // The activations (top bit clear) are the operand an engine may read as unsigned.
-            acc[2 * r] = i32x4_relaxed_dot_i8x16_i7x16_add(b0, u, acc[2 * r]);
-            acc[2 * r + 1] = i32x4_relaxed_dot_i8x16_i7x16_add(b1, u, acc[2 * r + 1]);
-        }
-    }
-    let mut out = [0i32; MR * NR];
-    for (chunk, v) in out.chunks_exact_mut(4).zip(acc) {
-        // safety: four i32 lanes into four i32s.
-        unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, v) };
-    }
-    out
-}
-
-/// [`micro_kernel_simd128`] in [`DotForm::Split`]: each dot product of four positions as
-/// `i16x8.relaxed_dot_i8x16_i7x16_s` (pairs of products, at most `2 * 127 * 127` in magnitude:
-/// exact in i16, so no engine's saturation applies) and `i32x4.dot_i16x8_s` by ones (the two
-/// pairs into the lane), added into the accumulator. The same integers.
-///
-/// # Safety
-/// As [`micro_kernel_simd128`].
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128", feature = "relaxed-simd"))]
-#[target_feature(enable = "simd128,relaxed-simd")]
-unsafe fn micro_kernel_split(steps: usize, a: [*const u8; MR], b: *const i8) -> [i32; MR * NR] {
+unsafe fn micro_kernel_simd128<const SPLIT: bool>(
+    steps: usize,
+    a: [*const u8; MR],
+    b: *const i8,
+) -> [i32; MR * NR] {
     use core::arch::wasm32::*;
     let mut acc = [i32x4_splat(0); MR * 2];
     // Made once, held in a register: the fused instruction's lowering without VNNI makes it
@@ -1081,12 +1053,16 @@ unsafe fn micro_kernel_split(steps: usize, a: [*const u8; MR], b: *const i8) -> 
                 v128_load(b.add(p * STEP_BYTES + 16) as *const v128),
             )
         };
-        for r in 0..MR {
+        for (r, row) in a.iter().enumerate() {
             // safety: p < steps: the row's bytes 4p..4p + 4.
-            let u = unsafe { v128_load32_splat(a[r].add(p * 4) as *const u32) };
-            let (d0, d1) = (i16x8_relaxed_dot_i8x16_i7x16(b0, u), i16x8_relaxed_dot_i8x16_i7x16(b1, u));
-            acc[2 * r] = i32x4_add(acc[2 * r], i32x4_dot_i16x8(d0, ones));
-            acc[2 * r + 1] = i32x4_add(acc[2 * r + 1], i32x4_dot_i16x8(d1, ones));
+            let u = unsafe { v128_load32_splat(row.add(p * 4) as *const u32) };
+            // The activations (top bit clear) are the operand an engine may read as unsigned.
+            for (j, w) in [(2 * r, b0), (2 * r + 1, b1)] {
+                acc[j] = match SPLIT {
+                    true => i32x4_add(acc[j], i32x4_dot_i16x8(i16x8_relaxed_dot_i8x16_i7x16(w, u), ones)),
+                    false => i32x4_relaxed_dot_i8x16_i7x16_add(w, u, acc[j]),
+                };
+            }
         }
     }
     let mut out = [0i32; MR * NR];
