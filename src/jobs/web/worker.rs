@@ -4,12 +4,13 @@
 //! The conversation, one message at a time (the page waits for each answer):
 //! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision, dot form]`
 //! (its model file, which the page fetched or converted: the worker reads nothing itself; the
-//! precision the page runs it at, `"f16"` or `"int8"`; and the form of the 8-bit micro-kernel the
-//! page timed as faster on this CPU, [`crate::cpu::int8::DotForm`]), and the worker answers `"loaded"` once it has
-//! decoded it (and quantized it, calibrated as the page's own copy, so both give the same bits);
-//! then each piece of work comes as an `ArrayBuffer` and goes back as one (a piece that asks for
-//! the other precision runs on a copy the worker makes the first time: [`Copies`]). Anything that goes wrong is answered with a string that
-//! starts with `"error: "` and says what, and the worker keeps serving.
+//! precision the page runs it at, `"f16"` or `"int8"`; and the form of the 8-bit micro-kernel
+//! the page timed as faster on this CPU, [`crate::cpu::int8::DotForm`]), and the worker answers
+//! `"loaded"` once it has decoded it (and quantized it, calibrated as the page's own copy, so
+//! both give the same bits); then each piece of work comes as an `ArrayBuffer` and goes back as
+//! one (a piece that asks for the other precision runs on a copy the worker makes the first
+//! time: [`Copies`]). Anything that goes wrong is answered with a string that starts with
+//! `"error: "` and says what, and the worker keeps serving.
 
 use std::cell::RefCell;
 use std::rc::Rc;
