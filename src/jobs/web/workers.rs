@@ -138,10 +138,12 @@ impl Crew {
     /// Starts `size` workers and loads the model in each.
     async fn start(size: usize, model: &ModelFile, precision: Precision) -> Result<Crew, String> {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
+        // The 8-bit form they run in, the page's (timed now if not yet settled). Before they are
+        // spawned: nothing may await between a spawn and its handlers, or a worker that fails to
+        // start reports it to nobody.
+        let form = settled_dot_form().await;
         let members: Vec<Rc<Member>> =
             (0..size).map(|_| Member::spawn().map(Rc::new)).collect::<Result<_, _>>()?;
-        // While they start: the 8-bit form they run in, the page's (timed now if not yet settled).
-        let form = settled_dot_form().await;
         // All at once: each starts the wasm and decodes its copy of the model file.
         let started: Vec<oneshot::Receiver<Result<(), String>>> = members
             .iter()
