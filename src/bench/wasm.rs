@@ -541,10 +541,13 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
 pub fn bench_dot_form(how: &str) -> Result<String, String> {
     let form = match how {
         "retime" => crate::jobs::web::retime_dot_form(),
-        key => crate::cpu::int8::DotForm::from_key(key)
-            .ok_or_else(|| format!("no dot form {key:?}: fused, split or retime"))?,
+        key => {
+            let form = crate::cpu::int8::DotForm::from_key(key)
+                .ok_or_else(|| format!("no dot form {key:?}: fused, split or retime"))?;
+            crate::jobs::web::adopt_dot_form(form);
+            form
+        }
     };
-    crate::jobs::web::adopt_dot_form(form);
     Ok(form.key().to_string())
 }
 
