@@ -81,7 +81,8 @@ const benchLib = `window.bench = {
 // it serves steps from shared memory (the page is cross-origin isolated, as onnxruntime-web's
 // threads need): it spins, then sleeps, on the request word, runs the step the page wrote there
 // on the input beside it, writes its partial branch after the input and publishes the request's
-// number as done. No message per step: a postMessage round trip waits on both threads' event loops.
+// number as done. No message per step: a postMessage round trip waits on both threads' event
+// loops.
 const shardWorker = `import init, { TrainedShard, bench_dot_form } from '/relaxed/headlab.js';
 const ready = init({ module_or_path: '/relaxed/headlab_bg.wasm' });
 const shards = {};
