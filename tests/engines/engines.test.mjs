@@ -109,7 +109,10 @@ async function assertDriftMatchesCpuCore(driver, what) {
     const [ec, er] = expected.split(' ').map(Number);
     const [sc, sr] = shown.split(' ').map(Number);
     last = `page shows "${shown}", CPU core "${expected}"`;
-    return Math.abs(ec - sc) <= 2e-6 && Math.abs(er - sr) <= 2e-4;
+    // Within two units of the last digit shown (six decimals, four), counted in those units:
+    // "0.804035" against "0.804033" is 2.0000000000131e-6 apart in binary floating point.
+    const units = (a, b, decimals) => Math.round(Math.abs(a - b) * 10 ** decimals);
+    return units(ec, sc, 6) <= 2 && units(er, sr, 4) <= 2;
   };
   await driver.wait(same, 10000).catch((e) => assert.fail(`${what}: ${last || e.message}`));
 }
