@@ -69,9 +69,22 @@ const ENGINE_FACTS = `const [simd, relaxed, done] = arguments;
 
 const textOf = (driver, id) => driver.executeScript(
   `return document.querySelector('[data-testid="${id}"]')?.textContent ?? null`);
-/** Waits until `predicate` (a JS expression) is true in the page. */
-const until = (driver, predicate, what, timeout = 60000) =>
-  driver.wait(() => driver.executeScript(`return !!(${predicate})`), timeout, `waiting for ${what}`);
+/** What the page shows when a wait runs out: its state, heatmaps, timing line and shown alerts. */
+const PAGE_STATE = `return [document.readyState, document.querySelectorAll('canvas.heatmap').length + ' heatmaps',
+  document.querySelector('[data-testid=timing]')?.textContent ?? 'no timing line',
+  ...[...document.querySelectorAll('[role=alert]')].filter((e) => e.getClientRects().length > 0)
+    .map((e) => 'alert: ' + e.textContent.trim())].join('; ')`;
+/** Waits until `predicate` (a JS expression) is true in the page; a wait that runs out says what
+ * the page showed then. */
+const until = async (driver, predicate, what, timeout = 60000) => {
+  try {
+    return await driver.wait(() => driver.executeScript(`return !!(${predicate})`), timeout, `waiting for ${what}`);
+  } catch (e) {
+    const shown = await driver.executeScript(PAGE_STATE).catch((why) => `unreadable: ${why.message}`);
+    e.message = `${e.message} (the page showed: ${String(shown).slice(0, 300)})`;
+    throw e;
+  }
+};
 /** Sets an input's or select's value as a reader would (input and change events). */
 const setValue = (driver, id, value) => driver.executeScript(`const el = document.querySelector('[data-testid="${id}"]');
   el.value = arguments[0]; el.dispatchEvent(new Event('input', { bubbles: true })); el.dispatchEvent(new Event('change', { bubbles: true }));`, value);
