@@ -2,7 +2,8 @@
 # The benchmarks: the CPU forward pass and head toggle natively and as wasm (simd128) in Node at
 # BERT-base, n = 128, and GPT-3 with generated weights; the wasm forward (both of the page's
 # builds, simd128 and relaxed SIMD) against onnxruntime-web in the same Node process; the trained
-# model against transformers.js (bench/transformers.mjs, both builds);
+# model against transformers.js (bench/transformers.mjs, both builds); the attention forward
+# against onnxruntime-web in headless Chromium as well (bench/ort.mjs --browser);
 # one pass cut across threads (bench/split.mjs); the GPU path per dispatch (timestamp queries)
 # on the native adapter.
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
@@ -48,6 +49,10 @@ node bench/node.mjs "$rounds" "$shapes"
 echo
 echo "## wasm32 (simd128, and relaxed SIMD) against onnxruntime-web (wasm backend), same process"
 "${node_relaxed[@]}" bench/ort.mjs "$rounds" "$shapes"
+
+echo
+echo "## the same in one page of headless Chromium (what a reader's browser runs: a newer V8 than Node's)"
+node bench/ort.mjs "$rounds" "$shapes" --browser
 
 echo
 echo "## one pass cut across threads (worker_threads, no shared memory) against 1 thread and onnxruntime-web on as many"

@@ -66,7 +66,7 @@ step "end-to-end tests of the built page" node --test --test-reporter=spec tests
 step "end-to-end tests on three engines (WebDriver: Chromium, Firefox, WebKit)" \
   env TMPDIR="$browser_tmp" node --test --test-reporter=spec tests/engines/
 # A short benchmark run proves the benchmark still works; bench/run.sh makes the real numbers.
-step "benchmark smoke run (native, wasm in Node, against onnxruntime-web)" bench/run.sh 2 smoke
+step "benchmark smoke run (native, wasm in Node, against onnxruntime-web in Node and Chromium)" bench/run.sh 2 smoke
 # The trained model against transformers.js on onnxruntime-web (wasm): the ONNX export of the
 # checkpoint (fp32 and transformers.js's 8-bit form, target/transformers/), then a short run.
 step "ONNX export of the trained model for transformers.js (fp32, 8-bit)" node bench/onnx-bert.mjs
