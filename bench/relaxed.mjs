@@ -71,7 +71,7 @@ const result = await page.evaluate(async ({ builds, rounds, smoke, probe }) => {
 
 const version = browser.version();
 console.log(`${cpuLine()}; headless Chromium ${version}; relaxed SIMD validates: ${result.relaxed}; ${rounds} interleaved rounds, medians`);
-console.log('| measure | simd128 (the page) | relaxed SIMD | relaxed / simd128 (median of per-round ratios) | error to the f64 oracle or quality |');
+console.log('| measure | simd128 (what WebKit loads) | relaxed SIMD (what Chromium and Firefox load) | relaxed / simd128 (median of per-round ratios) | error to the f64 oracle or quality |');
 console.log('|---|---:|---:|---:|---|');
 console.log(`| MHA forward, BERT-base, 128 tokens | ${result.forward.simd128.toFixed(2)} ms | ${result.forward.relaxed.toFixed(2)} ms | ${result.ratio.toFixed(2)}x | ${result.error.simd128.toExponential(1)} and ${result.error.relaxed.toExponential(1)} |`);
 if (result.evaluation) {
