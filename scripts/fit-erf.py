@@ -3,8 +3,10 @@
 [0, 3.9], P of degree 6, Q of degree 4 with Q(0) = 1, fitted for the smallest largest error by
 Lawson's iteration (weighted least squares of the linearised problem) in float64. Prints the
 coefficients as f32 and GELU's worst error when they are evaluated in f32 as the kernel does
-(multiplies and adds rounded one at a time; the clamp at 3.9 makes the last value every larger
-input's), relative to max(1, |x|), on a grid of 1e-5.
+(multiplies and adds rounded one at a time, z clamped to [-4, 4] and the quotient to [-1, 1]:
+in f32 the quotient passes 1 between 3.9 and 4, so every larger input gets exactly 1 and a
+very negative x exactly 0), relative to max(1, |x|), on a grid of 1e-5; and the quotient at
+the clamp, which must reach 1.
 Needs numpy: scripts/install-tools.sh puts it in ~/.cache/headlab-tools/venv.
     ~/.cache/headlab-tools/venv/bin/python scripts/fit-erf.py
 """
@@ -12,7 +14,7 @@ from math import erf, sqrt
 
 import numpy as np
 
-P_DEGREE, Q_DEGREE, Z_MAX = 6, 4, 3.9
+P_DEGREE, Q_DEGREE, Z_MAX, CLAMP = 6, 4, 3.9, 4.0
 verf = np.vectorize(erf)
 
 
@@ -40,15 +42,19 @@ def fit(iterations=150):
 
 def gelu_f32(x, p, q):
     f = np.float32
-    z = np.clip((x * f(1 / sqrt(2))).astype(f), f(-Z_MAX), f(Z_MAX))
+    e = np.clip(erf_f32(np.clip((x * f(1 / sqrt(2))).astype(f), f(-CLAMP), f(CLAMP)), p, q), f(-1), f(1))
+    return (f(0.5) * x * (f(1) + e)).astype(f)
+
+
+def erf_f32(z, p, q):
+    f = np.float32
     w = (z * z).astype(f)
     pv, qv = p[-1], q[-1]
     for c in p[-2::-1]:
         pv = (pv * w + c).astype(f)
     for c in q[-2::-1]:
         qv = (qv * w + c).astype(f)
-    e = ((z * pv).astype(f) / qv).astype(f)
-    return (f(0.5) * x * (f(1) + e)).astype(f)
+    return ((z * pv).astype(f) / qv).astype(f)
 
 
 def gelu_error(x, want, p, q):
@@ -62,5 +68,6 @@ want = 0.5 * x.astype(np.float64) * (1 + verf(x.astype(np.float64) / sqrt(2)))
 error = gelu_error(x, want, p32, q32)
 print(f"erf's largest error in float64: {worst:.1e}")
 print(f"GELU in f32: worst {error.max():.2e} of max(1, |x|) at x = {x[error.argmax()]:g}")
+print(f"the quotient at z = {CLAMP}: {float(erf_f32(np.float32(CLAMP), p32, q32))!r} (at least 1)")
 print("P:", ", ".join(repr(float(v)) for v in p32))
 print("Q:", ", ".join(repr(float(v)) for v in q32))

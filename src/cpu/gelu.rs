@@ -2,15 +2,15 @@
 //! and its tanh approximation ([`gelu_tanh_in_place`]) that GPT-2 and some BERTs use.
 //!
 //! The vector path evaluates `erf(z)` as `z P(z^2) / Q(z^2)`, `P` of degree 6 and `Q` of degree
-//! 4, with `z` clamped to `[-3.9, 3.9]` (beyond, `erf` is 1 in f32 to within `3.5e-8`): a
-//! minimax rational fitted in float64 by `scripts/fit-erf.py` (largest error 5.7e-8), four
-//! lanes at a time in ten multiply-adds and one division. Rounded in f32 one operation at a
-//! time, GELU's worst error is 2.3e-7 of `max(1, |x|)`, where Abramowitz and Stegun 7.1.26 with
-//! the softmax's `exp` (which `shaders/bert.wgsl` keeps on the GPU) had 1.8e-7: both far below
-//! the rounding of the product that feeds it, and this form takes half the time (0.19 against
-//! 0.40 ms for a MiniLM layer's `128 x 1536` values in Chromium, BENCHMARKS.md section 13).
-//! A call to `erff` per value, several times slower still, once took half of a batched pass of
-//! the trained model; the scalar twin calls `libm::erff`.
+//! 4: a minimax rational on `[0, 3.9]` (beyond, `erf` is 1 in f32 to within `3.5e-8`) fitted in
+//! float64 by `scripts/fit-erf.py` (largest error 5.7e-8), four lanes at a time in ten
+//! multiply-adds and one division, `z` clamped to `[-4, 4]` and the quotient to `[-1, 1]`.
+//! Rounded in f32 one operation at a time, GELU's worst error is 2.3e-7 of `max(1, |x|)`, where
+//! Abramowitz and Stegun 7.1.26 with the softmax's `exp` (which `shaders/bert.wgsl` keeps on the
+//! GPU) had 1.8e-7: both far below the rounding of the product that feeds it, and this form
+//! takes about half the time (0.20-0.25 against 0.38-0.40 ms for a MiniLM layer's `128 x 1536`
+//! values in Chromium, BENCHMARKS.md section 13). A call to `erff` per value, several times slower still,
+//! once took half of a batched pass of the trained model; the scalar twin calls `libm::erff`.
 
 use super::softmax::{exp, Lanes, F4};
 use super::Kernel;
@@ -85,7 +85,7 @@ fn gelu<V: Lanes>(x: V) -> V {
         2.025_152_3e-8,
     ];
     const Q: [f32; 5] = [1.0, 0.512_798_85, 0.116_066_38, 0.014_581_651, 0.000_991_311_6];
-    let z = x.mul(V::splat(std::f32::consts::FRAC_1_SQRT_2)).max(V::splat(-3.9)).min(V::splat(3.9));
+    let z = x.mul(V::splat(std::f32::consts::FRAC_1_SQRT_2)).max(V::splat(-4.0)).min(V::splat(4.0));
     let w = z.mul(z);
     let mut p = V::splat(P[6]);
     for c in P[..6].iter().rev() {
@@ -95,7 +95,9 @@ fn gelu<V: Lanes>(x: V) -> V {
     for c in Q[..4].iter().rev() {
         q = q.mul(w).add(V::splat(*c));
     }
-    let erf = z.mul(p).div(q);
+    // The quotient passes 1 between z = 3.9 and 4 in f32: clamped, it is exactly 1 beyond, so
+    // GELU is exactly x far above zero and exactly 0 far below (not x times a rounding error).
+    let erf = z.mul(p).div(q).max(V::splat(-1.0)).min(V::splat(1.0));
     V::splat(0.5).mul(x).mul(V::splat(1.0).add(erf))
 }
 
@@ -126,6 +128,10 @@ mod tests {
         let mut scalar = xs.clone();
         gelu_in_place(Kernel::Scalar, &mut scalar);
         assert_eq!(scalar[120_000], 0.0);
+        // Far from zero GELU is x or 0 exactly, on every lane.
+        let mut far = [-1e30, -40.0, 40.0, 1e30, -6.0, 6.0, -5.7, 5.7];
+        gelu_in_place(Kernel::Simd, &mut far);
+        assert_eq!(far, [0.0, 0.0, 40.0, 1e30, 0.0, 6.0, 0.0, 5.7]);
         println!("vector GELU: worst error {worst:.1e} (relative to max(1, |x|))");
     }
 
