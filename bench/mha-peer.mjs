@@ -10,8 +10,8 @@
  * Resolves to `{ times, ratios, errors, flops, fusedError, repeat }`: each side's milliseconds a pass
  * (sides: the builds, `ort`, and `fused` where onnxruntime has the fused Attention op), per-round
  * ratios keyed `build/ort` and `build/fused`, each output's error against the f64 oracle
- * (`max |y - oracle| / max |oracle|`), the pass's floating-point operations, and why the fused
- * graph did not load (or null), and how many passes each sample timed.
+ * (`max |y - oracle| / max |oracle|`), the pass's floating-point operations, why the fused graph
+ * did not load (or null), and how many passes each sample timed.
  */
 export async function measureShape({ libs, ort, mhaModel, interleaved }, { d, h, n, rounds }) {
   const names = Object.keys(libs);
