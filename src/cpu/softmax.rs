@@ -91,6 +91,9 @@ pub(super) trait Lanes: Copy {
     /// `2^n` for integral `n` in `[-126, 127]`, built in the exponent field.
     fn pow2(self) -> Self;
     fn div(self, o: Self) -> Self;
+    fn abs(self) -> Self;
+    /// Per lane, `negative` where `self < 0`, else `otherwise`.
+    fn select_negative(self, negative: Self, otherwise: Self) -> Self;
 }
 
 /// `e^x` for `x` in `[-87, 88]` (clamped outside it): `x = n ln2 + r` with `|r| <= ln2 / 2`,
@@ -141,6 +144,16 @@ impl Lanes for f32 {
     }
     fn div(self, o: Self) -> Self {
         self / o
+    }
+    fn abs(self) -> Self {
+        f32::abs(self)
+    }
+    fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+        if self < 0.0 {
+            negative
+        } else {
+            otherwise
+        }
     }
 }
 
@@ -220,6 +233,14 @@ mod f4 {
         fn div(self, o: Self) -> Self {
             F4(f32x4_div(self.0, o.0))
         }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            F4(f32x4_abs(self.0))
+        }
+        #[inline(always)]
+        fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+            F4(v128_bitselect(negative.0, otherwise.0, f32x4_lt(self.0, f32x4_splat(0.0))))
+        }
     }
 }
 
@@ -286,6 +307,12 @@ mod f4 {
         }
         fn div(self, o: Self) -> Self {
             self.zip(o, |a, b| a / b)
+        }
+        fn abs(self) -> Self {
+            self.map(f32::abs)
+        }
+        fn select_negative(self, negative: Self, otherwise: Self) -> Self {
+            F4([0, 1, 2, 3].map(|i| if self.0[i] < 0.0 { negative.0[i] } else { otherwise.0[i] }))
         }
     }
 }
