@@ -83,12 +83,12 @@ const benchLib = `window.bench = {
 // on the input beside it, writes its partial branch after the input and publishes the request's
 // number as done. No message per step: a postMessage round trip waits on both threads' event
 // loops.
-const shardWorker = `import init, { TrainedShard, bench_dot_form } from '/relaxed/headlab.js';
+const shardWorker = `import init, { EncoderShard, bench_dot_form } from '/relaxed/headlab.js';
 const ready = init({ module_or_path: '/relaxed/headlab_bg.wasm' });
 const shards = {};
 onmessage = async ({ data }) => {
   await ready;
-  if (data.bytes) { shards[data.precision] = new TrainedShard(data.bytes, 1, 2, data.precision); return postMessage('ready'); }
+  if (data.bytes) { shards[data.precision] = new EncoderShard(data.bytes, 1, 2, data.precision); return postMessage('ready'); }
   if (data.form) { bench_dot_form(data.form); return postMessage('ready'); }
   const { words, values, capacity } = data;
   postMessage('serving');
@@ -187,8 +187,8 @@ async function oneThread(page) {
         // Where a layer's time goes at 128 tokens, at each precision.
         for (const p of ['f16', 'int8']) out.profiles.push(m.bench_layer_profile(bytes, new Uint32Array([128]), rounds, p));
       }
-      const f16 = new m.TrainedCase(bytes);
-      const int8 = new m.TrainedCase(bytes);
+      const f16 = new m.EncoderCase(bytes);
+      const int8 = new m.EncoderCase(bytes);
       int8.set_precision('int8');
       sides[`${build} f16`] = async (text) => f16.embed(text);
       sides[`${build} 8-bit`] = async (text) => int8.embed(text);
@@ -254,7 +254,7 @@ async function twoThreads(page) {
     const single = {};
     const models = {};
     for (const precision of ['f16', 'int8']) {
-      const model = new m.TrainedCase(bytes);
+      const model = new m.EncoderCase(bytes);
       if (precision === 'int8') model.set_precision('int8');
       await ask({ bytes, precision });
       models[precision] = model;

@@ -65,7 +65,7 @@ export class SplitPool {
     c.assemble(this.threads, concat(await pending));
   }
 
-  /** The sentence embedding of `text` by `model` (a TrainedCase), cut into one shard per thread. */
+  /** The sentence embedding of `text` by `model` (a EncoderCase), cut into one shard per thread. */
   async embed(model, text) {
     model.split_begin(text, this.threads);
     for (let code = model.split_step(); code >= 0; code = model.split_step()) {
@@ -85,7 +85,7 @@ export class SplitPool {
 /** A worker: one shard of each pass the driver cuts, answered with its buffer transferred. */
 function serve() {
   const { index, count, folder, model } = workerData;
-  const { MhaCase, TrainedShard } = wasm(folder);
+  const { MhaCase, EncoderShard } = wasm(folder);
   const cases = new Map();
   let shard = null;
   parentPort.on('message', (m) => {
@@ -95,7 +95,7 @@ function serve() {
       if (!cases.has(key)) cases.set(key, new MhaCase(m.d, m.h, m.n));
       out = cases.get(key).forward_heads(m.x, m.lo, m.hi);
     } else {
-      shard ??= new TrainedShard(readFileSync(model), index, count, 'f16');
+      shard ??= new EncoderShard(readFileSync(model), index, count, 'f16');
       out = shard.run(m.code, m.x);
     }
     parentPort.postMessage(out, [out.buffer]);

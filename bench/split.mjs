@@ -30,7 +30,7 @@ async function main() {
   const rounds = Number(process.argv[2] ?? 9);
   const smoke = process.argv[3] === 'smoke';
   const threads = Math.max(2, availableParallelism());
-  const { MhaCase, TrainedCase } = require('../target/bench-node/headlab.js');
+  const { MhaCase, EncoderCase } = require('../target/bench-node/headlab.js');
   const pool = new SplitPool(threads);
 
   const toolsDir = process.env.HEADLAB_TOOLS_DIR ?? join(homedir(), '.cache/headlab-tools');
@@ -69,7 +69,7 @@ async function main() {
     c.free();
   }
 
-  const model = new TrainedCase(readFileSync(assetPath));
+  const model = new EncoderCase(readFileSync(assetPath));
   const words = 'the river bank was steep and she sat on it to watch the water run past the old mill'.split(' ');
   for (const n of smoke ? [128] : [128, 512]) {
     const text = Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');

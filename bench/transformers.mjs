@@ -57,9 +57,9 @@ const asset = () => readFileSync(assetFile);
  * picks, calibrated as the page calibrates it). */
 function headlab() {
   const bytes = asset();
-  const f16 = headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.TrainedCase(bytes), int8: false }));
+  const f16 = headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.EncoderCase(bytes), int8: false }));
   const int8 = headlabBuilds().map((b) => {
-    const model = new b.lib.TrainedCase(bytes);
+    const model = new b.lib.EncoderCase(bytes);
     model.set_precision('int8');
     return { name: `${b.name}-int8`, label: `${b.label} 8-bit`, model, int8: true };
   });
@@ -142,7 +142,7 @@ function describe(dir) {
 async function main() {
   if (folder) prepareModel({ root, folder, assetFile, exporter: 'onnx-bert.mjs', exportDir: join(modelsDir, modelName) });
   // The simd128 build's tokenizer (the same code in both builds) makes the texts.
-  const model = new (simd128().TrainedCase)(asset());
+  const model = new (simd128().EncoderCase)(asset());
   const texts = lengths.map((n) => sentence(model, n));
   // The float64 reference: tests/reference/minilm.py on the checksum-verified checkpoint, or
   // tests/reference/checkpoints.py's forward pass on the folder.

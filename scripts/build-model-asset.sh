@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 convert() { cargo run --quiet --locked --profile test --bin convert-model -- "$@"; }
 out=target/model/minilm-f16.bin
 model=$(scripts/fetch-model.sh)
-# The page accepts only the asset whose SHA-256 is built into it (src/model/asset.rs): one made
+# The page accepts only the asset whose SHA-256 is built into it (src/model/load/model_file.rs): one made
 # by another version of the converter is made again.
-want=$(sed -n 's/^pub const ASSET_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/asset.rs)
+want=$(sed -n 's/^pub const ASSET_SHA256: &str = "\([0-9a-f]*\)";/\1/p' src/model/load/model_file.rs)
 if [ ! -s "$out" ] || [ "$(sha256sum "$out" | cut -d' ' -f1)" != "$want" ]; then
   convert --built-in "$model" "$out"
 fi
@@ -33,10 +33,10 @@ make_checked() {
 }
 
 # The sentence pairs the page measures pruning on: every sixth pair of the STS Benchmark's test
-# split (230 pairs, all three genres; src/model/task.rs, select). Checked against the SHA-256
+# split (230 pairs, all three genres; src/model/encoder/task.rs, select). Checked against the SHA-256
 # built into the page, as the model is.
-make_checked --pairs "$(scripts/fetch-pairs.sh)" target/model/sts-pairs.tsv PAIRS_SHA256 src/model/task.rs
+make_checked --pairs "$(scripts/fetch-pairs.sh)" target/model/sts-pairs.tsv PAIRS_SHA256 src/model/encoder/task.rs
 
 # The text set a decoder's perplexity is measured on: a passage of every fourth chapter of
-# Moby-Dick (public domain; src/model/texts.rs, select), checked as the pairs are.
-make_checked --texts "$(scripts/fetch-texts.sh)" target/model/moby-dick.txt TEXTS_SHA256 src/model/texts.rs
+# Moby-Dick (public domain; src/model/decoder/texts.rs, select), checked as the pairs are.
+make_checked --texts "$(scripts/fetch-texts.sh)" target/model/moby-dick.txt TEXTS_SHA256 src/model/decoder/texts.rs

@@ -45,6 +45,23 @@ const ALLOWED: [(&str, &[&str]); 13] = [
     ),
 ];
 
+/// Inside `model`, by concern (the folder under `src/model/`, or the file for one that is alone;
+/// `mod` is `model/mod.rs`): what each may import of the others. The tokenizers and the shape
+/// stand alone; the shared layers know only the shape; loading knows the shape and the
+/// tokenizers (a family's tensors are data in `load/names.rs`, not code of the family); each
+/// family builds on those, and neither imports the other's folder.
+const MODEL_ALLOWED: [(&str, &[&str]); 9] = [
+    ("spec", &[]),
+    ("digits", &[]),
+    ("intervals", &["digits"]),
+    ("tokenize", &[]),
+    ("layers", &["spec"]),
+    ("load", &["spec", "tokenize"]),
+    ("encoder", &["spec", "digits", "intervals", "layers", "load", "tokenize"]),
+    ("decoder", &["spec", "layers", "load", "tokenize"]),
+    ("mod", &["spec", "digits", "intervals", "tokenize", "layers", "load", "encoder", "decoder"]),
+];
+
 /// Longest function allowed, in lines.
 const MAX_FUNCTION_LINES: usize = 150;
 
@@ -333,6 +350,36 @@ fn forbidden(krate: &Crate, edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec
     bad
 }
 
+/// The concern of a file under `src/model/` (its folder there, or its own name; `mod` for
+/// `model/mod.rs`), or `None` for a file elsewhere.
+fn model_part(krate: &Crate, file: &Path) -> Option<String> {
+    let module = module_of(&krate.root, file);
+    (module.first().map(String::as_str) == Some("model"))
+        .then(|| module.get(1).cloned().unwrap_or_else(|| "mod".into()))
+}
+
+/// Imports between the concerns of `model` that `MODEL_ALLOWED` does not list.
+fn forbidden_in_model(krate: &Crate, edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<String> {
+    let allowed: BTreeMap<&str, &[&str]> = MODEL_ALLOWED.into_iter().collect();
+    let mut bad = Vec::new();
+    for (from, targets) in edges {
+        let Some(part) = model_part(krate, from) else { continue };
+        for to in targets {
+            let Some(to_part) = model_part(krate, to) else { continue };
+            let ok =
+                to_part == part || allowed.get(part.as_str()).is_some_and(|a| a.contains(&to_part.as_str()));
+            if !ok {
+                bad.push(format!(
+                    "{} imports {} (model/{part} may not use model/{to_part})",
+                    from.display(),
+                    to.display()
+                ));
+            }
+        }
+    }
+    bad
+}
+
 /// Functions longer than `limit` lines, by brace matching from each `fn` line.
 fn long_functions(krate: &Crate, limit: usize) -> Vec<String> {
     let mut long = Vec::new();
@@ -404,6 +451,23 @@ fn imports_between_modules_point_the_stated_way() {
         .collect();
     assert_eq!(cycles(&table), Vec::<Vec<PathBuf>>::new());
     assert_eq!(forbidden(&krate, &krate.edges()), Vec::<String>::new());
+}
+
+#[test]
+fn the_model_is_kept_in_folders_by_concern_and_neither_family_imports_the_other() {
+    let krate = this_crate();
+    // Every concern under src/model/ is in the table, and the table has no cycle.
+    let parts: BTreeSet<String> = krate.files.values().filter_map(|f| model_part(&krate, f)).collect();
+    let listed: BTreeSet<String> = MODEL_ALLOWED.iter().map(|(m, _)| m.to_string()).collect();
+    assert_eq!(parts, listed, "src/model/'s folders and the table differ");
+    let table: BTreeMap<PathBuf, BTreeSet<PathBuf>> = MODEL_ALLOWED
+        .iter()
+        .map(|(m, uses)| (PathBuf::from(m), uses.iter().map(PathBuf::from).collect()))
+        .collect();
+    assert_eq!(cycles(&table), Vec::<Vec<PathBuf>>::new());
+    let allowed: BTreeMap<&str, &[&str]> = MODEL_ALLOWED.into_iter().collect();
+    assert!(!allowed["encoder"].contains(&"decoder") && !allowed["decoder"].contains(&"encoder"));
+    assert_eq!(forbidden_in_model(&krate, &krate.edges()), Vec::<String>::new());
 }
 
 #[test]

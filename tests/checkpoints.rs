@@ -15,15 +15,15 @@ use common::{assert_close, checkpoints_dir};
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::gpu::{GpuBert, GpuContext};
-use headlab::model::bert::BertOutput;
-use headlab::model::checkpoint::{
-    load, now, referenced_files, CheckpointError, DirFiles, Entry, Files, Loaded, MemoryFiles, Options,
-    SERVED_NAMES,
+use headlab::model::encoder::bert::BertOutput;
+use headlab::model::encoder::Encoder;
+use headlab::model::load::checkpoint::{
+    load, referenced_files, CheckpointError, Loaded, Options, SERVED_NAMES,
 };
-use headlab::model::config::Architecture;
+use headlab::model::load::config::Architecture;
+use headlab::model::load::files::{now, DirFiles, Entry, Files, MemoryFiles};
 use headlab::model::spec::{Activation, Pooling};
-use headlab::model::tokenizer::Casing;
-use headlab::model::Model;
+use headlab::model::tokenize::wordpiece::Casing;
 use serde_json::Value;
 
 const UNLIMITED: Options = Options { name: None, budget: u64::MAX };
@@ -93,10 +93,10 @@ fn each_generated_folder_is_read_as_its_config_and_modules_say() {
 const GENERATED: [&str; 4] = ["bert-odd", "bert-cased-bf16-sharded", "distilbert", "bert-base-shaped"];
 
 /// The generated folder `name`, read by the loader, and its reference.
-fn generated(name: &str) -> (Model, Value) {
+fn generated(name: &str) -> (Encoder, Value) {
     let dir = checkpoints_dir().join(name);
     let loaded = read(&DirFiles::new(&dir).unwrap()).unwrap();
-    let model = Model::from_file(&loaded.file, loaded.id).unwrap();
+    let model = Encoder::from_file(&loaded.file, loaded.id).unwrap();
     let reference =
         serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
     (model, reference)
@@ -107,7 +107,7 @@ fn generated(name: &str) -> (Model, Value) {
 /// layer's attention, to 1e-5 relative. The worst error.
 fn check_forward(
     what: &str,
-    model: &Model,
+    model: &Encoder,
     reference: &Value,
     forward: impl Fn(&[u32], &HeadSet) -> BertOutput,
 ) -> f64 {
@@ -225,7 +225,7 @@ fn a_folder_made_here_round_trips_through_the_page_file() {
     let (files, bert) = tiny_folder(7);
     let loaded = read(&files).unwrap();
     assert_eq!((loaded.description.name.as_str(), loaded.notes.len()), ("tiny", 0));
-    let model = Model::from_file(&loaded.file, loaded.id.clone()).unwrap();
+    let model = Encoder::from_file(&loaded.file, loaded.id.clone()).unwrap();
     let round = |v: &[f32]| v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<_>>();
     assert_eq!(model.bert.word, round(&bert.word));
     assert_eq!(model.bert.layers[1].ffn_in.w, round(&bert.layers[1].ffn_in.w));
@@ -279,7 +279,7 @@ fn weights(
     change: impl FnOnce(&mut Vec<(String, String, Vec<usize>, Vec<u8>)>),
 ) -> impl FnOnce(&mut MemoryFiles) {
     move |files| {
-        let mut tensors = tensors_of(&headlab::model::bert::Bert::random(TINY, 3));
+        let mut tensors = tensors_of(&headlab::model::encoder::bert::Bert::random(TINY, 3));
         change(&mut tensors);
         files.put("tiny/model.safetensors", safetensors(&tensors));
     }
@@ -486,7 +486,7 @@ fn every_bad_folder_is_refused_with_the_file_and_the_problem() {
 /// before anything is allocated for it.
 #[test]
 fn a_header_claiming_a_terabyte_is_refused_as_beyond_the_file() {
-    let mut tensors = tensors_of(&headlab::model::bert::Bert::random(TINY, 3));
+    let mut tensors = tensors_of(&headlab::model::encoder::bert::Bert::random(TINY, 3));
     let huge = ("extra.huge".to_string(), "F32".to_string(), vec![1 << 20, 1 << 18], Vec::new());
     tensors.push(huge);
     let mut bytes = safetensors(&tensors[..tensors.len() - 1]);

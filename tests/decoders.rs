@@ -13,10 +13,11 @@ use common::{assert_close, checkpoints_dir};
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::gpu::{GpuContext, GpuGpt2};
-use headlab::model::bpe::Bpe;
-use headlab::model::config::{self, Architecture};
-use headlab::model::gpt2::{tensor_names, DecoderOutput, Gpt2, Keep};
-use headlab::model::next_token;
+use headlab::model::decoder::gpt2::{DecoderOutput, Gpt2, Keep};
+use headlab::model::decoder::next_token;
+use headlab::model::load::config::{self, Architecture};
+use headlab::model::load::names::decoder_names;
+use headlab::model::tokenize::bpe::Bpe;
 use safetensors::{Dtype, SafeTensors};
 use serde_json::Value;
 
@@ -57,7 +58,7 @@ fn decoder(dir: &Path) -> Gpt2 {
     let prefix =
         ["", "transformer."].into_iter().find(|p| st.tensor(&format!("{p}wte.weight")).is_ok()).unwrap();
     let names: std::collections::HashSet<String> =
-        tensor_names(&c.spec).into_iter().map(|(n, _)| n).collect();
+        decoder_names(&c.spec).into_iter().map(|(n, _)| n).collect();
     Gpt2::from_tensors(c.spec, |name| {
         assert!(names.contains(name));
         let t = st.tensor(&format!("{prefix}{name}")).ok()?;
@@ -333,7 +334,7 @@ fn induction_circuit() -> Gpt2 {
 
 #[test]
 fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeated_half_unpredictable() {
-    use headlab::model::induction::{head_scores, DecoderRole, HalfLosses, Repeated};
+    use headlab::model::decoder::induction::{head_scores, DecoderRole, HalfLosses, Repeated};
     let model = induction_circuit();
     let seq = Repeated::random(11, 6, 3, Some(11));
     let all = HeadSet::all(4);
@@ -365,7 +366,7 @@ fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeat
 #[test]
 fn each_heads_importance_and_the_drift_curve_equal_whole_passes_with_those_heads_pruned() {
     use headlab::attention::importance::random_order;
-    use headlab::model::next_importance::{NextSweep, SweepPlan};
+    use headlab::model::decoder::next_importance::{NextSweep, SweepPlan};
     let model = decoder(&folder("gpt2-odd"));
     let total = model.spec.total_heads();
     let ids: Vec<u32> = (0..23u32).map(|i| (i * 53 + 11) % model.spec.vocab as u32).collect();
@@ -403,8 +404,8 @@ fn each_heads_importance_and_the_drift_curve_equal_whole_passes_with_those_heads
 
 #[test]
 fn on_a_repeated_text_the_induction_circuits_heads_are_the_important_ones() {
-    use headlab::model::induction::Repeated;
-    use headlab::model::next_importance::{NextSweep, SweepPlan};
+    use headlab::model::decoder::induction::Repeated;
+    use headlab::model::decoder::next_importance::{NextSweep, SweepPlan};
     let model = induction_circuit();
     // The last token repeats one from the first half: the circuit predicts the token after it.
     let seq = Repeated::random(11, 6, 3, Some(11));
@@ -419,8 +420,8 @@ fn on_a_repeated_text_the_induction_circuits_heads_are_the_important_ones() {
     assert!(found.curve.random[2] > 0.5, "half at random usually breaks the circuit: {:?}", found.curve);
 }
 
-fn memory_copy(dir: &Path) -> headlab::model::checkpoint::MemoryFiles {
-    let mut files = headlab::model::checkpoint::MemoryFiles::new();
+fn memory_copy(dir: &Path) -> headlab::model::load::files::MemoryFiles {
+    let mut files = headlab::model::load::files::MemoryFiles::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_str().unwrap().to_string();
@@ -432,10 +433,11 @@ fn memory_copy(dir: &Path) -> headlab::model::checkpoint::MemoryFiles {
 }
 
 fn load(
-    files: &impl headlab::model::checkpoint::Files,
+    files: &impl headlab::model::load::files::Files,
     budget: u64,
-) -> Result<headlab::model::checkpoint::Loaded, String> {
-    use headlab::model::checkpoint::{load, now, Options};
+) -> Result<headlab::model::load::checkpoint::Loaded, String> {
+    use headlab::model::load::checkpoint::{load, Options};
+    use headlab::model::load::files::now;
     now(load(files, &Options { name: None, budget }, &mut |_| {})).map_err(|e| e.to_string())
 }
 
@@ -444,7 +446,7 @@ fn each_decoder_folder_becomes_a_model_file_that_runs_as_the_checkpoint_does() {
     use headlab::model::decoder::Decoder;
     for name in CASES {
         let dir = folder(name);
-        let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+        let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
         assert_eq!(loaded.description.architecture, Architecture::Gpt2);
         let decoder = Decoder::from_file(&loaded.file, loaded.id.clone()).unwrap();
         // Every weight the scripts write is a value f16 holds: the file's model is the checkpoint's.
@@ -455,8 +457,9 @@ fn each_decoder_folder_becomes_a_model_file_that_runs_as_the_checkpoint_does() {
             let note = loaded.notes.join(" ");
             assert!(note.contains("h.0.attn.bias") && note.contains("lm_head.weight"), "{note}");
         }
-        let refused =
-            headlab::model::Model::from_file(&loaded.file, loaded.id.clone()).unwrap_err().to_string();
+        let refused = headlab::model::encoder::Encoder::from_file(&loaded.file, loaded.id.clone())
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("is a GPT-2 decoder"), "{refused}");
     }
 }
@@ -464,7 +467,7 @@ fn each_decoder_folder_becomes_a_model_file_that_runs_as_the_checkpoint_does() {
 #[test]
 fn bad_decoder_folders_are_refused_with_the_file_and_the_problem() {
     let dir = folder("gpt2-odd");
-    let mut cases: Vec<(headlab::model::checkpoint::MemoryFiles, &str)> = Vec::new();
+    let mut cases: Vec<(headlab::model::load::files::MemoryFiles, &str)> = Vec::new();
     let mut files = memory_copy(&dir);
     let merges = String::from_utf8(files.get("merges.txt").unwrap().to_vec()).unwrap();
     files.put("merges.txt", format!("{merges}q z\n").into_bytes());
@@ -491,7 +494,7 @@ fn bad_decoder_folders_are_refused_with_the_file_and_the_problem() {
     }
     // A model larger than the page can hold is refused from its header, before a tensor is read.
     let e =
-        load(&headlab::model::checkpoint::DirFiles::new(&folder("gpt2-small-shaped")).unwrap(), 400 << 20)
+        load(&headlab::model::load::files::DirFiles::new(&folder("gpt2-small-shaped")).unwrap(), 400 << 20)
             .unwrap_err();
     assert!(e.contains("the model has 86 M weights and would need about 493 MB"), "{e}");
 }
@@ -500,7 +503,7 @@ fn bad_decoder_folders_are_refused_with_the_file_and_the_problem() {
 fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
     use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let short = decoder.tokens("The bank of the river.");
     assert_eq!((short.cut, decoder.cut_note(&short)), (0, None));
@@ -518,7 +521,7 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
     use headlab::jobs::decoder::{DecoderRun, InductionRun, TOP_TOKENS};
     use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
@@ -598,7 +601,7 @@ fn the_pages_decoder_passes_run_on_the_sessions_gpu_and_move_to_the_cpu_when_it_
     use headlab::jobs::decoder::DecoderRun;
     use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = std::rc::Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let session = pollster::block_on(Session::start(headlab::settings::Preference::Gpu, false));
     assert!(session.gpu().is_some(), "a GPU adapter (lavapipe in CI)");
@@ -631,11 +634,11 @@ fn the_pages_decoder_passes_run_on_the_sessions_gpu_and_move_to_the_cpu_when_it_
 #[test]
 fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_ranking() {
     use headlab::jobs::decoder::{random_heads, SweepProgress, TextSweep};
+    use headlab::model::decoder::next_importance::SweepPlan;
     use headlab::model::decoder::Decoder;
-    use headlab::model::next_importance::SweepPlan;
     use std::cell::Cell;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     assert!(TextSweep::new(&decoder, Kernel::Simd, "", SweepPlan::PAGE).is_none(), "no tokens, no sweep");
@@ -679,10 +682,10 @@ fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_r
 #[test]
 fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() {
     use headlab::jobs::decoder::{SetLoss, SetPerplexity, Steps};
+    use headlab::model::decoder::texts::TextSet;
     use headlab::model::decoder::Decoder;
-    use headlab::model::texts::TextSet;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     let long = "Call me Ishmael. Some years ago, never mind how long precisely. ".repeat(6);
@@ -731,17 +734,17 @@ fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() 
 #[test]
 fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_without_a_head() {
     use headlab::jobs::decoder::{SetLoss, Steps};
+    use headlab::model::decoder::texts::{self, TextSet, TEXTS_SHA256};
     use headlab::model::decoder::Decoder;
-    use headlab::model::texts::{self, TextSet, TEXTS_SHA256};
     let file = texts::select(&common::texts_chapters());
     let want = &reference(&folder("gpt2-odd"))["set"];
-    let sha = headlab::model::asset::sha256_hex(file.as_bytes());
+    let sha = headlab::model::load::model_file::sha256_hex(file.as_bytes());
     assert_eq!(sha, TEXTS_SHA256, "the page's hash is the file's");
     assert_eq!(want["sha256"].as_str(), Some(TEXTS_SHA256), "Python selects the same passages");
     let set = TextSet::from_file(file.as_bytes()).unwrap();
     assert_eq!(set.passages.len() as u64, want["passages"].as_u64().unwrap());
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     for (key, heads) in [("full", HeadSet::all(total)), ("pruned", HeadSet::with_pruned(total, [1]))] {
@@ -780,7 +783,8 @@ fn a_long_text_on_a_large_model_keeps_only_the_layer_on_show() {
 
 #[test]
 fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
-    use headlab::model::decoder_gradient::{gates, head_importance, passage_gradients};
+    use headlab::model::decoder::gradient::{head_importance, passage_gradients};
+    use headlab::model::layers::backward::gates;
     let model = decoder(&folder("gpt2-odd"));
     let total = model.spec.total_heads();
     let ids: Vec<u32> = (0..37u32).map(|i| (i * 29 + 3) % model.spec.vocab as u32).collect();
@@ -822,12 +826,12 @@ fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
 #[test]
 fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
     use headlab::jobs::decoder::{DecoderMeasure, SetGradient, Steps, SweepProgress, TextSweep};
+    use headlab::model::decoder::gradient::head_importance;
+    use headlab::model::decoder::next_importance::SweepPlan;
+    use headlab::model::decoder::texts::TextSet;
     use headlab::model::decoder::Decoder;
-    use headlab::model::decoder_gradient::head_importance;
-    use headlab::model::next_importance::SweepPlan;
-    use headlab::model::texts::TextSet;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let total = decoder.spec().total_heads();
     let set = TextSet {
@@ -866,12 +870,12 @@ fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pru
     use headlab::attention::importance::{least_important_first, random_order};
     use headlab::jobs::decoder::Steps;
     use headlab::jobs::decoder_curves::CurveRun;
+    use headlab::model::decoder::gradient::head_importance;
+    use headlab::model::decoder::next_importance::curve_ks;
+    use headlab::model::decoder::texts::TextSet;
     use headlab::model::decoder::Decoder;
-    use headlab::model::decoder_gradient::head_importance;
-    use headlab::model::next_importance::curve_ks;
-    use headlab::model::texts::TextSet;
     let dir = folder("gpt2-odd");
-    let loaded = load(&headlab::model::checkpoint::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
+    let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
     let (model, total) = (&decoder.gpt2, decoder.spec().total_heads());
     let texts = [

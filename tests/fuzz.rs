@@ -314,9 +314,9 @@ fn head_lists_keep_only_heads_that_exist() {
 
 #[test]
 fn the_tokenizer_takes_any_text() {
-    use headlab::model::tokenizer::Tokenizer;
+    use headlab::model::tokenize::wordpiece::WordPiece;
     let vocab = std::fs::read_to_string(common::model_dir().join("vocab.txt")).unwrap();
-    let tok = Tokenizer::from_vocab(&vocab, 512).unwrap();
+    let tok = WordPiece::from_vocab(&vocab, 512).unwrap();
     let vocab_size = vocab.lines().count() as u32;
     let fragments = [
         "the",
@@ -458,8 +458,8 @@ const JSON_FRAGMENTS: &[&str] = &[
 #[test]
 fn checkpoint_headers_and_configs_parse_or_are_refused() {
     use common::folder::{tensors_of, tiny_config, TINY};
-    use headlab::model::checkpoint::parse_header;
-    let tensors = tensors_of(&headlab::model::bert::Bert::random(TINY, 1));
+    use headlab::model::load::checkpoint::parse_header;
+    let tensors = tensors_of(&headlab::model::encoder::bert::Bert::random(TINY, 1));
     let file = common::folder::safetensors(&tensors);
     let n = u64::from_le_bytes(file[..8].try_into().unwrap()) as usize;
     let header = &file[8..8 + n];
@@ -479,7 +479,7 @@ fn checkpoint_headers_and_configs_parse_or_are_refused() {
             assert_eq!(end, meta.data_len(), "case {case}");
         }
         let bad = String::from_utf8_lossy(&mutate(&mut g, config.as_bytes(), JSON_FRAGMENTS)).to_string();
-        match headlab::model::config::parse(&bad) {
+        match headlab::model::load::config::parse(&bad) {
             Ok(c) => {
                 configs_ok += 1;
                 assert!(
@@ -500,7 +500,8 @@ fn checkpoint_headers_and_configs_parse_or_are_refused() {
 /// loader: a model whose weights are all finite f16, or an error naming a file; never a panic.
 #[test]
 fn mutated_folders_load_or_are_refused_with_the_file_named() {
-    use headlab::model::checkpoint::{load, now, Options};
+    use headlab::model::load::checkpoint::{load, Options};
+    use headlab::model::load::files::now;
     let (files, _) = common::folder::tiny_folder(5);
     let weights = files.get("tiny/model.safetensors").unwrap().to_vec();
     let options = Options { name: None, budget: 1 << 30 };
@@ -521,7 +522,8 @@ fn mutated_folders_load_or_are_refused_with_the_file_named() {
         match now(load(&folder, &options, &mut |_| {})) {
             Ok(l) => {
                 loaded += 1;
-                let model = headlab::model::Model::from_file(&l.file, l.id).expect("a loaded folder decodes");
+                let model = headlab::model::encoder::Encoder::from_file(&l.file, l.id)
+                    .expect("a loaded folder decodes");
                 assert!(model.bert.word.iter().all(|v| v.is_finite()), "case {case}");
             }
             Err(e) => assert!(e.file.starts_with("tiny/") || e.file == "config.json", "case {case}: {e}"),

@@ -26,17 +26,17 @@ use headlab::jobs::sweep::{DriftSweep, MarginSweep};
 use headlab::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance, ROLE_SENTENCES};
 use headlab::jobs::ticket::{Slot, Ticket};
 use headlab::jobs::timing::{TimePrecision, TimePruned, ROUNDS};
-use headlab::model::bert::Bert;
-use headlab::model::check::{meaning_check, CANDIDATES};
-use headlab::model::curves::{Curves, Order, RANDOM_SEEDS};
-use headlab::model::gradient::head_importance;
-use headlab::model::pruned::PrunedBert;
-use headlab::model::roles::{is_punctuation, RoleCounter};
-use headlab::model::runner::embedding_drift;
+use headlab::model::encoder::bert::Bert;
+use headlab::model::encoder::check::{meaning_check, CANDIDATES};
+use headlab::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
+use headlab::model::encoder::gradient::head_importance;
+use headlab::model::encoder::pruned::PrunedBert;
+use headlab::model::encoder::roles::{is_punctuation, RoleCounter};
+use headlab::model::encoder::runner::embedding_drift;
+use headlab::model::encoder::task::Pairs;
+use headlab::model::encoder::Encoder;
 use headlab::model::spec::ModelSpec;
-use headlab::model::task::Pairs;
-use headlab::model::tokenizer::Tokenizer;
-use headlab::model::Model;
+use headlab::model::tokenize::wordpiece::WordPiece;
 
 /// Two layers of four heads of five (odd widths), a feed-forward layer of 36.
 const SPEC: ModelSpec = ModelSpec {
@@ -54,22 +54,22 @@ const WORDS: &str = "a the man woman dog cat plays sings runs sleeps on in by ri
                      institution approved";
 
 /// The model: random weights of `SPEC`'s shape over a vocabulary of `WORDS`.
-fn model() -> Rc<Model> {
+fn model() -> Rc<Encoder> {
     let mut vocab: Vec<&str> = vec!["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
     vocab.extend(WORDS.split_whitespace());
     let spec = ModelSpec { vocab: vocab.len(), ..SPEC };
-    let tokenizer = Tokenizer::from_vocab(&vocab.join("\n"), spec.positions).unwrap();
-    Rc::new(Model {
+    let tokenizer = WordPiece::from_vocab(&vocab.join("\n"), spec.positions).unwrap();
+    Rc::new(Encoder {
         name: "small".into(),
         id: "small".into(),
-        architecture: headlab::model::config::Architecture::Bert,
+        architecture: headlab::model::load::config::Architecture::Bert,
         bert: Bert::random(spec, 7),
         tokenizer,
     })
 }
 
 /// Thirty pairs of made-up sentences with scores, in the page's file format.
-fn data(model: &Model) -> Rc<TaskData> {
+fn data(model: &Encoder) -> Rc<TaskData> {
     let subjects = ["the man", "a woman", "the dog", "a cat", "the old man", "a small dog"];
     let verbs = ["plays a song", "sings", "runs in the park", "sleeps by the river", "plays a guitar"];
     let mut text = "score\tgenre\tsource\tsentence1\tsentence2\tattribution1\tattribution2\n".to_string();
@@ -81,7 +81,7 @@ fn data(model: &Model) -> Rc<TaskData> {
     Rc::new(TaskData::new(Pairs::parse(&text).unwrap(), &model.tokenizer))
 }
 
-fn ids(model: &Model, text: &str) -> Vec<u32> {
+fn ids(model: &Encoder, text: &str) -> Vec<u32> {
     model.tokenizer.encode(text).iter().map(|t| t.id).collect()
 }
 
@@ -394,10 +394,8 @@ fn the_pace_of_workers_leaves_out_their_start() {
     run(&engine, Planned::new(DriftSweep::new(&engine, sentence.clone())));
     assert!(started.elapsed().as_millis() >= 300, "the pool started");
     let spec = *model.spec();
-    let flops: u64 = headlab::model::work::ablation_pieces(&spec, &[sentence], 2, &[])
-        .iter()
-        .map(|w| w.flops(&spec))
-        .sum();
+    let flops: u64 =
+        headlab::jobs::work::ablation_pieces(&spec, &[sentence], 2, &[]).iter().map(|w| w.flops(&spec)).sum();
     let seconds = workers.pace(Where::Workers(2)).seconds(flops).unwrap();
     assert!(seconds < 0.15, "the sweep's work timed at {seconds} s: the start was counted");
 }
@@ -414,11 +412,10 @@ fn the_engine_keeps_a_few_unpruned_passes_for_the_sweeps_that_start_from_them() 
     for s in &sentences {
         pollster::block_on(here.pass(s.clone(), &HeadSet::all(total), None));
     }
-    let sweep = |s: &Vec<u32>| {
-        headlab::model::work::ablation_pieces(&spec, std::slice::from_ref(s), 1, &[]).remove(0)
-    };
+    let sweep =
+        |s: &Vec<u32>| headlab::jobs::work::ablation_pieces(&spec, std::slice::from_ref(s), 1, &[]).remove(0);
     // The newest four are kept: a sweep from them skips the unpruned pass; the oldest is gone.
-    let unpruned = |s: &Vec<u32>| headlab::model::work::ablation_flops(&spec, s.len(), &[]);
+    let unpruned = |s: &Vec<u32>| headlab::jobs::work::ablation_flops(&spec, s.len(), &[]);
     assert_eq!(
         here.flops(&sweep(&sentences[4])),
         sweep(&sentences[4]).flops(&spec) - unpruned(&sentences[4])

@@ -11,19 +11,22 @@ use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::jobs::driver::Planned;
 use headlab::jobs::sweep::MarginSweep;
-use headlab::model::bert::Bert;
-use headlab::model::check::{meaning_check, Verdict};
 use headlab::model::digits::{COSINE_ABS_ERROR, COSINE_DRIFT_ERROR, MARGIN_ERROR};
-use headlab::model::Model;
+use headlab::model::encoder::bert::Bert;
+use headlab::model::encoder::check::{meaning_check, Verdict};
+use headlab::model::encoder::Encoder;
 
 #[test]
 fn f16_asset_stays_within_its_documented_bounds() {
     let (bert, tok, encoded) = f16_model();
     // The page accepts exactly this file: the converter is deterministic, so its hash is fixed.
-    assert_eq!(headlab::model::asset::sha256_hex(&encoded), headlab::model::asset::ASSET_SHA256);
+    assert_eq!(
+        headlab::model::load::model_file::sha256_hex(&encoded),
+        headlab::model::load::model_file::ASSET_SHA256
+    );
     let mut damaged = encoded.clone();
     damaged[encoded.len() / 2] ^= 1;
-    assert!(headlab::model::asset::verify(&damaged).unwrap_err().to_string().contains("damaged"));
+    assert!(headlab::model::load::model_file::verify(&damaged).unwrap_err().to_string().contains("damaged"));
     let (mut worst_attention, mut worst_cosine) = (0.0f64, 1.0f64);
     for case in fixture("minilm-forward.json").as_array().unwrap() {
         let ids: Vec<u32> = tok.encode(case["text"].as_str().unwrap()).iter().map(|t| t.id).collect();
@@ -54,7 +57,8 @@ fn f16_asset_stays_within_its_documented_bounds() {
 /// pooler the page does not use is named in a note.
 #[test]
 fn minilms_folder_through_the_checkpoint_loader_is_the_checkpoint_in_f16() {
-    use headlab::model::checkpoint::{load, now, DirFiles, Options, Progress};
+    use headlab::model::load::checkpoint::{load, Options, Progress};
+    use headlab::model::load::files::{now, DirFiles};
     let files = DirFiles::new(&model_dir()).unwrap();
     let mut reports = Vec::new();
     let options = Options { name: None, budget: u64::MAX };
@@ -65,7 +69,7 @@ fn minilms_folder_through_the_checkpoint_loader_is_the_checkpoint_in_f16() {
     let last = reports.last().unwrap();
     assert_eq!((last.done, last.total, loaded.tensor_bytes), (last.total, last.total, last.total));
     assert!(reports.windows(2).all(|w| w[0].done < w[1].done), "progress only grows");
-    let model = Model::from_file(&loaded.file, loaded.id.clone()).unwrap();
+    let model = Encoder::from_file(&loaded.file, loaded.id.clone()).unwrap();
     let fp32 = checkpoint();
     let round = |v: &[f32]| v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<f32>>();
     assert_eq!(model.bert.word, round(&fp32.word));
@@ -145,10 +149,10 @@ fn every_flip_and_hold_the_page_names_is_the_fp32_models_too() {
     let (f16, tok, _) = f16_model();
     let fp32 = checkpoint();
     let sweep = |bert: Bert| {
-        let model = std::rc::Rc::new(Model {
+        let model = std::rc::Rc::new(Encoder {
             name: "m".into(),
             id: "m".into(),
-            architecture: headlab::model::config::Architecture::Bert,
+            architecture: headlab::model::load::config::Architecture::Bert,
             bert,
             tokenizer: tok.clone(),
         });

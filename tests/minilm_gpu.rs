@@ -8,7 +8,7 @@ mod common;
 use common::minilm::*;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
-use headlab::model::runner::Runner;
+use headlab::model::encoder::runner::Runner;
 
 #[test]
 fn gpu_forward_matches_the_reference_on_lavapipe() {
@@ -102,7 +102,7 @@ fn a_gpu_pass_of_a_known_length_makes_no_buffer_or_bind_group() {
 #[test]
 fn the_really_pruned_model_on_the_gpu_gives_the_masked_models_embeddings() {
     use headlab::gpu::{GpuBert, GpuContext};
-    use headlab::model::pruned::PrunedBert;
+    use headlab::model::encoder::pruned::PrunedBert;
     let ctx =
         std::rc::Rc::new(pollster::block_on(GpuContext::acquire()).expect("a GPU adapter (lavapipe in CI)"));
     let (bert, tok) = (checkpoint(), tokenizer());
@@ -132,12 +132,12 @@ fn the_really_pruned_model_on_the_gpu_gives_the_masked_models_embeddings() {
 
 #[test]
 fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
-    use headlab::backend::{Place, Preference, Session, TrainedRunner};
+    use headlab::backend::{EncoderRunner, Place, Preference, Session};
     let start = std::time::Instant::now();
     let clock = move || start.elapsed().as_secs_f64() * 1e3;
     let model = fp32_model();
     let session = pollster::block_on(Session::start(Preference::Auto, false));
-    let runner = pollster::block_on(TrainedRunner::new(model.clone(), &session, &clock));
+    let runner = pollster::block_on(EncoderRunner::new(model.clone(), &session, &clock));
     let all = HeadSet::all(SPEC.total_heads());
     for text in ["A river.", &"The bank by the river was steep. ".repeat(12)] {
         let ids = model.ids(text);
@@ -152,6 +152,6 @@ fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
     }
     // Forced onto the GPU: no measurement, every pass there.
     let forced = pollster::block_on(Session::start(Preference::Gpu, false));
-    let runner = pollster::block_on(TrainedRunner::new(model, &forced, &clock));
+    let runner = pollster::block_on(EncoderRunner::new(model, &forced, &clock));
     assert!(runner.choice(10).is_none() && runner.on_gpu(10) && runner.on_gpu(500));
 }

@@ -18,10 +18,10 @@ use headlab::jobs::engine::Engine;
 use headlab::jobs::pace::Pace;
 use headlab::jobs::sweep::{DriftSweep, MarginSweep};
 use headlab::jobs::task::{TaskData, TaskImportance};
-use headlab::model::check::{meaning_check, Verdict};
-use headlab::model::contrast::Contrast;
-use headlab::model::curves::{Curves, Order, RANDOM_SEEDS};
-use headlab::model::runner::embedding_drift;
+use headlab::model::encoder::check::{meaning_check, Verdict};
+use headlab::model::encoder::contrast::Contrast;
+use headlab::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
+use headlab::model::encoder::runner::embedding_drift;
 
 #[test]
 fn importance_is_each_heads_own_drift_on_the_pages_thread_and_on_workers_alike() {
@@ -105,7 +105,7 @@ fn task_data(n: usize) -> Rc<TaskData> {
 
 #[test]
 fn task_importance_in_pieces_equals_the_gradient_importance_in_place() {
-    use headlab::model::gradient::head_importance;
+    use headlab::model::encoder::gradient::head_importance;
     let (model, data) = (fp32_model(), task_data(5));
     let workers = engine(model.clone(), 2);
     let subset = data.subset();
@@ -176,7 +176,7 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
     assert!(band.iter().all(|&(_, mean, lo, hi)| lo <= mean && mean <= hi));
     // Full quality is the one-shot pass's own: the same as a plain evaluation.
     let plain = data.pairs.quality(
-        &headlab::model::pruned::PrunedBert::new(&bert, &HeadSet::all(total))
+        &headlab::model::encoder::pruned::PrunedBert::new(&bert, &HeadSet::all(total))
             .embed_batch(Kernel::Simd, &data.ids),
     );
     assert_eq!(full, plain);
@@ -241,8 +241,8 @@ fn a_ranking_by_any_measure_orders_the_curves_one_shot_points() {
 #[test]
 fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own_run() {
     use headlab::jobs::patching::PatchSweep;
-    use headlab::model::bert::Patch;
-    use headlab::model::patching::{PatchMetric, CLEAN, CORRUPTED};
+    use headlab::model::encoder::bert::Patch;
+    use headlab::model::encoder::patching::{PatchMetric, CLEAN, CORRUPTED};
     let model = fp32_model();
     let (clean, corrupted) = (ids(&model.tokenizer, CLEAN), ids(&model.tokenizer, CORRUPTED));
     let here = engine(model.clone(), 1);
@@ -269,7 +269,7 @@ fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own
 #[test]
 fn the_atlas_is_the_same_on_workers_and_puts_alike_heads_together() {
     use headlab::jobs::task::{HeadAtlas, HeadRoles};
-    use headlab::model::roles::Role;
+    use headlab::model::encoder::roles::Role;
     let model = fp32_model();
     let data = Rc::new(TaskData::new(sts_pairs(), &model.tokenizer));
     let here = engine(model.clone(), 1);
@@ -314,5 +314,5 @@ fn the_atlas_is_the_same_on_workers_and_puts_alike_heads_together() {
     // MiniLM has broad and to-[CLS] heads by the dozen.
     assert!(checked >= 2, "{checked} roles of two heads or more");
     let clusters = atlas.tree.clusters(6);
-    println!("{:?}", headlab::model::filter::cluster_lines(&clusters, Some(&roles), &SPEC));
+    println!("{:?}", headlab::model::encoder::filter::cluster_lines(&clusters, Some(&roles), &SPEC));
 }

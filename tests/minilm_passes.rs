@@ -8,7 +8,7 @@ mod common;
 use common::minilm::*;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
-use headlab::model::bert::BertOutput;
+use headlab::model::encoder::bert::BertOutput;
 
 #[test]
 fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
@@ -59,7 +59,7 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
 
 #[test]
 fn the_really_pruned_model_gives_the_masked_models_embeddings() {
-    use headlab::model::pruned::PrunedBert;
+    use headlab::model::encoder::pruned::PrunedBert;
     let (bert, tok) = (checkpoint(), tokenizer());
     let sentences: Vec<Vec<u32>> =
         ["The bank by the river was steep.", "She paid off her loan at the bank.", "Heads."]
@@ -90,7 +90,7 @@ fn the_really_pruned_model_gives_the_masked_models_embeddings() {
 /// one after the other) against the single-thread pass, for every cut from 1 to 12 shards.
 #[test]
 fn a_sentence_split_into_shards_gives_the_single_thread_embedding() {
-    use headlab::model::sharded::{BertShard, SplitPass};
+    use headlab::model::encoder::sharded::{BertShard, SplitPass};
     let (bert, tok) = (checkpoint(), tokenizer());
     let long =
         "The bank by the river was steep, and the heads of the herons rose above the reeds. ".repeat(6);

@@ -64,7 +64,8 @@ fn fp32_forward_matches_the_reference_on_both_kernels() {
 
 #[test]
 fn gate_gradients_match_finite_differences_and_the_loss_matches_the_forward_pass() {
-    use headlab::model::gradient::{gates, pair_gradients};
+    use headlab::model::encoder::gradient::pair_gradients;
+    use headlab::model::layers::backward::gates;
     let (bert, tok) = (checkpoint(), tokenizer());
     let ids = |s: &str| tok.encode(s).iter().map(|t| t.id).collect::<Vec<u32>>();
     let (u, v, y) = (ids("A man is playing a guitar."), ids("A person plays an instrument."), 0.7);
@@ -96,9 +97,9 @@ fn gate_gradients_match_finite_differences_and_the_loss_matches_the_forward_pass
 
 #[test]
 fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
-    use headlab::model::pruned::PrunedBert;
+    use headlab::model::encoder::pruned::PrunedBert;
     let reference = fixture("sts-quality.json");
-    assert_eq!(reference["pairs_sha256"].as_str(), Some(headlab::model::task::PAIRS_SHA256));
+    assert_eq!(reference["pairs_sha256"].as_str(), Some(headlab::model::encoder::task::PAIRS_SHA256));
     let (bert, tok, pairs) = (checkpoint(), tokenizer(), sts_pairs());
     assert_eq!(
         (pairs.pairs.len(), pairs.sentences.len()),
@@ -110,8 +111,8 @@ fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
     let seconds = t0.elapsed().as_secs_f64();
     let (quality, want) = (pairs.quality(&full), reference["quality"].as_f64().unwrap());
     let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
-    let gflop = headlab::model::pruned::cost(&SPEC, &HeadSet::all(SPEC.total_heads()), &lengths).total_flops
-        as f64
+    let gflop = headlab::model::encoder::pruned::cost(&SPEC, &HeadSet::all(SPEC.total_heads()), &lengths)
+        .total_flops as f64
         / 1e9;
     println!(
         "STS-B (230 pairs, {} sentences, {} tokens): quality {quality:.6} (float64 reference {want:.6}); {gflop:.0} GFLOP in {seconds:.2} s",
@@ -123,9 +124,9 @@ fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
 
 #[test]
 fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
-    use headlab::model::check::CANDIDATES;
-    use headlab::model::patching::{Patching, CLEAN, CORRUPTED};
-    use headlab::model::work::{Done, Work};
+    use headlab::jobs::work::{Done, Work};
+    use headlab::model::encoder::check::CANDIDATES;
+    use headlab::model::encoder::patching::{Patching, CLEAN, CORRUPTED};
     let (bert, tok) = (checkpoint(), tokenizer());
     let case = fixture("minilm-patching.json");
     let ids = |s: &str| tok.encode(s).iter().map(|t| t.id).collect::<Vec<u32>>();
@@ -147,7 +148,7 @@ fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
             patched: e[2..].iter().step_by(2).cloned().collect(),
             ablated: e[3..].iter().step_by(2).cloned().collect(),
         };
-        let effects = p.effects(headlab::model::patching::PatchMetric::Margin);
+        let effects = p.effects(headlab::model::encoder::patching::PatchMetric::Margin);
         let close = |got: f64, want: &serde_json::Value, what: String| {
             let want = want.as_f64().unwrap();
             assert!((got - want).abs() < 2e-5, "{kernel:?} {what}: {got} vs the reference's {want}");
@@ -176,8 +177,8 @@ fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
 #[test]
 fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_within_0_003() {
     use headlab::attention::precision::Precision;
-    use headlab::model::pruned::PrunedBert;
-    use headlab::model::CALIBRATION;
+    use headlab::model::encoder::pruned::PrunedBert;
+    use headlab::model::encoder::CALIBRATION;
     let (mut bert, tok) = (checkpoint(), tokenizer());
     let all = HeadSet::all(SPEC.total_heads());
     let f16 = bert.clone();
@@ -232,7 +233,7 @@ fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_wi
     }
     let pairs = sts_pairs();
     let ids = pairs.ids(&tok);
-    let quality = |b: &headlab::model::bert::Bert| {
+    let quality = |b: &headlab::model::encoder::bert::Bert| {
         pairs.quality(&PrunedBert::new(b, &all).embed_batch(Kernel::Simd, &ids))
     };
     let (q8, q16) = (quality(&bert), quality(&f16));
@@ -243,11 +244,11 @@ fn the_8_bit_model_stays_within_0_999_cosine_of_the_reference_and_its_quality_wi
 #[test]
 fn a_model_at_another_precision_is_a_copy_with_its_own_cache_id_and_the_original_is_untouched() {
     use headlab::attention::precision::Precision;
-    use headlab::model::Model;
+    use headlab::model::encoder::Encoder;
     let model = fp32_model();
-    let (same, note) = Model::for_precision(&model, Precision::F16);
+    let (same, note) = Encoder::for_precision(&model, Precision::F16);
     assert!(std::rc::Rc::ptr_eq(&same, &model) && note.is_none(), "the same precision: the same model");
-    let (int8, note) = Model::for_precision(&model, Precision::Int8);
+    let (int8, note) = Encoder::for_precision(&model, Precision::Int8);
     assert!(note.is_none());
     assert_eq!((int8.precision(), model.precision()), (Precision::Int8, Precision::F16));
     assert_eq!(model.cache_id(), model.id);
@@ -258,9 +259,9 @@ fn a_model_at_another_precision_is_a_copy_with_its_own_cache_id_and_the_original
     );
     // A model too large to copy keeps its weights and says why.
     let mut big = (*model).clone();
-    big.bert.word = vec![0.0; headlab::model::MAX_COPY_BYTES / 4];
+    big.bert.word = vec![0.0; headlab::model::encoder::MAX_COPY_BYTES / 4];
     let big = std::rc::Rc::new(big);
-    let (kept, note) = Model::for_precision(&big, Precision::Int8);
+    let (kept, note) = Encoder::for_precision(&big, Precision::Int8);
     assert!(std::rc::Rc::ptr_eq(&kept, &big), "refused: the model as it was");
     let note = note.expect("a reason");
     assert!(note.contains("leave no room") && note.contains("f16 weights"), "{note}");

@@ -16,10 +16,10 @@ fn main() {
     use headlab::jobs::sweep::DriftSweep;
     use headlab::jobs::task::TaskData;
     use headlab::jobs::ticket::Ticket;
-    use headlab::model::bert::Bert;
+    use headlab::model::encoder::bert::Bert;
+    use headlab::model::encoder::task::{select, Pairs};
     use headlab::model::spec::ModelSpec;
-    use headlab::model::task::{select, Pairs};
-    use headlab::model::{tokenizer::Tokenizer, Model};
+    use headlab::model::{encoder::Encoder, tokenize::wordpiece::WordPiece};
     use std::path::PathBuf;
     use std::rc::Rc;
     use std::time::Instant;
@@ -46,11 +46,11 @@ fn main() {
     })
     .expect("the checkpoint's tensors");
     let vocab = std::fs::read_to_string(dir.join("vocab.txt")).expect("vocab.txt");
-    let tokenizer = Tokenizer::from_vocab(&vocab, spec.positions).expect("a vocabulary");
-    let model = Rc::new(Model {
+    let tokenizer = WordPiece::from_vocab(&vocab, spec.positions).expect("a vocabulary");
+    let model = Rc::new(Encoder {
         name: "all-MiniLM-L6-v2".into(),
         id: "fp32".into(),
-        architecture: headlab::model::config::Architecture::Bert,
+        architecture: headlab::model::load::config::Architecture::Bert,
         bert,
         tokenizer,
     });
@@ -58,7 +58,7 @@ fn main() {
     let now = || origin.elapsed().as_secs_f64() * 1e3;
     println!("{}", headlab::bench::cpu_line());
     if what != "curves" {
-        println!("{}", headlab::bench::trained::pruned_report(&now, &model, &[8, 32, 128], rounds));
+        println!("{}", headlab::bench::encoder::pruned_report(&now, &model, &[8, 32, 128], rounds));
     }
     if what != "pruned" {
         let csv = std::env::var_os("HEADLAB_PAIRS_CSV").map(PathBuf::from).unwrap_or_else(|| {
@@ -76,6 +76,6 @@ fn main() {
         let sweep = Planned::new(DriftSweep::new(&engine, ids));
         let ranking = pollster::block_on(drive(&engine, sweep, &Ticket::always(), |_, _| {})).expect("done");
         let data = Rc::new(TaskData::new(pairs, &model.tokenizer));
-        println!("{}", headlab::bench::trained::curves_report(&now, &model, data, ranking.ranked));
+        println!("{}", headlab::bench::encoder::curves_report(&now, &model, data, ranking.ranked));
     }
 }

@@ -1,5 +1,10 @@
 //! One line about a head's attention pattern: how spread out it is, and where its weight goes.
 
+/// Mean attention on one kind of token above which a head is labelled with a role that names it
+/// (the encoder's previous-token, to-[CLS], ... roles; the decoder's induction and previous-token
+/// heads): most of its weight.
+pub const FOCUSED: f64 = 0.5;
+
 /// Summary of one head's `n x n` attention matrix (rows are queries, each summing to 1).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HeadSummary {

@@ -14,9 +14,9 @@ use crate::attention::clock::Clock;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuError, GpuGpt2};
+use crate::model::decoder::gpt2::{DecoderOutput, Keep};
 use crate::model::decoder::Decoder;
-use crate::model::gpt2::{DecoderOutput, Keep};
-use crate::model::pruned;
+use crate::model::encoder::pruned;
 use crate::model::spec::ModelSpec;
 
 /// The kernel a decoder's CPU passes run on: the vector one (wasm simd128).

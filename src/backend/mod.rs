@@ -9,14 +9,15 @@
 //!
 //! One concept a file: [`choice`] (the backend and the GPU's absence), [`session`] (the session),
 //! [`synthetic`] (the synthetic layer's pass), [`batched`] (the batched-heads and loop-over-heads
-//! experiments), [`timing`] (interleaved, clock-honest timing), [`trained`] (the trained model's
-//! runner), [`pruned_speed`] (timing the really pruned model), [`faults`] (the failures the page
+//! experiments), [`timing`] (interleaved, clock-honest timing), [`encoder`] and [`decoder`] (where a trained
+//! encoder's and decoder's passes run), [`pruned_speed`] (timing the really pruned model), [`faults`] (the failures the page
 //! can force, for its tests).
 
 pub mod batched;
 pub mod calibrate;
 pub mod choice;
 pub mod decoder;
+pub mod encoder;
 pub mod faults;
 pub mod placed;
 pub mod placement;
@@ -25,12 +26,11 @@ pub mod pruned_speed;
 pub mod session;
 pub mod synthetic;
 pub mod timing;
-pub mod trained;
 
 pub use self::calibrate::QUICK_CPU_FLOPS;
 pub use self::choice::{one_line, Backend, GpuUnused};
+pub use self::encoder::EncoderRunner;
 pub use self::placement::{Choice, Place};
 pub use self::session::Session;
 pub use self::synthetic::{is_quick, run, Run, WeightsIn};
-pub use self::trained::TrainedRunner;
 pub use crate::settings::Preference;

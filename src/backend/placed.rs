@@ -1,4 +1,4 @@
-//! A trained model's GPU copy where the page runs its passes ([`super::trained`] for encoders,
+//! A trained model's GPU copy where the page runs its passes ([`super::encoder`] for encoders,
 //! [`super::decoder`] for decoders): the copy while the GPU works, the measured choice of backend
 //! per pass when the page chose, and why it is not on the GPU when it is not.
 

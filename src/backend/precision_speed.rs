@@ -10,8 +10,8 @@ use crate::attention::clock::Clock;
 use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
-use crate::model::pruned::PrunedBert;
-use crate::model::Model;
+use crate::model::encoder::pruned::PrunedBert;
+use crate::model::encoder::Encoder;
 
 /// Forward times and weight bytes of the model at f16 and at 8 bits, on the same sentence.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,7 +22,7 @@ pub struct PrecisionCost {
     pub int8_ms: f64,
     /// The finest step these medians can tell (see `attention::clock`).
     pub step_ms: f64,
-    /// Bytes of the weights the f16 pass reads ([`crate::model::bert::Bert::stored_bytes`]).
+    /// Bytes of the weights the f16 pass reads ([`crate::model::encoder::bert::Bert::stored_bytes`]).
     pub f16_bytes: u64,
     /// Bytes of the weights the 8-bit pass reads.
     pub int8_bytes: u64,
@@ -38,7 +38,7 @@ impl PrecisionCost {
 /// The two models timed against each other on `ids`, every head kept: interleaved rounds after
 /// one untimed round, medians ([`Interleaved`]).
 pub struct PrecisionTiming {
-    models: [Rc<Model>; 2],
+    models: [Rc<Encoder>; 2],
     ids: Vec<u32>,
     timing: Interleaved,
 }
@@ -46,7 +46,7 @@ pub struct PrecisionTiming {
 impl PrecisionTiming {
     /// The timing of `f16` against `int8` (the same model at both precisions) on `ids` over
     /// `rounds` rounds.
-    pub fn new(f16: Rc<Model>, int8: Rc<Model>, ids: Vec<u32>, rounds: usize) -> PrecisionTiming {
+    pub fn new(f16: Rc<Encoder>, int8: Rc<Encoder>, ids: Vec<u32>, rounds: usize) -> PrecisionTiming {
         assert_eq!((f16.precision(), int8.precision()), (Precision::F16, Precision::Int8));
         PrecisionTiming { models: [f16, int8], ids, timing: Interleaved::new(rounds) }
     }

@@ -2,13 +2,13 @@
 //! the runner uses it, else on the CPU kernel: one sample at a time ([`PrunedTiming::sample`]),
 //! so whoever drives it lets the page draw between samples.
 
+use super::encoder::EncoderRunner;
 use super::timing::{Interleaved, Timed};
-use super::trained::TrainedRunner;
 use crate::attention::clock::Clock;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::GpuBert;
-use crate::model::pruned::PrunedBert;
+use crate::model::encoder::pruned::PrunedBert;
 use std::rc::Rc;
 
 /// Forward times of the full model and of the really pruned one, on the same sentence.
@@ -43,7 +43,7 @@ enum Sides<'r> {
 /// its pass as often as the clock needs. A GPU that fails mid-way is left for the CPU kernel,
 /// whose timing starts over.
 pub struct PrunedTiming<'r> {
-    runner: &'r TrainedRunner,
+    runner: &'r EncoderRunner,
     ids: Vec<u32>,
     heads: HeadSet,
     rounds: usize,
@@ -55,7 +55,7 @@ impl<'r> PrunedTiming<'r> {
     /// Prepares the timing of `heads` on `ids` over `rounds` rounds: the pruned model is uploaded
     /// to the GPU while the runner runs this length there (the CPU kernel's if that fails).
     pub async fn start(
-        runner: &'r TrainedRunner,
+        runner: &'r EncoderRunner,
         ids: Vec<u32>,
         heads: HeadSet,
         rounds: usize,
@@ -71,7 +71,7 @@ impl<'r> PrunedTiming<'r> {
         PrunedTiming { runner, ids, heads, rounds, sides, timing: Interleaved::new(rounds) }
     }
 
-    fn cpu_sides(runner: &'r TrainedRunner, heads: &HeadSet) -> Sides<'r> {
+    fn cpu_sides(runner: &'r EncoderRunner, heads: &HeadSet) -> Sides<'r> {
         let bert = &runner.model().bert;
         Sides::Cpu {
             whole: PrunedBert::new(bert, &HeadSet::all(heads.len())),

@@ -4,8 +4,8 @@
 //! generated weights ([`run`], [`profile`], [`generated_report`]; natively `bench/native/mha.rs`, as
 //! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `bench/native/gpu.rs`).
 
+pub mod encoder;
 pub mod gpu;
-pub mod trained;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

@@ -7,7 +7,7 @@ use super::{generated_report, normwise_error, profile, run};
 use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
 use crate::jobs::web::choose_dot_form;
-use crate::model::sharded::{BertShard, SplitPass, Step};
+use crate::model::encoder::sharded::{BertShard, SplitPass, Step};
 
 #[wasm_bindgen]
 extern "C" {
@@ -29,26 +29,26 @@ pub fn bench_report(
     Ok(run(&now, config, rounds).to_string())
 }
 
-/// [`super::trained::pruned_report`] on the page's model asset (`asset`, the bytes of
+/// [`super::encoder::pruned_report`] on the page's model asset (`asset`, the bytes of
 /// minilm-f16.bin) at `lengths` tokens.
 #[wasm_bindgen]
 pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<String, String> {
-    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    let model = crate::model::encoder::Encoder::from_asset(asset).map_err(|e| e.to_string())?;
     let lengths: Vec<usize> = lengths.iter().map(|&n| n as usize).collect();
-    Ok(super::trained::pruned_report(&now, &model, &lengths, rounds))
+    Ok(super::encoder::pruned_report(&now, &model, &lengths, rounds))
 }
 
 /// The page's model asset (its bytes) at `precision` (`"f16"` or `"int8"`), its 8-bit products
 /// in the form the page would pick on this CPU.
-fn model_at(asset: &[u8], precision: &str) -> Result<crate::model::Model, String> {
+fn model_at(asset: &[u8], precision: &str) -> Result<crate::model::encoder::Encoder, String> {
     let precision = precision_of(precision)?;
     choose_dot_form();
-    let mut model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
+    let mut model = crate::model::encoder::Encoder::from_asset(asset).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     Ok(model)
 }
 
-/// [`super::trained::sweep_report`] on the page's model asset at `lengths` tokens, at
+/// [`super::encoder::sweep_report`] on the page's model asset at `lengths` tokens, at
 /// `precision` (`"f16"` or `"int8"`).
 #[wasm_bindgen]
 pub fn bench_sweep(
@@ -59,10 +59,10 @@ pub fn bench_sweep(
 ) -> Result<String, String> {
     let model = model_at(asset, precision)?;
     let lengths: Vec<usize> = lengths.iter().map(|&n| n.clamp(2, 512) as usize).collect();
-    Ok(super::trained::sweep_report(&now, &model, &lengths, rounds))
+    Ok(super::encoder::sweep_report(&now, &model, &lengths, rounds))
 }
 
-/// [`super::trained::layer_profile`] on the page's model asset at each of `lengths` tokens, at
+/// [`super::encoder::layer_profile`] on the page's model asset at each of `lengths` tokens, at
 /// `precision` (`"f16"` or `"int8"`).
 #[wasm_bindgen]
 pub fn bench_layer_profile(
@@ -74,7 +74,7 @@ pub fn bench_layer_profile(
     let model = model_at(asset, precision)?;
     let tables = lengths
         .iter()
-        .map(|&n| super::trained::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
+        .map(|&n| super::encoder::layer_profile(&now, &model, n.clamp(2, 512) as usize, rounds));
     Ok(tables.collect::<Vec<_>>().join("\n\n"))
 }
 
@@ -88,9 +88,9 @@ pub fn bench_evaluation(
     pruned: Vec<u32>,
     rounds: usize,
 ) -> Result<String, String> {
-    use crate::model::work::{Done, Work};
-    let model = crate::model::Model::from_asset(asset).map_err(|e| e.to_string())?;
-    let pairs = crate::model::task::Pairs::from_file(pairs).map_err(|e| e.to_string())?;
+    use crate::jobs::work::{Done, Work};
+    let model = crate::model::encoder::Encoder::from_asset(asset).map_err(|e| e.to_string())?;
+    let pairs = crate::model::encoder::task::Pairs::from_file(pairs).map_err(|e| e.to_string())?;
     let data = crate::jobs::task::TaskData::new(pairs, &model.tokenizer);
     let (pairs, ids) = (&data.pairs, &data.ids);
     let total = model.spec().total_heads();
@@ -102,7 +102,7 @@ pub fn bench_evaluation(
     let mut quality = 0.0;
     let model = std::rc::Rc::new(model);
     for _ in 0..rounds.max(1) {
-        let copies = crate::model::copies::Copies::new(model.clone());
+        let copies = crate::jobs::copies::Copies::new(model.clone());
         let t0 = now();
         let done: Result<Vec<Done>, String> = pieces.iter().map(|w| copies.run(w, Kernel::Simd)).collect();
         quality = pairs.quality(&Done::embeddings(done?));
@@ -115,7 +115,7 @@ pub fn bench_evaluation(
     let median = |t: &[f64]| crate::attention::stats::median(t).unwrap_or(f64::NAN);
     let (ms, each_ms) = (median(&worker), median(&each));
     let lengths: Vec<usize> = ids.iter().map(Vec::len).collect();
-    let gflop = crate::model::pruned::cost(model.spec(), &heads, &lengths).total_flops as f64 / 1e9;
+    let gflop = crate::model::encoder::pruned::cost(model.spec(), &heads, &lengths).total_flops as f64 / 1e9;
     Ok(format!(
         "one evaluation, {} pruned: {} sentences in {} pieces, {} tokens, {gflop:.1} GFLOP in {ms:.0} ms ({:.1} GFLOP/s), quality {quality:.6}; each piece gathering the kept heads' weights itself: {each_ms:.0} ms",
         heads.pruned_count(),
@@ -276,15 +276,16 @@ fn precision_of(key: &str) -> Result<crate::attention::precision::Precision, Str
 /// The model in a model file: the page's built-in asset (which must have the SHA-256 the page
 /// expects, so a stale build is refused), or a checkpoint converted by the page's loader
 /// (convert-model). The file is hashed and decoded once.
-fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
-    use crate::model::{asset, Model, BUILT_IN_NAME};
-    let hash = asset::sha256_hex(bytes);
-    let model = Model::from_file(bytes, hash[..16].to_string()).map_err(|e| e.to_string())?;
-    if model.name == BUILT_IN_NAME && hash != asset::ASSET_SHA256 {
+fn model_file(bytes: &[u8]) -> Result<crate::model::encoder::Encoder, String> {
+    use crate::model::encoder::{Encoder, BUILT_IN_NAME};
+    use crate::model::load::model_file;
+    let hash = model_file::sha256_hex(bytes);
+    let model = Encoder::from_file(bytes, hash[..16].to_string()).map_err(|e| e.to_string())?;
+    if model.name == BUILT_IN_NAME && hash != model_file::ASSET_SHA256 {
         return Err(format!(
             "the built-in model's file has SHA-256 {}…, not the {}… this build expects",
             &hash[..12],
-            &asset::ASSET_SHA256[..12]
+            &model_file::ASSET_SHA256[..12]
         ));
     }
     Ok(model)
@@ -294,9 +295,9 @@ fn model_file(bytes: &[u8]) -> Result<crate::model::Model, String> {
 /// every head on the simd128 kernel, the model's pooling), for
 /// `bench/transformers.mjs`, which times it against transformers.js in the same process.
 #[wasm_bindgen]
-pub struct TrainedCase {
-    model: &'static crate::model::Model,
-    full: crate::model::pruned::PrunedBert<'static>,
+pub struct EncoderCase {
+    model: &'static crate::model::encoder::Encoder,
+    full: crate::model::encoder::pruned::PrunedBert<'static>,
     split: Option<Split>,
 }
 
@@ -310,18 +311,22 @@ struct Split {
 }
 
 #[wasm_bindgen]
-impl TrainedCase {
+impl EncoderCase {
     /// The model in a model file (`asset`, [`model_file`]: minilm-f16.bin, or a converted
     /// checkpoint), checked and decoded once. Its weights live as long as the wasm instance (a benchmark makes one or two).
     #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8]) -> Result<TrainedCase, String> {
+    pub fn new(asset: &[u8]) -> Result<EncoderCase, String> {
         let model = model_file(asset)?;
-        let model: &'static crate::model::Model = Box::leak(Box::new(model));
+        let model: &'static crate::model::encoder::Encoder = Box::leak(Box::new(model));
         let all = HeadSet::all(model.spec().total_heads());
-        Ok(TrainedCase { model, full: crate::model::pruned::PrunedBert::new(&model.bert, &all), split: None })
+        Ok(EncoderCase {
+            model,
+            full: crate::model::encoder::pruned::PrunedBert::new(&model.bert, &all),
+            split: None,
+        })
     }
 
-    /// The model at another precision (`"f16"` or `"int8"`), for [`TrainedCase::embed`].
+    /// The model at another precision (`"f16"` or `"int8"`), for [`EncoderCase::embed`].
     pub fn set_precision(&mut self, key: &str) -> Result<(), String> {
         let precision = precision_of(key)?;
         choose_dot_form();
@@ -329,12 +334,12 @@ impl TrainedCase {
         model.set_precision(Kernel::Simd, precision);
         self.model = Box::leak(Box::new(model));
         let all = HeadSet::all(self.model.spec().total_heads());
-        self.full = crate::model::pruned::PrunedBert::new(&self.model.bert, &all);
+        self.full = crate::model::encoder::pruned::PrunedBert::new(&self.model.bert, &all);
         Ok(())
     }
 
     /// Starts `text`'s pass cut into `count` shards (1 to 12), this thread holding the first
-    /// ([`crate::model::sharded`]); the other threads hold [`TrainedShard`]s of the same cut.
+    /// ([`crate::model::encoder::sharded`]); the other threads hold [`EncoderShard`]s of the same cut.
     pub fn split_begin(&mut self, text: &str, count: usize) -> Result<(), String> {
         let heads = self.model.spec().heads;
         if !(1..=heads).contains(&count) {
@@ -350,7 +355,7 @@ impl TrainedCase {
         Ok(())
     }
 
-    /// The current step's code ([`crate::model::sharded::Step::code`]), or -1 once the pass is done.
+    /// The current step's code ([`crate::model::encoder::sharded::Step::code`]), or -1 once the pass is done.
     pub fn split_step(&self) -> i32 {
         self.split.as_ref().and_then(|s| s.pass.step()).map_or(-1, |step| step.code() as i32)
     }
@@ -360,7 +365,7 @@ impl TrainedCase {
         self.split.as_ref().map_or_else(Vec::new, |s| s.pass.input().to_vec())
     }
 
-    /// [`TrainedCase::split_input`] as a view on this instance's memory, without a copy or a new
+    /// [`EncoderCase::split_input`] as a view on this instance's memory, without a copy or a new
     /// JS array (bench/int8.mjs copies it straight into the memory it shares with the worker;
     /// an array per step made the page's thread collect garbage).
     pub fn split_input_view(&self) -> js_sys::Float32Array {
@@ -370,7 +375,7 @@ impl TrainedCase {
         unsafe { js_sys::Float32Array::view(x) }
     }
 
-    /// This thread's partial branch of the current step, kept for [`TrainedCase::split_absorb`].
+    /// This thread's partial branch of the current step, kept for [`EncoderCase::split_absorb`].
     pub fn split_local(&mut self) -> Result<(), String> {
         let s = self.split.as_mut().ok_or("no pass begun")?;
         let step = s.pass.step().ok_or("the pass is done")?;
@@ -408,13 +413,13 @@ impl TrainedCase {
     }
 
     /// The sentence embedding of `text` (d_model values), tokenizing included, as the page's batch
-    /// work embeds a sentence ([`crate::model::pruned::PrunedBert::embed`], every head kept).
+    /// work embeds a sentence ([`crate::model::encoder::pruned::PrunedBert::embed`], every head kept).
     pub fn embed(&self, text: &str) -> Result<Vec<f32>, String> {
         let ids = self.checked_ids(text)?;
         Ok(self.full.embed(Kernel::Simd, &ids))
     }
 
-    /// The same embedding as the page's sentence view computes it ([`crate::model::bert::Bert::forward`]:
+    /// The same embedding as the page's sentence view computes it ([`crate::model::encoder::bert::Bert::forward`]:
     /// every layer's attention weights and inputs kept for the heatmaps and for pruning).
     pub fn embed_traced(&self, text: &str) -> Result<Vec<f32>, String> {
         let ids = self.checked_ids(text)?;
@@ -433,20 +438,20 @@ impl TrainedCase {
 
 /// Another thread's share of the trained model ([`BertShard`]), for a pass cut across threads.
 #[wasm_bindgen]
-pub struct TrainedShard {
+pub struct EncoderShard {
     spec: crate::model::spec::ModelSpec,
     shard: BertShard,
-    /// The last step's partial branch, for [`TrainedShard::run_view`].
+    /// The last step's partial branch, for [`EncoderShard::run_view`].
     out: Vec<f32>,
 }
 
 #[wasm_bindgen]
-impl TrainedShard {
+impl EncoderShard {
     /// Shard `index` of `count` of the model in a model file (`asset`, [`model_file`]), at
-    /// `precision` (`"f16"` or `"int8"`: quantized as [`TrainedCase::set_precision`] does, from
+    /// `precision` (`"f16"` or `"int8"`: quantized as [`EncoderCase::set_precision`] does, from
     /// the same calibration text, so the driver's and every shard's bytes are the same).
     #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8], index: usize, count: usize, precision: &str) -> Result<TrainedShard, String> {
+    pub fn new(asset: &[u8], index: usize, count: usize, precision: &str) -> Result<EncoderShard, String> {
         let precision = precision_of(precision)?;
         let mut model = model_file(asset)?;
         let spec = *model.spec();
@@ -455,7 +460,7 @@ impl TrainedShard {
         }
         // The 8-bit products' form is the page's: `bench_dot_form` with its key.
         model.set_precision(Kernel::Simd, precision);
-        Ok(TrainedShard { spec, shard: BertShard::new(&model.bert, index, count), out: Vec::new() })
+        Ok(EncoderShard { spec, shard: BertShard::new(&model.bert, index, count), out: Vec::new() })
     }
 
     /// This shard's partial branch of the step `code` for the layer input `x`.
@@ -473,7 +478,7 @@ impl TrainedShard {
         Ok(step)
     }
 
-    /// [`TrainedShard::run`] into a buffer the shard keeps, returned as a view on this instance's
+    /// [`EncoderShard::run`] into a buffer the shard keeps, returned as a view on this instance's
     /// memory: no new JS array per step (bench/int8.mjs's worker copies it into shared memory).
     pub fn run_view(&mut self, code: u32, x: &[f32]) -> Result<js_sys::Float32Array, String> {
         let step = self.step(code, x)?;
@@ -495,14 +500,14 @@ pub fn bench_int8_product(n: usize, k: usize, m: usize, rounds: usize) -> String
     let value = |i: usize| ((crate::attention::synthetic::hash32(i as u32) >> 8) as f32 / 8_388_608.0) - 1.0;
     let x: Vec<f32> = (0..n * k).map(value).collect();
     let w: Vec<f32> = (0..m * k).map(|i| value(i + 7_777_777)).collect();
-    let lin = crate::model::bert::Linear::new(w.clone(), vec![0.0; m]);
+    let lin = crate::model::layers::Linear::new(w.clone(), vec![0.0; m]);
     let plain = QuantizedWeights::new(&w, m, k);
     let wide = QuantizedWeights::with_bits(&w, m, k, IntBits::Twelve);
     let mut y = vec![0.0f32; n * m];
     let mut times = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
     for _ in 0..rounds.max(1) {
         let t0 = now();
-        crate::model::bert::linear(Kernel::Simd, &x, n, &lin, &mut y, m);
+        crate::model::layers::linear(Kernel::Simd, &x, n, &lin, &mut y, m);
         let t1 = now();
         qgemm(Kernel::Simd, &x, n, &wide, &lin.b, &mut y, m);
         times[0].push(t1 - t0);
@@ -564,7 +569,7 @@ impl DecoderCase {
     /// The decoder in a model file, checked and decoded once.
     #[wasm_bindgen(constructor)]
     pub fn new(asset: &[u8]) -> Result<DecoderCase, String> {
-        let id = crate::model::asset::sha256_hex(asset)[..16].to_string();
+        let id = crate::model::load::model_file::sha256_hex(asset)[..16].to_string();
         let decoder = crate::model::decoder::Decoder::from_file(asset, id).map_err(|e| e.to_string())?;
         Ok(DecoderCase { decoder })
     }
@@ -580,13 +585,16 @@ impl DecoderCase {
         Ok(self
             .decoder
             .gpt2
-            .forward_keeping(Kernel::Simd, ids, &all, crate::model::gpt2::Keep::Layer(0))
+            .forward_keeping(Kernel::Simd, ids, &all, crate::model::decoder::gpt2::Keep::Layer(0))
             .next_logits)
     }
 
     /// Every position's loss of that pass (the text's token after it), in f64.
     pub fn losses(&self, ids: &[u32]) -> Vec<f64> {
         let all = HeadSet::all(self.decoder.spec().total_heads());
-        self.decoder.gpt2.forward_keeping(Kernel::Simd, ids, &all, crate::model::gpt2::Keep::Layer(0)).losses
+        self.decoder
+            .gpt2
+            .forward_keeping(Kernel::Simd, ids, &all, crate::model::decoder::gpt2::Keep::Layer(0))
+            .losses
     }
 }

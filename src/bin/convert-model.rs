@@ -9,8 +9,11 @@
 //!     cargo run --release --bin convert-model -- --pairs STS_TEST_CSV OUT_FILE
 //!     cargo run --release --bin convert-model -- --texts CHAPTERS_DIR OUT_FILE
 
-use headlab::model::checkpoint::{load, now, DirFiles, Options};
-use headlab::model::{task, texts, BUILT_IN_NAME};
+use headlab::model::decoder::texts;
+use headlab::model::encoder::task;
+use headlab::model::encoder::BUILT_IN_NAME;
+use headlab::model::load::checkpoint::{load, Options};
+use headlab::model::load::files::{now, DirFiles};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

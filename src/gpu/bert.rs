@@ -1,4 +1,4 @@
-//! The trained model on the GPU: the same computation as [`crate::model::bert`], ten dispatches
+//! The trained model on the GPU: the same computation as [`crate::model::encoder::bert`], ten dispatches
 //! a layer in one submission. The embeddings (a table look-up and one LayerNorm) and the final
 //! mean pooling stay on the CPU; everything between runs on the device.
 //!
@@ -18,8 +18,8 @@ use super::layers::{linear_params, Dispatch, Pipelines, Plans, RowParams, Step};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{GpuContext, GpuError};
 use crate::attention::HeadSet;
-use crate::model::bert::{first_changed_layer, pool, Bert, BertOutput};
-use crate::model::pruned::PrunedBert;
+use crate::model::encoder::bert::{first_changed_layer, pool, Bert, BertOutput};
+use crate::model::encoder::pruned::PrunedBert;
 use crate::model::spec::ModelSpec;
 
 struct LayerBuffers {

@@ -1,4 +1,4 @@
-//! A GPT-2-family decoder on the GPU: the same computation as [`crate::model::gpt2`]. The
+//! A GPT-2-family decoder on the GPU: the same computation as [`crate::model::decoder::gpt2`]. The
 //! embeddings (a table look-up) stay on the CPU; the blocks (causal attention), the final
 //! LayerNorm, the logits and each position's loss run on the device, and only what the page reads
 //! comes back: the final rows, the next token's logits, the losses, and the attention and head
@@ -18,7 +18,7 @@ use super::layers::{linear_params, Dispatch, Pipelines, Plans, RowParams, Step};
 use super::resources::{self, elementwise_groups, tiles, Owned};
 use super::{GpuContext, GpuError};
 use crate::attention::HeadSet;
-use crate::model::gpt2::{DecoderOutput, Gpt2, Keep};
+use crate::model::decoder::gpt2::{DecoderOutput, Gpt2, Keep};
 use crate::model::spec::ModelSpec;
 
 /// Rows of logits made at once, at most.
@@ -122,7 +122,7 @@ impl GpuGpt2 {
             }
             Ok(owned.keep(resources::storage_with(dev, q, label, data)))
         };
-        let norm = |n: &crate::model::bert::Norm| [n.w.as_slice(), n.b.as_slice()].concat();
+        let norm = |n: &crate::model::layers::Norm| [n.w.as_slice(), n.b.as_slice()].concat();
         let mut blocks = Vec::with_capacity(spec.layers);
         for b in &model.blocks {
             blocks.push(BlockBuffers {

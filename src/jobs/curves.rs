@@ -22,11 +22,11 @@ use super::pace::Pace;
 use super::task::{gradient_pieces, SetScore, TaskData, TaskImportance, SUBSET_PAIRS};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
-use crate::model::curves::{Curves, Order, RANDOM_SEEDS};
+use crate::jobs::work::{Done, Pair, GRADIENT_COST};
+use crate::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
+use crate::model::encoder::pruned::cost;
 use crate::model::intervals::RESAMPLES;
-use crate::model::pruned::cost;
 use crate::model::spec::ModelSpec;
-use crate::model::work::{Done, Pair, GRADIENT_COST};
 
 /// Steps of the curves' grid: points every twelfth of the heads.
 const GRID: usize = 12;
@@ -78,7 +78,11 @@ impl CurveCache {
 
     fn shot_key(&self, one_shot: &[usize]) -> String {
         let order = one_shot.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(".");
-        format!("{}-one-shot-{}", self.base, &crate::model::asset::sha256_hex(order.as_bytes())[..16])
+        format!(
+            "{}-one-shot-{}",
+            self.base,
+            &crate::model::load::model_file::sha256_hex(order.as_bytes())[..16]
+        )
     }
 
     /// What is saved (the one-shot order's for `one_shot`).
@@ -421,7 +425,7 @@ impl CurveRun {
     /// The next job, in pieces that can run anywhere and in any order: an evaluation as a piece
     /// per 48 sentences, an importance measurement as a piece per 4 pairs. `None` once every job
     /// is done.
-    fn next_job(&mut self) -> Option<Vec<crate::model::work::Work>> {
+    fn next_job(&mut self) -> Option<Vec<crate::jobs::work::Work>> {
         assert!(self.pending.is_none(), "the last job's results are not in yet");
         self.follow_one_shot();
         let total = self.spec.total_heads();

@@ -12,14 +12,15 @@ use crate::attention::HeadSet;
 use crate::backend::decoder::DecoderRunner;
 pub use crate::backend::decoder::DECODER_KERNEL;
 use crate::cpu::Kernel;
+use crate::model::decoder::gpt2::{DecoderOutput, Keep};
+use crate::model::decoder::gradient::passage_gradients;
+use crate::model::decoder::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
+use crate::model::decoder::next_importance::{NextImportance, NextSweep, SweepPlan};
+use crate::model::decoder::next_token::{log_softmax, perplexity, top, NextDrift};
+use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::{Decoder, DecoderTokens};
-use crate::model::decoder_gradient::{gates, passage_gradients};
-use crate::model::gpt2::{DecoderOutput, Keep};
-use crate::model::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
-use crate::model::next_importance::{NextImportance, NextSweep, SweepPlan};
-use crate::model::next_token::{log_softmax, perplexity, top, NextDrift};
+use crate::model::layers::backward::gates;
 use crate::model::spec::ModelSpec;
-use crate::model::texts::TextSet;
 
 /// The most bytes of attention weights a page's pass keeps for every layer; past it (a long text
 /// on a large model: gpt2-medium at 1024 tokens would keep 1.6 GB per pass) it keeps only the
@@ -321,7 +322,7 @@ impl DecoderMeasure {
         match self {
             DecoderMeasure::NextToken => format!("removing it alone moves the next token by KL {v:.4}"),
             DecoderMeasure::SetLoss => {
-                format!("|dL/d gate| {v:.5} on the {} passages", crate::model::texts::NAME)
+                format!("|dL/d gate| {v:.5} on the {} passages", crate::model::decoder::texts::NAME)
             }
         }
     }
@@ -424,7 +425,7 @@ impl TextImportance {
             DecoderMeasure::NextToken => "Removing one head alone moves the next token most for".to_string(),
             DecoderMeasure::SetLoss => format!(
                 "By the gradient of the loss on {} (Michel et al.), the heads that matter most are",
-                crate::model::texts::NAME
+                crate::model::decoder::texts::NAME
             ),
         };
         format!(
@@ -572,7 +573,7 @@ impl SetPerplexity {
         let set = format!(
             "On {} passages of {} ({} tokens predicted, at most {PASSAGE_TOKENS} per passage)",
             full.passages,
-            crate::model::texts::NAME,
+            crate::model::decoder::texts::NAME,
             full.tokens
         );
         if pruned.heads.any_pruned() {

@@ -13,9 +13,9 @@ use super::decoder::{set_passages, SetGradient, SetLoss, Steps};
 use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
+use crate::model::decoder::next_importance::curve_ks;
+use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::Decoder;
-use crate::model::next_importance::curve_ks;
-use crate::model::texts::TextSet;
 
 /// Steps from none to every head pruned: a tenth at a time, as Michel et al.'s iterative pruning.
 pub const CURVE_STEPS: usize = 10;
@@ -38,7 +38,7 @@ impl DecoderCurves {
         format!(
             "On {} passages of {}: perplexity {} with every head; with {} of {total} pruned, {} iterative, {} one-shot, {} at random.",
             self.passages,
-            crate::model::texts::NAME,
+            crate::model::decoder::texts::NAME,
             p(self.iterative[0]),
             self.ks[at],
             p(self.iterative[at]),

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use super::engine::{Engine, Where};
 use super::pool::Priority;
 use super::ticket::Ticket;
-use crate::model::work::{Done, Work};
+use crate::jobs::work::{Done, Work};
 
 /// How far a job has come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The one object that decides where the trained model's work runs, and runs it: the model on
-//! the page's backend ([`TrainedRunner`]: the GPU while it works, else the CPU kernel), the pool
+//! the page's backend ([`EncoderRunner`]: the GPU while it works, else the CPU kernel), the pool
 //! of threads for batch work ([`Workers`]), the unpruned passes kept for reuse, and the pace
 //! each place has run at.
 
@@ -11,11 +11,11 @@ use super::host::{Host, HostClock};
 use super::pace::Pace;
 use super::pool::{PageThread, Pool, Priority};
 use crate::attention::HeadSet;
-use crate::backend::{Session, TrainedRunner};
-use crate::model::bert::BertOutput;
-use crate::model::runner::Runner;
-use crate::model::work::{ablation_flops, Done, Work};
-use crate::model::Model;
+use crate::backend::{EncoderRunner, Session};
+use crate::jobs::work::{ablation_flops, Done, Work};
+use crate::model::encoder::bert::BertOutput;
+use crate::model::encoder::runner::Runner;
+use crate::model::encoder::Encoder;
 
 /// Pieces an ablation is dealt into per worker when the page hands them its unpruned passes.
 pub const PIECES_PER_WORKER: usize = 2;
@@ -163,8 +163,8 @@ fn trace_bytes(out: &BertOutput) -> usize {
 
 /// The model on the page's backend, its workers, and everything that runs on them.
 pub struct Engine {
-    model: Rc<Model>,
-    runner: TrainedRunner,
+    model: Rc<Encoder>,
+    runner: EncoderRunner,
     workers: Rc<Workers>,
     here: PageThread,
     host: Rc<dyn Host>,
@@ -176,29 +176,29 @@ impl Engine {
     /// The model on `session`'s backend (uploaded to its GPU and, unless the reader forced the
     /// GPU, timed there and on the CPU kernel), its batch work on `workers`.
     pub async fn new(
-        model: Rc<Model>,
+        model: Rc<Encoder>,
         session: &Session,
         workers: Rc<Workers>,
         host: Rc<dyn Host>,
     ) -> Engine {
-        let runner = TrainedRunner::new(model.clone(), session, &HostClock(&*host)).await;
+        let runner = EncoderRunner::new(model.clone(), session, &HostClock(&*host)).await;
         let here = PageThread::new(model.clone());
         Engine { model, runner, workers, here, host, traces: RefCell::new(Vec::new()) }
     }
 
     /// The model.
-    pub fn model(&self) -> &Rc<Model> {
+    pub fn model(&self) -> &Rc<Encoder> {
         &self.model
     }
 
     /// The model at `precision` on the page's thread: the model itself, or the copy the page's
     /// thread runs pieces at that precision on (made the first time), or why there can be none.
-    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Model>, String> {
+    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Encoder>, String> {
         self.here.model_at(precision)
     }
 
     /// Where its passes run (the GPU or the CPU kernel).
-    pub fn runner(&self) -> &TrainedRunner {
+    pub fn runner(&self) -> &EncoderRunner {
         &self.runner
     }
 

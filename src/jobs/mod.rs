@@ -13,6 +13,7 @@
 //! thread, or a fake in native tests (`native`). The page's components only start jobs and show
 //! what they publish.
 
+pub mod copies;
 pub mod curves;
 pub mod decoder;
 pub mod decoder_curves;
@@ -31,3 +32,4 @@ pub mod ticket;
 pub mod timing;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+pub mod work;

@@ -9,9 +9,9 @@ use super::host::{Host, LocalFuture};
 use super::pool::{Pool, Priority};
 use crate::attention::clock::Clock;
 use crate::cpu::Kernel;
-use crate::model::copies::Copies;
-use crate::model::work::{Done, Work};
-use crate::model::Model;
+use crate::jobs::copies::Copies;
+use crate::jobs::work::{Done, Work};
+use crate::model::encoder::Encoder;
 
 /// A host on the process's clock; counts the turns it gave.
 pub struct NativeHost {
@@ -66,7 +66,7 @@ pub struct FakePool {
 
 impl FakePool {
     /// A pool of `threads` for `model`.
-    pub fn new(model: Rc<Model>, threads: usize) -> FakePool {
+    pub fn new(model: Rc<Encoder>, threads: usize) -> FakePool {
         FakePool {
             models: Copies::new(model),
             threads,

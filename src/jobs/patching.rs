@@ -8,9 +8,9 @@ use super::driver::{Next, Plan, Progress};
 use super::engine::Engine;
 use super::pool::Priority;
 use crate::attention::HeadSet;
-use crate::model::check::CANDIDATES;
-use crate::model::patching::Patching;
-use crate::model::work::{ablation_deal, Done, Work};
+use crate::jobs::work::{ablation_deal, Done, Work};
+use crate::model::encoder::check::CANDIDATES;
+use crate::model::encoder::patching::Patching;
 
 /// Every head of the unpruned model patched from `clean` into `corrupted`, and removed from
 /// `clean`, alone ([`Work::Patch`]).
@@ -26,7 +26,7 @@ pub struct PatchSweep {
 
 impl PatchSweep {
     /// The sweep over the token ids `clean` and `corrupted` (as many of each:
-    /// [`crate::model::patching::check_pair`]), dealt for where `engine` runs it.
+    /// [`crate::model::encoder::patching::check_pair`]), dealt for where `engine` runs it.
     pub fn new(engine: &Engine, clean: Vec<u32>, corrupted: Vec<u32>) -> PatchSweep {
         let model = engine.model();
         let total = model.spec().total_heads();

@@ -7,9 +7,9 @@ use std::rc::Rc;
 
 use super::host::LocalFuture;
 use crate::cpu::Kernel;
-use crate::model::copies::Copies;
-use crate::model::work::{Done, Work};
-use crate::model::Model;
+use crate::jobs::copies::Copies;
+use crate::jobs::work::{Done, Work};
+use crate::model::encoder::Encoder;
 
 /// Which pieces a busy pool runs first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct PageThread {
 impl PageThread {
     /// The page's thread, running `model` (and its copy at the other precision, for pieces
     /// that ask for it).
-    pub fn new(model: Rc<Model>) -> PageThread {
+    pub fn new(model: Rc<Encoder>) -> PageThread {
         PageThread { models: Copies::new(model) }
     }
 }
@@ -55,7 +55,7 @@ impl PageThread {
 impl PageThread {
     /// The model at `precision`: the loaded one, or the copy the page's thread runs pieces at
     /// that precision on (made now if no piece asked for it yet).
-    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Model>, String> {
+    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Encoder>, String> {
         self.models.at(precision).cloned()
     }
 }

@@ -10,9 +10,9 @@ use super::engine::Engine;
 use super::pool::Priority;
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
-use crate::model::check::{CheckAnswer, MarginImportance, SENTENCES};
-use crate::model::runner::embedding_drift;
-use crate::model::work::{ablation_pieces, Done, Work};
+use crate::jobs::work::{ablation_pieces, Done, Work};
+use crate::model::encoder::check::{CheckAnswer, MarginImportance, SENTENCES};
+use crate::model::encoder::runner::embedding_drift;
 
 /// Removing each head alone from the unpruned model on some sentences: the pieces, and as their
 /// results come in, each head's embeddings.

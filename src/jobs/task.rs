@@ -11,11 +11,11 @@ use crate::attention::atlas::{Atlas, PatternSums};
 use crate::attention::importance::Ranking;
 use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
+use crate::jobs::work::{Done, Pair, Work};
+use crate::model::encoder::roles::{is_punctuation, Role, RoleCounter};
+use crate::model::encoder::task::Pairs;
 use crate::model::intervals::Bootstrap;
-use crate::model::roles::{is_punctuation, Role, RoleCounter};
-use crate::model::task::Pairs;
-use crate::model::tokenizer::Tokenizer;
-use crate::model::work::{Done, Pair, Work};
+use crate::model::tokenize::wordpiece::WordPiece;
 
 /// Sentences embedded in one piece of an evaluation.
 pub const SENTENCES_PER_PIECE: usize = 48;
@@ -44,7 +44,7 @@ pub struct TaskData {
 
 impl TaskData {
     /// The pairs, tokenized by `tokenizer`.
-    pub fn new(pairs: Pairs, tokenizer: &Tokenizer) -> TaskData {
+    pub fn new(pairs: Pairs, tokenizer: &WordPiece) -> TaskData {
         let tokens: Vec<_> = pairs.sentences.iter().map(|s| tokenizer.encode(s)).collect();
         let ids = tokens.iter().map(|t| t.iter().map(|t| t.id).collect()).collect();
         let punctuation =
@@ -126,7 +126,7 @@ impl SetQuality {
     }
 
     /// The same quality measured at `precision` (the workers make a copy of the model at it
-    /// when theirs is at the other: [`crate::model::copies::Copies`]).
+    /// when theirs is at the other: [`crate::jobs::copies::Copies`]).
     pub fn at(self, precision: Precision) -> SetQuality {
         let batch = Batch::new(self.data.evaluation(&self.heads, Some(precision)));
         SetQuality { batch, ..self }

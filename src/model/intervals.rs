@@ -1,7 +1,7 @@
 //! How sure the page's quality numbers are: bootstrap intervals over the sentence pairs.
 //!
 //! A quality is Spearman's correlation of the pairs' cosine similarities with people's scores
-//! ([`super::task`]); with 230 pairs it is itself an estimate. [`Bootstrap`] resamples the pairs
+//! ([`crate::model::encoder::task`]); with 230 pairs it is itself an estimate. [`Bootstrap`] resamples the pairs
 //! with replacement ([`RESAMPLES`] times, the same resamples for every quality of a pair set, so
 //! two qualities are compared pair by pair) and recomputes the correlation from the cosines
 //! already measured: no forward pass. The 95 % interval is the 2.5th to 97.5th percentile of
@@ -12,7 +12,7 @@
 use crate::attention::stats::{pearson, ranks, spearman};
 use crate::attention::synthetic::hash32;
 
-use super::digits::quality_text;
+use crate::model::digits::quality_text;
 
 /// Resamples per interval.
 pub const RESAMPLES: usize = 1000;

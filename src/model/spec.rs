@@ -1,6 +1,7 @@
-//! A trained model's shape as one value: layers, heads, widths, vocabulary, positions, the
-//! feed-forward activation and the pooling. Every loop, head set, grid, link and mark reads it
-//! from the loaded model; nothing else in the crate knows a model's numbers.
+//! A trained model's shape as one value, for both families: layers, heads, widths, vocabulary,
+//! positions, the feed-forward activation, the LayerNorm epsilon, and (for an encoder) the
+//! pooling. Every loop, head set, grid, link and mark reads it from the loaded model; nothing
+//! else in the crate knows a model's numbers.
 
 use crate::attention::HeadSet;
 
@@ -34,10 +35,13 @@ pub enum Pooling {
     },
 }
 
-/// The shape of a BERT-family encoder.
+/// The shape of a trained model of either family: a BERT-family encoder (whose layers are
+/// post-LayerNorm and whose output is a pooled sentence embedding) or a GPT-2 decoder (whose
+/// blocks are pre-LayerNorm and causal, and whose output is the next token; [`ModelSpec::pooling`]
+/// is unused there). Heads are numbered `layer * heads + head` in both.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ModelSpec {
-    /// Encoder layers.
+    /// Layers (an encoder's layers, a decoder's blocks).
     pub layers: usize,
     /// Heads per layer.
     pub heads: usize,
@@ -51,7 +55,7 @@ pub struct ModelSpec {
     pub positions: usize,
     /// The feed-forward activation.
     pub activation: Activation,
-    /// How the sentence embedding is pooled.
+    /// How an encoder's sentence embedding is pooled (a decoder's file keeps the default).
     pub pooling: Pooling,
     /// LayerNorm's epsilon.
     pub layer_norm_eps: f64,

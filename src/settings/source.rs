@@ -21,14 +21,14 @@ pub enum TrainedSource {
     Served {
         /// The folder's path, checked to stay on the page's origin ([`served_path`]).
         path: String,
-        /// [`crate::model::file_id`] of the model file the link was made with.
+        /// [`crate::model::load::model_file::file_id`] of the model file the link was made with.
         weights: Option<String>,
     },
     /// A model the reader gave the page from their files.
     Files {
         /// Its name (the folder's or the config's).
         name: String,
-        /// [`crate::model::file_id`] of its model file.
+        /// [`crate::model::load::model_file::file_id`] of its model file.
         weights: String,
     },
 }

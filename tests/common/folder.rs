@@ -2,8 +2,9 @@
 //! that also writes what no library would (bad offsets, unknown dtypes), and a small random BERT
 //! folder in memory.
 
-use headlab::model::bert::{tensor_names, Bert};
-use headlab::model::checkpoint::MemoryFiles;
+use headlab::model::encoder::bert::Bert;
+use headlab::model::load::files::MemoryFiles;
+use headlab::model::load::names::encoder_names;
 use headlab::model::spec::ModelSpec;
 
 /// A safetensors file of `(name, dtype, shape, data)` tensors laid out one after another.
@@ -45,8 +46,8 @@ pub fn tensors_of(bert: &Bert) -> Vec<(String, String, Vec<usize>, Vec<u8>)> {
             values.push(norm.b.clone());
         }
     }
-    // tensor_names lists each layer's linears, then its norms, as pushed above.
-    tensor_names(&spec)
+    // encoder_names lists each layer's linears, then its norms, as pushed above.
+    encoder_names(&spec)
         .into_iter()
         .zip(values)
         .map(|((name, shape), v)| {

@@ -11,10 +11,10 @@ use headlab::jobs::driver::{drive, Job};
 use headlab::jobs::engine::{Engine, Workers};
 use headlab::jobs::native::{FakePool, NativeHost};
 use headlab::jobs::ticket::Ticket;
-use headlab::model::bert::Bert;
+use headlab::model::encoder::bert::Bert;
+use headlab::model::encoder::Encoder;
 use headlab::model::spec::ModelSpec;
-use headlab::model::tokenizer::Tokenizer;
-use headlab::model::Model;
+use headlab::model::tokenize::wordpiece::WordPiece;
 use serde_json::Value;
 
 use super::{model_dir, pairs_csv};
@@ -66,36 +66,37 @@ pub fn checkpoint() -> Bert {
 }
 
 /// The model's own WordPiece tokenizer.
-pub fn tokenizer() -> Tokenizer {
-    Tokenizer::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap(), SPEC.positions)
+pub fn tokenizer() -> WordPiece {
+    WordPiece::from_vocab(&std::fs::read_to_string(model_dir().join("vocab.txt")).unwrap(), SPEC.positions)
         .unwrap()
 }
 
 /// The fp32 checkpoint as a model the job layer runs.
-pub fn fp32_model() -> Rc<Model> {
-    Rc::new(Model {
+pub fn fp32_model() -> Rc<Encoder> {
+    Rc::new(Encoder {
         name: "all-MiniLM-L6-v2 (fp32)".into(),
         id: "fp32".into(),
-        architecture: headlab::model::config::Architecture::Bert,
+        architecture: headlab::model::load::config::Architecture::Bert,
         bert: checkpoint(),
         tokenizer: tokenizer(),
     })
 }
 
 /// The token ids of `text`.
-pub fn ids(tok: &Tokenizer, text: &str) -> Vec<u32> {
+pub fn ids(tok: &WordPiece, text: &str) -> Vec<u32> {
     tok.encode(text).iter().map(|t| t.id).collect()
 }
 
 /// The model the page runs: the checkpoint folder read by the page's loader (as convert-model
 /// reads it for the page's asset), decoded as the page decodes it, with its tokenizer and the
 /// model file's bytes.
-pub fn f16_model() -> (Bert, Tokenizer, Vec<u8>) {
-    use headlab::model::checkpoint::{load, now, DirFiles, Options};
+pub fn f16_model() -> (Bert, WordPiece, Vec<u8>) {
+    use headlab::model::load::checkpoint::{load, Options};
+    use headlab::model::load::files::{now, DirFiles};
     let files = DirFiles::new(&model_dir()).unwrap();
-    let options = Options { name: Some(headlab::model::BUILT_IN_NAME.into()), budget: u64::MAX };
+    let options = Options { name: Some(headlab::model::encoder::BUILT_IN_NAME.into()), budget: u64::MAX };
     let loaded = now(load(&files, &options, &mut |_| {})).unwrap();
-    let model = Model::from_file(&loaded.file, loaded.id).unwrap();
+    let model = Encoder::from_file(&loaded.file, loaded.id).unwrap();
     (model.bert, model.tokenizer, loaded.file)
 }
 
@@ -137,14 +138,14 @@ pub fn pruned_sets() -> Vec<(&'static str, HeadSet)> {
 
 /// The page's sentence pairs, made from the benchmark as scripts/build-model-asset.sh makes them
 /// (and checked against the hash the page expects).
-pub fn sts_pairs() -> headlab::model::task::Pairs {
-    use headlab::model::task::{select, Pairs};
+pub fn sts_pairs() -> headlab::model::encoder::task::Pairs {
+    use headlab::model::encoder::task::{select, Pairs};
     Pairs::from_file(select(&std::fs::read_to_string(pairs_csv()).unwrap()).as_bytes()).unwrap()
 }
 
 /// `model` on the CPU kernel (a session without a GPU), its batch work on a fake pool of
 /// `threads` (1: the page's own thread).
-pub fn engine(model: Rc<Model>, threads: usize) -> Engine {
+pub fn engine(model: Rc<Encoder>, threads: usize) -> Engine {
     let pool = Rc::new(FakePool::new(model.clone(), threads));
     let workers = Rc::new(Workers::new(pool));
     pollster::block_on(Engine::new(model, &Session::cpu_only(), workers, Rc::new(NativeHost::default())))

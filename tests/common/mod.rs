@@ -150,7 +150,7 @@ pub fn texts_chapters() -> Vec<String> {
     let dir = std::env::var_os("HEADLAB_TEXTS_CHAPTERS").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/headlab-texts/0.2.3/package/data")
     });
-    (1..=headlab::model::texts::CHAPTERS)
+    (1..=headlab::model::decoder::texts::CHAPTERS)
         .map(|i| {
             let path = dir.join(format!("chapter_{i}.json"));
             let text = std::fs::read_to_string(&path)

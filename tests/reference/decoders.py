@@ -134,7 +134,7 @@ def make_tokenizer(vocab, merges):
     return tok
 
 
-# The text set a decoder's perplexity is measured on (src/model/texts.rs), selected here again,
+# The text set a decoder's perplexity is measured on (src/model/decoder/texts.rs), selected here again,
 # independently: a passage of every fourth of Moby-Dick's 135 chapters (the chapters from
 # scripts/fetch-texts.sh, in HEADLAB_TEXTS_CHAPTERS), each the chapter's first paragraph of 200
 # or more characters, cut after the last sentence ending within 400 (else at the last space).

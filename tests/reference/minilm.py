@@ -45,8 +45,8 @@ SENTENCES = [
     "She paid off the loan at the bank.",
     "Attention heads can be pruned.",
 ]
-# The meaning check's candidates and activation patching's two sentences (src/model/check.rs,
-# src/model/patching.rs).
+# The meaning check's candidates and activation patching's two sentences (src/model/encoder/check.rs,
+# src/model/encoder/patching.rs).
 CANDIDATES = ["We sat on the grassy bank by the river.", "The financial institution approved my loan."]
 PATCH_CLEAN = "I deposited my paycheck at the bank."
 PATCH_CORRUPTED = "I sat down on the grass at the bank."
@@ -145,7 +145,7 @@ def main(model_dir):
 
 
 def patching(w, tok):
-    """Activation patching on the meaning check (src/model/patching.rs): every head's clean
+    """Activation patching on the meaning check (src/model/encoder/patching.rs): every head's clean
     output put into the corrupted run, and every head removed from the clean run, scored by the
     check's margin toward the clean run's choice."""
     ids = lambda s: tok.encode(s).ids

@@ -1,4 +1,4 @@
-//! A model folder's bytes in the browser, for [`crate::model::checkpoint::load`]: the reader's own
+//! A model folder's bytes in the browser, for [`crate::model::load::checkpoint::load`]: the reader's own
 //! files (picked, or dropped as files or as a folder; nothing leaves their machine), or a folder
 //! the handbook serves beside the page (`?model=PATH`), asked for a range at a time and only from
 //! the page's own origin.
@@ -14,7 +14,8 @@ use web_sys::{
     Response,
 };
 
-use crate::model::checkpoint::{referenced_files, CheckpointError, Entry, Files, SERVED_NAMES};
+use crate::model::load::checkpoint::{referenced_files, CheckpointError, SERVED_NAMES};
+use crate::model::load::files::{Entry, Files};
 
 /// The most files a drop or a pick may offer (a model folder has a dozen).
 pub const MAX_FILES: usize = 4096;

@@ -1,7 +1,7 @@
 //! Loading a trained model into the page, from any of its sources: the built-in one (its model
 //! file fetched from the page's server and checked against the hash built into the page), a
 //! folder the handbook serves beside the page, or the reader's own files; the last two are
-//! converted by [`crate::model::checkpoint::load`] while they are read.
+//! converted by [`crate::model::load::checkpoint::load`] while they are read.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -10,8 +10,10 @@ use std::rc::Rc;
 use super::files::{ReaderFiles, ServedFiles};
 use super::workers::ModelFile;
 use super::{fetch_bytes, now_ms, yield_to_browser};
-use crate::model::checkpoint::{self, Entry, Files, Options};
-use crate::model::{asset, AnyModel};
+use crate::model::load::checkpoint::{self, Options};
+use crate::model::load::files::{Entry, Files};
+use crate::model::load::model_file;
+use crate::model::Model;
 
 /// Where the page finds the built-in model's file (copied next to index.html by trunk).
 pub const BUILT_IN_URL: &str = "minilm-f16.bin";
@@ -56,7 +58,7 @@ impl Source {
 /// know about how it was read.
 pub struct LoadedModel {
     /// The model: an encoder or a decoder.
-    pub model: AnyModel,
+    pub model: Model,
     /// Its file and id, for the workers.
     pub file: Rc<ModelFile>,
     /// Notes from reading the folder (tensors ignored, modules not applied).
@@ -89,9 +91,9 @@ pub async fn load(
         Source::BuiltIn => {
             let bytes =
                 fetch_bytes(BUILT_IN_URL, progress).await.map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
-            asset::verify(&bytes).map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
+            model_file::verify(&bytes).map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
             let read = bytes.len() as u64;
-            (bytes, asset::ASSET_SHA256[..16].to_string(), Vec::new(), read)
+            (bytes, model_file::ASSET_SHA256[..16].to_string(), Vec::new(), read)
         }
         Source::Served(path) => {
             let files = ServedFiles::list(&path).await.map_err(|e| e.to_string())?;
@@ -101,7 +103,7 @@ pub async fn load(
     };
     // Decoding takes a moment: let the progress bar show the end first.
     yield_to_browser().await;
-    let model = AnyModel::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
+    let model = Model::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
     let seconds = (now_ms() - started) / 1000.0;
     Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })
 }

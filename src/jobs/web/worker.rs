@@ -1,5 +1,5 @@
 //! Inside a web worker: the page's wasm, started by `www/worker.js`, serves the page's batch
-//! work ([`crate::model::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
+//! work ([`crate::jobs::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
 //! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision, dot form]`
@@ -23,9 +23,9 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 use crate::attention::precision::Precision;
 use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
-use crate::model::copies::Copies;
-use crate::model::work::Work;
-use crate::model::Model;
+use crate::jobs::copies::Copies;
+use crate::jobs::work::Work;
+use crate::model::encoder::Encoder;
 
 /// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
 pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
@@ -73,7 +73,7 @@ fn work(models: Option<&Copies>, bytes: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The model the page sent: `[id, Uint8Array, precision, dot form]`, its id, its model file, the
 /// precision to run it at and the 8-bit micro-kernel's form.
-fn load(message: &Array) -> Result<Model, String> {
+fn load(message: &Array) -> Result<Encoder, String> {
     let id = message.get(0).as_string().ok_or("the model's message has no id")?;
     let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
     let key = message.get(2).as_string().ok_or("the model's message has no precision")?;
@@ -83,7 +83,7 @@ fn load(message: &Array) -> Result<Model, String> {
     let form =
         DotForm::from_key(&key).ok_or_else(|| format!("the model's message asks for dot form {key:?}"))?;
     crate::jobs::web::adopt_dot_form(form);
-    let mut model = Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
+    let mut model = Encoder::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
     model.set_precision(Kernel::Simd, precision);
     Ok(model)
 }

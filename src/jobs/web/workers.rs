@@ -5,7 +5,7 @@
 //! Each worker runs `www/worker.js`, which loads this page's own wasm ([`super::worker`] then
 //! serves); the page sends it the model file it already fetched and checked (a copy each: no
 //! worker fetches or hashes it again). Work goes over as
-//! bytes ([`crate::model::work`]), copied, never shared: nothing here needs `SharedArrayBuffer`,
+//! bytes ([`crate::jobs::work`]), copied, never shared: nothing here needs `SharedArrayBuffer`,
 //! so the pool works in an iframe on a handbook page that is not cross-origin isolated. Results
 //! are bit for bit those of the page's own thread (the same wasm code on the same pieces).
 //!
@@ -27,7 +27,7 @@ use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
 use crate::jobs::web::settled_dot_form;
-use crate::model::work::{Done, Work};
+use crate::jobs::work::{Done, Work};
 
 /// The worker's script, copied next to `index.html` by trunk.
 const WORKER_URL: &str = "worker.js";
@@ -255,10 +255,10 @@ enum PoolState {
     Failed(String),
 }
 
-/// A model file ([`crate::model::asset`]'s format) and its id, as the page holds it for its
+/// A model file ([`crate::model::load::model_file`]'s format) and its id, as the page holds it for its
 /// workers.
 pub struct ModelFile {
-    /// [`crate::model::file_id`] of the bytes.
+    /// [`crate::model::load::model_file::file_id`] of the bytes.
     pub id: String,
     /// The file.
     pub bytes: Vec<u8>,

@@ -117,7 +117,7 @@ fn ModelPicker() -> impl IntoView {
                         let spec = state.trained.shape.get();
                         format!(
                             "{} (trained) — {}/{}, d_k {}",
-                            crate::model::BUILT_IN_NAME,
+                            crate::model::encoder::BUILT_IN_NAME,
                             spec.d_model,
                             spec.heads,
                             spec.d_k()

@@ -124,7 +124,7 @@ pub fn Timing() -> impl IntoView {
 
 fn timing_text(state: AppState) -> String {
     if state.settings.read().is_trained() {
-        return format!("{}: its passes are timed in its panel below.", crate::model::BUILT_IN_NAME);
+        return format!("{}: its passes are timed in its panel below.", crate::model::encoder::BUILT_IN_NAME);
     }
     if state.computing() {
         let c = state.settings.read().config();

@@ -8,13 +8,13 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::task_view::TaskView;
-use super::view::{engine_is, TrainedView};
+use super::view::{engine_is, EncoderView};
 use crate::attention::atlas::Atlas;
 use crate::export::atlas_csv;
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::task::{HeadAtlas, ROLE_SENTENCES};
 use crate::jobs::ticket::Ticket;
-use crate::model::filter::{cluster_lines, HeadFilter, Known};
+use crate::model::encoder::filter::{cluster_lines, HeadFilter, Known};
 use crate::ui::canvas::draw_heatmap;
 use crate::ui::files;
 use crate::ui::state::AppState;
@@ -106,7 +106,7 @@ impl AtlasView {
 #[component]
 pub fn GridFilter() -> impl IntoView {
     let atlas = AtlasView::get();
-    let total = TrainedView::get().spec().total_heads();
+    let total = EncoderView::get().spec().total_heads();
     let choices = move || {
         HeadFilter::choices(if atlas.atlas.get().flatten().is_some() { atlas.clusters.get() } else { 0 })
     };
@@ -145,7 +145,7 @@ fn filter_count(atlas: AtlasView, total: usize) -> String {
 pub fn AtlasPanel() -> impl IntoView {
     let atlas = AtlasView::get();
     let task = TaskView::get();
-    let trained = TrainedView::get();
+    let trained = EncoderView::get();
     let spec = move || trained.spec();
     let ready = move || matches!(task.data.get().flatten(), Some(Ok(_)));
     let status = move || match (atlas.status.get(), atlas.wanted.get()) {
@@ -183,7 +183,7 @@ pub fn AtlasPanel() -> impl IntoView {
 #[component]
 fn AtlasResult(atlas: Rc<Atlas>) -> impl IntoView {
     let state = AtlasView::get();
-    let (view, task) = (TrainedView::get(), TaskView::get());
+    let (view, task) = (EncoderView::get(), TaskView::get());
     let spec = view.spec();
     let clusters = move || state.cluster_of().unwrap_or_default();
     let lines =
@@ -292,7 +292,7 @@ fn AtlasMatrix(atlas: Rc<Atlas>) -> impl IntoView {
 #[component]
 fn NearestHeads(atlas: Rc<Atlas>) -> impl IntoView {
     let state = AtlasView::get();
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let spec = view.spec();
     let head = state.head;
     let stored = StoredValue::new_local(atlas);
@@ -334,7 +334,7 @@ fn divergence_text(d: f64) -> String {
 /// Head `h`'s attention on the sentence's current pass, with a caption.
 #[component]
 fn HeadPattern(h: usize, caption: String, large: bool) -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let spec = view.spec();
     let canvas = NodeRef::<html::Canvas>::new();
     Effect::new(move |_| {

@@ -8,13 +8,13 @@ use std::rc::Rc;
 use leptos::html;
 use leptos::prelude::*;
 
-use super::view::TrainedView;
+use super::view::EncoderView;
 use super::SentenceInput;
 use crate::attention::align::{align, Alignment};
 use crate::attention::cosine;
 use crate::jobs::engine::Pass;
-use crate::model::check::CANDIDATES;
-use crate::model::tokenizer::Token;
+use crate::model::encoder::check::CANDIDATES;
+use crate::model::tokenize::Token;
 use crate::ui::canvas::draw_signed_heatmap;
 use crate::ui::state::EXAMPLES;
 use crate::viz::colormap::{viridis, wants_light_text};
@@ -31,7 +31,7 @@ struct Compared {
 /// The section comparing the reader's sentence with a second one.
 #[component]
 pub fn ComparePanel() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let second = RwSignal::new(EXAMPLES[1].to_string());
     let tokens = Memo::new(move |_| view.model().tokenizer.encode(&second.get()));
     let pass = LocalResource::new(move || {
@@ -82,7 +82,7 @@ pub fn ComparePanel() -> impl IntoView {
 /// What the comparison found.
 #[component]
 fn CompareResult(compared: Rc<Compared>) -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let spec = view.spec();
     let c = &compared;
     let rule = view
@@ -141,7 +141,7 @@ fn difference_cell(name: &str, v: f64, largest: f64) -> impl IntoView {
 /// The chosen layer's heads' difference maps on the aligned tokens.
 #[component]
 fn LayerDifferences(compared: Rc<Compared>) -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let spec = view.spec();
     let stored = StoredValue::new_local(compared);
     let layer = move || view.choices.layer.get().min(spec.layers - 1);

@@ -5,11 +5,11 @@ use leptos::prelude::*;
 
 use super::atlas::AtlasView;
 use super::task_view::TaskView;
-use super::view::TrainedView;
+use super::view::EncoderView;
 use crate::attention::HeadSet;
 use crate::jobs::driver::Status;
 use crate::model::digits::margin_text;
-use crate::model::roles::Role;
+use crate::model::encoder::roles::Role;
 use crate::settings::Measure;
 use crate::ui::keyboard::arrow_focus;
 use crate::viz::colormap::category_css;
@@ -17,7 +17,7 @@ use crate::viz::colormap::category_css;
 /// The grid: a row per layer, a button per head, each labelled with its role.
 #[component]
 pub fn HeadGrid() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let roles = Role::ALL.iter().filter(|r| r.specialised() || **r == Role::Broad);
     let legend: Vec<String> = roles.map(|r| format!("{} = {}", r.short(), r.name())).collect();
     view! {
@@ -52,7 +52,7 @@ pub fn HeadGrid() -> impl IntoView {
 /// The reader's choice of what makes a head important, and what that measure found.
 #[component]
 pub fn MeasureChoice() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let task = TaskView::get();
     let measure = view.choices.measure;
     let heading = move || match measure.get() {
@@ -103,7 +103,7 @@ fn sweep_status(status: Option<Status>) -> String {
 }
 
 /// What the chosen measure says beyond the ranking: for the margin, which heads flip the check.
-fn measure_note(view: TrainedView) -> String {
+fn measure_note(view: EncoderView) -> String {
     match view.choices.measure.get() {
         Measure::Drift => "Removing each head alone, on this sentence.".to_string(),
         Measure::Task => {
@@ -117,7 +117,7 @@ fn measure_note(view: TrainedView) -> String {
 /// Head `head` of layer `layer`, the model's head `index`.
 #[component]
 fn GridHead(layer: usize, head: usize, index: usize) -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let i = index;
     let heads = view.choices.heads;
     let off = move || heads.with(|h| i < h.len() && h.is_pruned(i));
@@ -176,7 +176,7 @@ fn value_text(measure: Measure, v: f64) -> String {
 /// "Prune the k least important heads" by the current sentence's ranking, and "restore all".
 #[component]
 pub fn PruneLeast() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let task = TaskView::get();
     let heads = view.choices.heads;
     let k = RwSignal::new(0usize);

@@ -3,7 +3,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::view::TrainedView;
+use super::view::EncoderView;
 use crate::attention::summary::describe;
 use crate::ui::canvas::draw_heatmap;
 use crate::ui::files;
@@ -13,7 +13,7 @@ use crate::viz::svg;
 /// The layer picker, a legend, and the layer's heatmaps.
 #[component]
 pub fn LayerHeads() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let layer = view.choices.layer;
     let last = move || view.spec().layers - 1;
     view! {
@@ -45,7 +45,7 @@ pub fn LayerHeads() -> impl IntoView {
 /// Head `h` of the selected layer.
 #[component]
 fn LayerHead(h: usize) -> impl IntoView {
-    let (view, app) = (TrainedView::get(), crate::ui::state::AppState::get());
+    let (view, app) = (EncoderView::get(), crate::ui::state::AppState::get());
     let layer = move || view.choices.layer.get().min(view.spec().layers - 1);
     // Head h's n x n weights in the selected layer of the current pass.
     let weights = move || {

@@ -11,13 +11,13 @@ use leptos::task::spawn_local;
 
 use crate::jobs::web::load::{load, LoadedModel, Source};
 use crate::jobs::web::ModelFile;
-use crate::model::AnyModel;
+use crate::model::Model;
 
 /// A model on show: the model, its file (the workers get a copy), and what its load reported.
 #[derive(Clone)]
 pub struct Shown {
     /// The model: an encoder or a decoder.
-    pub model: AnyModel,
+    pub model: Model,
     /// Its file and id.
     pub file: Rc<ModelFile>,
     /// What the loader noted about the folder.

@@ -28,8 +28,8 @@ use crate::attention::clock::show_ms;
 use crate::attention::precision::Precision;
 use crate::export::{attention_csv, layered_importance_csv};
 use crate::model::digits::cosine_text;
-use crate::model::tokenizer::Token;
-use crate::model::AnyModel;
+use crate::model::tokenize::Token;
+use crate::model::Model;
 use crate::settings::{TrainedSource, MAX_TEXT_CHARS};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
@@ -40,13 +40,13 @@ use decoder::DecoderPanel;
 use grid::{HeadGrid, MeasureChoice, PruneLeast};
 use layer::LayerHeads;
 use loader::Shown;
-use model_flow::TrainedFlow;
+use model_flow::EncoderFlow;
 use models::Models;
 use patching::PatchPanel;
 use source::ModelSource;
 use task::TaskPanel;
 use task_view::TaskView;
-use view::TrainedView;
+use view::EncoderView;
 
 /// The trained-model panel: where the model comes from, then, for the model on show, the
 /// sentence, its tokens, the numbers, a layer's heatmaps and the grid of every head.
@@ -82,10 +82,10 @@ pub fn TrainedModel() -> impl IntoView {
             {move || {
                 let precision = precision.get();
                 models.shown.get().map(|shown| match shown.model.clone() {
-                    AnyModel::Encoder(encoder) => {
+                    Model::Encoder(encoder) => {
                         view! { <ModelPanel encoder=encoder shown=shown precision=precision /> }.into_any()
                     }
-                    AnyModel::Decoder(decoder) => view! { <DecoderPanel decoder=decoder /> }.into_any(),
+                    Model::Decoder(decoder) => view! { <DecoderPanel decoder=decoder /> }.into_any(),
                 })
             }}
         </section>
@@ -95,11 +95,11 @@ pub fn TrainedModel() -> impl IntoView {
 /// Everything the panel shows of one model.
 #[component]
 fn ModelPanel(
-    encoder: std::rc::Rc<crate::model::Model>,
+    encoder: std::rc::Rc<crate::model::encoder::Encoder>,
     shown: Shown,
     precision: Precision,
 ) -> impl IntoView {
-    let view = TrainedView::new(&encoder, &shown, precision);
+    let view = EncoderView::new(&encoder, &shown, precision);
     view.provide();
     TaskView::new(view).provide();
     AtlasView::new(TaskView::get()).provide();
@@ -124,7 +124,7 @@ fn ModelPanel(
             <HeadGrid />
             <PruneLeast />
             <p data-testid="trained-contrast">{contrast_text}</p>
-            <TrainedFlow />
+            <EncoderFlow />
             <TaskPanel />
             <AtlasPanel />
             <PatchPanel />
@@ -135,7 +135,7 @@ fn ModelPanel(
 }
 
 /// Where the model on show comes from, and its licence when the page ships it.
-fn credit(view: TrainedView) -> String {
+fn credit(view: EncoderView) -> String {
     match view.choices.source.get() {
         TrainedSource::BuiltIn => "Model: sentence-transformers/all-MiniLM-L6-v2, Apache-2.0 (see the model card shipped with this page). Weights stored in f16; everything runs in this page.".into(),
         TrainedSource::Served { path, .. } => format!("Model: {}, served by this page's site from {path}. Weights converted to f16 while read; everything runs in this page.", view.name()),
@@ -146,7 +146,7 @@ fn credit(view: TrainedView) -> String {
 /// The sentence, example sentences, and its tokens.
 #[component]
 fn Sentence() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let text = view.choices.text;
     view! {
         <TextWithExamples label="Sentence " text=text />
@@ -221,7 +221,7 @@ fn SentenceInput(
 /// The embedding's cosine, what the last pruned pass recomputed, and the meaning check.
 #[component]
 fn Numbers() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let heads = view.choices.heads;
     let last_pass = move || {
         let pass = view.current_for_heads().filter(|_| heads.read().any_pruned())?;
@@ -249,7 +249,7 @@ fn Numbers() -> impl IntoView {
     }
 }
 
-fn check_text(view: TrainedView) -> String {
+fn check_text(view: EncoderView) -> String {
     let (Some(f), Some(n)) = (view.check_full.get().flatten(), view.check_now.get().flatten()) else {
         return String::new();
     };
@@ -261,13 +261,13 @@ fn check_text(view: TrainedView) -> String {
 
 /// The contrast with the synthetic presets: a few heads matter, most can go.
 fn contrast_text() -> Option<String> {
-    Some(TrainedView::get().contrast.get().flatten()?.sentence())
+    Some(EncoderView::get().contrast.get().flatten()?.sentence())
 }
 
 /// This layer's attention and every head's importance, as CSV.
 #[component]
 fn Exports() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let task = TaskView::get();
     let export_error = RwSignal::new(None::<String>);
     let settings = AppState::get().settings;

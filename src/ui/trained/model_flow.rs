@@ -3,10 +3,10 @@
 
 use leptos::prelude::*;
 
-use super::view::TrainedView;
+use super::view::EncoderView;
 use crate::attention::rollout::rollout;
-use crate::model::bert::BertOutput;
-use crate::model::roles::is_punctuation;
+use crate::model::encoder::bert::BertOutput;
+use crate::model::encoder::roles::is_punctuation;
 use crate::ui::flow_figure::FlowFigure;
 use crate::viz::flow_picture::{picture, Picture};
 
@@ -19,8 +19,8 @@ fn layers(out: &BertOutput) -> Vec<&[f32]> {
 
 /// The trained model's flow picture and what pruning changed in it.
 #[component]
-pub fn TrainedFlow() -> impl IntoView {
-    let view = TrainedView::get();
+pub fn EncoderFlow() -> impl IntoView {
+    let view = EncoderView::get();
     let too_long = move || view.tokens.with(|t| t.len() > MAX_FLOW_TOKENS);
     let computed = Memo::new(move |_| {
         let (full, now) = (view.full_now()?, view.current_for_heads()?);

@@ -1,5 +1,5 @@
 //! The panel's models: the loads, the model on show, and what a new model means for the reader's
-//! heads, layer and link. Each model on show gets its own [`super::view::TrainedView`] (made
+//! heads, layer and link. Each model on show gets its own [`super::view::EncoderView`] (made
 //! when it is shown, dropped with everything computed from it when another replaces it), so no
 //! result of one model ever meets another.
 
@@ -101,7 +101,7 @@ impl Models {
         match self.choices.source.get() {
             TrainedSource::Files { name, .. } => name,
             TrainedSource::Served { path, .. } => path,
-            TrainedSource::BuiltIn => crate::model::BUILT_IN_NAME.to_string(),
+            TrainedSource::BuiltIn => crate::model::encoder::BUILT_IN_NAME.to_string(),
         }
     }
 

@@ -1,18 +1,18 @@
 //! Which heads carry the meaning check's answer: activation patching on the workers, beside
-//! ablation in the same unit ([`crate::model::patching`]). The reader edits the clean and
+//! ablation in the same unit ([`crate::model::encoder::patching`]). The reader edits the clean and
 //! corrupted sentences, starts the job, and reads a grid of each head's share restored and lost.
 
 use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::view::{engine_is, TrainedView};
+use super::view::{engine_is, EncoderView};
 use super::SentenceInput;
 use crate::export::patching_csv;
 use crate::jobs::driver::{drive, Planned, Status};
 use crate::jobs::patching::PatchSweep;
 use crate::jobs::ticket::Ticket;
-use crate::model::patching::{
+use crate::model::encoder::patching::{
     check_pair, percent, percent_points, PatchEffects, PatchMetric, Patching, CLEAN, CORRUPTED,
 };
 use crate::ui::files;
@@ -41,7 +41,7 @@ struct PatchState {
 }
 
 impl PatchState {
-    fn new(view: TrainedView) -> PatchState {
+    fn new(view: EncoderView) -> PatchState {
         let asked = RwSignal::new(None::<Pair>);
         let status = RwSignal::new(None::<Status>);
         let result = LocalResource::new(move || {
@@ -81,7 +81,7 @@ impl PatchState {
 /// The patching section of the trained-model panel.
 #[component]
 pub fn PatchPanel() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let state = PatchState::new(view);
     let tokens = move |text: RwSignal<String>| view.model().tokenizer.encode(&text.get());
     let ids = move |text: RwSignal<String>| tokens(text).iter().map(|t| t.id).collect::<Vec<u32>>();
@@ -150,7 +150,7 @@ fn status_text(state: PatchState) -> String {
 /// The finished run: what it says, the two grids and the download.
 #[component]
 fn PatchResult(state: PatchState, done: Rc<Patched>, effects: PatchEffects) -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let spec = view.spec();
     let pair = done.pair.clone();
     let stale = move || {
@@ -190,7 +190,7 @@ fn PatchResult(state: PatchState, done: Rc<Patched>, effects: PatchEffects) -> i
     }
 }
 
-fn ids_now(view: TrainedView, state: PatchState) -> Pair {
+fn ids_now(view: EncoderView, state: PatchState) -> Pair {
     let model = view.model();
     let ids = |text: RwSignal<String>| model.ids(&text.get());
     (ids(state.clean), ids(state.corrupted))
@@ -200,7 +200,7 @@ fn ids_now(view: TrainedView, state: PatchState) -> Pair {
 /// negative one, as strong as the share against `scale`.
 #[component]
 fn ShareGrid(title: &'static str, values: Vec<f64>, scale: f64, kind: &'static str) -> impl IntoView {
-    let spec = TrainedView::get().spec();
+    let spec = EncoderView::get().spec();
     let cell = move |h: usize| {
         let v = values[h];
         let rgb = diverging((v / scale) as f32);

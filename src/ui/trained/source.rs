@@ -11,7 +11,7 @@ use web_sys::HtmlInputElement;
 use super::models::Models;
 use crate::jobs::web::files::ReaderFiles;
 use crate::jobs::web::load::Source;
-use crate::model::AnyModel;
+use crate::model::Model;
 use crate::viz::chart::band_note;
 
 /// The model's source: what is on show, the ways to load another, progress and failures.
@@ -138,8 +138,8 @@ fn Loaded() -> impl IntoView {
             let m = &shown.model;
             let spec = m.spec();
             let (architecture, pieces) = match m {
-                AnyModel::Encoder(e) => (e.architecture, e.tokenizer.vocab_size()),
-                AnyModel::Decoder(d) => (crate::model::config::Architecture::Gpt2, d.bpe.vocab_size()),
+                Model::Encoder(e) => (e.architecture, e.tokenizer.vocab_size()),
+                Model::Decoder(d) => (crate::model::load::config::Architecture::Gpt2, d.bpe.vocab_size()),
             };
             view! {
                 <p class="muted" data-testid="model-load">

@@ -7,17 +7,17 @@ use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 
 use super::task_view::{CurveState, TaskView};
-use super::view::TrainedView;
+use super::view::EncoderView;
 use crate::attention::clock::show_ms;
 use crate::attention::HeadSet;
 use crate::export::curves_csv;
 use crate::jobs::curves::{iterative_step, method_text};
 use crate::jobs::levers::lever_text;
 use crate::jobs::task::ROLE_SENTENCES;
-use crate::model::curves::{Curves, Order};
 use crate::model::digits::{bytes_change_text, quality_text as q};
-use crate::model::pruned::cost;
-use crate::model::roles::roles_sentence;
+use crate::model::encoder::curves::{Curves, Order};
+use crate::model::encoder::pruned::cost;
+use crate::model::encoder::roles::roles_sentence;
 use crate::model::spec::ModelSpec;
 use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::files;
@@ -28,7 +28,7 @@ use crate::viz::task_chart::{draw_task_chart, TaskChart};
 /// The task section of the trained-model panel.
 #[component]
 pub fn TaskPanel() -> impl IntoView {
-    let view = TrainedView::get();
+    let view = EncoderView::get();
     let threads = move || {
         view.workers_changed.track();
         view.workers.with_value(|w| w.used())
@@ -140,7 +140,7 @@ fn chart_of(spec: &ModelSpec, curves: &Curves, current: Option<(usize, f64)>) ->
         current,
         y_desc: "quality (Spearman)",
         one_shot_label: "the grid's order",
-        random_seeds: crate::model::curves::RANDOM_SEEDS as usize,
+        random_seeds: crate::model::encoder::curves::RANDOM_SEEDS as usize,
     }
 }
 
@@ -153,7 +153,7 @@ fn current_point(task: TaskView, heads: RwSignal<HeadSet>) -> Option<(usize, f64
 /// The chart, and its CSV and PNG.
 #[component]
 fn CurveChart() -> impl IntoView {
-    let (task, view, app) = (TaskView::get(), TrainedView::get(), AppState::get());
+    let (task, view, app) = (TaskView::get(), EncoderView::get(), AppState::get());
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
     let scale = fit_to_screen(canvas, 640.0, 380.0 / 640.0);
@@ -207,14 +207,14 @@ fn CurveChart() -> impl IntoView {
 
 /// The quality of every order at the points the handbook names.
 fn summary() -> Option<String> {
-    let spec = TrainedView::get().spec();
+    let spec = EncoderView::get().spec();
     TaskView::get().curves.with(|c| c.summary(&spec))
 }
 
 /// The reader's set as a really pruned model: quality, FLOPs, forward time, weights.
 #[component]
 fn PrunedLine() -> impl IntoView {
-    let (task, view) = (TaskView::get(), TrainedView::get());
+    let (task, view) = (TaskView::get(), EncoderView::get());
     let line = move || {
         let heads = view.choices.heads.get();
         let k = heads.pruned_count();

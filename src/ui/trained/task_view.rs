@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::view::{SentenceImportance, TrainedView};
+use super::view::{EncoderView, SentenceImportance};
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::PrecisionCost;
@@ -19,11 +19,11 @@ use crate::jobs::levers::{precision_cost, precision_quality, PrecisionQuality};
 use crate::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::timing::TimePruned;
-use crate::model::curves::Curves;
+use crate::model::encoder::curves::Curves;
+use crate::model::encoder::roles::Role;
+use crate::model::encoder::task::{Pairs, PAIRS_SHA256};
+use crate::model::encoder::Encoder;
 use crate::model::intervals::Estimate;
-use crate::model::roles::Role;
-use crate::model::task::{Pairs, PAIRS_SHA256};
-use crate::model::Model;
 use crate::settings::Measure;
 use crate::ui::browser::{fetch_bytes, BrowserStore};
 
@@ -85,12 +85,12 @@ pub struct TaskView {
     /// of pairs): measured once the reader first asks for it.
     pub task_importance: LocalResource<Option<Rc<Ranking>>>,
     /// The trained-model panel's view this is part of.
-    pub view: TrainedView,
+    pub view: EncoderView,
 }
 
 impl TaskView {
     /// The task panel's state under the trained-model panel's `view`.
-    pub fn new(view: TrainedView) -> TaskView {
+    pub fn new(view: EncoderView) -> TaskView {
         let engine = view.engine;
         let data = LocalResource::new(move || {
             let model = view.model();
@@ -195,7 +195,7 @@ impl TaskView {
 
 /// A ticket current while the panel shows `engine`'s model on it (a new model or backend stops
 /// the job).
-fn while_shown(view: TrainedView, engine: &Rc<Engine>) -> Ticket {
+fn while_shown(view: EncoderView, engine: &Rc<Engine>) -> Ticket {
     let of = engine.clone();
     Ticket::while_wanted(move || super::view::engine_is(view.engine, &of))
 }
@@ -215,7 +215,7 @@ struct CurvePanel {
 /// losing the job in flight; a run starts again from a new order only once none is going
 /// (it then plans only what is missing).
 fn curve_resource(
-    view: TrainedView,
+    view: EncoderView,
     ready: impl Fn() -> Option<(Rc<Engine>, Rc<TaskData>)> + Copy + 'static,
     task_importance: LocalResource<Option<Rc<Ranking>>>,
     quality: LocalResource<Option<SetScore>>,
@@ -304,7 +304,7 @@ fn curve_run(
 /// once this sentence's importance and this set's quality are in (the passes computing them
 /// share the cores: a timing beside them would be slow, and would slow them).
 fn pruned_speed(
-    view: TrainedView,
+    view: EncoderView,
     data: LocalResource<Option<Result<Rc<TaskData>, String>>>,
     quality: LocalResource<Option<SetScore>>,
 ) -> LocalResource<Option<(HeadSet, PrunedSpeed)>> {
@@ -338,7 +338,7 @@ fn pruned_speed(
 /// The ranking by the reader's measure: the sentence's drift, the meaning check's margin, or
 /// the task's gradients (the last two are the same for every sentence).
 fn importance_now(
-    view: TrainedView,
+    view: EncoderView,
     task: LocalResource<Option<Rc<Ranking>>>,
 ) -> Option<Rc<SentenceImportance>> {
     let of_sentence = |ranking: Ranking| Some(Rc::new(SentenceImportance { ids: view.ids(), ranking }));
@@ -352,7 +352,7 @@ fn importance_now(
 }
 
 /// Fetches the pairs, checks them against the hash built into the page, and tokenizes them.
-async fn fetch_pairs(model: &Model) -> Result<Rc<TaskData>, String> {
+async fn fetch_pairs(model: &Encoder) -> Result<Rc<TaskData>, String> {
     let bytes = fetch_bytes(PAIRS_URL, |_, _| {})
         .await
         .map_err(|e| format!("Could not load the sentence pairs: {e}."))?;

@@ -16,11 +16,11 @@ use crate::jobs::engine::{Engine, Pass, Workers};
 use crate::jobs::sweep::{DriftSweep, MarginSweep};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::web::{auto_threads, PageHost, WebWorkers};
-use crate::model::check::{meaning_check, CheckAnswer, MarginImportance};
-use crate::model::contrast::Contrast;
+use crate::model::encoder::check::{meaning_check, CheckAnswer, MarginImportance};
+use crate::model::encoder::contrast::Contrast;
+use crate::model::encoder::Encoder;
 use crate::model::spec::ModelSpec;
-use crate::model::tokenizer::Token;
-use crate::model::Model;
+use crate::model::tokenize::Token;
 use crate::settings::Measure;
 use crate::ui::state::{AppState, TrainedChoices};
 
@@ -37,12 +37,12 @@ pub type SentenceStatus = Option<(Vec<u32>, Status)>;
 
 /// The panel's derived state, shared by its parts through context.
 #[derive(Clone, Copy)]
-pub struct TrainedView {
+pub struct EncoderView {
     /// The reader's sentence, layer and heads.
     pub choices: TrainedChoices,
     /// The model this view shows, at the reader's precision (a new model or precision gets a
     /// new view).
-    model: StoredValue<Rc<Model>, LocalStorage>,
+    model: StoredValue<Rc<Encoder>, LocalStorage>,
     /// Why the model runs at another precision than the reader asked for, when it does.
     pub precision_note: StoredValue<Option<String>>,
     /// The model on the page's backend and its workers, once loaded and the backend chosen.
@@ -74,13 +74,13 @@ pub struct TrainedView {
     pub margin_status: RwSignal<Option<Status>>,
 }
 
-impl TrainedView {
+impl EncoderView {
     /// The panel's state for the encoder `encoder` (of the model `shown`): its workers, its
     /// engine on the page's backend, and everything computed from it.
-    pub fn new(encoder: &Rc<Model>, shown: &Shown, precision: Precision) -> TrainedView {
+    pub fn new(encoder: &Rc<Encoder>, shown: &Shown, precision: Precision) -> EncoderView {
         let app = AppState::get();
         let choices = app.trained;
-        let (model, precision_note) = Model::for_precision(encoder, precision);
+        let (model, precision_note) = Encoder::for_precision(encoder, precision);
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
         let file = shown.file.clone();
         let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, file, model.precision()))));
@@ -134,7 +134,7 @@ impl TrainedView {
         let check_full = LocalResource::new(move || check(None));
         let check_now = LocalResource::new(move || check(Some(choices.heads.get())));
         let (margin, margin_status) = margin_importance(engine, choices.measure);
-        TrainedView {
+        EncoderView {
             choices,
             model,
             precision_note: StoredValue::new(precision_note),
@@ -160,12 +160,12 @@ impl TrainedView {
     }
 
     /// The panel's view, from any of its parts.
-    pub fn get() -> TrainedView {
-        expect_context::<TrainedView>()
+    pub fn get() -> EncoderView {
+        expect_context::<EncoderView>()
     }
 
     /// The model.
-    pub fn model(&self) -> Rc<Model> {
+    pub fn model(&self) -> Rc<Encoder> {
         self.model.get_value()
     }
 

@@ -19,10 +19,10 @@ use crate::jobs::decoder::{
 };
 use crate::jobs::decoder_curves::{CurveRun, DecoderCurves};
 use crate::jobs::web::{now_ms, yield_to_browser};
+use crate::model::decoder::next_importance::SweepPlan;
+use crate::model::decoder::texts::{TextSet, NAME as TEXTS_NAME, TEXTS_URL};
 use crate::model::decoder::Decoder;
-use crate::model::next_importance::SweepPlan;
 use crate::model::spec::ModelSpec;
-use crate::model::texts::{TextSet, NAME as TEXTS_NAME, TEXTS_URL};
 use crate::ui::browser::fetch_bytes;
 use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::panels::DriftChart;
@@ -241,7 +241,7 @@ pub(super) fn DecoderImportance() -> impl IntoView {
     let random = Signal::derive(move || curve().map(|c| c.dense(&c.random)).unwrap_or_default());
     let current = Signal::derive(move || {
         let run = view.run_now()?;
-        let kl = crate::model::next_token::kl(&run.full.next_logits, &run.pruned.next_logits);
+        let kl = crate::model::decoder::next_token::kl(&run.full.next_logits, &run.pruned.next_logits);
         Some((run.pruned.heads.pruned_count(), kl))
     });
     let settings = AppState::get().settings;

@@ -12,8 +12,8 @@ use leptos::prelude::*;
 
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::web::clock_step_ms;
+use crate::model::decoder::induction::DecoderRole;
 use crate::model::decoder::Decoder;
-use crate::model::induction::DecoderRole;
 use crate::ui::canvas::draw_masked_heatmap;
 use crate::ui::state::AppState;
 use crate::viz::colormap::viridis_css_gradient;

@@ -13,11 +13,11 @@ use crate::jobs::decoder::{
 };
 use crate::jobs::decoder_curves::DecoderCurves;
 use crate::jobs::web::{now_ms, yield_to_browser};
+use crate::model::decoder::gpt2::DecoderOutput;
+use crate::model::decoder::induction::HalfLosses;
+use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::Decoder;
-use crate::model::gpt2::DecoderOutput;
-use crate::model::induction::HalfLosses;
 use crate::model::spec::ModelSpec;
-use crate::model::texts::TextSet;
 use crate::ui::state::{AppState, TrainedChoices};
 
 /// The decoder on show and what the page computed from it, shared by the panel's parts.

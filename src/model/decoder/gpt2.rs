@@ -1,0 +1,524 @@
+//! A GPT-2-family decoder's forward pass on the CPU kernel, with any set of its heads pruned; its
+//! shape is the model's [`ModelSpec`] (gpt2: 12 layers of 12 heads of 64; gpt2-medium: 24 of 16
+//! of 64; distilgpt2: 6 of 12 of 64).
+//!
+//! ```text
+//! x = word[id] + position[t]
+//! per layer: a = LayerNorm1(x)
+//!            QKV = a W_attn + b                     (n x 3d, one Conv1D; heads of d_k)
+//!            x = x + concat_masked(causal heads) W_proj + b      (row t reads tokens 0..=t)
+//!            x = x + GELU_tanh(LayerNorm2(x) W_fc + b) W_mlp + b
+//! logits = LayerNorm_f(x) word^T                    (the output head is the word embedding)
+//! ```
+//!
+//! GPT-2 stores its dense layers as `Conv1D`, `[in, out]`: [`Gpt2::from_tensors`] takes them in
+//! that layout (as the checkpoint and the page's model file hold them) and keeps the transpose,
+//! `[out, in]`, so the products are the shared layers' ([`crate::model::layers::linear`]).
+
+use std::sync::Arc;
+
+use crate::attention::HeadSet;
+use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+use crate::cpu::{attend_masked, attend_outputs, Kernel, Mask};
+use crate::model::layers::{activate, layer_norm, linear, seeded, Linear, Norm};
+use crate::model::load::names::decoder_names;
+use crate::model::load::tensors::{checked, transpose, LoadError};
+use crate::model::spec::ModelSpec;
+
+/// One decoder block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    /// LayerNorm before attention.
+    pub ln1: Norm,
+    /// Query, key and value projections, fused: `3d x d` (`[out, in]`), outputs `[Q | K | V]`.
+    pub qkv: Linear,
+    /// Attention output projection.
+    pub out: Linear,
+    /// LayerNorm before the feed-forward layer.
+    pub ln2: Norm,
+    /// Feed-forward up-projection.
+    pub ffn_in: Linear,
+    /// Feed-forward down-projection.
+    pub ffn_out: Linear,
+}
+
+/// Every weight of a GPT-2-family decoder, and its shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gpt2 {
+    /// The shape: every size below is the spec's.
+    pub spec: ModelSpec,
+    /// `vocab x d_model`: the token embedding, and the output head (tied).
+    pub word: Vec<f32>,
+    /// `positions x d_model`.
+    pub position: Vec<f32>,
+    /// The blocks.
+    pub blocks: Vec<Block>,
+    /// The final LayerNorm.
+    pub ln_f: Norm,
+}
+
+/// What a decoder's forward pass produces.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DecoderOutput {
+    /// The last layer's rows after the final LayerNorm, `n x d_model`: the logits of any
+    /// position are one product away ([`Gpt2::logits`]).
+    pub hidden: Vec<f32>,
+    /// Per layer, every head's attention weights, `heads x n x n`: row `i` is 0 after column `i`
+    /// (empty for a layer the pass did not keep: [`Keep`]).
+    pub attention: Vec<Arc<Vec<f32>>>,
+    /// Per layer, every head's output before the output projection (`n x d_model`, head `h` in
+    /// columns `h d_k..(h + 1) d_k`, pruned heads included): what a head writes, for its direct
+    /// effect on the logits ([`crate::model::decoder::induction`]) (empty for a layer not kept).
+    pub head_outputs: Vec<Arc<Vec<f32>>>,
+    /// The logits of the token after the text (the last position's), `vocab` values.
+    pub next_logits: Vec<f32>,
+    /// Per position `t < n - 1`, the loss (negative natural log-probability) of the text's token
+    /// `t + 1`, in f64: the cross-entropy the model was trained on.
+    pub losses: Vec<f64>,
+    /// Number of tokens.
+    pub seq_len: usize,
+    /// The heads that were active.
+    pub heads: HeadSet,
+}
+
+impl Gpt2 {
+    /// Builds a decoder of shape `spec` from a source of named f32 tensors ([`decoder_names`]),
+    /// checking every shape against the spec.
+    pub fn from_tensors(
+        spec: ModelSpec,
+        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+    ) -> Result<Gpt2, LoadError> {
+        spec.validate().map_err(|e| LoadError(e.0))?;
+        let mut take = checked(decoder_names(&spec), get);
+        let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
+        let mut blocks = Vec::with_capacity(spec.layers);
+        for l in 0..spec.layers {
+            let p = format!("h.{l}.");
+            let mut conv = |name: &str, inp: usize| -> Result<Linear, LoadError> {
+                let w = take(&format!("{p}{name}.weight"))?;
+                let b = take(&format!("{p}{name}.bias"))?;
+                Ok(Linear::new(transpose(&w, inp, b.len()), b))
+            };
+            let (d, ffn) = (spec.d_model, spec.ffn);
+            let (qkv, out, ffn_in, ffn_out) = (
+                conv("attn.c_attn", d)?,
+                conv("attn.c_proj", d)?,
+                conv("mlp.c_fc", d)?,
+                conv("mlp.c_proj", ffn)?,
+            );
+            let mut norm = |name: &str| -> Result<Norm, LoadError> {
+                Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
+            };
+            blocks.push(Block { ln1: norm("ln_1")?, qkv, out, ln2: norm("ln_2")?, ffn_in, ffn_out });
+        }
+        Ok(Gpt2 {
+            spec,
+            word,
+            position,
+            blocks,
+            ln_f: Norm { w: take("ln_f.weight")?, b: take("ln_f.bias")? },
+        })
+    }
+
+    /// A decoder of shape `spec` with seeded random weights (as [`crate::model::encoder::bert::Bert::random`]):
+    /// for tests and benchmarks of shapes there is no checkpoint for.
+    pub fn random(spec: ModelSpec, seed: u32) -> Gpt2 {
+        let values = seeded(seed.wrapping_mul(0x85eb_ca6b), 0x0dec_0de5);
+        let linear = |out: usize, inp: usize| {
+            Linear::new(values(out * inp, (3.0 / inp as f32).sqrt()), values(out, 0.1))
+        };
+        let norm = |d: usize| Norm { w: values(d, 0.2).iter().map(|v| 1.0 + v).collect(), b: values(d, 0.1) };
+        let (d, ffn) = (spec.d_model, spec.ffn);
+        let blocks = (0..spec.layers)
+            .map(|_| Block {
+                ln1: norm(d),
+                qkv: linear(3 * d, d),
+                out: linear(d, d),
+                ln2: norm(d),
+                ffn_in: linear(ffn, d),
+                ffn_out: linear(d, ffn),
+            })
+            .collect();
+        Gpt2 {
+            spec,
+            word: values(spec.vocab * d, 1.0),
+            position: values(spec.positions * d, 0.3),
+            blocks,
+            ln_f: norm(d),
+        }
+    }
+
+    /// The model's shape.
+    pub fn spec(&self) -> &ModelSpec {
+        &self.spec
+    }
+
+    /// Bytes its weights take in memory (f32).
+    pub fn weight_bytes(&self) -> usize {
+        let norm = |n: &Norm| n.w.len() + n.b.len();
+        let lin = |l: &Linear| l.w.len() + l.b.len();
+        let blocks: usize = self
+            .blocks
+            .iter()
+            .map(|b| {
+                [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<usize>()
+                    + norm(&b.ln1)
+                    + norm(&b.ln2)
+            })
+            .sum();
+        4 * (blocks + self.word.len() + self.position.len() + norm(&self.ln_f))
+    }
+
+    /// Runs the decoder on `ids` (1 to the spec's positions, each below the vocabulary size) with
+    /// only `heads` (of the spec's total, numbered `layer * heads + head`) active, keeping every
+    /// layer's attention.
+    pub fn forward(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet) -> DecoderOutput {
+        self.forward_keeping(kernel, ids, heads, Keep::All)
+    }
+
+    /// [`Gpt2::forward`], keeping the attention and head outputs of the layers `keep` names.
+    pub fn forward_keeping(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet, keep: Keep) -> DecoderOutput {
+        let spec = &self.spec;
+        assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
+        let mut x = self.embed(ids);
+        let mut scratch = Scratch::new(spec, ids.len());
+        let (mut attention, mut head_outputs) =
+            (Vec::with_capacity(spec.layers), Vec::with_capacity(spec.layers));
+        for l in 0..spec.layers {
+            let (att, outputs) =
+                self.layer(kernel, l, &mut x, heads, &mut scratch, keep.keeps(l)).unwrap_or_default();
+            attention.push(att);
+            head_outputs.push(outputs);
+        }
+        layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
+        let (next_logits, losses) = self.read_out(kernel, &x, ids);
+        DecoderOutput {
+            hidden: x,
+            attention,
+            head_outputs,
+            next_logits,
+            losses,
+            seq_len: ids.len(),
+            heads: heads.clone(),
+        }
+    }
+
+    /// The full model's pass over `ids` kept as the residual stream entering each layer, so that
+    /// a pass with heads of layer `l` and later pruned can start there
+    /// ([`Gpt2::next_logits_from`]); and the next token's logits.
+    pub fn trace(&self, kernel: Kernel, ids: &[u32]) -> Trace {
+        let spec = &self.spec;
+        let all = HeadSet::all(spec.total_heads());
+        let mut x = self.embed(ids);
+        let mut scratch = Scratch::new(spec, ids.len());
+        let mut inputs = Vec::with_capacity(spec.layers);
+        for l in 0..spec.layers {
+            inputs.push(x.clone());
+            self.layer(kernel, l, &mut x, &all, &mut scratch, false);
+        }
+        let next_logits = self.next_logits_of(kernel, &mut x);
+        Trace { inputs, next_logits }
+    }
+
+    /// The next token's logits with `heads` active, from `trace`'s stream entering layer `from`:
+    /// equal to [`Gpt2::forward`]'s when every head before layer `from` is active. Keeps no
+    /// attention.
+    pub fn next_logits_from(&self, kernel: Kernel, trace: &Trace, from: usize, heads: &HeadSet) -> Vec<f32> {
+        let spec = &self.spec;
+        assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
+        assert!(
+            (0..from * spec.heads).all(|h| heads.is_active(h)),
+            "a pass from layer {from} has every earlier head"
+        );
+        let Some(input) = trace.inputs.get(from) else { return trace.next_logits.clone() };
+        let mut x = input.clone();
+        let mut scratch = Scratch::new(spec, x.len() / spec.d_model);
+        for l in from..spec.layers {
+            self.layer(kernel, l, &mut x, heads, &mut scratch, false);
+        }
+        self.next_logits_of(kernel, &mut x)
+    }
+
+    /// The last row of the stream `x`, through the final LayerNorm and the output head.
+    fn next_logits_of(&self, kernel: Kernel, x: &mut [f32]) -> Vec<f32> {
+        let d = self.spec.d_model;
+        let rows = x.len() / d;
+        let last = &mut x[(rows - 1) * d..];
+        layer_norm(last, &self.ln_f, self.spec.layer_norm_eps);
+        self.logits(kernel, last)
+    }
+
+    /// Layer `l` on the stream `x` (`n x d_model`) with `heads` active; with `keep`, its attention
+    /// weights and its heads' outputs (before pruning).
+    fn layer(
+        &self,
+        kernel: Kernel,
+        l: usize,
+        x: &mut [f32],
+        heads: &HeadSet,
+        s: &mut Scratch,
+        keep: bool,
+    ) -> Option<LayerKept> {
+        let (spec, block) = (&self.spec, &self.blocks[l]);
+        let (d, d_k, h, n) = (spec.d_model, spec.d_k(), spec.heads, s.n);
+        s.a.copy_from_slice(x);
+        layer_norm(&mut s.a, &block.ln1, spec.layer_norm_eps);
+        linear(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d);
+        // Kept weights go straight into their own buffer; else each head's pass through one.
+        let kept = if keep {
+            let mut att = vec![0.0f32; h * n * n];
+            attend_masked(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut att, &mut s.concat);
+            Some((Arc::new(att), Arc::new(s.concat.clone())))
+        } else {
+            attend_outputs(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.probs, &mut s.concat);
+            None
+        };
+        for p in heads.pruned_in_layer(l, h) {
+            s.concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
+        }
+        linear(kernel, &s.concat, n, &block.out, &mut s.tmp, d);
+        x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
+        s.a.copy_from_slice(x);
+        layer_norm(&mut s.a, &block.ln2, spec.layer_norm_eps);
+        linear(kernel, &s.a, n, &block.ffn_in, &mut s.hidden, spec.ffn);
+        activate(kernel, spec.activation, &mut s.hidden);
+        linear(kernel, &s.hidden, n, &block.ffn_out, &mut s.tmp, d);
+        x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
+        kept
+    }
+
+    /// `word[id] + position[t]`.
+    pub(crate) fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        let (n, d) = (ids.len(), self.spec.d_model);
+        assert!((1..=self.spec.positions).contains(&n), "1 to {} tokens", self.spec.positions);
+        let mut x = vec![0.0f32; n * d];
+        for (t, &id) in ids.iter().enumerate() {
+            let id = id as usize;
+            assert!(id < self.spec.vocab, "token id {id} out of range");
+            for j in 0..d {
+                x[t * d + j] = self.word[id * d + j] + self.position[t * d + j];
+            }
+        }
+        x
+    }
+
+    /// The logits of the rows of `hidden` (`rows x d_model`, after the final LayerNorm):
+    /// `rows x vocab`.
+    pub fn logits(&self, kernel: Kernel, hidden: &[f32]) -> Vec<f32> {
+        let (d, vocab) = (self.spec.d_model, self.spec.vocab);
+        let rows = hidden.len() / d;
+        let mut out = vec![0.0f32; rows * vocab];
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(hidden, rows, d),
+            MatRef::row_major(&self.word, vocab, d).t(),
+            0.0,
+            MatMut::row_major(&mut out, rows, vocab),
+        );
+        out
+    }
+
+    /// The last position's logits and every position's loss of the next token, the logits made
+    /// [`READ_OUT_ROWS`] rows at a time (all of them at once would be `n x vocab` floats: 200 MB
+    /// for gpt2 at 1024 tokens).
+    fn read_out(&self, kernel: Kernel, hidden: &[f32], ids: &[u32]) -> (Vec<f32>, Vec<f64>) {
+        let (d, vocab, n) = (self.spec.d_model, self.spec.vocab, ids.len());
+        let mut losses = Vec::with_capacity(n.saturating_sub(1));
+        let mut next = Vec::new();
+        for (c, rows) in hidden.chunks(READ_OUT_ROWS * d).enumerate() {
+            let logits = self.logits(kernel, rows);
+            for (r, row) in logits.chunks_exact(vocab).enumerate() {
+                let t = c * READ_OUT_ROWS + r;
+                match ids.get(t + 1) {
+                    Some(&target) => {
+                        losses.push(crate::model::decoder::next_token::loss(row, target as usize))
+                    }
+                    None => next = row.to_vec(),
+                }
+            }
+        }
+        (next, losses)
+    }
+}
+
+/// Which layers' attention (and head outputs) a pass keeps: all of them take
+/// `layers x heads x n x n` floats, 1.6 GB for gpt2-medium at 1024 tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Every layer's.
+    All,
+    /// One layer's.
+    Layer(usize),
+}
+
+impl Keep {
+    /// Whether layer `l`'s is kept.
+    pub fn keeps(self, l: usize) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Layer(k) => k == l,
+        }
+    }
+}
+
+impl DecoderOutput {
+    /// Whether the pass kept layer `l`'s attention.
+    pub fn kept(&self, l: usize) -> bool {
+        self.attention.get(l).is_some_and(|a| !a.is_empty())
+    }
+}
+
+/// The residual stream of a full pass entering each layer, and its next-token logits.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// Per layer, `n x d_model`.
+    pub inputs: Vec<Vec<f32>>,
+    /// The logits of the token after the text.
+    pub next_logits: Vec<f32>,
+}
+
+/// A layer's attention weights and its heads' outputs, as [`DecoderOutput`] keeps them.
+type LayerKept = (Arc<Vec<f32>>, Arc<Vec<f32>>);
+
+/// The buffers a pass over `n` tokens reuses from layer to layer.
+struct Scratch {
+    n: usize,
+    a: Vec<f32>,
+    qkv: Vec<f32>,
+    /// One head's attention weights (`n x n`), for a layer that keeps none.
+    probs: Vec<f32>,
+    concat: Vec<f32>,
+    tmp: Vec<f32>,
+    hidden: Vec<f32>,
+}
+
+impl Scratch {
+    fn new(spec: &ModelSpec, n: usize) -> Scratch {
+        let d = spec.d_model;
+        Scratch {
+            n,
+            a: vec![0.0; n * d],
+            qkv: vec![0.0; n * 3 * d],
+            probs: vec![0.0; n * n],
+            concat: vec![0.0; n * d],
+            tmp: vec![0.0; n * d],
+            hidden: vec![0.0; n * spec.ffn],
+        }
+    }
+}
+
+/// Rows of logits made at once by a forward pass.
+pub const READ_OUT_ROWS: usize = 32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::spec::Activation;
+
+    fn small() -> ModelSpec {
+        ModelSpec {
+            layers: 2,
+            heads: 4,
+            d_model: 20,
+            ffn: 36,
+            vocab: 50,
+            positions: 40,
+            activation: Activation::GeluTanh,
+            layer_norm_eps: 1e-5,
+            ..ModelSpec::MINILM_L6_V2
+        }
+    }
+
+    #[test]
+    fn a_token_reads_no_later_token() {
+        let m = Gpt2::random(small(), 3);
+        let all = HeadSet::all(8);
+        let long = m.forward(Kernel::Scalar, &[4, 9, 1, 33, 2, 7], &all);
+        let short = m.forward(Kernel::Scalar, &[4, 9, 1], &all);
+        let d = m.spec.d_model;
+        assert_eq!(
+            &long.hidden[..3 * d],
+            &short.hidden[..],
+            "the first three rows see only the first three tokens"
+        );
+        assert_eq!(&long.losses[..2], &short.losses[..]);
+        assert_eq!(short.next_logits, m.logits(Kernel::Scalar, &long.hidden[2 * d..3 * d]));
+    }
+
+    #[test]
+    fn a_pass_from_a_later_layer_equals_the_whole_pass() {
+        let m = Gpt2::random(small(), 7);
+        let ids = [4, 9, 1, 33, 2, 7, 7, 40];
+        let trace = m.trace(Kernel::Scalar, &ids);
+        let all = HeadSet::all(8);
+        assert_eq!(trace.next_logits, m.forward(Kernel::Scalar, &ids, &all).next_logits);
+        for (from, pruned) in [(0, vec![0]), (0, vec![1, 6]), (1, vec![5]), (1, vec![4, 7]), (2, vec![])] {
+            let heads = HeadSet::with_pruned(8, pruned.clone());
+            let whole = m.forward(Kernel::Scalar, &ids, &heads).next_logits;
+            let resumed = m.next_logits_from(Kernel::Scalar, &trace, from, &heads);
+            assert_eq!(resumed, whole, "from layer {from} with {pruned:?} pruned");
+        }
+    }
+
+    #[test]
+    fn a_pass_keeping_one_layer_gives_the_same_numbers_and_only_that_layers_attention() {
+        let m = Gpt2::random(small(), 8);
+        let ids = [3, 1, 4, 1, 5, 9, 2, 6];
+        let heads = HeadSet::with_pruned(8, [2]);
+        let all = m.forward(Kernel::Scalar, &ids, &heads);
+        let one = m.forward_keeping(Kernel::Scalar, &ids, &heads, Keep::Layer(1));
+        assert_eq!(
+            (&one.next_logits, &one.losses, &one.hidden),
+            (&all.next_logits, &all.losses, &all.hidden)
+        );
+        assert!(!one.kept(0) && one.kept(1) && !one.kept(2) && all.kept(0) && all.kept(1));
+        assert_eq!((one.attention[0].len(), one.head_outputs[0].len()), (0, 0));
+        assert_eq!(one.attention[1], all.attention[1]);
+        assert_eq!(one.head_outputs[1], all.head_outputs[1]);
+    }
+
+    #[test]
+    #[should_panic(expected = "every earlier head")]
+    fn a_pass_from_a_later_layer_refuses_heads_pruned_before_it() {
+        let m = Gpt2::random(small(), 7);
+        let trace = m.trace(Kernel::Scalar, &[1, 2, 3]);
+        m.next_logits_from(Kernel::Scalar, &trace, 1, &HeadSet::with_pruned(8, [2]));
+    }
+
+    #[test]
+    fn the_tensors_round_trip_through_the_checkpoint_layout() {
+        let m = Gpt2::random(small(), 5);
+        let spec = m.spec;
+        let mut named = std::collections::HashMap::new();
+        named.insert("wte.weight".to_string(), m.word.clone());
+        named.insert("wpe.weight".to_string(), m.position.clone());
+        named.insert("ln_f.weight".to_string(), m.ln_f.w.clone());
+        named.insert("ln_f.bias".to_string(), m.ln_f.b.clone());
+        for (l, b) in m.blocks.iter().enumerate() {
+            for (name, lin) in [
+                ("attn.c_attn", &b.qkv),
+                ("attn.c_proj", &b.out),
+                ("mlp.c_fc", &b.ffn_in),
+                ("mlp.c_proj", &b.ffn_out),
+            ] {
+                named.insert(format!("h.{l}.{name}.weight"), transpose(&lin.w, lin.out(), lin.inp()));
+                named.insert(format!("h.{l}.{name}.bias"), lin.b.clone());
+            }
+            for (name, norm) in [("ln_1", &b.ln1), ("ln_2", &b.ln2)] {
+                named.insert(format!("h.{l}.{name}.weight"), norm.w.clone());
+                named.insert(format!("h.{l}.{name}.bias"), norm.b.clone());
+            }
+        }
+        let shapes: std::collections::HashMap<_, _> =
+            crate::model::load::names::decoder_names(&spec).into_iter().collect();
+        let back = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap();
+        assert_eq!(back, m);
+        named.remove("h.1.mlp.c_fc.bias");
+        let e = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap_err();
+        assert!(e.to_string().contains("h.1.mlp.c_fc.bias is missing"), "{e}");
+        let e = Gpt2::from_tensors(spec, |n| Some((vec![1], named.get(n).cloned().unwrap_or_default())))
+            .unwrap_err();
+        assert!(e.to_string().contains("wte.weight has shape [1], expected [50, 20]"), "{e}");
+    }
+}

@@ -1,0 +1,156 @@
+//! How much each of a decoder's heads matters to its language modelling, as Michel et al. (2019)
+//! measure it: a gate `ξ_h` on every head's output (1 kept, 0 pruned), and the expected absolute
+//! gradient of the loss with respect to each, `I_h = E_x |∂L(x)/∂ξ_h|`, over a text set. The
+//! loss of a passage is its mean next-token cross-entropy (what GPT-2 was trained on); one
+//! forward and one backward pass per passage give every head's gradient at once.
+//!
+//! The backward pass runs through the output head (tied to the word embedding; the logits made
+//! [`READ_OUT_ROWS`] rows at a time, as the forward pass makes them), the final LayerNorm, and
+//! per block the feed-forward layer (GELU's tanh form), LayerNorm 2, the output projection, the
+//! gates, and the causal attention (softmax included) and LayerNorm 1, down to the first layer's
+//! gates (nothing below them has one).
+
+use crate::attention::HeadSet;
+use crate::cpu::{attend_masked, Kernel, Mask};
+use crate::model::decoder::gpt2::{Gpt2, READ_OUT_ROWS};
+use crate::model::layers::backward::{
+    activation_grad, attention_backward, gates, gates_backward, layer_norm_backward, layer_norm_traced,
+    matmul,
+};
+use crate::model::layers::{activate, linear};
+
+/// What one block's forward pass keeps for the backward pass.
+struct Trace {
+    qkv: Vec<f32>,
+    probs: Vec<f32>,
+    /// Head outputs before their gates, `n x d_model`.
+    heads: Vec<f32>,
+    /// LayerNorm 1's normalised input and inverse deviations.
+    norm1: NormTrace,
+    /// Feed-forward pre-activations.
+    pre: Vec<f32>,
+    norm2: NormTrace,
+}
+
+/// A LayerNorm's normalised input and each row's inverse deviation.
+type NormTrace = (Vec<f32>, Vec<f64>);
+
+/// The forward pass with `gates` on the heads: the final LayerNorm's output and trace, and each
+/// block's trace.
+fn forward(model: &Gpt2, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, NormTrace, Vec<Trace>) {
+    let spec = model.spec();
+    let (n, d, h, d_k, eps) = (ids.len(), spec.d_model, spec.heads, spec.d_k(), spec.layer_norm_eps);
+    let mut x = model.embed(ids);
+    let mut traces = Vec::with_capacity(spec.layers);
+    for (l, block) in model.blocks.iter().enumerate() {
+        let mut a = x.clone();
+        let norm1 = layer_norm_traced(&mut a, &block.ln1, eps);
+        let mut qkv = vec![0.0f32; n * 3 * d];
+        linear(kernel, &a, n, &block.qkv, &mut qkv, 3 * d);
+        let (mut probs, mut heads) = (vec![0.0f32; h * n * n], vec![0.0f32; n * d]);
+        attend_masked(kernel, &qkv, n, h, d_k, Mask::Causal, &mut probs, &mut heads);
+        let mut gated = heads.clone();
+        for row in gated.chunks_exact_mut(d) {
+            for (p, g) in gates[l * h..(l + 1) * h].iter().enumerate() {
+                row[p * d_k..(p + 1) * d_k].iter_mut().for_each(|v| *v *= g);
+            }
+        }
+        let mut tmp = vec![0.0f32; n * d];
+        linear(kernel, &gated, n, &block.out, &mut tmp, d);
+        x.iter_mut().zip(&tmp).for_each(|(x, t)| *x += t);
+        let mut b = x.clone();
+        let norm2 = layer_norm_traced(&mut b, &block.ln2, eps);
+        let mut pre = vec![0.0f32; n * spec.ffn];
+        linear(kernel, &b, n, &block.ffn_in, &mut pre, spec.ffn);
+        let mut hidden = pre.clone();
+        activate(kernel, spec.activation, &mut hidden);
+        linear(kernel, &hidden, n, &block.ffn_out, &mut tmp, d);
+        x.iter_mut().zip(&tmp).for_each(|(x, t)| *x += t);
+        traces.push(Trace { qkv, probs, heads, norm1, pre, norm2 });
+    }
+    let norm_f = layer_norm_traced(&mut x, &model.ln_f, eps);
+    (x, norm_f, traces)
+}
+
+/// The mean loss of `ids` (its tokens after the first, each from those before it) and the
+/// gradient of that loss with respect to the output of the final LayerNorm, `n x d_model`.
+fn loss_and_gradient(model: &Gpt2, kernel: Kernel, out: &[f32], ids: &[u32]) -> (f64, Vec<f32>) {
+    let (d, vocab, n) = (model.spec().d_model, model.spec().vocab, ids.len());
+    let count = (n - 1) as f64;
+    let (mut loss, mut d_out) = (0.0, vec![0.0f32; n * d]);
+    for (c, rows) in out.chunks(READ_OUT_ROWS * d).enumerate() {
+        let mut logits = model.logits(kernel, rows);
+        for (r, row) in logits.chunks_exact_mut(vocab).enumerate() {
+            let Some(&target) = ids.get(c * READ_OUT_ROWS + r + 1) else {
+                row.fill(0.0);
+                continue;
+            };
+            // d(-log p_target)/d logit_j = p_j - [j = target], over the passage's mean.
+            let max = row.iter().fold(f64::NEG_INFINITY, |m, &l| m.max(l as f64));
+            let sum: f64 = row.iter().map(|&l| (l as f64 - max).exp()).sum();
+            loss += max + sum.ln() - row[target as usize] as f64;
+            for (j, l) in row.iter_mut().enumerate() {
+                let p = (*l as f64 - max).exp() / sum;
+                *l = ((p - if j == target as usize { 1.0 } else { 0.0 }) / count) as f32;
+            }
+        }
+        let rows_here = rows.len() / d;
+        let d_rows = matmul(kernel, &logits, &model.word, rows_here, vocab, d);
+        d_out[c * READ_OUT_ROWS * d..c * READ_OUT_ROWS * d + rows_here * d].copy_from_slice(&d_rows);
+    }
+    (loss / count, d_out)
+}
+
+/// A passage's mean loss with `gates` on the heads (1 kept, 0 pruned, or anything between), and
+/// the gradient of that loss with respect to every gate. `ids`: 2 tokens or more.
+pub fn passage_gradients(model: &Gpt2, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (f64, Vec<f64>) {
+    let spec = model.spec();
+    let (n, d, h, d_k) = (ids.len(), spec.d_model, spec.heads, spec.d_k());
+    assert!(n >= 2, "a passage of 2 tokens or more: the first predicts the second");
+    assert_eq!(gates.len(), spec.total_heads(), "one gate per head");
+    let (out, norm_f, traces) = forward(model, kernel, ids, gates);
+    let (loss, mut dx) = loss_and_gradient(model, kernel, &out, ids);
+    layer_norm_backward(&mut dx, &model.ln_f, &norm_f);
+    let mut grads = vec![0.0f64; spec.total_heads()];
+    for (l, (block, t)) in model.blocks.iter().zip(&traces).enumerate().rev() {
+        // x_out = x_mid + W2 GELU(W1 LN2(x_mid) + b1) + b2
+        let mut d_hidden = matmul(kernel, &dx, &block.ffn_out.w, n, d, spec.ffn);
+        d_hidden.iter_mut().zip(&t.pre).for_each(|(g, &p)| *g *= activation_grad(spec.activation, p));
+        let mut d_b = matmul(kernel, &d_hidden, &block.ffn_in.w, n, spec.ffn, d);
+        layer_norm_backward(&mut d_b, &block.ln2, &t.norm2);
+        dx.iter_mut().zip(&d_b).for_each(|(a, b)| *a += b);
+        // x_mid = x_in + W_o (gates * heads) + b_o
+        let mut d_heads = matmul(kernel, &dx, &block.out.w, n, d, d);
+        gates_backward(
+            &mut d_heads,
+            &t.heads,
+            d,
+            d_k,
+            &gates[l * h..(l + 1) * h],
+            &mut grads[l * h..(l + 1) * h],
+        );
+        if l == 0 {
+            break; // no gate below the first layer's
+        }
+        // The causal heads, from the fused QKV of LN1(x_in).
+        let layer_gates = &gates[l * h..(l + 1) * h];
+        let d_qkv = attention_backward(spec, &t.qkv, &t.probs, &d_heads, n, layer_gates);
+        let mut d_a = matmul(kernel, &d_qkv, &block.qkv.w, n, 3 * d, d);
+        layer_norm_backward(&mut d_a, &block.ln1, &t.norm1);
+        dx.iter_mut().zip(&d_a).for_each(|(a, b)| *a += b);
+    }
+    (loss, grads)
+}
+
+/// Every head's importance on `passages` (token ids, 2 or more each) with only `heads` kept: the
+/// mean over passages of `|∂L/∂ξ_h|` (0 for pruned heads).
+pub fn head_importance(model: &Gpt2, kernel: Kernel, passages: &[Vec<u32>], heads: &HeadSet) -> Vec<f64> {
+    let g = gates(heads);
+    let mut importance = vec![0.0; model.spec().total_heads()];
+    for ids in passages {
+        let (_, grads) = passage_gradients(model, kernel, ids, &g);
+        importance.iter_mut().zip(&grads).for_each(|(i, d)| *i += d.abs() / passages.len() as f64);
+    }
+    importance.iter_mut().enumerate().filter(|(h, _)| heads.is_pruned(*h)).for_each(|(_, i)| *i = 0.0);
+    importance
+}

@@ -1,0 +1,453 @@
+//! The page's model file: what a model is (its name, architecture, casing and [`ModelSpec`]),
+//! its vocabulary and every weight in f16, in one buffer: a BERT-family encoder's or a GPT-2
+//! decoder's. The built-in model is served in this
+//! form (`minilm-f16.bin`, made by `scripts/build-model-asset.sh`); a checkpoint the reader
+//! loads is converted into it while it is read ([`crate::model::load::checkpoint`]); the workers receive it
+//! from the page.
+//!
+//! ```text
+//! "HEADLAB-MODEL-2\n"                16 bytes: magic and format version
+//! header length                      u32, little-endian
+//! header                             JSON: {"name", "architecture", "casing", "spec": {...}}
+//! vocabulary                         UTF-8 (its length is in the header): an encoder's vocab.txt
+//!                                    text; a decoder's byte-level BPE as Bpe::canonical_json
+//! weights                            f16 little-endian, the tensors of names::tensor_names(architecture,
+//!                                    spec) in that order, each its shape's product of values
+//! ```
+//!
+//! The weights' layout follows from the spec alone, so a file is exactly as long as its header
+//! says and every range is checked before a value is read. f16 keeps about three significant
+//! digits; the tests measure what that does to the attention maps and the sentence embedding
+//! (README, "The trained model").
+
+use std::collections::HashMap;
+
+use half::f16;
+use serde_json::Value;
+
+use crate::model::load::config::{Architecture, LIMITS};
+use crate::model::load::names::tensor_names;
+use crate::model::spec::{Activation, ModelSpec, Pooling};
+use crate::model::tokenize::wordpiece::Casing;
+
+const MAGIC: &[u8; 16] = b"HEADLAB-MODEL-2\n";
+
+/// The most bytes a header may have: a spec and a name need a few hundred.
+const MAX_HEADER: u32 = 1 << 16;
+
+/// Why a model file could not be read. Each is a sentence for the page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AssetError {
+    /// Not a headlab model file (or another version of the format).
+    NotAnAsset,
+    /// Shorter than its header says: a download that stopped early.
+    Truncated {
+        /// Bytes the file should have at least.
+        expected: u64,
+        /// Bytes it has.
+        got: u64,
+    },
+    /// The header cannot be parsed, or describes a file other than this one.
+    BadHeader(String),
+    /// The bytes are not the asset this page was built with (damaged, or another build).
+    Checksum {
+        /// SHA-256 of what arrived, hex.
+        got: String,
+    },
+}
+
+/// SHA-256 of the asset `scripts/build-model-asset.sh` makes from the pinned checkpoint (the
+/// converter is deterministic). The page refuses any other bytes; the script and
+/// `tests/minilm_f16.rs` check the built asset against this.
+pub const ASSET_SHA256: &str = "f840232194fea03fdf3839a79b4de38c36a16c58fedcf15d03cfe544952d4fce";
+
+/// Lower-case hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    // Fed a MiB at a time: a browser's wasm engine first runs a function as baseline code and
+    // swaps in its optimised build only for later calls, so one call over a whole 174 MB file
+    // would run at baseline speed throughout (BENCHMARKS.md section 11: 2.6x slower loads).
+    let mut hash = sha2::Sha256::new();
+    bytes.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What the page knows a model file by: the first 16 hex digits of its SHA-256 (the file is
+/// made deterministically from the weights, so the same checkpoint always has the same id).
+pub fn file_id(bytes: &[u8]) -> String {
+    sha256_hex(bytes)[..16].to_string()
+}
+
+/// Checks `bytes` against [`ASSET_SHA256`] before anything is decoded. When they differ, the
+/// error names the damage where the first bytes can tell (not an asset, cut short in its
+/// header), and is a checksum mismatch otherwise.
+pub fn verify(bytes: &[u8]) -> Result<(), AssetError> {
+    let got = sha256_hex(bytes);
+    if got == ASSET_SHA256 {
+        return Ok(());
+    }
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(AssetError::NotAnAsset);
+    }
+    let len = bytes.len() as u64;
+    if len < 20 {
+        return Err(AssetError::Truncated { expected: 20, got: len });
+    }
+    let header_len = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes")) as u64;
+    if len < 20 + header_len {
+        return Err(AssetError::Truncated { expected: 20 + header_len, got: len });
+    }
+    Err(AssetError::Checksum { got })
+}
+
+impl std::fmt::Display for AssetError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AssetError::NotAnAsset => {
+                write!(f, "the model file is not a headlab model (wrong format or version)")
+            }
+            AssetError::Truncated { expected, got } => {
+                write!(f, "the model file is incomplete: {got} of at least {expected} bytes arrived")
+            }
+            AssetError::BadHeader(e) => write!(f, "the model file's header is damaged ({e})"),
+            AssetError::Checksum { got } => write!(
+                f,
+                "the model file is damaged or from another build: its SHA-256 is {}…, not the {}… this page expects",
+                &got[..12.min(got.len())],
+                &ASSET_SHA256[..12]
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AssetError {}
+
+/// What a model is, beside its weights: the page's name for it, its architecture, its
+/// tokenizer's casing and its shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    /// What the page calls it ("all-MiniLM-L6-v2").
+    pub name: String,
+    /// The family its checkpoint came from.
+    pub architecture: Architecture,
+    /// Its tokenizer's casing.
+    pub casing: Casing,
+    /// Its shape (pooling included).
+    pub spec: ModelSpec,
+}
+
+/// A decoded model file: the description, f32 tensors by name, and the vocabulary text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Asset {
+    /// What the model is.
+    pub description: Description,
+    /// Tensors by their name in [`tensor_names`]: shape and values.
+    pub tensors: HashMap<String, (Vec<usize>, Vec<f32>)>,
+    /// `vocab.txt`.
+    pub vocab: String,
+}
+
+/// Writes a model file as its weights arrive, one tensor at a time in [`tensor_names`] order:
+/// the header and vocabulary first, then each tensor's f16 bytes, so a checkpoint becomes a
+/// model file without a second full copy of its weights.
+#[derive(Debug)]
+pub struct Writer {
+    out: Vec<u8>,
+    tensors: std::vec::IntoIter<(String, Vec<usize>)>,
+}
+
+impl Writer {
+    /// A file for `description`'s model with the vocabulary `vocab`, room reserved for every
+    /// weight.
+    pub fn new(description: &Description, vocab: &str) -> Writer {
+        let spec = &description.spec;
+        let (activation, (pooling, normalize)) = (
+            match spec.activation {
+                Activation::Gelu => "gelu",
+                Activation::GeluTanh => "gelu_tanh",
+            },
+            match spec.pooling {
+                Pooling::Mean { normalize } => ("mean", normalize),
+                Pooling::Cls { normalize } => ("cls", normalize),
+            },
+        );
+        // Written field by field, not through a map: the bytes (and so the file's id) must not
+        // depend on whether serde_json keeps insertion order in this build.
+        let quoted = |s: &str| Value::from(s).to_string();
+        let header = format!(
+            concat!(
+                r#"{{"name":{},"architecture":"{}","casing":"{}","vocab_bytes":{},"spec":{{"layers":{},"#,
+                r#""heads":{},"d_model":{},"ffn":{},"vocab":{},"positions":{},"activation":"{}","#,
+                r#""pooling":"{}","normalize":{},"layer_norm_eps":{}}}}}"#
+            ),
+            quoted(&description.name),
+            description.architecture.model_type(),
+            description.casing.name(),
+            vocab.len(),
+            spec.layers,
+            spec.heads,
+            spec.d_model,
+            spec.ffn,
+            spec.vocab,
+            spec.positions,
+            activation,
+            pooling,
+            normalize,
+            Value::from(spec.layer_norm_eps),
+        );
+        let tensors = tensor_names(description.architecture, spec);
+        let values: usize = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
+        let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + vocab.len() + 2 * values);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(vocab.as_bytes());
+        Writer { out, tensors: tensors.into_iter() }
+    }
+
+    /// The name and shape of the tensor the file takes next, or `None` once it is whole.
+    pub fn next_tensor(&self) -> Option<&(String, Vec<usize>)> {
+        self.tensors.as_slice().first()
+    }
+
+    /// Appends the next tensor as f16 values (`f16_le`, two bytes each, little-endian).
+    ///
+    /// # Panics
+    /// If the file is whole or `f16_le` is not the next tensor's length: the caller reads the
+    /// shapes from [`Writer::next_tensor`].
+    pub fn push(&mut self, f16_le: &[u8]) {
+        let (name, shape) = self.tensors.next().expect("a tensor the file still needs");
+        assert_eq!(f16_le.len(), 2 * shape.iter().product::<usize>(), "{name}: its shape's values");
+        self.out.extend_from_slice(f16_le);
+    }
+
+    /// The file, once every tensor is in.
+    ///
+    /// # Panics
+    /// If a tensor is missing.
+    pub fn finish(self) -> Vec<u8> {
+        assert!(self.tensors.as_slice().is_empty(), "every tensor pushed");
+        self.out
+    }
+}
+
+/// A model file from f32 tensors (rounded to f16): `get` gives each tensor of
+/// [`tensor_names`]'s list by name, with that shape's number of values.
+pub fn encode(description: &Description, vocab: &str, mut get: impl FnMut(&str) -> Vec<f32>) -> Vec<u8> {
+    let mut writer = Writer::new(description, vocab);
+    while let Some((name, _)) = writer.next_tensor() {
+        let bytes: Vec<u8> = get(name).iter().flat_map(|&v| f16::from_f32(v).to_le_bytes()).collect();
+        writer.push(&bytes);
+    }
+    writer.finish()
+}
+
+/// What a model file holds (an encoder or a decoder, its name and shape), from its header alone.
+pub fn describe(bytes: &[u8]) -> Result<Description, AssetError> {
+    header(bytes).map(|(description, _, _)| description)
+}
+
+/// The file's description, its vocabulary's length and its header's.
+fn header(bytes: &[u8]) -> Result<(Description, u64, u32), AssetError> {
+    if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(AssetError::NotAnAsset);
+    }
+    let got = bytes.len() as u64;
+    let need =
+        |expected: u64| if got < expected { Err(AssetError::Truncated { expected, got }) } else { Ok(()) };
+    need(MAGIC.len() as u64 + 4)?;
+    let header_len = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    if header_len > MAX_HEADER {
+        return Err(AssetError::BadHeader(format!("a header of {header_len} bytes")));
+    }
+    need(20 + header_len as u64)?;
+    let header = std::str::from_utf8(&bytes[20..20 + header_len as usize])
+        .map_err(|_| AssetError::BadHeader("not UTF-8".into()))?;
+    let (description, vocab_len) = read_header(header).map_err(AssetError::BadHeader)?;
+    Ok((description, vocab_len, header_len))
+}
+
+/// Reads a model file, checking the header's sizes against [`LIMITS`] and every range against
+/// the file's length before a value is read.
+pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
+    let (description, vocab_len, header_len) = header(bytes)?;
+    let got = bytes.len() as u64;
+    let need =
+        |expected: u64| if got < expected { Err(AssetError::Truncated { expected, got }) } else { Ok(()) };
+    let tensors = tensor_names(description.architecture, &description.spec);
+    let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
+    let vocab_start = 20 + header_len as u64;
+    let expected = vocab_start + vocab_len + 2 * values;
+    need(expected)?;
+    if got > expected {
+        return Err(AssetError::BadHeader(format!("{} bytes after the last weight", got - expected)));
+    }
+    let vocab = std::str::from_utf8(&bytes[vocab_start as usize..(vocab_start + vocab_len) as usize])
+        .map_err(|_| AssetError::BadHeader("the vocabulary is not UTF-8".into()))?
+        .to_string();
+    let mut at = (vocab_start + vocab_len) as usize;
+    let mut out = HashMap::with_capacity(tensors.len());
+    for (name, shape) in tensors {
+        let count: usize = shape.iter().product();
+        let raw = &bytes[at..at + 2 * count];
+        at += 2 * count;
+        let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+        out.insert(name, (shape, values));
+    }
+    Ok(Asset { description, tensors: out, vocab })
+}
+
+/// The header's description and vocabulary length, every size within [`LIMITS`].
+fn read_header(text: &str) -> Result<(Description, u64), String> {
+    let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let text_field = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+    let spec_json = root.get("spec").ok_or("no spec")?;
+    let size = |key: &str, limit: usize| {
+        spec_json
+            .get(key)
+            .and_then(Value::as_u64)
+            .filter(|&n| n >= 1 && n <= limit as u64)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("spec.{key} is not a size from 1 to {limit}"))
+    };
+    let normalize = spec_json.get("normalize").and_then(Value::as_bool).ok_or("no spec.normalize")?;
+    let spec = ModelSpec {
+        layers: size("layers", LIMITS[0].1)?,
+        heads: size("heads", LIMITS[1].1)?,
+        d_model: size("d_model", LIMITS[2].1)?,
+        ffn: size("ffn", LIMITS[3].1)?,
+        vocab: size("vocab", LIMITS[4].1)?,
+        positions: size("positions", LIMITS[5].1)?,
+        activation: match text_field(spec_json, "activation").as_deref() {
+            Some("gelu") => Activation::Gelu,
+            Some("gelu_tanh") => Activation::GeluTanh,
+            _ => return Err("spec.activation is not gelu or gelu_tanh".into()),
+        },
+        pooling: match text_field(spec_json, "pooling").as_deref() {
+            Some("mean") => Pooling::Mean { normalize },
+            Some("cls") => Pooling::Cls { normalize },
+            _ => return Err("spec.pooling is not mean or cls".into()),
+        },
+        layer_norm_eps: spec_json
+            .get("layer_norm_eps")
+            .and_then(Value::as_f64)
+            .ok_or("no spec.layer_norm_eps")?,
+    };
+    spec.validate().map_err(|e| e.0)?;
+    let architecture = match text_field(&root, "architecture").as_deref() {
+        Some("bert") => Architecture::Bert,
+        Some("distilbert") => Architecture::DistilBert,
+        Some("gpt2") => Architecture::Gpt2,
+        _ => return Err("architecture is not bert, distilbert or gpt2".into()),
+    };
+    let casing = text_field(&root, "casing")
+        .and_then(|c| Casing::from_name(&c))
+        .ok_or("casing is not cased or uncased")?;
+    let name = text_field(&root, "name").filter(|n| !n.is_empty()).ok_or("no name")?;
+    let vocab_len = root.get("vocab_bytes").and_then(Value::as_u64).ok_or("no vocab_bytes")?;
+    Ok((Description { name, architecture, casing, spec }, vocab_len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny() -> Description {
+        let spec = ModelSpec {
+            layers: 1,
+            heads: 2,
+            d_model: 4,
+            ffn: 3,
+            vocab: 5,
+            positions: 6,
+            pooling: Pooling::Cls { normalize: false },
+            activation: Activation::GeluTanh,
+            ..ModelSpec::MINILM_L6_V2
+        };
+        Description {
+            name: "tiny".into(),
+            architecture: Architecture::DistilBert,
+            casing: Casing::Cased,
+            spec,
+        }
+    }
+
+    #[test]
+    fn round_trip_rounds_to_f16_and_keeps_the_description_and_vocabulary() {
+        let mut n = 0.0f32;
+        let bytes = encode(&tiny(), "[UNK]\nä\n", |name| {
+            let count: usize = tensor_names(tiny().architecture, &tiny().spec)
+                .into_iter()
+                .find(|(t, _)| t == name)
+                .unwrap()
+                .1
+                .iter()
+                .product();
+            (0..count)
+                .map(|_| {
+                    n += 1.0;
+                    -0.333_333_3 * n
+                })
+                .collect()
+        });
+        let asset = decode(&bytes).unwrap();
+        assert_eq!((asset.description, asset.vocab.as_str()), (tiny(), "[UNK]\nä\n"));
+        let (shape, values) = &asset.tensors["embeddings.word_embeddings.weight"];
+        assert_eq!(shape, &vec![5, 4]);
+        assert!((values[0] + 0.333_333_3).abs() < 2e-4 && values[0] != -0.333_333_3);
+        assert_eq!(asset.tensors.len(), tensor_names(tiny().architecture, &tiny().spec).len());
+    }
+
+    #[test]
+    fn damaged_files_are_typed_errors() {
+        let full = encode(&tiny(), "v", |name| {
+            vec![
+                0.5;
+                tensor_names(tiny().architecture, &tiny().spec)
+                    .into_iter()
+                    .find(|(t, _)| t == name)
+                    .unwrap()
+                    .1
+                    .iter()
+                    .product()
+            ]
+        });
+        assert_eq!(decode(b"GIF89a"), Err(AssetError::NotAnAsset));
+        for cut in [17, 30, full.len() - 1] {
+            let err = decode(&full[..cut]).unwrap_err();
+            assert!(matches!(err, AssetError::Truncated { .. }), "cut at {cut}: {err:?}");
+            assert!(err.to_string().contains("incomplete"));
+        }
+        let mut longer = full.clone();
+        longer.push(0);
+        assert!(decode(&longer).unwrap_err().to_string().contains("1 bytes after the last weight"));
+        let text = String::from_utf8_lossy(&full[20..]).to_string();
+        for (from, to, why) in [
+            ("\"layers\":1", "\"layers\":1000000", "spec.layers is not a size from 1 to 128"),
+            ("\"heads\":2", "\"heads\":3", "not a multiple of 3 heads"),
+            ("\"cased\"", "\"shouty\"", "casing"),
+            ("{\"", "[\"", "not JSON"),
+        ] {
+            let header_len = u32::from_le_bytes(full[16..20].try_into().unwrap()) as usize;
+            let header = text[..header_len].replacen(from, to, 1);
+            let mut bad = full[..16].to_vec();
+            bad.extend_from_slice(&(header.len() as u32).to_le_bytes());
+            bad.extend_from_slice(header.as_bytes());
+            bad.extend_from_slice(&full[20 + header_len..]);
+            let err = decode(&bad).unwrap_err();
+            assert!(matches!(&err, AssetError::BadHeader(e) if e.contains(why)), "{from} -> {to}: {err:?}");
+        }
+    }
+
+    #[test]
+    fn verification_names_the_damage_it_can_see() {
+        assert_eq!(verify(b"<html>404</html>"), Err(AssetError::NotAnAsset));
+        let mut cut = MAGIC.to_vec();
+        cut.extend_from_slice(&16u32.to_le_bytes());
+        cut.extend_from_slice(b"short");
+        assert_eq!(verify(&cut), Err(AssetError::Truncated { expected: 36, got: 25 }));
+        cut.extend_from_slice(&[b'x'; 40]);
+        let err = verify(&cut).unwrap_err();
+        assert!(matches!(err, AssetError::Checksum { .. }) && err.to_string().contains("damaged"), "{err}");
+    }
+}
