@@ -380,6 +380,53 @@ fn forbidden_in_model(krate: &Crate, edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>
     bad
 }
 
+/// Loops in `ui/` whose body awaits: a loop that steps work between the browser's turns is a
+/// driver, and the one driver is `jobs::driver::drive` (components start jobs and show what they
+/// publish). As `file:line`.
+fn loops_that_await(krate: &Crate) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, file) in &krate.files {
+        if module.first().map(String::as_str) != Some("ui") {
+            continue;
+        }
+        let code = strip(&std::fs::read_to_string(file).unwrap());
+        let c: Vec<char> = code.chars().collect();
+        for keyword in ["loop", "while", "for"] {
+            let mut from = 0;
+            while let Some(at) = code[from..].find(keyword).map(|i| from + i) {
+                from = at + keyword.len();
+                let before = code[..at].chars().next_back().unwrap_or(' ');
+                let after = c.get(code[..from].chars().count()).copied().unwrap_or(' ');
+                if is_ident(before) || is_ident(after) || before == '.' {
+                    continue;
+                }
+                // The loop's body: the first brace after the keyword, to its match (a `for` that
+                // is not a loop, as in `impl A for B`, has no `in` before its brace).
+                let Some(open) = code[from..].find('{').map(|i| from + i) else { continue };
+                if keyword == "for" && !code[from..open].contains(" in ") {
+                    continue;
+                }
+                let (mut depth, mut end) = (0i32, open);
+                for (i, ch) in code[open..].char_indices() {
+                    depth += match ch {
+                        '{' => 1,
+                        '}' => -1,
+                        _ => 0,
+                    };
+                    if depth == 0 {
+                        end = open + i;
+                        break;
+                    }
+                }
+                if code[open..end].contains(".await") {
+                    found.push(format!("{}:{}", file.display(), code[..at].lines().count()));
+                }
+            }
+        }
+    }
+    found
+}
+
 /// Functions longer than `limit` lines, by brace matching from each `fn` line.
 fn long_functions(krate: &Crate, limit: usize) -> Vec<String> {
     let mut long = Vec::new();
@@ -471,6 +518,11 @@ fn the_model_is_kept_in_folders_by_concern_and_neither_family_imports_the_other(
 }
 
 #[test]
+fn no_component_drives_work_in_a_loop_of_its_own() {
+    assert_eq!(loops_that_await(&this_crate()), Vec::<String>::new());
+}
+
+#[test]
 fn no_function_is_longer_than_150_lines() {
     assert_eq!(long_functions(&this_crate(), MAX_FUNCTION_LINES), Vec::<String>::new());
 }
@@ -498,6 +550,10 @@ fn the_checks_find_what_they_look_for() {
         &format!("pub fn thing() {{\n{body}}}\nfn t() {{ super::a::f(); let c = '\"'; }}\n"),
     );
     write("cpu/mod.rs", "fn f<'a>(x: &'a str) -> char { '{' }\n");
+    write(
+        "ui/mod.rs",
+        "async fn a() { for x in y { z(); } }\nasync fn b() {\n    while go() {\n        step().await;\n    }\n}\nfn c() { // loop { x.await }\n}\nimpl J for K { async fn d() { e().await } }\n",
+    );
     let krate = Crate::read(&dir);
     let edges = krate.edges();
     let names = |files: &[PathBuf]| files.iter().map(|f| module_of(&dir, f).join("/")).collect::<Vec<_>>();
@@ -511,6 +567,14 @@ fn the_checks_find_what_they_look_for() {
     assert!(
         bad[0].contains("attention/a.rs imports") && bad[1].contains("attention/mod.rs imports"),
         "{bad:?}"
+    );
+    assert_eq!(
+        loops_that_await(&krate)
+            .iter()
+            .map(|l| l.rsplit('/').next().unwrap().to_string())
+            .collect::<Vec<_>>(),
+        ["mod.rs:3"],
+        "the awaiting loop, not the plain one or the comment"
     );
     let long = long_functions(&krate, MAX_FUNCTION_LINES);
     assert_eq!(long.len(), 1, "{long:?}");

@@ -8,13 +8,19 @@
 mod common;
 
 use std::path::Path;
+use std::rc::Rc;
 
+use common::minilm::{engine, run};
 use common::{assert_close, checkpoints_dir};
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::gpu::{GpuContext, GpuGpt2};
+use headlab::jobs::driver::{drive, Job, Status};
+use headlab::jobs::engine::Engine;
+use headlab::jobs::ticket::Ticket;
 use headlab::model::decoder::gpt2::{DecoderOutput, Gpt2, Keep};
 use headlab::model::decoder::next_token;
+use headlab::model::decoder::Decoder;
 use headlab::model::load::config::{self, Architecture};
 use headlab::model::load::names::decoder_names;
 use headlab::model::tokenize::bpe::Bpe;
@@ -35,6 +41,13 @@ fn folder(name: &str) -> std::path::PathBuf {
 
 fn reference(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap()
+}
+
+/// Runs `job` on `engine` to its end, with every status the driver published.
+fn watched<J: Job<Decoder>>(engine: &Engine<Decoder>, job: J) -> (J::Output, Vec<Status>) {
+    let seen = std::cell::RefCell::new(Vec::new());
+    let out = pollster::block_on(drive(engine, job, &Ticket::always(), |_, s| seen.borrow_mut().push(s)));
+    (out.expect("finished"), seen.into_inner())
 }
 
 fn floats(v: &Value) -> Vec<f64> {
@@ -366,37 +379,49 @@ fn the_test_finds_a_hand_built_induction_circuit_and_pruning_it_makes_the_repeat
 #[test]
 fn each_heads_importance_and_the_drift_curve_equal_whole_passes_with_those_heads_pruned() {
     use headlab::attention::importance::random_order;
-    use headlab::model::decoder::next_importance::{NextSweep, SweepPlan};
-    let model = decoder(&folder("gpt2-odd"));
+    use headlab::jobs::decoder::importance::NextTokenImportance;
+    use headlab::jobs::driver::Planned;
+    use headlab::model::decoder::next_importance::SweepPlan;
+    let dir = folder("gpt2-odd");
+    let model = decoder(&dir);
     let total = model.spec.total_heads();
     let ids: Vec<u32> = (0..23u32).map(|i| (i * 53 + 11) % model.spec.vocab as u32).collect();
     let kl_of = |heads: &HeadSet| {
-        let full = model.forward(Kernel::Scalar, &ids, &HeadSet::all(total)).next_logits;
-        next_token::kl(&full, &model.forward(Kernel::Scalar, &ids, heads).next_logits)
+        let full = model.forward(Kernel::Simd, &ids, &HeadSet::all(total)).next_logits;
+        next_token::kl(&full, &model.forward(Kernel::Simd, &ids, heads).next_logits)
     };
     let plan = SweepPlan { points: 3, random_orders: 2, seed: 9 };
-    let mut sweep = NextSweep::new(&model, Kernel::Scalar, &ids, plan);
-    assert_eq!(sweep.passes(), total + 3 * 4);
-    let mut steps = 0;
-    while sweep.step(&model, Kernel::Scalar) {
-        steps += 1;
-        assert_eq!(sweep.done(), steps);
-        assert!(steps == sweep.passes() || sweep.result().is_none(), "no result before the last pass");
-    }
-    let found = sweep.result().expect("done");
+    let decoder = Rc::new(Decoder {
+        name: "gpt2-odd".into(),
+        id: "odd".into(),
+        gpt2: model.clone(),
+        bpe: tokenizer(&dir),
+    });
+    // On the page's thread (a set a step, the full pass kept between them) and on three workers
+    // (a piece each, each running the full pass once): the same bits.
+    let (here, workers) = (engine(decoder.clone(), 1), engine(decoder.clone(), 3));
+    let job = NextTokenImportance::new(&here, "the text", ids.clone(), plan);
+    assert_eq!(job.passes(), total + 3 * 4);
+    let (found, seen) = watched(&here, Planned::new(job));
+    assert!(seen.windows(2).all(|w| w[0].done <= w[1].done), "{seen:?}");
+    assert_eq!(seen.last().map(|s| (s.done, s.total)), Some((total + 12, total + 12)));
+    let on_workers =
+        run(&workers, Planned::new(NextTokenImportance::new(&workers, "the text", ids.clone(), plan)));
+    assert_eq!(on_workers, found, "the same bits on workers");
+    let found = found.found;
     for h in 0..total {
         let want = kl_of(&HeadSet::with_pruned(total, [h]));
-        assert!((found.ranking.per_head[h] - want).abs() <= 1e-12 * want.max(1.0), "head {h}: {want}");
+        assert!((found.ranking.per_head[h] - want).abs() <= 1e-9 * want.max(1.0), "head {h}: {want}");
     }
     assert!(found.ranking.per_head.iter().all(|&v| v > 0.0), "{:?}", found.ranking.per_head);
     assert_eq!(found.curve.ks, [0, 3, 5, 8]);
     for (i, &k) in found.curve.ks.iter().enumerate() {
         let ranked = kl_of(&HeadSet::with_pruned(total, found.ranking.ranked[..k].iter().copied()));
-        assert!((found.curve.ranked[i] - ranked).abs() <= 1e-12 * ranked.max(1.0), "k {k}");
+        assert!((found.curve.ranked[i] - ranked).abs() <= 1e-9 * ranked.max(1.0), "k {k}");
         let random: f64 = (0..2)
             .map(|s| kl_of(&HeadSet::with_pruned(total, random_order(total, 9 + s)[..k].iter().copied())))
             .sum();
-        assert!((found.curve.random[i] - random / 2.0).abs() <= 1e-12 * random.max(1.0), "k {k}");
+        assert!((found.curve.random[i] - random / 2.0).abs() <= 1e-9 * random.max(1.0), "k {k}");
     }
     assert_eq!(found.curve.ranked[0], 0.0);
     assert_eq!(found.curve.ranked[3], found.curve.random[3], "all pruned is all pruned, in any order");
@@ -404,14 +429,20 @@ fn each_heads_importance_and_the_drift_curve_equal_whole_passes_with_those_heads
 
 #[test]
 fn on_a_repeated_text_the_induction_circuits_heads_are_the_important_ones() {
+    use headlab::jobs::decoder::importance::NextTokenImportance;
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::induction::Repeated;
-    use headlab::model::decoder::next_importance::{NextSweep, SweepPlan};
+    use headlab::model::decoder::next_importance::SweepPlan;
     let model = induction_circuit();
     // The last token repeats one from the first half: the circuit predicts the token after it.
     let seq = Repeated::random(11, 6, 3, Some(11));
-    let ids = &seq.ids[..seq.ids.len() - 2];
-    let found = NextSweep::new(&model, Kernel::Simd, ids, SweepPlan { points: 4, random_orders: 3, seed: 1 })
-        .run(&model, Kernel::Simd);
+    let ids = seq.ids[..seq.ids.len() - 2].to_vec();
+    // The job reads the model's shape and weights only: any tokenizer does.
+    let bpe = tokenizer(&folder("gpt2-odd"));
+    let decoder = Rc::new(Decoder { name: "circuit".into(), id: "circuit".into(), gpt2: model, bpe });
+    let engine = engine(decoder, 1);
+    let plan = SweepPlan { points: 4, random_orders: 3, seed: 1 };
+    let found = run(&engine, Planned::new(NextTokenImportance::new(&engine, "repeat", ids, plan))).found;
     say!("importance on the repeat: {:?}", found.ranking.per_head);
     assert_eq!(&found.ranking.ranked[2..], [0, 2], "the previous-token and induction heads matter most");
     assert!(found.ranking.per_head[1] < 1e-9 && found.ranking.per_head[3] < 1e-9, "idle heads: no drift");
@@ -518,8 +549,10 @@ fn a_text_longer_than_the_context_is_cut_and_the_page_is_told() {
 
 #[test]
 fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the_losses() {
-    use headlab::jobs::decoder::{DecoderRun, InductionRun, TOP_TOKENS};
-    use headlab::model::decoder::Decoder;
+    use headlab::jobs::decoder::induction::InductionTest;
+    use headlab::jobs::decoder::{DecoderRun, TOP_TOKENS};
+    use headlab::jobs::driver::Planned;
+    use headlab::model::decoder::induction::head_scores;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
     let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
@@ -587,10 +620,16 @@ fn the_pages_decoder_work_reuses_the_full_pass_and_tables_the_next_token_and_the
         &|| 0.0,
     );
     assert!(other.full.kept(0) && !other.full.heads.any_pruned());
-    let test = InductionRun::new(&decoder, Kernel::Simd, 1);
+    // The induction test: a job of one piece, the same bits on the page's thread and a worker.
+    let decoder = Rc::new(decoder);
+    let (here, workers) = (engine(decoder.clone(), 1), engine(decoder.clone(), 2));
+    let test = common::minilm::run(&here, Planned::new(InductionTest::new(&decoder, 1).unwrap()));
+    assert_eq!(common::minilm::run(&workers, Planned::new(InductionTest::new(&decoder, 1).unwrap())), test);
     assert_eq!((test.sequence.half, test.scores.len()), (19, total), "a third of 40 positions, each half");
     let again = test.losses_with(&decoder, Kernel::Simd, &HeadSet::all(total));
     assert_eq!(again, test.full);
+    let pass = decoder.gpt2.forward(Kernel::Simd, &test.sequence.ids, &HeadSet::all(total));
+    assert_eq!(test.scores, head_scores(&decoder.gpt2, &pass, &test.sequence), "the model's own scores");
 }
 
 #[test]
@@ -632,43 +671,26 @@ fn the_pages_decoder_passes_run_on_the_sessions_gpu_and_move_to_the_cpu_when_it_
 }
 
 #[test]
-fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_ranking() {
-    use headlab::jobs::decoder::{random_heads, SweepProgress, TextSweep};
+fn the_importance_job_says_how_far_it_got_and_ends_with_the_texts_ranking() {
+    use headlab::jobs::decoder::importance::NextTokenImportance;
+    use headlab::jobs::decoder::random_heads;
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::next_importance::SweepPlan;
-    use headlab::model::decoder::Decoder;
-    use std::cell::Cell;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
-    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let decoder = Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let total = decoder.spec().total_heads();
-    assert!(TextSweep::new(&decoder, Kernel::Simd, "", SweepPlan::PAGE).is_none(), "no tokens, no sweep");
     let text = "The bank of the river was muddy after the rain.";
-    let mut sweep = TextSweep::new(&decoder, Kernel::Simd, text, SweepPlan::PAGE).unwrap();
-    // A clock that moves 1 ms each time it is read: a 1 ms slice is one pass.
-    let now = Cell::new(0.0);
-    let clock = || {
-        now.set(now.get() + 1.0);
-        now.get()
-    };
+    let engine = engine(decoder.clone(), 1);
+    let job = NextTokenImportance::new(&engine, text, decoder.tokens(text).ids, SweepPlan::PAGE);
     let passes = total + 5 * 9;
-    assert_eq!(
-        sweep.work_for(&decoder, Kernel::Simd, &clock, 1.0),
-        SweepProgress::Working { done: 1, passes }
-    );
-    assert_eq!(
-        sweep.progress_text(),
-        format!("Measuring: 1 of {passes} passes (one per head removed alone, then the curve's points)…")
-    );
-    for _ in 0..5 {
-        sweep.work_for(&decoder, Kernel::Simd, &clock, 1.0);
-    }
-    assert!(sweep.progress_text().contains("s left"), "{}", sweep.progress_text());
-    let SweepProgress::Done(found) = sweep.work_for(&decoder, Kernel::Simd, &clock, f64::INFINITY) else {
-        panic!("one long slice finishes it")
-    };
+    assert_eq!((job.passes(), job.done()), (passes, 0));
+    // On the page's thread, a head set a step: a status before each, counting the passes.
+    let (found, seen) = watched(&engine, Planned::new(job));
+    assert_eq!(seen[1].done, 1);
+    assert!(seen.iter().all(|s| s.total == passes), "{seen:?}");
     assert_eq!(found.text, text);
     assert_eq!(found.found.curve.ks, (0..=8).collect::<Vec<_>>());
-    assert!(found.took_ms > 0.0);
     let sentence = found.sentence(decoder.spec());
     assert!(
         sentence.starts_with("Removing one head alone moves the next token most for layer "),
@@ -681,12 +703,13 @@ fn the_pages_sweep_works_in_slices_says_how_far_it_got_and_ends_with_the_texts_r
 
 #[test]
 fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() {
-    use headlab::jobs::decoder::{SetLoss, SetPerplexity, Steps};
+    use headlab::jobs::decoder::text_set::TextSetLoss;
+    use headlab::jobs::decoder::{set_passages, SetPerplexity};
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::texts::TextSet;
-    use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
-    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let decoder = Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let total = decoder.spec().total_heads();
     let long = "Call me Ishmael. Some years ago, never mind how long precisely. ".repeat(6);
     let set = TextSet { passages: vec![long.clone(), "A".into(), "The whale swam away.".into()] };
@@ -700,26 +723,20 @@ fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() 
         }
         (sum / count as f64, count)
     };
-    // A clock that moves 1 ms each time it is read: a 1 ms slice is one passage.
-    let now = std::cell::Cell::new(0.0);
-    let clock = || {
-        now.set(now.get() + 1.0);
-        now.get()
-    };
-    let mut results = Vec::new();
-    for heads in [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6])] {
-        let mut job = SetLoss::new(&decoder, &set, &heads);
-        assert_eq!(job.progress(), (0, 2), "a one-token passage predicts nothing");
-        assert_eq!(job.work_for(&decoder, Kernel::Simd, &clock, 1.0), None, "one passage per 1 ms slice");
-        assert_eq!(job.progress(), (1, 2));
-        let got = job.work_for(&decoder, Kernel::Simd, &clock, 1.0).expect("both read");
-        let (mean, count) = expected(&heads);
-        assert_eq!((got.tokens, got.passages), (count, 2));
+    let passages = set_passages(&decoder, &set);
+    assert_eq!(passages.len(), 2, "a one-token passage predicts nothing");
+    let sets = [HeadSet::all(total), HeadSet::with_pruned(total, [1, 6])];
+    let (here, workers) = (engine(decoder.clone(), 1), engine(decoder.clone(), 2));
+    let (results, seen) = watched(&here, Planned::new(TextSetLoss::new(&passages, &sets)));
+    assert_eq!(seen.iter().map(|s| s.done).collect::<Vec<_>>(), [0, 1, 2, 3, 4], "a passage a step");
+    assert_eq!(run(&workers, Planned::new(TextSetLoss::new(&passages, &sets))), results, "the same bits");
+    for (got, heads) in results.iter().zip(&sets) {
+        let (mean, count) = expected(heads);
+        assert_eq!((&got.heads, got.tokens, got.passages), (heads, count, 2));
         assert!(count > 40, "the long passage is cut to the 40 positions");
         assert!(
             (got.mean_loss - mean).abs() < 1e-12 && (got.perplexity - mean.exp()).abs() < 1e-9 * mean.exp()
         );
-        results.push(got);
     }
     assert_ne!(results[0].mean_loss, results[1].mean_loss);
     let said = SetPerplexity::sentence(&results[0], &results[1]);
@@ -733,9 +750,10 @@ fn a_text_sets_perplexity_is_the_mean_loss_of_its_passages_cut_to_the_context() 
 
 #[test]
 fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_without_a_head() {
-    use headlab::jobs::decoder::{SetLoss, Steps};
+    use headlab::jobs::decoder::set_passages;
+    use headlab::jobs::decoder::text_set::TextSetLoss;
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::texts::{self, TextSet, TEXTS_SHA256};
-    use headlab::model::decoder::Decoder;
     let file = texts::select(&common::texts_chapters());
     let want = &reference(&folder("gpt2-odd"))["set"];
     let sha = headlab::model::load::model_file::sha256_hex(file.as_bytes());
@@ -745,12 +763,12 @@ fn the_shipped_text_sets_perplexity_equals_the_float64_reference_with_and_withou
     assert_eq!(set.passages.len() as u64, want["passages"].as_u64().unwrap());
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
-    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let decoder = Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let total = decoder.spec().total_heads();
-    for (key, heads) in [("full", HeadSet::all(total)), ("pruned", HeadSet::with_pruned(total, [1]))] {
-        let got = SetLoss::new(&decoder, &set, &heads)
-            .work_for(&decoder, Kernel::Simd, &|| 0.0, f64::INFINITY)
-            .unwrap();
+    let sets = [HeadSet::all(total), HeadSet::with_pruned(total, [1])];
+    let passages = set_passages(&decoder, &set);
+    let found = run(&engine(decoder.clone(), 2), Planned::new(TextSetLoss::new(&passages, &sets)));
+    for (key, got) in ["full", "pruned"].into_iter().zip(found) {
         let (mean, tokens) =
             (want[key]["mean_loss"].as_f64().unwrap(), want[key]["tokens"].as_u64().unwrap());
         say!("{key}: perplexity {} (float64 {})", got.perplexity, want[key]["perplexity"]);
@@ -825,37 +843,36 @@ fn the_gate_gradients_of_a_passages_loss_equal_its_finite_differences() {
 
 #[test]
 fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
-    use headlab::jobs::decoder::{DecoderMeasure, SetGradient, Steps, SweepProgress, TextSweep};
+    use headlab::jobs::decoder::importance::NextTokenImportance;
+    use headlab::jobs::decoder::text_set::TextSetGradient;
+    use headlab::jobs::decoder::{set_passages, DecoderMeasure};
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::gradient::head_importance;
     use headlab::model::decoder::next_importance::SweepPlan;
     use headlab::model::decoder::texts::TextSet;
-    use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
-    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let decoder = Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let total = decoder.spec().total_heads();
     let set = TextSet {
         passages: vec!["Call me Ishmael. Some years ago.".into(), "X".into(), "The whale, the sea.".into()],
     };
-    let mut job = SetGradient::new(&decoder, &set);
-    assert_eq!(job.progress(), (0, 2), "a one-token passage is left out");
-    let ranking = job.work_for(&decoder, Kernel::Scalar, &|| 0.0, f64::INFINITY).expect("done");
-    let passages: Vec<Vec<u32>> = ["Call me Ishmael. Some years ago.", "The whale, the sea."]
-        .iter()
-        .map(|p| decoder.tokens(p).ids)
-        .collect();
-    let want = head_importance(&decoder.gpt2, Kernel::Scalar, &passages, &HeadSet::all(total));
+    let passages = set_passages(&decoder, &set);
+    assert_eq!(passages.len(), 2, "a one-token passage is left out");
+    let (here, workers) = (engine(decoder.clone(), 1), engine(decoder.clone(), 3));
+    let job = TextSetGradient::new(&passages, &HeadSet::all(total));
+    assert_eq!(job.reading(), (0, 2));
+    let ranking = run(&here, Planned::new(job));
+    assert_eq!(run(&workers, Planned::new(TextSetGradient::new(&passages, &HeadSet::all(total)))), ranking);
+    let want = head_importance(&decoder.gpt2, Kernel::Simd, &passages, &HeadSet::all(total));
     for (h, (got, want)) in ranking.per_head.iter().zip(&want).enumerate() {
         assert!((got - want).abs() <= 1e-12 * want.max(1.0), "head {h}");
     }
     let text = "The bank of the river was muddy after the rain.";
-    let mut sweep =
-        TextSweep::ranked(&decoder, Kernel::Simd, text, SweepPlan::PAGE, &ranking, DecoderMeasure::SetLoss)
-            .unwrap();
-    assert!(sweep.progress_text().starts_with("Measuring: 0 of 45 passes (the curve's points on your text)"));
-    let SweepProgress::Done(found) = sweep.work_for(&decoder, Kernel::Simd, &|| 0.0, f64::INFINITY) else {
-        panic!("done")
-    };
+    let job = NextTokenImportance::new(&here, text, decoder.tokens(text).ids, SweepPlan::PAGE)
+        .ranked(&ranking, DecoderMeasure::SetLoss);
+    assert_eq!((job.passes(), job.measure()), (45, DecoderMeasure::SetLoss), "only the curve's points");
+    let found = run(&here, Planned::new(job));
     assert_eq!((found.measure, &found.found.ranking), (DecoderMeasure::SetLoss, &ranking));
     assert!(found.sentence(decoder.spec()).starts_with(
         "By the gradient of the loss on Moby-Dick (Michel et al.), the heads that matter most are layer "
@@ -868,15 +885,15 @@ fn the_text_sets_gradient_ranks_the_heads_and_the_curve_follows_that_order() {
 #[test]
 fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pruned() {
     use headlab::attention::importance::{least_important_first, random_order};
-    use headlab::jobs::decoder::Steps;
-    use headlab::jobs::decoder_curves::CurveRun;
+    use headlab::jobs::decoder::curves::TextSetCurves;
+    use headlab::jobs::decoder::set_passages;
+    use headlab::jobs::driver::Planned;
     use headlab::model::decoder::gradient::head_importance;
     use headlab::model::decoder::next_importance::curve_ks;
     use headlab::model::decoder::texts::TextSet;
-    use headlab::model::decoder::Decoder;
     let dir = folder("gpt2-odd");
     let loaded = load(&headlab::model::load::files::DirFiles::new(&dir).unwrap(), u64::MAX).unwrap();
-    let decoder = Decoder::from_file(&loaded.file, loaded.id).unwrap();
+    let decoder = Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let (model, total) = (&decoder.gpt2, decoder.spec().total_heads());
     let texts = [
         "Call me Ishmael. Some years ago, never mind how long.",
@@ -885,6 +902,7 @@ fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pru
     ];
     let set = TextSet { passages: texts.iter().map(|t| t.to_string()).collect() };
     let passages: Vec<Vec<u32>> = texts.iter().map(|t| decoder.tokens(t).ids).collect();
+    assert_eq!(set_passages(&decoder, &set), passages);
     let loss = |heads: &HeadSet| {
         let (mut sum, mut count) = (0.0, 0);
         for ids in &passages {
@@ -894,19 +912,15 @@ fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pru
         }
         sum / count as f64
     };
-    let empty = TextSet { passages: vec!["A".into()] };
-    assert!(CurveRun::new(&decoder, &empty, 5).is_none(), "no passage of two tokens: no curves");
-    let mut run = CurveRun::new(&decoder, &set, 5).unwrap();
-    let mut steps = 0;
-    while run.step(&decoder, Kernel::Simd) {
-        steps += 1;
-    }
-    assert_eq!(
-        (steps, run.done()),
-        (run.passes(), run.passes()),
-        "every passage pass counted, none made twice"
-    );
-    let curves = run.work_for(&decoder, Kernel::Simd, &|| 0.0, 1.0).expect("done");
+    assert!(TextSetCurves::new(Vec::new(), total, 5).is_none(), "no passage of two tokens: no curves");
+    let (here, workers) = (engine(decoder.clone(), 1), engine(decoder.clone(), 2));
+    let job = TextSetCurves::new(passages.clone(), total, 5).unwrap();
+    let passes = job.passes();
+    let (curves, seen) = watched(&here, Planned::new(job));
+    assert_eq!(seen.last().map(|s| (s.done, s.total)), Some((passes, passes)), "every passage pass counted");
+    assert!(seen.windows(2).all(|w| w[1].done <= w[0].done + 1), "a passage a step on the page's thread");
+    let on_workers = run(&workers, Planned::new(TextSetCurves::new(passages.clone(), total, 5).unwrap()));
+    assert_eq!(on_workers, curves, "the same bits on workers");
     let ks = curve_ks(total, 10);
     assert_eq!(curves.ks, ks);
     assert_eq!(curves.passages, 3);
@@ -943,17 +957,6 @@ fn the_three_pruning_curves_equal_whole_passes_over_the_set_with_those_heads_pru
         curves.iterative != curves.one_shot || curves.one_shot != curves.random,
         "the orders differ somewhere"
     );
-}
-
-#[test]
-fn the_time_left_is_said_once_a_tenth_is_done_in_seconds_or_minutes() {
-    use headlab::jobs::decoder::time_left;
-    assert_eq!(time_left(9, 100, 900.0), "", "not yet a tenth");
-    assert_eq!(time_left(10, 100, 1000.0), ", about 9 s left");
-    assert_eq!(time_left(10, 100, 10_000.0), ", about 90 s left", "up to two minutes in seconds");
-    assert_eq!(time_left(10, 100, 20_000.0), ", about 3 min left");
-    assert_eq!(time_left(50, 100, 1.0), ", about 1 s left", "never 0 s");
-    assert_eq!(time_left(100, 100, 5000.0), "", "done");
 }
 
 #[test]

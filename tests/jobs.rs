@@ -17,15 +17,17 @@ use headlab::attention::{cosine, HeadSet};
 use headlab::backend::precision_speed::PrecisionTiming;
 use headlab::backend::Session;
 use headlab::cpu::Kernel;
-use headlab::jobs::curves::CurveRun;
 use headlab::jobs::driver::{drive, Planned, Status};
+use headlab::jobs::encoder::curves::CurveRun;
+use headlab::jobs::encoder::levers::{lever_text, precision_cost, precision_quality};
+use headlab::jobs::encoder::sweep::{DriftSweep, MarginSweep};
+use headlab::jobs::encoder::task::{
+    HeadRoles, SetQuality, SetScore, TaskData, TaskImportance, ROLE_SENTENCES,
+};
+use headlab::jobs::encoder::timing::{TimePrecision, TimePruned, ROUNDS};
 use headlab::jobs::engine::{Engine, Where, Workers, PIECES_PER_WORKER};
-use headlab::jobs::levers::{lever_text, precision_cost, precision_quality};
 use headlab::jobs::native::{FakePool, NativeHost};
-use headlab::jobs::sweep::{DriftSweep, MarginSweep};
-use headlab::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance, ROLE_SENTENCES};
 use headlab::jobs::ticket::{Slot, Ticket};
-use headlab::jobs::timing::{TimePrecision, TimePruned, ROUNDS};
 use headlab::model::encoder::bert::Bert;
 use headlab::model::encoder::check::{meaning_check, CANDIDATES};
 use headlab::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
@@ -86,7 +88,10 @@ fn ids(model: &Encoder, text: &str) -> Vec<u32> {
 }
 
 /// Runs `job` to its end, with every status it published.
-fn run_watched<J: headlab::jobs::driver::Job>(engine: &Engine, job: J) -> (J::Output, Vec<Status>) {
+fn run_watched<J: headlab::jobs::driver::Job<Encoder>>(
+    engine: &Engine<Encoder>,
+    job: J,
+) -> (J::Output, Vec<Status>) {
     let seen = RefCell::new(Vec::new());
     let out = pollster::block_on(drive(engine, job, &Ticket::always(), |_, s| seen.borrow_mut().push(s)));
     (out.expect("finished"), seen.into_inner())
@@ -286,7 +291,7 @@ fn the_curves_of_a_small_model_have_its_own_marks_and_every_point_is_the_models_
     let (data, spec) = (data(&model), *model.spec());
     let total = spec.total_heads();
     let one_shot: Vec<usize> = vec![5, 0, 7, 2, 3, 6, 1, 4];
-    let curves = |engine: &Engine| {
+    let curves = |engine: &Engine<Encoder>| {
         let run = CurveRun::new(spec, data.clone(), Some(one_shot.clone()), Curves::new(total), None);
         run_watched(engine, Planned::new(run))
     };

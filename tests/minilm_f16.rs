@@ -10,7 +10,7 @@ use common::model_dir;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::jobs::driver::Planned;
-use headlab::jobs::sweep::MarginSweep;
+use headlab::jobs::encoder::sweep::MarginSweep;
 use headlab::model::digits::{COSINE_ABS_ERROR, COSINE_DRIFT_ERROR, MARGIN_ERROR};
 use headlab::model::encoder::bert::Bert;
 use headlab::model::encoder::check::{meaning_check, Verdict};

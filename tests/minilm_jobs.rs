@@ -12,16 +12,17 @@ use common::minilm::*;
 use headlab::attention::importance::Ranking;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
-use headlab::jobs::curves::{CurveCache, CurveRun, Store};
 use headlab::jobs::driver::{Job, Next, Plan, Planned};
+use headlab::jobs::encoder::curves::{CurveCache, CurveRun, Store};
+use headlab::jobs::encoder::sweep::{DriftSweep, MarginSweep};
+use headlab::jobs::encoder::task::{TaskData, TaskImportance};
 use headlab::jobs::engine::Engine;
 use headlab::jobs::pace::Pace;
-use headlab::jobs::sweep::{DriftSweep, MarginSweep};
-use headlab::jobs::task::{TaskData, TaskImportance};
 use headlab::model::encoder::check::{meaning_check, Verdict};
 use headlab::model::encoder::contrast::Contrast;
 use headlab::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
 use headlab::model::encoder::runner::embedding_drift;
+use headlab::model::encoder::Encoder;
 
 #[test]
 fn importance_is_each_heads_own_drift_on_the_pages_thread_and_on_workers_alike() {
@@ -152,7 +153,7 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
     while !run.coarse_complete() {
         let Next::Run(pieces) = run.next() else { panic!("finished before the first complete curve") };
         done_flops += pieces.iter().map(|w| w.flops(&SPEC)).sum::<u64>();
-        pieces.iter().for_each(|w| run.absorb(w.run(&bert, Kernel::Simd)));
+        pieces.iter().for_each(|w| run.absorb(w.run_on_encoder(&bert, Kernel::Simd)));
         run.complete();
         steps += 1;
         // What was done and what is left add up to the prediction (the iterative order's
@@ -198,7 +199,7 @@ fn pruning_curves_run_coarse_first_and_never_redo_what_is_known() {
 }
 
 /// Steps `job` on `engine` until its plan has made `n` evaluations.
-fn until_evaluations(engine: &Engine, job: &mut Planned<CurveRun>, n: usize) {
+fn until_evaluations(engine: &Engine<Encoder>, job: &mut Planned<CurveRun>, n: usize) {
     while job.plan().evaluations().0 < n {
         assert!(pollster::block_on(job.step(engine)).is_none(), "finished early");
     }
@@ -240,13 +241,14 @@ fn a_ranking_by_any_measure_orders_the_curves_one_shot_points() {
 
 #[test]
 fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own_run() {
-    use headlab::jobs::patching::PatchSweep;
+    use headlab::jobs::encoder::patching::PatchSweep;
     use headlab::model::encoder::bert::Patch;
     use headlab::model::encoder::patching::{PatchMetric, CLEAN, CORRUPTED};
     let model = fp32_model();
     let (clean, corrupted) = (ids(&model.tokenizer, CLEAN), ids(&model.tokenizer, CORRUPTED));
     let here = engine(model.clone(), 1);
-    let sweep = |e: &Engine| run(e, Planned::new(PatchSweep::new(e, clean.clone(), corrupted.clone())));
+    let sweep =
+        |e: &Engine<Encoder>| run(e, Planned::new(PatchSweep::new(e, clean.clone(), corrupted.clone())));
     let patching = sweep(&here);
     // Four workers: four pieces (and the candidates') through the wire, the same bits.
     assert_eq!(sweep(&engine(model.clone(), 4)), patching, "workers vs here");
@@ -268,7 +270,7 @@ fn patching_is_the_same_on_the_pages_thread_and_on_workers_and_is_each_heads_own
 
 #[test]
 fn the_atlas_is_the_same_on_workers_and_puts_alike_heads_together() {
-    use headlab::jobs::task::{HeadAtlas, HeadRoles};
+    use headlab::jobs::encoder::task::{HeadAtlas, HeadRoles};
     use headlab::model::encoder::roles::Role;
     let model = fp32_model();
     let data = Rc::new(TaskData::new(sts_pairs(), &model.tokenizer));

@@ -124,7 +124,7 @@ fn quality_on_the_sentence_pairs_matches_the_float64_reference() {
 
 #[test]
 fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
-    use headlab::jobs::work::{Done, Work};
+    use headlab::jobs::work::{Done, Piece};
     use headlab::model::encoder::check::CANDIDATES;
     use headlab::model::encoder::patching::{Patching, CLEAN, CORRUPTED};
     let (bert, tok) = (checkpoint(), tokenizer());
@@ -138,8 +138,8 @@ fn activation_patching_matches_the_reference_head_by_head_on_both_kernels() {
     let all = HeadSet::all(total);
     for kernel in Kernel::ALL {
         let work =
-            Work::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch: (0..total).collect() };
-        let Done::Embeddings(e) = work.run(&bert, kernel) else { panic!("embeddings") };
+            Piece::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch: (0..total).collect() };
+        let Done::Embeddings(e) = work.run_on_encoder(&bert, kernel) else { panic!("embeddings") };
         let candidates = CANDIDATES.map(|c| bert.forward(kernel, &ids(c), &all).embedding);
         let p = Patching {
             clean: e[0].clone(),

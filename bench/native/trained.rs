@@ -11,10 +11,10 @@ fn main() {}
 fn main() {
     use headlab::backend::Session;
     use headlab::jobs::driver::{drive, Planned};
+    use headlab::jobs::encoder::sweep::DriftSweep;
+    use headlab::jobs::encoder::task::TaskData;
     use headlab::jobs::engine::{Engine, Workers};
     use headlab::jobs::native::{FakePool, NativeHost};
-    use headlab::jobs::sweep::DriftSweep;
-    use headlab::jobs::task::TaskData;
     use headlab::jobs::ticket::Ticket;
     use headlab::model::encoder::bert::Bert;
     use headlab::model::encoder::task::{select, Pairs};

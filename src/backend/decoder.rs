@@ -14,19 +14,12 @@ use crate::attention::clock::Clock;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuError, GpuGpt2};
+use crate::model::decoder::cost::pass_flops;
 use crate::model::decoder::gpt2::{DecoderOutput, Keep};
 use crate::model::decoder::Decoder;
-use crate::model::encoder::pruned;
-use crate::model::spec::ModelSpec;
 
 /// The kernel a decoder's CPU passes run on: the vector one (wasm simd128).
 pub const DECODER_KERNEL: Kernel = Kernel::Simd;
-
-/// FLOPs of a decoder's pass over `n` tokens: its blocks and the output head's logits.
-pub fn pass_flops(spec: &ModelSpec, n: usize) -> u64 {
-    let blocks = pruned::cost(spec, &HeadSet::all(spec.total_heads()), &[n]).total_flops;
-    blocks + 2 * (n * spec.d_model * spec.vocab) as u64
-}
 
 /// The most a calibration pass may cost: 16 tokens of gpt2 are about 4 GFLOP, and the probe is
 /// never shorter than that.

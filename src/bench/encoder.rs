@@ -7,10 +7,10 @@ use std::rc::Rc;
 use super::median;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
-use crate::jobs::curves::CurveRun;
 use crate::jobs::driver::{Next, Plan};
-use crate::jobs::task::TaskData;
-use crate::jobs::work::Work;
+use crate::jobs::encoder::curves::CurveRun;
+use crate::jobs::encoder::task::TaskData;
+use crate::jobs::work::Piece;
 use crate::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
 use crate::model::encoder::pruned::{cost, PrunedBert};
 use crate::model::encoder::Encoder;
@@ -96,7 +96,7 @@ pub fn pruned_report(now: &dyn Fn() -> f64, model: &Encoder, lengths: &[usize], 
 }
 
 /// The importance sweep of one sentence at each of `lengths` tokens as one thread runs it
-/// ([`Work::Ablate`] of every head: one unpruned pass, then one pass per head without it, each
+/// ([`Piece::Ablate`] of every head: one unpruned pass, then one pass per head without it, each
 /// from the head's own layer), the median of `rounds`, with its FLOPs ([`ablation_flops`]).
 pub fn sweep_report(now: &dyn Fn() -> f64, model: &Encoder, lengths: &[usize], rounds: usize) -> String {
     let spec = model.spec();
@@ -108,7 +108,7 @@ pub fn sweep_report(now: &dyn Fn() -> f64, model: &Encoder, lengths: &[usize], r
     );
     for &n in lengths {
         let ids = sentence(model, n);
-        let sweep = Work::Ablate {
+        let sweep = Piece::Ablate {
             heads: all.clone(),
             sentences: vec![ids.clone()],
             ablate: (0..total).collect(),
@@ -118,7 +118,7 @@ pub fn sweep_report(now: &dyn Fn() -> f64, model: &Encoder, lengths: &[usize], r
         let times: Vec<f64> = (0..rounds.max(1))
             .map(|_| {
                 let t0 = now();
-                std::hint::black_box(sweep.run(&model.bert, Kernel::Simd));
+                std::hint::black_box(sweep.run_on_encoder(&model.bert, Kernel::Simd));
                 now() - t0
             })
             .collect();
@@ -224,7 +224,7 @@ pub fn curves_report(
     let t0 = now();
     let mut first = None;
     while let Next::Run(pieces) = run.next() {
-        pieces.iter().for_each(|w| run.absorb(w.run(&model.bert, Kernel::Simd)));
+        pieces.iter().for_each(|w| run.absorb(w.run_on_encoder(&model.bert, Kernel::Simd)));
         run.complete();
         if first.is_none() && run.coarse_complete() {
             first = Some(now() - t0);

@@ -80,7 +80,7 @@ pub fn bench_layer_profile(
 
 /// One quality evaluation of the page's sentence pairs (`pairs`, the bytes of sts-pairs.tsv):
 /// every sentence embedded by the model with `pruned` heads removed, in the curves' pieces of
-/// [`crate::jobs::task::SENTENCES_PER_PIECE`] sentences; the median of `rounds`, and GFLOP/s.
+/// [`crate::jobs::encoder::task::SENTENCES_PER_PIECE`] sentences; the median of `rounds`, and GFLOP/s.
 #[wasm_bindgen]
 pub fn bench_evaluation(
     asset: &[u8],
@@ -88,27 +88,27 @@ pub fn bench_evaluation(
     pruned: Vec<u32>,
     rounds: usize,
 ) -> Result<String, String> {
-    use crate::jobs::work::{Done, Work};
+    use crate::jobs::work::{Done, Piece};
     let model = crate::model::encoder::Encoder::from_asset(asset).map_err(|e| e.to_string())?;
     let pairs = crate::model::encoder::task::Pairs::from_file(pairs).map_err(|e| e.to_string())?;
-    let data = crate::jobs::task::TaskData::new(pairs, &model.tokenizer);
+    let data = crate::jobs::encoder::task::TaskData::new(pairs, &model.tokenizer);
     let (pairs, ids) = (&data.pairs, &data.ids);
     let total = model.spec().total_heads();
     let heads = HeadSet::with_pruned(total, pruned.iter().map(|&h| h as usize));
-    let pieces: Vec<Work> = data.evaluation(&heads, None);
-    // As a worker runs them (the cut's weights gathered once: model::copies), and each piece
+    let pieces: Vec<Piece> = data.evaluation(&heads, None);
+    // As a worker runs them (the cut's weights gathered once: jobs::copies), and each piece
     // gathering them itself (as workers did before 2026-12-03), rounds interleaved.
     let (mut worker, mut each) = (Vec::new(), Vec::new());
     let mut quality = 0.0;
     let model = std::rc::Rc::new(model);
     for _ in 0..rounds.max(1) {
-        let copies = crate::jobs::copies::Copies::new(model.clone());
+        let copies = crate::jobs::copies::Copies::new(model.clone().into());
         let t0 = now();
         let done: Result<Vec<Done>, String> = pieces.iter().map(|w| copies.run(w, Kernel::Simd)).collect();
         quality = pairs.quality(&Done::embeddings(done?));
         worker.push(now() - t0);
         let t0 = now();
-        let done = pieces.iter().map(|w| w.run(&model.bert, Kernel::Simd)).collect();
+        let done = pieces.iter().map(|w| w.run_on_encoder(&model.bert, Kernel::Simd)).collect();
         std::hint::black_box(Done::embeddings(done));
         each.push(now() - t0);
     }

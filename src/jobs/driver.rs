@@ -1,15 +1,15 @@
-//! The one loop every long job runs through ([`drive`]): before each step the browser gets a
-//! turn, the job stops if its ticket is no longer current (its input changed), and its progress
-//! is published with the time left at the pace measured where it runs. Most jobs are plans of
-//! pieces of work ([`Plan`], run by [`Planned`]); a job that is not (a timing) implements
-//! [`Job`] itself.
+//! The one loop every long job of either family runs through ([`drive`]): before each step the
+//! browser gets a turn, the job stops if its ticket is no longer current (its input changed, or
+//! the part of the page that wanted it is gone), and its progress is published with the time
+//! left at the pace measured where it runs. Most jobs are plans of pieces of work ([`Plan`], run
+//! by [`Planned`]); a job that is not (a timing) implements [`Job`] itself.
 
 use std::collections::VecDeque;
 
-use super::engine::{Engine, Where};
+use super::engine::{Engine, Family, Where};
 use super::pool::Priority;
 use super::ticket::Ticket;
-use crate::jobs::work::{Done, Work};
+use crate::jobs::work::{Done, Piece};
 
 /// How far a job has come.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,19 +37,19 @@ pub struct Status {
 /// A long piece of work, done a step at a time.
 // The page is single-threaded: its futures never move between threads, so no `Send` bound.
 #[allow(async_fn_in_trait)]
-pub trait Job {
+pub trait Job<F: Family> {
     /// What it gives when it is done.
     type Output;
     /// Does the next step on `engine`; the result once nothing is left.
-    async fn step(&mut self, engine: &Engine) -> Option<Self::Output>;
+    async fn step(&mut self, engine: &Engine<F>) -> Option<Self::Output>;
     /// How far it has come (where its pieces would run on `engine` now, for the time left).
-    fn progress(&self, engine: &Engine) -> Progress;
+    fn progress(&self, engine: &Engine<F>) -> Progress;
 }
 
 /// Runs `job` on `engine` to its end, or until `ticket` stops being current (`None`): before
 /// each step the browser gets a turn and `publish` gets the job and its status.
-pub async fn drive<J: Job>(
-    engine: &Engine,
+pub async fn drive<F: Family, J: Job<F>>(
+    engine: &Engine<F>,
     mut job: J,
     ticket: &Ticket,
     mut publish: impl FnMut(&J, Status),
@@ -73,14 +73,14 @@ pub async fn drive<J: Job>(
 #[derive(Clone, Debug, PartialEq)]
 pub enum Next<T> {
     /// These pieces, in any place and order; their results come back in order.
-    Run(Vec<Work>),
+    Run(Vec<Piece>),
     /// Nothing: this is the result.
     Finished(T),
 }
 
-/// A job made of pieces of [`Work`]: it hands out a batch of pieces, takes their results one by
+/// A job made of pieces of [`Piece`]: it hands out a batch of pieces, takes their results one by
 /// one in order, and plans the next batch once the last one is in.
-pub trait Plan {
+pub trait Plan<F: Family> {
     /// What it gives when it is done.
     type Output;
     /// The next batch, or the result.
@@ -94,17 +94,84 @@ pub trait Plan {
         Priority::Background
     }
     /// How far it has come (where its pieces would run on `engine` now, for the time left).
-    fn progress(&self, engine: &Engine) -> Progress;
+    fn progress(&self, engine: &Engine<F>) -> Progress;
+}
+
+/// A plan of any kind with its output boxed: a page that drives plans of several kinds drives
+/// them all through one instantiation of [`drive`] ([`boxed`]; each instantiation is its own
+/// code in the page's wasm, tens of kilobytes among them).
+pub type AnyPlan<F> = Box<dyn Plan<F, Output = Box<dyn std::any::Any>>>;
+
+/// `plan` as an [`AnyPlan`].
+pub fn boxed<F: Family, P: Plan<F> + 'static>(plan: P) -> AnyPlan<F> {
+    Box::new(Boxed(plan))
+}
+
+/// A plan whose output is boxed.
+struct Boxed<P>(P);
+
+impl<F: Family, P: Plan<F>> Plan<F> for Boxed<P>
+where
+    P::Output: 'static,
+{
+    type Output = Box<dyn std::any::Any>;
+
+    fn next(&mut self) -> Next<Self::Output> {
+        match self.0.next() {
+            Next::Run(pieces) => Next::Run(pieces),
+            Next::Finished(out) => Next::Finished(Box::new(out)),
+        }
+    }
+
+    fn absorb(&mut self, done: Done) {
+        self.0.absorb(done)
+    }
+
+    fn complete(&mut self) {
+        self.0.complete()
+    }
+
+    fn priority(&self) -> Priority {
+        self.0.priority()
+    }
+
+    fn progress(&self, engine: &Engine<F>) -> Progress {
+        self.0.progress(engine)
+    }
+}
+
+impl<F: Family, P: Plan<F> + ?Sized> Plan<F> for Box<P> {
+    type Output = P::Output;
+
+    fn next(&mut self) -> Next<Self::Output> {
+        (**self).next()
+    }
+
+    fn absorb(&mut self, done: Done) {
+        (**self).absorb(done)
+    }
+
+    fn complete(&mut self) {
+        (**self).complete()
+    }
+
+    fn priority(&self) -> Priority {
+        (**self).priority()
+    }
+
+    fn progress(&self, engine: &Engine<F>) -> Progress {
+        (**self).progress(engine)
+    }
 }
 
 /// A [`Plan`] as a [`Job`]: each step runs a batch's pieces all at once on the workers, or one
 /// piece where they run one at a time (the page's thread, the GPU).
-pub struct Planned<P: Plan> {
+pub struct Planned<P> {
     plan: P,
-    queue: VecDeque<Work>,
+    queue: VecDeque<Piece>,
 }
 
-impl<P: Plan> Planned<P> {
+impl<P> Planned<P> {
     /// The job of `plan`.
     pub fn new(plan: P) -> Self {
         Planned { plan, queue: VecDeque::new() }
@@ -116,10 +183,10 @@ impl<P: Plan> Planned<P> {
     }
 }
 
-impl<P: Plan> Job for Planned<P> {
+impl<F: Family, P: Plan<F>> Job<F> for Planned<P> {
     type Output = P::Output;
 
-    async fn step(&mut self, engine: &Engine) -> Option<P::Output> {
+    async fn step(&mut self, engine: &Engine<F>) -> Option<P::Output> {
         if self.queue.is_empty() {
             match self.plan.next() {
                 Next::Finished(out) => return Some(out),
@@ -131,7 +198,7 @@ impl<P: Plan> Job for Planned<P> {
             }
         }
         let count = engine.at_once(self.queue.make_contiguous());
-        let batch: Vec<Work> = self.queue.iter().take(count).cloned().collect();
+        let batch: Vec<Piece> = self.queue.iter().take(count).cloned().collect();
         // Workers that fail leave the batch where it was: the next step runs it here.
         let done = engine.run(batch, self.plan.priority()).await?;
         self.queue.drain(..count);
@@ -142,7 +209,7 @@ impl<P: Plan> Job for Planned<P> {
         None
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<F>) -> Progress {
         self.plan.progress(engine)
     }
 }

@@ -14,22 +14,17 @@
 //! what they publish.
 
 pub mod copies;
-pub mod curves;
 pub mod decoder;
-pub mod decoder_curves;
 pub mod driver;
+pub mod encoder;
 pub mod engine;
 pub mod host;
-pub mod levers;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod pace;
-pub mod patching;
 pub mod pool;
-pub mod sweep;
-pub mod task;
 pub mod ticket;
-pub mod timing;
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+pub mod wire;
 pub mod work;

@@ -10,8 +10,8 @@ use super::pool::{Pool, Priority};
 use crate::attention::clock::Clock;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
-use crate::jobs::work::{Done, Work};
-use crate::model::encoder::Encoder;
+use crate::jobs::work::{Done, Piece};
+use crate::model::Model;
 
 /// A host on the process's clock; counts the turns it gave.
 pub struct NativeHost {
@@ -65,10 +65,10 @@ pub struct FakePool {
 }
 
 impl FakePool {
-    /// A pool of `threads` for `model`.
-    pub fn new(model: Rc<Encoder>, threads: usize) -> FakePool {
+    /// A pool of `threads` for `model` (an encoder or a decoder).
+    pub fn new(model: impl Into<Model>, threads: usize) -> FakePool {
         FakePool {
-            models: Copies::new(model),
+            models: Copies::new(model.into()),
             threads,
             fail_after: Cell::new(None),
             ran: Cell::new((0, 0)),
@@ -90,7 +90,7 @@ impl Pool for FakePool {
         Box::pin(std::future::ready(Ok(())))
     }
 
-    fn run(&self, pieces: Vec<Work>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+    fn run(&self, pieces: Vec<Piece>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         let result = (|| {
             let mut done: Vec<(usize, Done)> = Vec::with_capacity(pieces.len());
             for (i, work) in pieces.iter().enumerate().rev() {
@@ -99,7 +99,7 @@ impl Pool for FakePool {
                     return Err("a worker stopped (the fake pool was told to fail)".to_string());
                 }
                 self.ran.set((count + 1, batches));
-                let decoded = Work::decode(&work.encode()).map_err(|e| e.to_string())?;
+                let decoded = Piece::decode(&work.encode()).map_err(|e| e.to_string())?;
                 let result = self.models.run(&decoded, Kernel::Simd)?;
                 done.push((i, Done::decode(&result.encode()).map_err(|e| e.to_string())?));
             }

@@ -1,15 +1,13 @@
 //! Threads for batch work, behind one trait: the page's web workers (`jobs::web::WebWorkers`),
 //! the page's own thread ([`PageThread`]), and a native fake for tests
-//! (`jobs::native::FakePool`). A pool runs pieces of [`Work`] and gives their results in order;
+//! (`jobs::native::FakePool`). A pool runs pieces of [`Piece`] and gives their results in order;
 //! the same piece gives the same bits on any of them.
-
-use std::rc::Rc;
 
 use super::host::LocalFuture;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
-use crate::jobs::work::{Done, Work};
-use crate::model::encoder::Encoder;
+use crate::jobs::work::{Done, Piece};
+use crate::model::Model;
 
 /// Which pieces a busy pool runs first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,7 +33,7 @@ pub trait Pool {
     /// Runs `pieces` (checked against the model by the caller) with `priority` among the pieces
     /// waiting, results in their order; an error says why the pool stopped working (its pieces
     /// are then run elsewhere).
-    fn run(&self, pieces: Vec<Work>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>>;
+    fn run(&self, pieces: Vec<Piece>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>>;
 }
 
 /// The page's own thread: each piece runs to its end before the browser gets its turn, so the
@@ -45,18 +43,20 @@ pub struct PageThread {
 }
 
 impl PageThread {
-    /// The page's thread, running `model` (and its copy at the other precision, for pieces
-    /// that ask for it).
-    pub fn new(model: Rc<Encoder>) -> PageThread {
+    /// The page's thread, running `model` (and, for an encoder, its copy at the other precision,
+    /// for pieces that ask for it).
+    pub fn new(model: Model) -> PageThread {
         PageThread { models: Copies::new(model) }
     }
-}
 
-impl PageThread {
-    /// The model at `precision`: the loaded one, or the copy the page's thread runs pieces at
-    /// that precision on (made now if no piece asked for it yet).
-    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Result<Rc<Encoder>, String> {
-        self.models.at(precision).cloned()
+    /// The model and its copies the page's thread runs pieces on.
+    pub fn copies(&self) -> &Copies {
+        &self.models
+    }
+
+    /// Runs one piece here, or says why the model cannot run it.
+    pub fn run_one(&self, piece: &Piece) -> Result<Done, String> {
+        self.models.run(piece, Kernel::Simd)
     }
 }
 
@@ -65,8 +65,8 @@ impl Pool for PageThread {
         1
     }
 
-    fn run(&self, pieces: Vec<Work>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
-        let done = pieces.iter().map(|w| self.models.run(w, Kernel::Simd)).collect();
+    fn run(&self, pieces: Vec<Piece>, _: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+        let done = pieces.iter().map(|w| self.run_one(w)).collect();
         Box::pin(std::future::ready(done))
     }
 }

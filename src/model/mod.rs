@@ -65,3 +65,15 @@ impl Model {
         }
     }
 }
+
+impl From<Rc<Encoder>> for Model {
+    fn from(encoder: Rc<Encoder>) -> Model {
+        Model::Encoder(encoder)
+    }
+}
+
+impl From<Rc<Decoder>> for Model {
+    fn from(decoder: Rc<Decoder>) -> Model {
+        Model::Decoder(decoder)
+    }
+}

@@ -6,7 +6,7 @@ use leptos::prelude::window;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
-use crate::jobs::curves::Store;
+use crate::jobs::encoder::curves::Store;
 
 pub use crate::jobs::web::{clock_step_ms, fetch_bytes, now_ms, yield_to_browser, PageHost};
 

@@ -22,7 +22,7 @@ use crate::settings::{Frame, Link, Measure, Preference, Settings, TrainedSource}
 
 /// What a synthetic pass is computed from: the shape, the seed and the session it ran on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Work {
+pub struct SyntheticInput {
     config: ModelConfig,
     seed: u32,
     /// The session's address (0 before one is chosen): a new session means a new pass.
@@ -34,14 +34,14 @@ pub struct Work {
 pub enum RunState {
     /// Nothing to compute: the trained model is shown, or a long pass waits for the backend.
     Idle,
-    /// The pass for `Work`.
-    Ran(Work, Rc<Run>),
-    /// The configuration of `Work` cannot run, and why.
-    Refused(Work, ConfigError),
+    /// The pass for `SyntheticInput`.
+    Ran(SyntheticInput, Rc<Run>),
+    /// The configuration of `SyntheticInput` cannot run, and why.
+    Refused(SyntheticInput, ConfigError),
 }
 
 impl RunState {
-    fn work(&self) -> Option<Work> {
+    fn work(&self) -> Option<SyntheticInput> {
         match self {
             RunState::Idle => None,
             RunState::Ran(w, _) | RunState::Refused(w, _) => Some(*w),
@@ -220,7 +220,8 @@ impl AppState {
 
     /// Whether a pass for the current settings is still to come.
     pub fn computing(&self) -> bool {
-        let wanted = self.work.get().map(|(config, seed)| Work { config, seed, session: self.session_id() });
+        let wanted =
+            self.work.get().map(|(config, seed)| SyntheticInput { config, seed, session: self.session_id() });
         let shown = self.run.with(|s| s.as_ref().and_then(RunState::work));
         wanted.is_some() && wanted != shown
     }
@@ -291,7 +292,8 @@ async fn pass(
     progress: RwSignal<Option<f64>>,
 ) -> RunState {
     let Some((config, seed)) = work else { return RunState::Idle };
-    let work = Work { config, seed, session: session.as_ref().map_or(0, |s| Rc::as_ptr(s) as usize) };
+    let work =
+        SyntheticInput { config, seed, session: session.as_ref().map_or(0, |s| Rc::as_ptr(s) as usize) };
     let session = match session {
         Some(s) => s,
         None if backend::is_quick(&config) => Rc::new(Session::cpu_only()),

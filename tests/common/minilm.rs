@@ -8,7 +8,7 @@ use std::rc::Rc;
 use headlab::attention::HeadSet;
 use headlab::backend::Session;
 use headlab::jobs::driver::{drive, Job};
-use headlab::jobs::engine::{Engine, Workers};
+use headlab::jobs::engine::{Engine, Family, Workers};
 use headlab::jobs::native::{FakePool, NativeHost};
 use headlab::jobs::ticket::Ticket;
 use headlab::model::encoder::bert::Bert;
@@ -143,15 +143,15 @@ pub fn sts_pairs() -> headlab::model::encoder::task::Pairs {
     Pairs::from_file(select(&std::fs::read_to_string(pairs_csv()).unwrap()).as_bytes()).unwrap()
 }
 
-/// `model` on the CPU kernel (a session without a GPU), its batch work on a fake pool of
-/// `threads` (1: the page's own thread).
-pub fn engine(model: Rc<Encoder>, threads: usize) -> Engine {
-    let pool = Rc::new(FakePool::new(model.clone(), threads));
+/// `model` (an encoder or a decoder) on the CPU kernel (a session without a GPU), its batch work
+/// on a fake pool of `threads` (1: the page's own thread).
+pub fn engine<F: Family>(model: Rc<F>, threads: usize) -> Engine<F> {
+    let pool = Rc::new(FakePool::new(F::held(&model), threads));
     let workers = Rc::new(Workers::new(pool));
     pollster::block_on(Engine::new(model, &Session::cpu_only(), workers, Rc::new(NativeHost::default())))
 }
 
 /// Runs `job` on `engine` to its end.
-pub fn run<J: Job>(engine: &Engine, job: J) -> J::Output {
+pub fn run<F: Family, J: Job<F>>(engine: &Engine<F>, job: J) -> J::Output {
     pollster::block_on(drive(engine, job, &Ticket::always(), |_, _| {})).expect("an uncancelled job finishes")
 }

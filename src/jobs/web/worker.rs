@@ -1,5 +1,5 @@
 //! Inside a web worker: the page's wasm, started by `www/worker.js`, serves the page's batch
-//! work ([`crate::jobs::work`]) instead of mounting the app (`ui::start` asks [`scope`]).
+//! work ([`crate::jobs::work`], for an encoder or a decoder) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
 //! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision, dot form]`
@@ -24,8 +24,8 @@ use crate::attention::precision::Precision;
 use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
-use crate::jobs::work::Work;
-use crate::model::encoder::Encoder;
+use crate::jobs::work::Piece;
+use crate::model::Model;
 
 /// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
 pub fn scope() -> Option<DedicatedWorkerGlobalScope> {
@@ -42,7 +42,7 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
         if let Some(message) = data.dyn_ref::<Array>() {
             let answer = match load(message) {
                 Ok(m) => {
-                    *model.borrow_mut() = Some(Copies::new(Rc::new(m)));
+                    *model.borrow_mut() = Some(Copies::new(m));
                     "loaded".to_string()
                 }
                 Err(e) => format!("error: {e}"),
@@ -67,13 +67,13 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
 /// Runs one piece of work from its bytes, and gives its result's bytes.
 fn work(models: Option<&Copies>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     let models = models.ok_or("the model is not loaded in this worker")?;
-    let work = Work::decode(bytes).map_err(|e| e.to_string())?;
+    let work = Piece::decode(bytes).map_err(|e| e.to_string())?;
     Ok(models.run(&work, Kernel::Simd)?.encode())
 }
 
 /// The model the page sent: `[id, Uint8Array, precision, dot form]`, its id, its model file, the
 /// precision to run it at and the 8-bit micro-kernel's form.
-fn load(message: &Array) -> Result<Encoder, String> {
+fn load(message: &Array) -> Result<Model, String> {
     let id = message.get(0).as_string().ok_or("the model's message has no id")?;
     let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
     let key = message.get(2).as_string().ok_or("the model's message has no precision")?;
@@ -83,9 +83,15 @@ fn load(message: &Array) -> Result<Encoder, String> {
     let form =
         DotForm::from_key(&key).ok_or_else(|| format!("the model's message asks for dot form {key:?}"))?;
     crate::jobs::web::adopt_dot_form(form);
-    let mut model = Encoder::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())?;
-    model.set_precision(Kernel::Simd, precision);
-    Ok(model)
+    match Model::from_file(&bytes.to_vec(), id).map_err(|e| e.to_string())? {
+        Model::Encoder(encoder) => {
+            let mut encoder = Rc::unwrap_or_clone(encoder);
+            encoder.set_precision(Kernel::Simd, precision);
+            Ok(Model::Encoder(Rc::new(encoder)))
+        }
+        // A decoder runs its f16 weights widened to f32 (it has no 8-bit path yet).
+        decoder => Ok(decoder),
+    }
 }
 
 fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {

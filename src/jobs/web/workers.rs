@@ -27,7 +27,7 @@ use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
 use crate::jobs::web::settled_dot_form;
-use crate::jobs::work::{Done, Work};
+use crate::jobs::work::{Done, Piece};
 
 /// The worker's script, copied next to `index.html` by trunk.
 const WORKER_URL: &str = "worker.js";
@@ -103,7 +103,7 @@ impl Member {
     }
 
     /// Runs `work` in this worker.
-    async fn run(&self, work: &Work) -> Result<Done, String> {
+    async fn run(&self, work: &Piece) -> Result<Done, String> {
         let bytes = Uint8Array::from(work.encode().as_slice());
         let answer = self.call(&bytes.buffer(), Some(&Array::of1(&bytes.buffer()))).await?;
         let buffer =
@@ -121,7 +121,7 @@ impl Drop for Member {
 
 /// A piece waiting for a worker, and where its result goes.
 struct Task {
-    work: Work,
+    work: Piece,
     priority: Priority,
     done: oneshot::Sender<Result<Done, String>>,
 }
@@ -177,7 +177,7 @@ impl Crew {
 
     /// Runs `pieces` on the workers, as many at once as there are workers, `priority` among the
     /// pieces waiting; results in order.
-    async fn run(&self, pieces: Vec<Work>, priority: Priority) -> Result<Vec<Done>, String> {
+    async fn run(&self, pieces: Vec<Piece>, priority: Priority) -> Result<Vec<Done>, String> {
         let waiting: Vec<_> = {
             let mut queue = self.queue.borrow_mut();
             // Urgent pieces go after the urgent ones already waiting, before the rest.
@@ -331,7 +331,7 @@ impl Pool for WebWorkers {
         Box::pin(async move { self.crew().await.map(drop) })
     }
 
-    fn run(&self, pieces: Vec<Work>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
+    fn run(&self, pieces: Vec<Piece>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {
         Box::pin(async move {
             let crew = self.crew().await?;
             let done = crew.run(pieces, priority).await;

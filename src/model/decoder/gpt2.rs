@@ -206,7 +206,7 @@ impl Gpt2 {
     /// The full model's pass over `ids` kept as the residual stream entering each layer, so that
     /// a pass with heads of layer `l` and later pruned can start there
     /// ([`Gpt2::next_logits_from`]); and the next token's logits.
-    pub fn trace(&self, kernel: Kernel, ids: &[u32]) -> Trace {
+    pub fn residuals(&self, kernel: Kernel, ids: &[u32]) -> Residuals {
         let spec = &self.spec;
         let all = HeadSet::all(spec.total_heads());
         let mut x = self.embed(ids);
@@ -217,13 +217,19 @@ impl Gpt2 {
             self.layer(kernel, l, &mut x, &all, &mut scratch, false);
         }
         let next_logits = self.next_logits_of(kernel, &mut x);
-        Trace { inputs, next_logits }
+        Residuals { inputs, next_logits }
     }
 
     /// The next token's logits with `heads` active, from `trace`'s stream entering layer `from`:
     /// equal to [`Gpt2::forward`]'s when every head before layer `from` is active. Keeps no
     /// attention.
-    pub fn next_logits_from(&self, kernel: Kernel, trace: &Trace, from: usize, heads: &HeadSet) -> Vec<f32> {
+    pub fn next_logits_from(
+        &self,
+        kernel: Kernel,
+        trace: &Residuals,
+        from: usize,
+        heads: &HeadSet,
+    ) -> Vec<f32> {
         let spec = &self.spec;
         assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
         assert!(
@@ -371,7 +377,7 @@ impl DecoderOutput {
 
 /// The residual stream of a full pass entering each layer, and its next-token logits.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Trace {
+pub struct Residuals {
     /// Per layer, `n x d_model`.
     pub inputs: Vec<Vec<f32>>,
     /// The logits of the token after the text.
@@ -450,7 +456,7 @@ mod tests {
     fn a_pass_from_a_later_layer_equals_the_whole_pass() {
         let m = Gpt2::random(small(), 7);
         let ids = [4, 9, 1, 33, 2, 7, 7, 40];
-        let trace = m.trace(Kernel::Scalar, &ids);
+        let trace = m.residuals(Kernel::Scalar, &ids);
         let all = HeadSet::all(8);
         assert_eq!(trace.next_logits, m.forward(Kernel::Scalar, &ids, &all).next_logits);
         for (from, pruned) in [(0, vec![0]), (0, vec![1, 6]), (1, vec![5]), (1, vec![4, 7]), (2, vec![])] {
@@ -482,7 +488,7 @@ mod tests {
     #[should_panic(expected = "every earlier head")]
     fn a_pass_from_a_later_layer_refuses_heads_pruned_before_it() {
         let m = Gpt2::random(small(), 7);
-        let trace = m.trace(Kernel::Scalar, &[1, 2, 3]);
+        let trace = m.residuals(Kernel::Scalar, &[1, 2, 3]);
         m.next_logits_from(Kernel::Scalar, &trace, 1, &HeadSet::with_pruned(8, [2]));
     }
 

@@ -20,7 +20,7 @@ use crate::model::layers::backward::{
 use crate::model::layers::{activate, linear};
 
 /// What one block's forward pass keeps for the backward pass.
-struct Trace {
+struct BlockTape {
     qkv: Vec<f32>,
     probs: Vec<f32>,
     /// Head outputs before their gates, `n x d_model`.
@@ -37,7 +37,12 @@ type NormTrace = (Vec<f32>, Vec<f64>);
 
 /// The forward pass with `gates` on the heads: the final LayerNorm's output and trace, and each
 /// block's trace.
-fn forward(model: &Gpt2, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, NormTrace, Vec<Trace>) {
+fn forward(
+    model: &Gpt2,
+    kernel: Kernel,
+    ids: &[u32],
+    gates: &[f32],
+) -> (Vec<f32>, NormTrace, Vec<BlockTape>) {
     let spec = model.spec();
     let (n, d, h, d_k, eps) = (ids.len(), spec.d_model, spec.heads, spec.d_k(), spec.layer_norm_eps);
     let mut x = model.embed(ids);
@@ -66,7 +71,7 @@ fn forward(model: &Gpt2, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32
         activate(kernel, spec.activation, &mut hidden);
         linear(kernel, &hidden, n, &block.ffn_out, &mut tmp, d);
         x.iter_mut().zip(&tmp).for_each(|(x, t)| *x += t);
-        traces.push(Trace { qkv, probs, heads, norm1, pre, norm2 });
+        traces.push(BlockTape { qkv, probs, heads, norm1, pre, norm2 });
     }
     let norm_f = layer_norm_traced(&mut x, &model.ln_f, eps);
     (x, norm_f, traces)

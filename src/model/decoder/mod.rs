@@ -5,6 +5,7 @@
 //! token and the drift curve ([`next_importance`]), the induction test ([`induction`]) and the
 //! text set its perplexity is measured on ([`texts`]).
 
+pub mod cost;
 pub mod gpt2;
 pub mod gradient;
 pub mod induction;

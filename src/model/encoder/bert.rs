@@ -294,7 +294,7 @@ impl Bert {
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
     ) -> BertOutput {
-        self.pass(kernel, ids, heads, base, patch, Keep::Trace)
+        self.pass(kernel, ids, heads, base, patch, Retained::Trace)
     }
 
     /// The sentence embedding [`Bert::forward_patched`] computes, the same bits, without keeping
@@ -310,7 +310,7 @@ impl Bert {
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
     ) -> Vec<f32> {
-        self.pass(kernel, ids, heads, base, patch, Keep::Embedding).embedding
+        self.pass(kernel, ids, heads, base, patch, Retained::Embedding).embedding
     }
 
     fn pass(
@@ -320,7 +320,7 @@ impl Bert {
         heads: &HeadSet,
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
-        keep: Keep,
+        keep: Retained,
     ) -> BertOutput {
         let spec = &self.spec;
         let (n, d, layers) = (ids.len(), spec.d_model, spec.layers);
@@ -334,11 +334,11 @@ impl Bert {
         let trace = base.filter(|b| {
             b.seq_len == n
                 && b.layer_inputs.len() == layers
-                && (keep == Keep::Embedding || b.attention.len() == layers)
+                && (keep == Retained::Embedding || b.attention.len() == layers)
         });
         let (mut attention, mut head_outputs, mut layer_inputs, mut x) = match trace {
             Some(b) if start == layers => return BertOutput { first_computed: layers, ..b.clone() },
-            Some(b) if keep == Keep::Embedding => {
+            Some(b) if keep == Retained::Embedding => {
                 (Vec::new(), Vec::new(), Vec::new(), b.layer_inputs[start].clone())
             }
             Some(b) => (
@@ -363,9 +363,9 @@ impl Bert {
         let (heads_per_layer, d_k) = (spec.heads, spec.d_k());
         // Where a pass that keeps nothing writes every head's attention weights (one head at a
         // time) and every layer's head outputs.
-        let mut scratch = (keep == Keep::Embedding).then(|| (vec![0.0f32; n * n], vec![0.0f32; n * d]));
+        let mut scratch = (keep == Retained::Embedding).then(|| (vec![0.0f32; n * n], vec![0.0f32; n * d]));
         for (l, layer) in self.layers.iter().enumerate().skip(start) {
-            if keep == Keep::Trace {
+            if keep == Retained::Trace {
                 layer_inputs.push(x.clone());
             }
             let kept = first.take().or_else(|| {
@@ -393,7 +393,7 @@ impl Bert {
                         None => outs,
                     };
                     concat.copy_from_slice(&outs);
-                    if keep == Keep::Trace {
+                    if keep == Retained::Trace {
                         attention
                             .push(att.expect("a pass that keeps its trace starts from one with attention"));
                         head_outputs.push(outs);
@@ -503,7 +503,7 @@ impl Patch<'_> {
 
 /// What a pass keeps besides the embedding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Keep {
+enum Retained {
     /// Every layer's attention weights, head outputs and input ([`BertOutput`]'s trace).
     Trace,
     /// Nothing: the trace's fields are left empty.

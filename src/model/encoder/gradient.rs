@@ -21,7 +21,7 @@ use crate::model::layers::{activate, linear};
 use crate::model::spec::{ModelSpec, Pooling};
 
 /// What one layer's forward pass keeps for the backward pass.
-struct Trace {
+struct LayerTape {
     /// Tokens.
     n: usize,
     qkv: Vec<f32>,
@@ -36,7 +36,7 @@ struct Trace {
 }
 
 /// One sentence's forward pass with `gates` on the heads, keeping what the backward pass needs.
-fn forward(bert: &Bert, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, Vec<Trace>) {
+fn forward(bert: &Bert, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>, Vec<LayerTape>) {
     let spec = bert.spec();
     let (n, d, heads_per_layer, d_k, eps) =
         (ids.len(), spec.d_model, spec.heads, spec.d_k(), spec.layer_norm_eps);
@@ -66,7 +66,7 @@ fn forward(bert: &Bert, kernel: Kernel, ids: &[u32], gates: &[f32]) -> (Vec<f32>
         linear(kernel, &hidden, n, &layer.ffn_out, &mut branch, d);
         x.iter_mut().zip(&branch).for_each(|(a, b)| *a += b);
         let norm2 = layer_norm_traced(&mut x, &layer.ln2, eps);
-        traces.push(Trace { n, qkv, probs, heads, norm1, pre, norm2 });
+        traces.push(LayerTape { n, qkv, probs, heads, norm1, pre, norm2 });
     }
     (x, traces)
 }
@@ -107,7 +107,7 @@ impl Pooled {
 fn backward(
     bert: &Bert,
     kernel: Kernel,
-    traces: &[Trace],
+    traces: &[LayerTape],
     pooled: &Pooled,
     de: &[f64],
     gates: &[f32],
@@ -137,7 +137,7 @@ fn layer_backward(
     kernel: Kernel,
     spec: &ModelSpec,
     layer: &Layer,
-    t: &Trace,
+    t: &LayerTape,
     l: usize,
     mut dx: Vec<f32>,
     gates: &[f32],

@@ -540,7 +540,7 @@ fn short(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -573,7 +573,7 @@ mod tests {
 
     /// A vocabulary of the 256 bytes and the merges `h e`, `he l`, `Ġ w`, with `<|endoftext|>`
     /// (special, as a `<|...|>` piece of vocab.json is).
-    fn tiny() -> Bpe {
+    pub(crate) fn tiny() -> Bpe {
         let chars = byte_chars();
         let mut vocab: serde_json::Map<String, Value> =
             chars.iter().enumerate().map(|(i, c)| (c.to_string(), Value::from(i))).collect();

@@ -12,7 +12,7 @@ use super::view::{engine_is, EncoderView};
 use crate::attention::atlas::Atlas;
 use crate::export::atlas_csv;
 use crate::jobs::driver::{drive, Planned, Status};
-use crate::jobs::task::{HeadAtlas, ROLE_SENTENCES};
+use crate::jobs::encoder::task::{HeadAtlas, ROLE_SENTENCES};
 use crate::jobs::ticket::Ticket;
 use crate::model::encoder::filter::{cluster_lines, HeadFilter, Known};
 use crate::ui::canvas::draw_heatmap;

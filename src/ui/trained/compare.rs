@@ -12,7 +12,7 @@ use super::view::EncoderView;
 use super::SentenceInput;
 use crate::attention::align::{align, Alignment};
 use crate::attention::cosine;
-use crate::jobs::engine::Pass;
+use crate::jobs::encoder::engine::Pass;
 use crate::model::encoder::check::CANDIDATES;
 use crate::model::tokenize::Token;
 use crate::ui::canvas::draw_signed_heatmap;

@@ -10,7 +10,7 @@ use super::view::{engine_is, EncoderView};
 use super::SentenceInput;
 use crate::export::patching_csv;
 use crate::jobs::driver::{drive, Planned, Status};
-use crate::jobs::patching::PatchSweep;
+use crate::jobs::encoder::patching::PatchSweep;
 use crate::jobs::ticket::Ticket;
 use crate::model::encoder::patching::{
     check_pair, percent, percent_points, PatchEffects, PatchMetric, Patching, CLEAN, CORRUPTED,

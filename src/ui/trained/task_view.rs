@@ -12,13 +12,13 @@ use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::PrecisionCost;
 use crate::backend::pruned_speed::PrunedSpeed;
-use crate::jobs::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::encoder::curves::{CurveCache, CurveRun, WorkLeft};
+use crate::jobs::encoder::levers::{precision_cost, precision_quality, PrecisionQuality};
+use crate::jobs::encoder::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
+use crate::jobs::encoder::timing::TimePruned;
 use crate::jobs::engine::Engine;
-use crate::jobs::levers::{precision_cost, precision_quality, PrecisionQuality};
-use crate::jobs::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
 use crate::jobs::ticket::Ticket;
-use crate::jobs::timing::TimePruned;
 use crate::model::encoder::curves::Curves;
 use crate::model::encoder::roles::Role;
 use crate::model::encoder::task::{Pairs, PAIRS_SHA256};
@@ -195,7 +195,7 @@ impl TaskView {
 
 /// A ticket current while the panel shows `engine`'s model on it (a new model or backend stops
 /// the job).
-fn while_shown(view: EncoderView, engine: &Rc<Engine>) -> Ticket {
+fn while_shown(view: EncoderView, engine: &Rc<Engine<Encoder>>) -> Ticket {
     let of = engine.clone();
     Ticket::while_wanted(move || super::view::engine_is(view.engine, &of))
 }
@@ -216,7 +216,7 @@ struct CurvePanel {
 /// (it then plans only what is missing).
 fn curve_resource(
     view: EncoderView,
-    ready: impl Fn() -> Option<(Rc<Engine>, Rc<TaskData>)> + Copy + 'static,
+    ready: impl Fn() -> Option<(Rc<Engine<Encoder>>, Rc<TaskData>)> + Copy + 'static,
     task_importance: LocalResource<Option<Rc<Ranking>>>,
     quality: LocalResource<Option<SetScore>>,
     panel: CurvePanel,
@@ -284,7 +284,7 @@ fn curve_resource(
 /// The curves' run on `engine` over `data`, from what the browser saved (the one-shot order's
 /// for `order`), saving every new point there.
 fn curve_run(
-    engine: &Engine,
+    engine: &Engine<Encoder>,
     data: Rc<TaskData>,
     order: Option<Vec<usize>>,
     full: Option<SetScore>,

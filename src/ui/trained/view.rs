@@ -12,8 +12,9 @@ use crate::attention::importance::Ranking;
 use crate::attention::precision::Precision;
 use crate::attention::{cosine, HeadSet};
 use crate::jobs::driver::{drive, Planned, Status};
-use crate::jobs::engine::{Engine, Pass, Workers};
-use crate::jobs::sweep::{DriftSweep, MarginSweep};
+use crate::jobs::encoder::engine::Pass;
+use crate::jobs::encoder::sweep::{DriftSweep, MarginSweep};
+use crate::jobs::engine::{Engine, Workers};
 use crate::jobs::ticket::Ticket;
 use crate::jobs::web::{auto_threads, PageHost, WebWorkers};
 use crate::model::encoder::check::{meaning_check, CheckAnswer, MarginImportance};
@@ -46,7 +47,7 @@ pub struct EncoderView {
     /// Why the model runs at another precision than the reader asked for, when it does.
     pub precision_note: StoredValue<Option<String>>,
     /// The model on the page's backend and its workers, once loaded and the backend chosen.
-    pub engine: LocalResource<Option<Rc<Engine>>>,
+    pub engine: LocalResource<Option<Rc<Engine<Encoder>>>>,
     /// Where the model's batch work runs, kept while the model is (the workers hold it).
     pub workers: StoredValue<Rc<Workers>, LocalStorage>,
     /// Changes whenever the workers' pace, threads or failure does.
@@ -243,7 +244,7 @@ fn ids_of(tokens: Memo<Vec<Token>>) -> Vec<u32> {
 
 /// The drift importance of the sentence of `full` (a job on `engine`), and its status.
 fn drift_importance(
-    engine: LocalResource<Option<Rc<Engine>>>,
+    engine: LocalResource<Option<Rc<Engine<Encoder>>>>,
     full: LocalResource<Option<Rc<Pass>>>,
 ) -> (LocalResource<Option<Rc<SentenceImportance>>>, RwSignal<SentenceStatus>) {
     let status = RwSignal::new(None::<(Vec<u32>, Status)>);
@@ -268,14 +269,17 @@ fn drift_importance(
 }
 
 /// Whether `engine` still holds `of`.
-pub(super) fn engine_is(engine: LocalResource<Option<Rc<Engine>>>, of: &Rc<Engine>) -> bool {
+pub(super) fn engine_is(
+    engine: LocalResource<Option<Rc<Engine<Encoder>>>>,
+    of: &Rc<Engine<Encoder>>,
+) -> bool {
     engine.try_get_untracked().flatten().flatten().is_some_and(|e| Rc::ptr_eq(&e, of))
 }
 
 /// The margin importance (a job on `engine`), once the reader first chooses that measure, and
 /// its status.
 fn margin_importance(
-    engine: LocalResource<Option<Rc<Engine>>>,
+    engine: LocalResource<Option<Rc<Engine<Encoder>>>>,
     measure: RwSignal<Measure>,
 ) -> (LocalResource<Option<Rc<MarginImportance>>>, RwSignal<Option<Status>>) {
     let engine_resource = engine;

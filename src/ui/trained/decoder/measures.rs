@@ -1,219 +1,211 @@
 //! The decoder's measurements: every head's importance (to the next token on the reader's text,
-//! or by the text set's loss), the text set's perplexity and the three pruning curves; each is
-//! computed on the page's thread a slice at a time by `crate::jobs::decoder`'s steppers, and the
-//! components here start them and display what they found.
+//! or by the text set's loss), the text set's perplexity and the three pruning curves. Each is a
+//! job of `crate::jobs::decoder` that the one driver runs (on the page's workers, or between the
+//! page's turns); the components here start them and display what they found.
 
 use std::rc::Rc;
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 
-use super::view::DecoderView;
+use super::view::{DecoderView, Measurement};
+use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
+use crate::jobs::decoder::curves::{DecoderCurves, TextSetCurves};
+use crate::jobs::decoder::importance::NextTokenImportance;
+use crate::jobs::decoder::induction::InductionTest;
+use crate::jobs::decoder::text_set::{TextSetGradient, TextSetLoss};
 use crate::jobs::decoder::{
-    random_heads, DecoderMeasure, SetGradient, SetLoss, SetPerplexity, Steps, SweepProgress, TextSweep,
-    DECODER_KERNEL,
+    random_heads, set_passages, DecoderMeasure, InductionRun, SetPerplexity, TextImportance,
 };
-use crate::jobs::decoder_curves::{CurveRun, DecoderCurves};
-use crate::jobs::web::{now_ms, yield_to_browser};
+use crate::jobs::driver::{boxed, Status};
+use crate::jobs::engine::Engine;
 use crate::model::decoder::next_importance::SweepPlan;
-use crate::model::decoder::texts::{TextSet, NAME as TEXTS_NAME, TEXTS_URL};
+use crate::model::decoder::texts::NAME as TEXTS_NAME;
 use crate::model::decoder::Decoder;
 use crate::model::spec::ModelSpec;
-use crate::ui::browser::fetch_bytes;
 use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::panels::DriftChart;
 use crate::ui::state::AppState;
 use crate::viz::chart::DriftAxes;
 use crate::viz::task_chart::{draw_task_chart, TaskChart};
 
-/// Milliseconds a measurement works before letting the browser draw.
-const SWEEP_SLICE_MS: f64 = 40.0;
-
 impl DecoderView {
-    /// Measures every head's importance on the reader's text on the page's thread, a slice at a
-    /// time; a new measurement stops the one in flight.
+    /// Measures every head's importance on the reader's text (a job: each head removed alone,
+    /// then the drift curve); a new measurement, or a change of text, stops the one in flight.
     fn measure_importance(self) {
-        let generation = self.start_sweep("Measuring…".into());
         let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
-        spawn_local(async move {
-            yield_to_browser().await;
-            let sweep = TextSweep::new(&decoder, DECODER_KERNEL, &text, SweepPlan::PAGE);
-            self.run_sweep(&decoder, sweep, generation).await;
+        let ids = decoder.tokens(&text).ids;
+        let job = self.importance_job;
+        if ids.is_empty() {
+            job.status.set(Some("Type some text first: the heads are measured on it.".into()));
+            return;
+        }
+        let wanted = self.while_text_is(text.clone());
+        self.start(job, "Measuring…".into(), async move {
+            let make = move |engine: &Engine<Decoder>| {
+                Ok(boxed(NextTokenImportance::new(engine, &text, ids, SweepPlan::PAGE)))
+            };
+            let words = importance_words(DecoderMeasure::NextToken);
+            let found = self.run_job(job, wanted, Box::new(make), words).await;
+            if let Some(found) = found.and_then(|f| f.downcast::<TextImportance>().ok()) {
+                self.importance.try_set(Some(Rc::from(found)));
+            }
         });
     }
 
     /// Ranks every head by the text set's loss (its gate gradients, a passage at a time), then
     /// measures the drift curve of the reader's text in that order.
     fn measure_by_set(self) {
-        let generation = self.start_sweep(format!("Loading the {TEXTS_NAME} passages…"));
         let (decoder, text) = (self.decoder.get_value(), self.choices.text.get_untracked());
-        spawn_local(async move {
-            let set = match self.text_set().await {
-                Ok(set) => set,
-                Err(e) => return self.end_sweep(generation, Some(e)),
+        let ids = decoder.tokens(&text).ids;
+        let job = self.importance_job;
+        if ids.is_empty() {
+            job.status.set(Some("Type some text first: the curve is measured on it.".into()));
+            return;
+        }
+        self.start(job, format!("Loading the {TEXTS_NAME} passages…"), async move {
+            let Some(passages) = self.passages(job, &decoder).await else { return };
+            let total = decoder.spec().total_heads();
+            let of = passages.len();
+            let make =
+                move |_: &Engine<Decoder>| Ok(boxed(TextSetGradient::new(&passages, &HeadSet::all(total))));
+            let words = Box::new(move |status: &Status| {
+                let at = (status.done + 1).min(of);
+                format!("Gradients on {TEXTS_NAME}: passage {at} of {of}{}…", estimate(status))
+            });
+            let wanted = self.while_text_is(text.clone());
+            let ranking = self.run_job(job, wanted, Box::new(make), words).await;
+            let Some(ranking) = ranking.and_then(|r| r.downcast::<Ranking>().ok()) else { return };
+            let wanted = self.while_text_is(text.clone());
+            let make = move |engine: &Engine<Decoder>| {
+                let plan = NextTokenImportance::new(engine, &text, ids, SweepPlan::PAGE);
+                Ok(boxed(plan.ranked(&ranking, DecoderMeasure::SetLoss)))
             };
-            let mut job = SetGradient::new(&decoder, &set);
-            let ranking = loop {
-                if self.sweep_generation.try_get_value() != Some(generation) {
-                    return;
-                }
-                if let Some(ranking) = job.work_for(&decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
-                    break ranking;
-                }
-                let (done, of) = job.progress();
-                self.measuring.set(Some(format!("Gradients on {TEXTS_NAME}: passage {} of {of}…", done + 1)));
-                yield_to_browser().await;
-            };
-            let sweep = TextSweep::ranked(
-                &decoder,
-                DECODER_KERNEL,
-                &text,
-                SweepPlan::PAGE,
-                &ranking,
-                DecoderMeasure::SetLoss,
-            );
-            self.run_sweep(&decoder, sweep, generation).await;
+            let words = importance_words(DecoderMeasure::SetLoss);
+            let found = self.run_job(job, wanted, Box::new(make), words).await;
+            if let Some(found) = found.and_then(|f| f.downcast::<TextImportance>().ok()) {
+                self.importance.try_set(Some(Rc::from(found)));
+            }
         });
     }
 
-    /// Starts a measurement (stopping the one in flight) and says `status`; its generation.
-    fn start_sweep(self, status: String) -> u32 {
-        let generation = self.sweep_generation.get_value().wrapping_add(1);
-        self.sweep_generation.set_value(generation);
-        self.sweep_note.set(None);
-        self.measuring.set(Some(status));
-        generation
+    /// A condition that holds while the reader's text is `text` (and the panel is there).
+    fn while_text_is(self, text: String) -> Box<dyn Fn() -> bool> {
+        Box::new(move || self.choices.text.try_with_untracked(|t| *t == text).unwrap_or(false))
     }
 
-    /// Ends measurement `generation`, if it is still the current one, with `note` said.
-    fn end_sweep(self, generation: u32, note: Option<String>) {
-        if self.sweep_generation.try_get_value() == Some(generation) {
-            self.measuring.set(None);
-            self.sweep_note.set(note);
+    /// The text set's passages as the decoder reads them, or `None` with why said in
+    /// `measurement`'s status.
+    async fn passages(self, measurement: Measurement, decoder: &Decoder) -> Option<Vec<Vec<u32>>> {
+        let failed = |why: String| {
+            measurement.status.try_set(Some(why));
+            measurement.running.try_set(false);
+            None
+        };
+        match self.text_set().await {
+            Err(e) => failed(e),
+            Ok(set) => match set_passages(decoder, &set) {
+                none if none.is_empty() => failed(
+                    "No passage of the text set has two tokens for this model: nothing to predict.".into(),
+                ),
+                passages => Some(passages),
+            },
         }
-    }
-
-    /// Works `sweep` to its end a slice at a time; stops when another measurement starts or the
-    /// panel is gone.
-    async fn run_sweep(self, decoder: &Decoder, sweep: Option<TextSweep>, generation: u32) {
-        let Some(mut sweep) = sweep else { return self.end_sweep(generation, None) };
-        while self.sweep_generation.try_get_value() == Some(generation) {
-            match sweep.work_for(decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
-                SweepProgress::Done(found) => {
-                    self.importance.set(Some(found));
-                    return self.end_sweep(generation, None);
-                }
-                SweepProgress::Working { .. } => self.measuring.set(Some(sweep.progress_text())),
-            }
-            yield_to_browser().await;
-        }
-    }
-
-    /// The text set, fetched from beside the page and checked against the hash built into it.
-    async fn text_set(self) -> Result<Rc<TextSet>, String> {
-        if let Some(set) = self.texts.get_value() {
-            return Ok(set);
-        }
-        let bytes = fetch_bytes(TEXTS_URL, |_, _| {})
-            .await
-            .map_err(|e| format!("Could not load the text set: {e}."))?;
-        let set =
-            Rc::new(TextSet::from_file(&bytes).map_err(|e| format!("Could not load the text set: {e}."))?);
-        self.texts.set_value(Some(set.clone()));
-        Ok(set)
     }
 
     /// Measures the text set's perplexity with every head (once per model) and with the
-    /// reader's heads, a slice at a time.
+    /// reader's heads; a change of heads stops it.
     fn measure_set(self) {
-        if self.reading_set.get_untracked() {
-            return;
-        }
-        self.reading_set.set(true);
-        self.set_status.set(Some(format!("Loading the {TEXTS_NAME} passages…")));
         let (decoder, heads) = (self.decoder.get_value(), self.choices.heads.get_untracked());
-        spawn_local(async move {
-            let result = self.read_set(&decoder, &heads).await;
-            self.set_status.set(result.err());
-            self.reading_set.set(false);
+        let job = self.set_job;
+        self.start(job, format!("Loading the {TEXTS_NAME} passages…"), async move {
+            let Some(passages) = self.passages(job, &decoder).await else { return };
+            let all = HeadSet::all(heads.len());
+            let known = self.set_perplexity.try_get_untracked().flatten().map(|(full, _)| full);
+            let sets: Vec<HeadSet> =
+                [known.is_none().then(|| all.clone()), (heads != all).then(|| heads.clone())]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+            let wanted_heads = heads.clone();
+            let wanted =
+                move || self.choices.heads.try_with_untracked(|h| *h == wanted_heads).unwrap_or(false);
+            let of = passages.len();
+            let full_first = known.is_none();
+            let words = Box::new(move |status: &Status| {
+                let which = if full_first && status.done < of { "every head" } else { "your heads" };
+                let at = status.done % of.max(1) + 1;
+                format!("Reading passage {at} of {of} with {which}{}…", estimate(status))
+            });
+            let make = move |_: &Engine<Decoder>| Ok(boxed(TextSetLoss::new(&passages, &sets)));
+            let found = self.run_job(job, Box::new(wanted), Box::new(make), words).await;
+            let Some(found) = found.and_then(|f| f.downcast::<Vec<SetPerplexity>>().ok()) else { return };
+            let mut found = found.into_iter().map(Rc::new);
+            let full = known.or_else(|| found.next());
+            if let Some(full) = full {
+                let pruned = found.next().unwrap_or_else(|| full.clone());
+                self.set_perplexity.try_set(Some((full, pruned)));
+            }
         });
     }
 
-    async fn read_set(self, decoder: &Decoder, heads: &HeadSet) -> Result<(), String> {
-        let set = self.text_set().await?;
-        let all = HeadSet::all(heads.len());
-        let known = self.set_perplexity.get_untracked().map(|(full, _)| full);
-        let mut measured = Vec::new();
-        for (which, heads) in [("every head", &all), ("your heads", heads)] {
-            if let Some(full) = known.as_ref().filter(|f| f.heads == *heads) {
-                measured.push(full.clone());
-                continue;
-            }
-            if let Some(same) = measured.iter().find(|m: &&Rc<SetPerplexity>| m.heads == *heads) {
-                measured.push(same.clone());
-                continue;
-            }
-            let mut job = SetLoss::new(decoder, &set, heads);
-            let found = loop {
-                if let Some(found) = job.work_for(decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS) {
-                    break found;
-                }
-                let (done, of) = job.progress();
-                self.set_status.set(Some(format!("Reading passage {} of {of} with {which}…", done + 1)));
-                yield_to_browser().await;
-            };
-            measured.push(Rc::new(found));
-        }
-        let pruned = measured.pop().expect("two");
-        self.set_perplexity.set(Some((measured.pop().expect("two"), pruned)));
-        Ok(())
-    }
-
-    /// Computes the three pruning curves on the text set, a slice at a time, saying how far it got.
+    /// Computes the three pruning curves on the text set (a job: a pass over the set at a time).
     fn compute_curves(self) {
-        if self.computing_curves.get_untracked() {
-            return;
-        }
-        self.computing_curves.set(true);
-        self.curving.set(Some(format!("Loading the {TEXTS_NAME} passages…")));
         let decoder = self.decoder.get_value();
-        spawn_local(async move {
-            let set = match self.text_set().await {
-                Ok(set) => set,
-                Err(e) => {
-                    self.curving.set(Some(e));
-                    self.computing_curves.set(false);
-                    return;
-                }
+        let job = self.curves_job;
+        self.start(job, format!("Loading the {TEXTS_NAME} passages…"), async move {
+            let Some(passages) = self.passages(job, &decoder).await else { return };
+            let total = decoder.spec().total_heads();
+            let make = move |_: &Engine<Decoder>| {
+                TextSetCurves::new(passages, total, 1)
+                    .map(boxed)
+                    .ok_or_else(|| "No passage to measure.".to_string())
             };
-            let Some(mut run) = CurveRun::new(&decoder, &set, 1) else {
-                self.curving.set(Some(
-                    "No passage of the text set has two tokens for this model: nothing to predict.".into(),
-                ));
-                self.computing_curves.set(false);
-                return;
-            };
-            let mut worked = 0.0;
-            // Stops when the panel is gone.
-            while self.computing_curves.try_get_untracked() == Some(true) {
-                let started = now_ms();
-                let done = run.work_for(&decoder, DECODER_KERNEL, &now_ms, SWEEP_SLICE_MS);
-                worked += now_ms() - started;
-                if let Some(curves) = done {
-                    self.curves.set(Some(Rc::new(curves)));
-                    self.curving.set(None);
-                    self.computing_curves.set(false);
-                    return;
-                }
-                self.curving.set(Some(run.progress_text(worked)));
-                yield_to_browser().await;
+            let words = Box::new(|status: &Status| {
+                let (done, total) = (status.done, status.total);
+                format!("Computing the curves: {done} of {total} passes over a passage{}…", estimate(status))
+            });
+            let found = self.run_job(job, Box::new(|| true), Box::new(make), words).await;
+            if let Some(curves) = found.and_then(|f| f.downcast::<DecoderCurves>().ok()) {
+                self.curves.try_set(Some(Rc::from(curves)));
             }
         });
     }
+
+    /// Runs the induction test (a job of one piece: a pass over a random sequence repeated
+    /// once, and every head's scores).
+    pub(super) fn find_induction_heads(self) {
+        let decoder = self.decoder.get_value();
+        let job = self.induction_job;
+        self.start(job, "Testing…".into(), async move {
+            let make = move |_: &Engine<Decoder>| InductionTest::new(&decoder, 1).map(boxed);
+            let words = Box::new(|status: &Status| format!("Testing{}…", estimate(status)));
+            let found = self.run_job(job, Box::new(|| true), Box::new(make), words).await;
+            if let Some(test) = found.and_then(|f| f.downcast::<InductionRun>().ok()) {
+                self.induction.try_set(Some(Rc::from(test)));
+            }
+        });
+    }
+}
+
+/// ", about 14 s at the 27 GFLOP/s measured here" once the pace is known and the rest is worth
+/// a word; nothing before.
+fn estimate(status: &Status) -> String {
+    status.estimate.as_ref().map(|e| format!(", {e}")).unwrap_or_default()
+}
+
+/// What the importance measurement says of itself, ranking the heads by `measure`.
+fn importance_words(measure: DecoderMeasure) -> Box<dyn Fn(&Status) -> String> {
+    let what = match measure {
+        DecoderMeasure::NextToken => "one per head removed alone, then the curve's points",
+        DecoderMeasure::SetLoss => "the curve's points on your text",
+    };
+    Box::new(move |status: &Status| {
+        format!("Measuring: {} of {} passes ({what}){}…", status.done, status.total, estimate(status))
+    })
 }
 
 /// Which heads the next token needs: every head removed alone, the k least important or k at
@@ -252,16 +244,16 @@ pub(super) fn DecoderImportance() -> impl IntoView {
             {format!("A head's importance here: how far the next-token distribution moves (KL divergence) when that head alone is removed, on your text (one pass per head, each from the first layer it changes); or, as Michel et al. measure it, how strongly the loss on {TEXTS_NAME}'s passages depends on the head (the gradient of a gate on its output, one forward and backward pass per passage). The curve below then prunes heads least important first and at random, and measures the next token after your text.")}
         </p>
         <p class="buttons">
-            <button data-testid="decoder-measure" disabled=move || view.measuring.with(Option::is_some) on:click=move |_| view.measure_importance()>
+            <button data-testid="decoder-measure" disabled=move || view.importance_job.running.get() || view.engine_now().is_none() on:click=move |_| view.measure_importance()>
                 "Measure every head on this text"
             </button>
-            <button data-testid="decoder-measure-set" disabled=move || view.measuring.with(Option::is_some) on:click=move |_| view.measure_by_set()>
+            <button data-testid="decoder-measure-set" disabled=move || view.importance_job.running.get() || view.engine_now().is_none() on:click=move |_| view.measure_by_set()>
                 {format!("Rank them by the loss on {TEXTS_NAME} (gradient)")}
             </button>
         </p>
         <p class="muted" data-testid="decoder-importance-status" aria-live="polite">
             {move || {
-                view.measuring.get().or_else(|| view.sweep_note.get()).or_else(|| {
+                view.importance_job.status.get().or_else(|| {
                     stale().then(|| "Measured on an earlier text: measure again for this one.".to_string())
                 })
             }}
@@ -306,12 +298,12 @@ pub(super) fn TextSetPerplexity() -> impl IntoView {
             {format!("How well the model predicts ordinary prose: the perplexity (e to the mean loss per token) on passages of {TEXTS_NAME} (Herman Melville, 1851, public domain), shipped with the page. Lower is better; pruning heads a model needs raises it.")}
         </p>
         <p class="buttons">
-            <button data-testid="set-measure" disabled=move || view.reading_set.get() on:click=move |_| view.measure_set()>
+            <button data-testid="set-measure" disabled=move || view.set_job.running.get() || view.engine_now().is_none() on:click=move |_| view.measure_set()>
                 {format!("Measure on {TEXTS_NAME} with your heads")}
             </button>
         </p>
         <p class="muted" data-testid="set-status" aria-live="polite">
-            {move || view.set_status.get().or_else(|| stale().then(|| "Your heads changed since: measure again.".to_string()))}
+            {move || view.set_job.status.get().or_else(|| stale().then(|| "Your heads changed since: measure again.".to_string()))}
         </p>
         <p data-testid="set-perplexity" data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
             {found}
@@ -346,14 +338,14 @@ pub(super) fn DecoderCurvesChart() -> impl IntoView {
     view! {
         <h3>"Pruning curves on the text set"</h3>
         <p class="explain">
-            {format!("Michel et al.'s three orders, a tenth of the heads at a time: iterative (the gate gradients of the loss on {TEXTS_NAME} measured again after each step), one-shot (the full model's gradients) and one random order; each point is the loss on every passage. Many passes: on a large model, minutes on this page's thread.")}
+            {format!("Michel et al.'s three orders, a tenth of the heads at a time: iterative (the gate gradients of the loss on {TEXTS_NAME} measured again after each step), one-shot (the full model's gradients) and one random order; each point is the loss on every passage. Many passes: on a large model, minutes, shared among the page's workers.")}
         </p>
         <p class="buttons">
-            <button data-testid="decoder-curves-run" disabled=move || view.computing_curves.get() on:click=move |_| view.compute_curves()>
+            <button data-testid="decoder-curves-run" disabled=move || view.curves_job.running.get() || view.engine_now().is_none() on:click=move |_| view.compute_curves()>
                 "Compute the three pruning curves"
             </button>
         </p>
-        <p class="muted" data-testid="decoder-curves-status" aria-live="polite">{move || view.curving.get()}</p>
+        <p class="muted" data-testid="decoder-curves-status" aria-live="polite">{move || view.curves_job.status.get()}</p>
         <p data-testid="decoder-curves-summary">{move || view.curves.get().map(|c| c.sentence())}</p>
         <canvas
             node_ref=canvas

@@ -1,9 +1,9 @@
 //! A GPT-2 decoder in the page: the reader's text and its tokens, the next token full against
 //! pruned, each token's loss as a strip under the text, a layer's causal heatmaps, every head on
 //! a grid to prune, and the induction test; the measurements (importance, perplexity, pruning
-//! curves) are in `measures`, the state every part reads in `view`. What is computed is
-//! `crate::jobs::decoder`'s, run on the page's thread between the browser's turns; the components
-//! here display it.
+//! curves, the induction test) are in `measures`, the state every part reads in `view`. What is
+//! computed is `crate::jobs::decoder`'s: the page's passes on the engine's backend, the
+//! measurements as jobs on its workers; the components here display it.
 
 use std::rc::Rc;
 
@@ -28,8 +28,8 @@ use view::DecoderView;
 
 /// Everything the panel shows of a decoder.
 #[component]
-pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
-    let view = DecoderView::new(decoder);
+pub fn DecoderPanel(decoder: Rc<Decoder>, shown: super::loader::Shown) -> impl IntoView {
+    let view = DecoderView::new(decoder, &shown);
     provide_context(view);
     let precision = AppState::get().settings.with_untracked(|s| s.precision);
     view! {
@@ -37,6 +37,7 @@ pub fn DecoderPanel(decoder: Rc<Decoder>) -> impl IntoView {
         {move || view.run_now().and_then(|r| r.note.clone()).map(|n| view! {
             <p class="backend-note" data-testid="decoder-backend-note">{n}</p>
         })}
+        {move || view.workers_note().map(|n| view! { <p class="backend-note" data-testid="workers-note">{n}</p> })}
         {(precision != crate::attention::precision::Precision::F16).then(|| view! {
             <p class="backend-note" data-testid="precision-note">"The 8-bit path is the encoders' so far: this decoder runs with its f16 weights."</p>
         })}
@@ -316,13 +317,14 @@ fn InductionTest() -> impl IntoView {
             "An induction head completes patterns it has seen in this text: at a token it saw before, it attends to the token that came next last time and copies it (… A B … A → B). It needs a previous-token head in an earlier layer. The test runs the model on random tokens repeated once: only such heads can predict the second half."
         </p>
         <p class="buttons">
-            <button data-testid="induction-run" disabled=move || view.testing.get() on:click=move |_| view.find_induction_heads()>
-                {move || if view.testing.get() { "Testing…" } else { "Find the induction heads" }}
+            <button data-testid="induction-run" disabled=move || view.induction_job.running.get() || view.engine_now().is_none() on:click=move |_| view.find_induction_heads()>
+                {move || if view.induction_job.running.get() { "Testing…" } else { "Find the induction heads" }}
             </button>
             <button data-testid="induction-prune" disabled=move || view.induction.with(Option::is_none) on:click=prune_them>
                 "Prune the induction heads"
             </button>
         </p>
+        <p class="muted" data-testid="induction-status" aria-live="polite">{move || view.induction_job.status.get()}</p>
         <p data-testid="induction-result" aria-live="polite">{found}</p>
         <p data-testid="induction-losses">{losses}</p>
     }

@@ -5,16 +5,17 @@
 
 use std::rc::Rc;
 
-use super::driver::{drive, Planned};
-use super::engine::Engine;
 use super::task::{SetQuality, SetScore, TaskData};
-use super::ticket::Ticket;
 use super::timing::{TimePrecision, ROUNDS};
 use crate::attention::clock::show_ms;
 use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::{PrecisionCost, PrecisionTiming};
+use crate::jobs::driver::{drive, Planned};
+use crate::jobs::engine::Engine;
+use crate::jobs::ticket::Ticket;
 use crate::model::digits::{bytes_change_text, quality_text};
+use crate::model::encoder::Encoder;
 use crate::model::intervals::Estimate;
 
 /// The model's quality at both precisions, every head kept.
@@ -43,7 +44,7 @@ impl PrecisionQuality {
 /// pruned), the other's runs on the workers' copies of the model at it. `None` when `ticket`
 /// stopped it; an error says why the page holds no copy at the other precision.
 pub async fn precision_quality(
-    engine: &Engine,
+    engine: &Engine<Encoder>,
     data: Rc<TaskData>,
     known: Option<SetScore>,
     ticket: &Ticket,
@@ -73,7 +74,7 @@ pub async fn precision_quality(
 /// The model's forward pass at f16 against its 8-bit copy on `ids`, on the page's thread (the
 /// copy is the one the page's thread runs 8-bit pieces on). `None` when `ticket` stopped it.
 pub async fn precision_cost(
-    engine: &Engine,
+    engine: &Engine<Encoder>,
     ids: Vec<u32>,
     ticket: &Ticket,
 ) -> Option<Result<PrecisionCost, String>> {

@@ -1,24 +1,25 @@
 //! Every head's importance by removing it alone: to the sentence's embedding ([`DriftSweep`]) and
 //! to the meaning check's margin ([`MarginSweep`]). Both are the same pieces of work
-//! ([`Work::Ablate`]), dealt a few per worker (handed the page's unpruned passes) or one per
+//! ([`Piece::Ablate`]), dealt a few per worker (handed the page's unpruned passes) or one per
 //! head where they run one at a time.
 
 use std::collections::VecDeque;
 
-use super::driver::{Next, Plan, Progress};
-use super::engine::Engine;
-use super::pool::Priority;
 use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
-use crate::jobs::work::{ablation_pieces, Done, Work};
+use crate::jobs::driver::{Next, Plan, Progress};
+use crate::jobs::engine::Engine;
+use crate::jobs::pool::Priority;
+use crate::jobs::work::{ablation_pieces, Done, Piece};
 use crate::model::encoder::check::{CheckAnswer, MarginImportance, SENTENCES};
 use crate::model::encoder::runner::embedding_drift;
+use crate::model::encoder::Encoder;
 
 /// Removing each head alone from the unpruned model on some sentences: the pieces, and as their
 /// results come in, each head's embeddings.
 struct Ablation {
     sentences: usize,
-    pieces: Vec<Work>,
+    pieces: Vec<Piece>,
     handed: bool,
     /// The heads of each piece not yet in, in order.
     waiting: VecDeque<Vec<usize>>,
@@ -29,14 +30,14 @@ struct Ablation {
 }
 
 impl Ablation {
-    fn new(engine: &Engine, sentences: &[Vec<u32>]) -> Ablation {
+    fn new(engine: &Engine<Encoder>, sentences: &[Vec<u32>]) -> Ablation {
         let spec = engine.model().spec();
         let (count, traces) = engine.deal_ablation(sentences, &HeadSet::all(spec.total_heads()));
         let pieces = ablation_pieces(spec, sentences, count, &traces);
         let waiting = pieces
             .iter()
             .map(|w| match w {
-                Work::Ablate { ablate, .. } => ablate.clone(),
+                Piece::Ablate { ablate, .. } => ablate.clone(),
                 _ => Vec::new(),
             })
             .collect();
@@ -51,7 +52,7 @@ impl Ablation {
         }
     }
 
-    fn next(&mut self) -> Option<Vec<Work>> {
+    fn next(&mut self) -> Option<Vec<Piece>> {
         (!std::mem::replace(&mut self.handed, true)).then(|| self.pieces.clone())
     }
 
@@ -70,7 +71,7 @@ impl Ablation {
         self.without.iter().filter(|w| w.is_some()).count()
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let left = self.pieces.iter().skip(self.pieces.len() - self.waiting.len());
         let flops: u64 = left.clone().map(|w| engine.flops(w)).sum();
         let place = self.pieces.first().map(|w| engine.place_of(w));
@@ -132,14 +133,14 @@ impl Reading for Margin {
 
 impl Sweep<Drift> {
     /// The sweep over the sentence `ids`, dealt for where `engine` runs it.
-    pub fn new(engine: &Engine, ids: Vec<u32>) -> DriftSweep {
+    pub fn new(engine: &Engine<Encoder>, ids: Vec<u32>) -> DriftSweep {
         Sweep { ablation: Ablation::new(engine, &[ids]), reading: Drift }
     }
 }
 
 impl Sweep<Margin> {
     /// The sweep over the meaning check's sentences, dealt for where `engine` runs it.
-    pub fn new(engine: &Engine) -> MarginSweep {
+    pub fn new(engine: &Engine<Encoder>) -> MarginSweep {
         let tokenizer = &engine.model().tokenizer;
         let sentences: Vec<Vec<u32>> =
             SENTENCES.iter().map(|s| tokenizer.encode(s).iter().map(|t| t.id).collect()).collect();
@@ -154,7 +155,7 @@ impl<R: Reading> Sweep<R> {
     }
 }
 
-impl<R: Reading> Plan for Sweep<R> {
+impl<R: Reading> Plan<Encoder> for Sweep<R> {
     type Output = R::Output;
 
     fn next(&mut self) -> Next<R::Output> {
@@ -176,7 +177,7 @@ impl<R: Reading> Plan for Sweep<R> {
         Priority::Now
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         self.ablation.progress(engine)
     }
 }

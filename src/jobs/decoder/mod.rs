@@ -1,25 +1,32 @@
 //! A decoder's work for the page: its passes over the reader's text (the full model's, kept while
-//! the text stays, and the pruned one's), what they say about the next token and each token's
-//! loss, and the induction test. Plain functions on the CPU kernel, tested natively; the page
-//! runs them on its own thread between turns of the browser.
+//! the text stays, and the pruned one's) and what they say about the next token and each token's
+//! loss; the engine's part for a decoder ([`engine`]); and the measurements, each a job the one
+//! driver runs on the workers or between the page's turns: every head's importance to the next
+//! token and the drift curve ([`importance`]), the text set's perplexity and gradients
+//! ([`text_set`]), Michel et al.'s three pruning curves ([`curves`]) and the induction test
+//! ([`induction`]). What they find is here, with the sentences the page writes of it.
 
-use std::rc::Rc;
+pub mod curves;
+pub mod engine;
+pub mod importance;
+pub mod induction;
+pub mod text_set;
+
 use std::sync::Arc;
 
 use crate::attention::clock::Clock;
-use crate::attention::importance::{random_order, Ranking};
+use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::backend::decoder::DecoderRunner;
 pub use crate::backend::decoder::DECODER_KERNEL;
 use crate::cpu::Kernel;
+use crate::jobs::work::decoder::INDUCTION_SCORES;
 use crate::model::decoder::gpt2::{DecoderOutput, Keep};
-use crate::model::decoder::gradient::passage_gradients;
-use crate::model::decoder::induction::{head_scores, DecoderRole, HalfLosses, HeadScores, Repeated};
-use crate::model::decoder::next_importance::{NextImportance, NextSweep, SweepPlan};
+use crate::model::decoder::induction::{DecoderRole, HalfLosses, HeadScores, Repeated};
+use crate::model::decoder::next_importance::NextImportance;
 use crate::model::decoder::next_token::{log_softmax, perplexity, top, NextDrift};
 use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::{Decoder, DecoderTokens};
-use crate::model::layers::backward::gates;
 use crate::model::spec::ModelSpec;
 
 /// The most bytes of attention weights a page's pass keeps for every layer; past it (a long text
@@ -254,18 +261,37 @@ pub struct InductionRun {
 pub const INDUCTION_HALF: usize = 50;
 
 impl InductionRun {
-    /// Runs the test on `decoder`: random tokens repeated once, after its end-of-text token when
-    /// it has one.
-    pub fn new(decoder: &Decoder, kernel: Kernel, seed: u32) -> InductionRun {
+    /// The test's sequence for `decoder`: `half` random tokens (seeded) repeated once, after its
+    /// end-of-text token when it has one, `half` at most [`INDUCTION_HALF`] and what its
+    /// positions hold after one more token; or why the model is too small for the test.
+    pub fn sequence(decoder: &Decoder, seed: u32) -> Result<Repeated, String> {
         let spec = decoder.spec();
         let bos = decoder.bpe.id("<|endoftext|>");
         let room = (spec.positions - 1) / 2;
-        let half = INDUCTION_HALF.min(room).min(spec.vocab.saturating_sub(2)).max(2);
-        let sequence = Repeated::random(spec.vocab as u32, half, seed, bos);
-        let pass = decoder.gpt2.forward(kernel, &sequence.ids, &HeadSet::all(spec.total_heads()));
-        let scores = head_scores(&decoder.gpt2, &pass, &sequence);
-        let full = HalfLosses::of(&pass.losses, &sequence);
-        InductionRun { sequence, scores, full }
+        let half = INDUCTION_HALF.min(room).min(spec.vocab.saturating_sub(2));
+        if half < 2 {
+            return Err(format!(
+                "The induction test needs two different tokens repeated once: {} reads at most {} tokens of a vocabulary of {}.",
+                decoder.name, spec.positions, spec.vocab
+            ));
+        }
+        Ok(Repeated::random(spec.vocab as u32, half, seed, bos))
+    }
+
+    /// The test's result from an induction piece's numbers ([`crate::jobs::work::Piece::Induction`]:
+    /// four scores per head, then the halves' losses).
+    pub fn from_sums(sequence: Repeated, sums: &[f64]) -> InductionRun {
+        let (per_head, halves) = sums.split_at(sums.len() - 2);
+        let scores = per_head
+            .chunks_exact(INDUCTION_SCORES)
+            .map(|s| HeadScores {
+                previous_token: s[0],
+                duplicate_token: s[1],
+                prefix_matching: s[2],
+                copying: s[3],
+            })
+            .collect();
+        InductionRun { sequence, scores, full: HalfLosses { first: halves[0], repeated: halves[1] } }
     }
 
     /// The heads with role `role`.
@@ -278,33 +304,6 @@ impl InductionRun {
         let pass = decoder.gpt2.forward(kernel, &self.sequence.ids, heads);
         HalfLosses::of(&pass.losses, &self.sequence)
     }
-}
-
-/// Every head's importance to the next token after a text, and the drift curve, as the page
-/// measures them: started on the reader's text, worked a slice of time at a time.
-#[derive(Clone, Debug)]
-pub struct TextSweep {
-    /// The text it measures.
-    pub text: String,
-    /// What ranks the heads.
-    pub measure: DecoderMeasure,
-    sweep: NextSweep,
-    /// Milliseconds worked so far.
-    pub worked_ms: f64,
-}
-
-/// Where a [`TextSweep`] is.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SweepProgress {
-    /// Passes made of all.
-    Working {
-        /// Passes made.
-        done: usize,
-        /// Passes in all.
-        passes: usize,
-    },
-    /// Every pass made.
-    Done(Rc<TextImportance>),
 }
 
 /// What makes a decoder's head important.
@@ -337,73 +336,6 @@ pub struct TextImportance {
     pub measure: DecoderMeasure,
     /// What the sweep found.
     pub found: NextImportance,
-    /// Milliseconds it took.
-    pub took_ms: f64,
-}
-
-impl TextSweep {
-    /// A sweep of `text` with `plan` (`None` for a text without tokens); runs the full model's pass.
-    pub fn new(decoder: &Decoder, kernel: Kernel, text: &str, plan: SweepPlan) -> Option<TextSweep> {
-        let tokens = decoder.tokens(text);
-        (!tokens.ids.is_empty()).then(|| TextSweep {
-            text: text.to_string(),
-            measure: DecoderMeasure::NextToken,
-            sweep: NextSweep::new(&decoder.gpt2, kernel, &tokens.ids, plan),
-            worked_ms: 0.0,
-        })
-    }
-
-    /// The drift curve of `text` with the heads in the order of `ranking` (by `measure`), and at
-    /// random (`None` for a text without tokens).
-    pub fn ranked(
-        decoder: &Decoder,
-        kernel: Kernel,
-        text: &str,
-        plan: SweepPlan,
-        ranking: &Ranking,
-        measure: DecoderMeasure,
-    ) -> Option<TextSweep> {
-        let tokens = decoder.tokens(text);
-        (!tokens.ids.is_empty()).then(|| TextSweep {
-            text: text.to_string(),
-            measure,
-            sweep: NextSweep::ranked_by(&decoder.gpt2, kernel, &tokens.ids, plan, ranking),
-            worked_ms: 0.0,
-        })
-    }
-
-    /// Makes passes until `slice_ms` have passed on `clock` (at least one pass) or none is left.
-    pub fn work_for(
-        &mut self,
-        decoder: &Decoder,
-        kernel: Kernel,
-        clock: &dyn Clock,
-        slice_ms: f64,
-    ) -> SweepProgress {
-        let started = clock.now_ms();
-        work_slice(clock, slice_ms, || self.sweep.step(&decoder.gpt2, kernel));
-        self.worked_ms += clock.now_ms() - started;
-        match self.sweep.result() {
-            Some(found) => SweepProgress::Done(Rc::new(TextImportance {
-                text: self.text.clone(),
-                measure: self.measure,
-                found,
-                took_ms: self.worked_ms,
-            })),
-            None => SweepProgress::Working { done: self.sweep.done(), passes: self.sweep.passes() },
-        }
-    }
-
-    /// How far it got, in words: passes made and, once a tenth is made, the time left at the pace so far.
-    pub fn progress_text(&self) -> String {
-        let (done, passes) = (self.sweep.done(), self.sweep.passes());
-        let left = time_left(done, passes, self.worked_ms);
-        let what = match self.measure {
-            DecoderMeasure::NextToken => "one per head removed alone, then the curve's points",
-            DecoderMeasure::SetLoss => "the curve's points on your text",
-        };
-        format!("Measuring: {done} of {passes} passes ({what}){left}…")
-    }
 }
 
 impl TextImportance {
@@ -438,20 +370,6 @@ impl TextImportance {
     }
 }
 
-/// ", about 12 s left" (or minutes past two) at the pace of `done` of `passes` in `worked_ms`,
-/// once a tenth is done; empty before, and when all is done.
-pub fn time_left(done: usize, passes: usize, worked_ms: f64) -> String {
-    if done * 10 < passes || done >= passes {
-        return String::new();
-    }
-    let s = (worked_ms / done as f64 * (passes - done) as f64 / 1000.0).ceil().max(1.0);
-    if s > 120.0 {
-        format!(", about {} min left", (s / 60.0).round())
-    } else {
-        format!(", about {s} s left")
-    }
-}
-
 /// `k` of `total` heads pruned at random (the order `seed` draws).
 pub fn random_heads(total: usize, k: usize, seed: u32) -> HeadSet {
     HeadSet::with_pruned(total, random_order(total, seed).into_iter().take(k))
@@ -459,16 +377,6 @@ pub fn random_heads(total: usize, k: usize, seed: u32) -> HeadSet {
 
 /// Tokens of a passage the text set's perplexity reads (at most; and at most the model's positions).
 pub const PASSAGE_TOKENS: usize = 64;
-
-/// A decoder's loss on a text set with some heads, passage by passage.
-#[derive(Clone, Debug)]
-pub struct SetLoss {
-    passages: Vec<Vec<u32>>,
-    heads: HeadSet,
-    sum: f64,
-    count: usize,
-    done: usize,
-}
 
 /// The text set's perplexity with some heads.
 #[derive(Clone, Debug, PartialEq)]
@@ -483,88 +391,6 @@ pub struct SetPerplexity {
     pub tokens: usize,
     /// Passages read.
     pub passages: usize,
-}
-
-impl SetLoss {
-    /// The loss of `decoder` with `heads` on `set`'s passages, each cut to [`PASSAGE_TOKENS`] and
-    /// the model's positions (passages of one token predict nothing and are left out).
-    pub fn new(decoder: &Decoder, set: &TextSet, heads: &HeadSet) -> SetLoss {
-        SetLoss::of(set_passages(decoder, set), heads)
-    }
-
-    /// The loss on `passages` (token ids, 2 or more each) with `heads`.
-    pub(crate) fn of(passages: Vec<Vec<u32>>, heads: &HeadSet) -> SetLoss {
-        SetLoss { passages, heads: heads.clone(), sum: 0.0, count: 0, done: 0 }
-    }
-
-    /// Passages read, of all.
-    pub fn progress(&self) -> (usize, usize) {
-        (self.done, self.passages.len())
-    }
-}
-
-impl Steps for SetLoss {
-    type Found = SetPerplexity;
-
-    /// Reads the next passage; false once every passage is read.
-    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
-        let Some(ids) = self.passages.get(self.done) else { return false };
-        let losses = decoder.gpt2.forward(kernel, ids, &self.heads).losses;
-        self.sum += losses.iter().sum::<f64>();
-        self.count += losses.len();
-        self.done += 1;
-        true
-    }
-
-    /// The perplexity, once every passage is read.
-    fn found(&self) -> Option<SetPerplexity> {
-        (self.done == self.passages.len()).then(|| {
-            let mean_loss = if self.count > 0 { self.sum / self.count as f64 } else { f64::NAN };
-            SetPerplexity {
-                heads: self.heads.clone(),
-                mean_loss,
-                perplexity: mean_loss.exp(),
-                tokens: self.count,
-                passages: self.passages.len(),
-            }
-        })
-    }
-}
-
-/// Work the page does a step at a time (a passage, a pass) between the browser's turns.
-pub trait Steps {
-    /// What it finds.
-    type Found;
-
-    /// Makes the next step; false once there is none left.
-    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool;
-
-    /// What it found, once every step is made.
-    fn found(&self) -> Option<Self::Found>;
-
-    /// Steps until `slice_ms` have passed on `clock` (at least one step); what it found once
-    /// every step is made.
-    fn work_for(
-        &mut self,
-        decoder: &Decoder,
-        kernel: Kernel,
-        clock: &dyn Clock,
-        slice_ms: f64,
-    ) -> Option<Self::Found> {
-        work_slice(clock, slice_ms, || self.step(decoder, kernel));
-        self.found()
-    }
-}
-
-/// Calls `step` until it says there is nothing left or `slice_ms` have passed on `clock` (at
-/// least once): the page's unit of work between two turns of the browser.
-pub fn work_slice(clock: &dyn Clock, slice_ms: f64, mut step: impl FnMut() -> bool) {
-    let started = clock.now_ms();
-    while step() {
-        if clock.now_ms() - started >= slice_ms {
-            return;
-        }
-    }
 }
 
 impl SetPerplexity {
@@ -600,64 +426,11 @@ impl SetPerplexity {
 
 /// `set`'s passages as `decoder` reads them: each cut to [`PASSAGE_TOKENS`] and the model's
 /// positions, those of one token (which predict nothing) left out.
-pub(crate) fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
+pub fn set_passages(decoder: &Decoder, set: &TextSet) -> Vec<Vec<u32>> {
     let most = PASSAGE_TOKENS.min(decoder.spec().positions);
     set.passages
         .iter()
         .map(|p| decoder.tokens(p).ids.into_iter().take(most).collect::<Vec<u32>>())
         .filter(|ids| ids.len() > 1)
         .collect()
-}
-
-/// Every head's importance by the text set's loss (Michel et al.'s mean |gate gradient|), a
-/// passage at a time.
-#[derive(Clone, Debug)]
-pub struct SetGradient {
-    passages: Vec<Vec<u32>>,
-    heads: HeadSet,
-    sums: Vec<f64>,
-    done: usize,
-}
-
-impl SetGradient {
-    /// The measurement of `decoder` on `set`, every head kept.
-    pub fn new(decoder: &Decoder, set: &TextSet) -> SetGradient {
-        SetGradient::of(set_passages(decoder, set), &HeadSet::all(decoder.spec().total_heads()))
-    }
-
-    /// The measurement on `passages` (token ids, 2 or more each) with only `heads` kept.
-    pub(crate) fn of(passages: Vec<Vec<u32>>, heads: &HeadSet) -> SetGradient {
-        SetGradient { passages, heads: heads.clone(), sums: vec![0.0; heads.len()], done: 0 }
-    }
-
-    /// Passages done, of all.
-    pub fn progress(&self) -> (usize, usize) {
-        (self.done, self.passages.len())
-    }
-
-    /// The heads kept.
-    pub fn heads(&self) -> &HeadSet {
-        &self.heads
-    }
-}
-
-impl Steps for SetGradient {
-    type Found = Ranking;
-
-    /// Works through the next passage; false once every passage is done.
-    fn step(&mut self, decoder: &Decoder, kernel: Kernel) -> bool {
-        let Some(ids) = self.passages.get(self.done) else { return false };
-        let (_, grads) = passage_gradients(&decoder.gpt2, kernel, ids, &gates(&self.heads));
-        self.sums.iter_mut().zip(&grads).for_each(|(s, g)| *s += g.abs());
-        self.done += 1;
-        true
-    }
-
-    /// The ranking (0 for a pruned head), once every passage is done.
-    fn found(&self) -> Option<Ranking> {
-        let count = self.passages.len().max(1) as f64;
-        let mean = |(h, s): (usize, &f64)| if self.heads.is_pruned(h) { 0.0 } else { s / count };
-        (self.done == self.passages.len())
-            .then(|| Ranking::new(self.sums.iter().enumerate().map(mean).collect()))
-    }
 }

@@ -16,15 +16,16 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use super::driver::{Next, Plan, Progress};
-use super::engine::Engine;
-use super::pace::Pace;
 use super::task::{gradient_pieces, SetScore, TaskData, TaskImportance, SUBSET_PAIRS};
 use crate::attention::importance::{least_important_first, random_order};
 use crate::attention::HeadSet;
+use crate::jobs::driver::{Next, Plan, Progress};
+use crate::jobs::engine::Engine;
+use crate::jobs::pace::Pace;
 use crate::jobs::work::{Done, Pair, GRADIENT_COST};
 use crate::model::encoder::curves::{Curves, Order, RANDOM_SEEDS};
 use crate::model::encoder::pruned::cost;
+use crate::model::encoder::Encoder;
 use crate::model::intervals::RESAMPLES;
 use crate::model::spec::ModelSpec;
 
@@ -425,7 +426,7 @@ impl CurveRun {
     /// The next job, in pieces that can run anywhere and in any order: an evaluation as a piece
     /// per 48 sentences, an importance measurement as a piece per 4 pairs. `None` once every job
     /// is done.
-    fn next_job(&mut self) -> Option<Vec<crate::jobs::work::Work>> {
+    fn next_job(&mut self) -> Option<Vec<crate::jobs::work::Piece>> {
         assert!(self.pending.is_none(), "the last job's results are not in yet");
         self.follow_one_shot();
         let total = self.spec.total_heads();
@@ -552,7 +553,7 @@ impl CurveRun {
     }
 }
 
-impl Plan for CurveRun {
+impl Plan<Encoder> for CurveRun {
     type Output = Curves;
 
     fn next(&mut self) -> Next<Curves> {
@@ -572,7 +573,7 @@ impl Plan for CurveRun {
         self.complete_job();
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let (done, total) = self.evaluations();
         let place = engine.workers().place();
         Progress { done, total, left: Some((self.work_left().all, place)) }

@@ -4,18 +4,19 @@
 
 use std::collections::VecDeque;
 
-use super::driver::{Next, Plan, Progress};
-use super::engine::Engine;
-use super::pool::Priority;
 use crate::attention::HeadSet;
-use crate::jobs::work::{ablation_deal, Done, Work};
+use crate::jobs::driver::{Next, Plan, Progress};
+use crate::jobs::engine::Engine;
+use crate::jobs::pool::Priority;
+use crate::jobs::work::{ablation_deal, Done, Piece};
 use crate::model::encoder::check::CANDIDATES;
 use crate::model::encoder::patching::Patching;
+use crate::model::encoder::Encoder;
 
 /// Every head of the unpruned model patched from `clean` into `corrupted`, and removed from
-/// `clean`, alone ([`Work::Patch`]).
+/// `clean`, alone ([`Piece::Patch`]).
 pub struct PatchSweep {
-    pieces: Vec<Work>,
+    pieces: Vec<Piece>,
     handed: bool,
     /// The heads of each piece not yet in, in order (none for the candidates' piece).
     waiting: VecDeque<Vec<usize>>,
@@ -27,12 +28,12 @@ pub struct PatchSweep {
 impl PatchSweep {
     /// The sweep over the token ids `clean` and `corrupted` (as many of each:
     /// [`crate::model::encoder::patching::check_pair`]), dealt for where `engine` runs it.
-    pub fn new(engine: &Engine, clean: Vec<u32>, corrupted: Vec<u32>) -> PatchSweep {
+    pub fn new(engine: &Engine<Encoder>, clean: Vec<u32>, corrupted: Vec<u32>) -> PatchSweep {
         let model = engine.model();
         let total = model.spec().total_heads();
-        let piece = |patch| Work::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch };
+        let piece = |patch| Piece::Patch { clean: clean.clone(), corrupted: corrupted.clone(), patch };
         let dealt = ablation_deal(total, engine.deal_like(&piece(Vec::new())));
-        let embed = Work::Embed {
+        let embed = Piece::Embed {
             heads: HeadSet::all(total),
             ids: CANDIDATES.map(|c| model.ids(c)).to_vec(),
             precision: None,
@@ -56,7 +57,7 @@ impl PatchSweep {
     }
 }
 
-impl Plan for PatchSweep {
+impl Plan<Encoder> for PatchSweep {
     type Output = Patching;
 
     fn next(&mut self) -> Next<Patching> {
@@ -90,7 +91,7 @@ impl Plan for PatchSweep {
         Priority::Now
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let left = self.pieces.iter().skip(self.pieces.len() - self.waiting.len());
         let flops: u64 = left.map(|w| engine.flops(w)).sum();
         let place = self.pieces.last().map(|w| engine.place_of(w));

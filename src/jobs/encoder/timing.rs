@@ -2,12 +2,13 @@
 //! ([`PrunedTiming`] of the backend), and the model's f16 weights against its 8-bit copy
 //! ([`PrecisionTiming`]), as jobs: one sample a step.
 
-use super::driver::{Job, Progress};
-use super::engine::Engine;
-use super::host::HostClock;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::{PrecisionCost, PrecisionTiming};
 use crate::backend::pruned_speed::{PrunedSpeed, PrunedTiming};
+use crate::jobs::driver::{Job, Progress};
+use crate::jobs::engine::Engine;
+use crate::jobs::host::HostClock;
+use crate::model::encoder::Encoder;
 
 /// Rounds of the pruned-forward timing (after one untimed round).
 pub const ROUNDS: usize = 5;
@@ -15,7 +16,7 @@ pub const ROUNDS: usize = 5;
 /// The timing of `heads` on `ids` on one engine's runner (its models are prepared on the first
 /// step, and a timing never moves to another engine).
 pub struct TimePruned<'e> {
-    engine: &'e Engine,
+    engine: &'e Engine<Encoder>,
     ids: Vec<u32>,
     heads: HeadSet,
     timing: Option<PrunedTiming<'e>>,
@@ -23,15 +24,15 @@ pub struct TimePruned<'e> {
 
 impl<'e> TimePruned<'e> {
     /// The full model against the one with only `heads` kept, on `ids`, on `engine`.
-    pub fn new(engine: &'e Engine, ids: Vec<u32>, heads: HeadSet) -> Self {
+    pub fn new(engine: &'e Engine<Encoder>, ids: Vec<u32>, heads: HeadSet) -> Self {
         TimePruned { engine, ids, heads, timing: None }
     }
 }
 
-impl Job for TimePruned<'_> {
+impl Job<Encoder> for TimePruned<'_> {
     type Output = PrunedSpeed;
 
-    async fn step(&mut self, _driven_by: &Engine) -> Option<PrunedSpeed> {
+    async fn step(&mut self, _driven_by: &Engine<Encoder>) -> Option<PrunedSpeed> {
         let clock = HostClock(self.engine.host());
         let timing = match &mut self.timing {
             Some(t) => t,
@@ -44,7 +45,7 @@ impl Job for TimePruned<'_> {
         (!timing.sample(&clock).await).then(|| timing.result(&clock))
     }
 
-    fn progress(&self, _engine: &Engine) -> Progress {
+    fn progress(&self, _engine: &Engine<Encoder>) -> Progress {
         let (done, total) = self.timing.as_ref().map_or((0, 2 * (ROUNDS + 1)), PrunedTiming::progress);
         Progress { done, total, left: None }
     }
@@ -62,15 +63,15 @@ impl TimePrecision {
     }
 }
 
-impl Job for TimePrecision {
+impl Job<Encoder> for TimePrecision {
     type Output = PrecisionCost;
 
-    async fn step(&mut self, engine: &Engine) -> Option<PrecisionCost> {
+    async fn step(&mut self, engine: &Engine<Encoder>) -> Option<PrecisionCost> {
         let clock = HostClock(engine.host());
         (!self.timing.sample(&clock)).then(|| self.timing.result(&clock))
     }
 
-    fn progress(&self, _engine: &Engine) -> Progress {
+    fn progress(&self, _engine: &Engine<Encoder>) -> Progress {
         let (done, total) = self.timing.progress();
         Progress { done, total, left: None }
     }

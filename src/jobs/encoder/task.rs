@@ -4,16 +4,17 @@
 
 use std::rc::Rc;
 
-use super::driver::{Next, Plan, Progress};
-use super::engine::Engine;
-use super::pool::Priority;
 use crate::attention::atlas::{Atlas, PatternSums};
 use crate::attention::importance::Ranking;
 use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
-use crate::jobs::work::{Done, Pair, Work};
+use crate::jobs::driver::{Next, Plan, Progress};
+use crate::jobs::engine::Engine;
+use crate::jobs::pool::Priority;
+use crate::jobs::work::{Done, Pair, Piece};
 use crate::model::encoder::roles::{is_punctuation, Role, RoleCounter};
 use crate::model::encoder::task::Pairs;
+use crate::model::encoder::Encoder;
 use crate::model::intervals::Bootstrap;
 use crate::model::tokenize::wordpiece::WordPiece;
 
@@ -65,33 +66,33 @@ impl TaskData {
 
     /// Every sentence embedded by the model with only `heads` kept, as pieces (at `precision`,
     /// `None` for the loaded model's).
-    pub fn evaluation(&self, heads: &HeadSet, precision: Option<Precision>) -> Vec<Work> {
-        let piece = |ids: &[Vec<u32>]| Work::Embed { heads: heads.clone(), ids: ids.to_vec(), precision };
+    pub fn evaluation(&self, heads: &HeadSet, precision: Option<Precision>) -> Vec<Piece> {
+        let piece = |ids: &[Vec<u32>]| Piece::Embed { heads: heads.clone(), ids: ids.to_vec(), precision };
         self.ids.chunks(SENTENCES_PER_PIECE).map(piece).collect()
     }
 }
 
 /// The pieces that measure every head's task importance on `subset` with only `heads` kept.
-pub fn gradient_pieces(subset: &[Pair], heads: &HeadSet) -> Vec<Work> {
+pub fn gradient_pieces(subset: &[Pair], heads: &HeadSet) -> Vec<Piece> {
     subset
         .chunks(PAIRS_PER_PIECE)
-        .map(|c| Work::Gradients { heads: heads.clone(), pairs: c.to_vec() })
+        .map(|c| Piece::Gradients { heads: heads.clone(), pairs: c.to_vec() })
         .collect()
 }
 
 /// Collects the results of one batch of pieces, in order.
 #[derive(Default)]
 struct Batch {
-    pieces: Vec<Work>,
+    pieces: Vec<Piece>,
     done: Vec<Done>,
 }
 
 impl Batch {
-    fn new(pieces: Vec<Work>) -> Batch {
+    fn new(pieces: Vec<Piece>) -> Batch {
         Batch { pieces, done: Vec::new() }
     }
 
-    fn left(&self, engine: &Engine) -> Option<(u64, super::engine::Where)> {
+    fn left(&self, engine: &Engine<Encoder>) -> Option<(u64, crate::jobs::engine::Where)> {
         let rest = &self.pieces[self.done.len().min(self.pieces.len())..];
         let place = engine.place_of(self.pieces.first()?);
         Some((rest.iter().map(|w| engine.flops(w)).sum(), place))
@@ -133,7 +134,7 @@ impl SetQuality {
     }
 }
 
-impl Plan for SetQuality {
+impl Plan<Encoder> for SetQuality {
     type Output = SetScore;
 
     fn next(&mut self) -> Next<Self::Output> {
@@ -150,7 +151,7 @@ impl Plan for SetQuality {
         self.batch.done.push(done);
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let total = self.data.ids.len();
         let done = (self.batch.done.len() * SENTENCES_PER_PIECE).min(total);
         Progress { done, total, left: self.batch.left(engine) }
@@ -178,11 +179,11 @@ impl TaskImportance {
         }
     }
 
-    /// The importance from the pieces' results (`HeadSums`) over `pairs` pairs.
+    /// The importance from the pieces' results (`Sums`) over `pairs` pairs.
     pub fn from_sums(done: &[Done], pairs: usize, heads: &HeadSet) -> Vec<f64> {
         let mut importance = vec![0.0; heads.len()];
         for d in done {
-            if let Done::HeadSums(sums) = d {
+            if let Done::Sums(sums) = d {
                 importance.iter_mut().zip(sums).for_each(|(i, s)| *i += s / pairs as f64);
             }
         }
@@ -191,7 +192,7 @@ impl TaskImportance {
     }
 }
 
-impl Plan for TaskImportance {
+impl Plan<Encoder> for TaskImportance {
     type Output = Ranking;
 
     fn next(&mut self) -> Next<Ranking> {
@@ -205,7 +206,7 @@ impl Plan for TaskImportance {
         self.batch.done.push(done);
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let done = (self.batch.done.len() * PAIRS_PER_PIECE).min(self.pairs);
         Progress { done, total: self.pairs, left: self.batch.left(engine) }
     }
@@ -221,20 +222,20 @@ pub struct HeadRoles {
 
 impl HeadRoles {
     /// The roles of `engine`'s model's heads on `data`'s first sentences.
-    pub fn new(engine: &Engine, data: &TaskData) -> HeadRoles {
+    pub fn new(engine: &Engine<Encoder>, data: &TaskData) -> HeadRoles {
         let take = ROLE_SENTENCES.min(data.ids.len());
         let (ids, punctuation) = (&data.ids[..take], &data.punctuation[..take]);
         let pieces = ids
             .chunks(ROLE_SENTENCES_PER_PIECE)
             .zip(punctuation.chunks(ROLE_SENTENCES_PER_PIECE))
-            .map(|(s, p)| Work::Roles { sentences: s.to_vec(), punctuation: p.to_vec() })
+            .map(|(s, p)| Piece::Roles { sentences: s.to_vec(), punctuation: p.to_vec() })
             .collect();
         let counter = RoleCounter::new(engine.model().spec());
         HeadRoles { counter, batch: Batch::new(pieces), sentences: take, handed: false }
     }
 }
 
-impl Plan for HeadRoles {
+impl Plan<Encoder> for HeadRoles {
     type Output = Vec<Role>;
 
     fn next(&mut self) -> Next<Vec<Role>> {
@@ -246,13 +247,13 @@ impl Plan for HeadRoles {
 
     fn absorb(&mut self, done: Done) {
         // Counted in the pieces' order wherever they ran: the same sums to the bit.
-        if let Done::HeadSums(sums) = &done {
+        if let Done::Sums(sums) = &done {
             self.counter.absorb(sums);
         }
         self.batch.done.push(done);
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let done = (self.batch.done.len() * ROLE_SENTENCES_PER_PIECE).min(self.sentences);
         Progress { done, total: self.sentences, left: self.batch.left(engine) }
     }
@@ -269,18 +270,18 @@ pub struct HeadAtlas {
 
 impl HeadAtlas {
     /// The atlas of `engine`'s model's heads on `data`'s first sentences.
-    pub fn new(engine: &Engine, data: &TaskData) -> HeadAtlas {
+    pub fn new(engine: &Engine<Encoder>, data: &TaskData) -> HeadAtlas {
         let take = ROLE_SENTENCES.min(data.ids.len());
         let pieces = data.ids[..take]
             .chunks(ROLE_SENTENCES_PER_PIECE)
-            .map(|s| Work::Atlas { sentences: s.to_vec() })
+            .map(|s| Piece::Atlas { sentences: s.to_vec() })
             .collect();
         let sums = PatternSums::new(engine.model().spec().total_heads());
         HeadAtlas { sums, batch: Batch::new(pieces), sentences: take, handed: false }
     }
 }
 
-impl Plan for HeadAtlas {
+impl Plan<Encoder> for HeadAtlas {
     type Output = Atlas;
 
     fn next(&mut self) -> Next<Atlas> {
@@ -292,7 +293,7 @@ impl Plan for HeadAtlas {
 
     fn absorb(&mut self, done: Done) {
         // Summed in the pieces' order wherever they ran: the same sums to the bit.
-        if let Done::HeadSums(sums) = &done {
+        if let Done::Sums(sums) = &done {
             self.sums.absorb(sums);
         }
         self.batch.done.push(done);
@@ -303,7 +304,7 @@ impl Plan for HeadAtlas {
         Priority::Now
     }
 
-    fn progress(&self, engine: &Engine) -> Progress {
+    fn progress(&self, engine: &Engine<Encoder>) -> Progress {
         let done = (self.batch.done.len() * ROLE_SENTENCES_PER_PIECE).min(self.sentences);
         Progress { done, total: self.sentences, left: self.batch.left(engine) }
     }

@@ -1,0 +1,218 @@
+//! Weight quantization and packing: a matrix quantized per output channel (8 or 12 bits,
+//! optionally smoothed), packed in strips of `NR` channels for the micro-kernels.
+
+use std::ops::Range;
+
+use super::layout::{step_positions, IntBits, NR};
+
+/// The packed weights: strips of `NR` (8) channels, each a run of steps of one 32-bit lane of
+/// input positions per channel (four bytes or two words), channel-major within a step; the
+/// strip past `N` and the positions past `K` (padded to a multiple of four) are zero.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) enum Packed {
+    Bytes(Vec<i8>),
+    Words(Vec<i16>),
+}
+
+/// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantizedWeights {
+    pub(super) out: usize,
+    pub(super) inp: usize,
+    /// `s_o` per output channel.
+    pub(super) scales: Vec<f32>,
+    /// `sum_k q[o,k]` per output channel (the zero point's correction).
+    pub(super) sums: Vec<i32>,
+    pub(super) packed: Packed,
+    /// Per input position `k`, `1 / m_k`: the activations are quantized as `x[i,k] / m_k`
+    /// against weights `W[o,k] m_k` (smoothing, see [`QuantizedWeights::smoothed`]); empty
+    /// when every `m_k` is 1.
+    pub(super) smoothing: Vec<f32>,
+}
+
+impl QuantizedWeights {
+    /// `w` (`out x inp`, row-major) quantized to 8 bits. A channel of zeros gets scale 1 (its
+    /// bytes are 0); a non-finite weight gives its channel a NaN scale, so its outputs are NaN.
+    pub fn new(w: &[f32], out: usize, inp: usize) -> Self {
+        Self::with_bits(w, out, inp, IntBits::Eight)
+    }
+
+    /// `w` quantized to `bits`.
+    pub fn with_bits(w: &[f32], out: usize, inp: usize, bits: IntBits) -> Self {
+        assert_eq!(w.len(), out * inp, "W must be out x inp");
+        let levels = bits.weight_levels();
+        let scales: Vec<f32> = (0..out).map(|o| channel_scale(&w[o * inp..(o + 1) * inp], levels)).collect();
+        let inverse: Vec<f32> = scales.iter().map(|s| 1.0 / s).collect();
+        Self::from_fn(out, inp, scales, bits, |o, k| {
+            (w[o * inp + k] * inverse[o]).round().clamp(-levels, levels) as i32
+        })
+    }
+
+    /// `w` quantized to `bits` with its activations' outliers moved into the weights
+    /// (SmoothQuant, Xiao et al. 2023): a position `k` whose activations reach `a_k` in
+    /// magnitude (`input_max`, measured on calibration text) while its weights reach `w_k` gets
+    /// the factor `m_k = sqrt(a_k / w_k)`, so both reach `sqrt(a_k w_k)`.
+    /// `x W^T = (x / m) (W m)^T` exactly; only the rounding moves, away from the few positions
+    /// whose activations are tens of times the rest's (a transformer's outlier features), which
+    /// would otherwise set every row's step. Positions never active (or with zero weights) keep
+    /// `m_k = 1`.
+    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32], bits: IntBits) -> Self {
+        assert_eq!(input_max.len(), inp, "one activation maximum per input position");
+        let factors: Vec<f32> = (0..inp)
+            .map(|k| {
+                let w_k = (0..out).map(|o| w[o * inp + k].abs()).fold(0.0f32, f32::max);
+                let m = (input_max[k] / w_k).sqrt();
+                if m.is_finite() && m > 0.0 {
+                    m
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let scaled: Vec<f32> = w.iter().enumerate().map(|(i, v)| v * factors[i % inp.max(1)]).collect();
+        let mut q = Self::with_bits(&scaled, out, inp, bits);
+        q.smoothing = factors.iter().map(|m| 1.0 / m).collect();
+        q
+    }
+
+    /// Packs the values `q(o, k)` (within the width's levels) with the channels' `scales`.
+    fn from_fn(
+        out: usize,
+        inp: usize,
+        scales: Vec<f32>,
+        bits: IntBits,
+        q: impl Fn(usize, usize) -> i32,
+    ) -> Self {
+        let lanes = inp.div_ceil(4);
+        let len = out.div_ceil(NR) * lanes * NR * 4;
+        let mut sums = vec![0i32; out];
+        let mut put = |set: &mut dyn FnMut(usize, i32)| {
+            for (o, sum) in sums.iter_mut().enumerate() {
+                for k in 0..inp {
+                    let v = q(o, k);
+                    set(packed_index(bits, lanes, o, k), v);
+                    *sum += v;
+                }
+            }
+        };
+        let packed = match bits {
+            IntBits::Eight => {
+                let mut p = vec![0i8; len];
+                put(&mut |i, v| p[i] = v as i8);
+                Packed::Bytes(p)
+            }
+            IntBits::Twelve => {
+                let mut p = vec![0i16; len];
+                put(&mut |i, v| p[i] = v as i16);
+                Packed::Words(p)
+            }
+        };
+        QuantizedWeights { out, inp, scales, sums, packed, smoothing: Vec::new() }
+    }
+
+    /// Output channels `N`.
+    pub fn out(&self) -> usize {
+        self.out
+    }
+
+    /// Input positions `K`.
+    pub fn inp(&self) -> usize {
+        self.inp
+    }
+
+    /// The weights' width.
+    pub fn bits(&self) -> IntBits {
+        match self.packed {
+            Packed::Bytes(_) => IntBits::Eight,
+            Packed::Words(_) => IntBits::Twelve,
+        }
+    }
+
+    /// Bytes the quantized weights take: the packed weights, the per-channel scales and sums,
+    /// and the smoothing factors.
+    pub fn bytes(&self) -> usize {
+        let packed = match &self.packed {
+            Packed::Bytes(p) => p.len(),
+            Packed::Words(p) => 2 * p.len(),
+        };
+        packed + 8 * self.out + 4 * self.smoothing.len()
+    }
+
+    /// The quantized weight `q[o, k]`.
+    pub fn at(&self, o: usize, k: usize) -> i32 {
+        assert!(o < self.out && k < self.inp, "({o}, {k}) outside {} x {}", self.out, self.inp);
+        let i = packed_index(self.bits(), self.inp.div_ceil(4), o, k);
+        match &self.packed {
+            Packed::Bytes(p) => p[i] as i32,
+            Packed::Words(p) => p[i] as i32,
+        }
+    }
+
+    /// `s_o` of channel `o`: the step of its weights.
+    pub fn scale(&self, o: usize) -> f32 {
+        self.scales[o]
+    }
+
+    /// `W^ = s_o q / m_k` (`out x inp`, row-major): the weights the product really multiplies
+    /// the activations by (up to the activations' own rounding).
+    pub fn dequantized(&self) -> Vec<f32> {
+        let inv = |k: usize| self.smoothing.get(k).copied().unwrap_or(1.0);
+        (0..self.out)
+            .flat_map(|o| (0..self.inp).map(move |k| self.scales[o] * self.at(o, k) as f32 * inv(k)))
+            .collect()
+    }
+
+    /// `1 / m_k` per input position, empty without smoothing.
+    pub fn smoothing(&self) -> &[f32] {
+        &self.smoothing
+    }
+
+    /// The channels `channels`, in that order, with their scales: the same weights, so a
+    /// product with the selection equals the same channels of a product with the whole.
+    pub fn select_channels(&self, channels: &[usize]) -> Self {
+        let scales = channels.iter().map(|&o| self.scales[o]).collect();
+        let mut q =
+            Self::from_fn(channels.len(), self.inp, scales, self.bits(), |o, k| self.at(channels[o], k));
+        q.smoothing = self.smoothing.clone();
+        q
+    }
+
+    /// The input positions in `ranges`, in order, each channel keeping its scale (chosen over
+    /// the whole row): the kept heads' columns of an output projection.
+    pub fn select_inputs(&self, ranges: &[Range<usize>]) -> Self {
+        let keep: Vec<usize> = ranges.iter().flat_map(|r| r.clone()).collect();
+        let mut q =
+            Self::from_fn(self.out, keep.len(), self.scales.clone(), self.bits(), |o, k| self.at(o, keep[k]));
+        q.smoothing = if self.smoothing.is_empty() {
+            Vec::new()
+        } else {
+            keep.iter().map(|&k| self.smoothing[k]).collect()
+        };
+        q
+    }
+}
+
+/// Where `q[o, k]` lies in the packed weights of a matrix with `lanes` steps of four positions
+/// (`lanes * 4 / step_positions` steps of the width's own).
+pub(super) fn packed_index(bits: IntBits, lanes: usize, o: usize, k: usize) -> usize {
+    let per = step_positions(bits);
+    let step = NR * per;
+    o / NR * lanes * NR * 4 + k / per * step + o % NR * per + k % per
+}
+
+/// `s_o = max |w| / levels` for one channel: 1 for a channel of zeros, NaN if any weight is
+/// not finite.
+pub(super) fn channel_scale(row: &[f32], levels: f32) -> f32 {
+    let mut max = 0.0f32;
+    for &v in row {
+        if !v.is_finite() {
+            return f32::NAN;
+        }
+        max = max.max(v.abs());
+    }
+    if max == 0.0 {
+        1.0
+    } else {
+        max / levels
+    }
+}
