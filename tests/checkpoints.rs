@@ -8,7 +8,6 @@
 mod common;
 
 use std::cell::Cell;
-use std::future::Future;
 
 use common::folder::{safetensors, tensors_of, tiny_config, tiny_folder, TINY, TINY_VOCAB};
 use common::{assert_close, checkpoints_dir};
@@ -21,7 +20,7 @@ use headlab::model::load::checkpoint::{
     load, referenced_files, CheckpointError, Loaded, Options, SERVED_NAMES,
 };
 use headlab::model::load::config::Architecture;
-use headlab::model::load::files::{now, DirFiles, Entry, Files, MemoryFiles};
+use headlab::model::load::files::{now, DirFiles, Entry, Files, MemoryFiles, Read};
 use headlab::model::spec::{Activation, Pooling};
 use headlab::model::tokenize::wordpiece::Casing;
 use serde_json::Value;
@@ -186,7 +185,7 @@ impl Files for Counting<'_> {
     fn entries(&self) -> &[Entry] {
         self.inner.entries()
     }
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
         self.bytes.set(self.bytes.get() + len);
         self.inner.read(index, start, len)
     }

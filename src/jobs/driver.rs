@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 
 use super::engine::{Engine, Family, Where};
+use super::host::LocalFuture;
 use super::pool::Priority;
 use super::ticket::Ticket;
 use crate::jobs::work::{Done, Piece};
@@ -101,6 +102,31 @@ pub trait Plan<F: Family> {
 /// them all through one instantiation of [`drive`] ([`boxed`]; each instantiation is its own
 /// code in the page's wasm, tens of kilobytes among them).
 pub type AnyPlan<F> = Box<dyn Plan<F, Output = Box<dyn std::any::Any>>>;
+
+/// Runs `plan` on `engine` as [`drive`] runs a job, publishing each status to `publish`: the
+/// plan boxed as an [`AnyPlan`] and driven by one boxed future per family, so that every kind
+/// of plan a page starts shares one copy of the driver's code (a copy for each was tens of
+/// kilobytes of the page's wasm); its result taken back by its type.
+pub async fn drive_plan<F: Family, P: Plan<F> + 'static>(
+    engine: &Engine<F>,
+    plan: P,
+    ticket: &Ticket,
+    publish: &mut dyn FnMut(Status),
+) -> Option<P::Output> {
+    let found = drive_any(engine, boxed(plan), ticket, publish).await?;
+    found.downcast::<P::Output>().ok().map(|out| *out)
+}
+
+/// [`drive`] of an [`AnyPlan`], as one boxed future (for a page that takes the result back by
+/// its type itself: [`drive_plan`]).
+pub fn drive_any<'a, F: Family>(
+    engine: &'a Engine<F>,
+    plan: AnyPlan<F>,
+    ticket: &'a Ticket,
+    publish: &'a mut dyn FnMut(Status),
+) -> LocalFuture<'a, Option<Box<dyn std::any::Any>>> {
+    Box::pin(drive(engine, Planned::new(plan), ticket, move |_, status| publish(status)))
+}
 
 /// `plan` as an [`AnyPlan`].
 pub fn boxed<F: Family, P: Plan<F> + 'static>(plan: P) -> AnyPlan<F> {

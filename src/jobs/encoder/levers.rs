@@ -11,7 +11,7 @@ use crate::attention::clock::show_ms;
 use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::{PrecisionCost, PrecisionTiming};
-use crate::jobs::driver::{drive, Planned};
+use crate::jobs::driver::{drive, drive_plan};
 use crate::jobs::engine::Engine;
 use crate::jobs::ticket::Ticket;
 use crate::model::digits::{bytes_change_text, quality_text};
@@ -57,12 +57,10 @@ pub async fn precision_quality(
     }
     let own = match known.filter(|k| k.heads == all) {
         Some(k) => k,
-        None => {
-            drive(engine, Planned::new(SetQuality::new(data.clone(), all.clone())), ticket, |_, _| {}).await?
-        }
+        None => drive_plan(engine, SetQuality::new(data.clone(), all.clone()), ticket, &mut |_| {}).await?,
     };
-    let job = Planned::new(SetQuality::new(data.clone(), all).at(loaded.other()));
-    let other = drive(engine, job, ticket, |_, _| {}).await?;
+    let job = SetQuality::new(data.clone(), all).at(loaded.other());
+    let other = drive_plan(engine, job, ticket, &mut |_| {}).await?;
     let (f16, int8) = match loaded {
         Precision::F16 => (own, other),
         Precision::Int8 => (other, own),

@@ -15,7 +15,7 @@ use web_sys::{
 };
 
 use crate::model::load::checkpoint::{referenced_files, CheckpointError, SERVED_NAMES};
-use crate::model::load::files::{Entry, Files};
+use crate::model::load::files::{Entry, Files, Read};
 
 /// The most files a drop or a pick may offer (a model folder has a dozen).
 pub const MAX_FILES: usize = 4096;
@@ -81,12 +81,12 @@ impl Files for ReaderFiles {
         &self.entries
     }
 
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
         // Started now (Files::read's contract); awaited below.
         let reading = self.files[index]
             .slice_with_f64_and_f64(start as f64, (start + len) as f64)
             .map(|part| JsFuture::from(part.array_buffer()));
-        async move {
+        Box::pin(async move {
             let buffer = reading.map_err(|e| describe(&e))?.await.map_err(|e| describe(&e))?;
             let bytes = Uint8Array::new(&buffer).to_vec();
             if bytes.len() as u64 != len {
@@ -96,7 +96,7 @@ impl Files for ReaderFiles {
                 ));
             }
             Ok(bytes)
-        }
+        })
     }
 }
 
@@ -223,7 +223,7 @@ impl Files for ServedFiles {
         &self.entries
     }
 
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
         let url = format!("{}{}", self.base, self.entries[index].path);
         let whole = start == 0 && len == self.entries[index].size;
         // The request goes out now (Files::read's contract); its answer is awaited below.
@@ -234,7 +234,7 @@ impl Files for ServedFiles {
             init.set_headers(&headers);
             Ok::<_, String>(fetch(&url, &init))
         });
-        async move {
+        Box::pin(async move {
             let Some(request) = request else {
                 return Ok(Vec::new());
             };
@@ -258,7 +258,7 @@ impl Files for ServedFiles {
                 return Err(format!("{} bytes came where {len} were asked for", bytes.len()));
             }
             Ok(bytes)
-        }
+        })
     }
 }
 

@@ -4,14 +4,13 @@
 //! converted by [`crate::model::load::checkpoint::load`] while they are read.
 
 use std::cell::Cell;
-use std::future::Future;
 use std::rc::Rc;
 
 use super::files::{ReaderFiles, ServedFiles};
 use super::workers::ModelFile;
 use super::{fetch_bytes, now_ms, yield_to_browser};
 use crate::model::load::checkpoint::{self, Options};
-use crate::model::load::files::{Entry, Files};
+use crate::model::load::files::{Entry, Files, Read};
 use crate::model::load::model_file;
 use crate::model::Model;
 
@@ -110,8 +109,8 @@ pub async fn load(
 
 /// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the
 /// bytes of tensors read.
-async fn convert<F: Files>(
-    files: &F,
+async fn convert(
+    files: &dyn Files,
     options: &Options,
     progress: impl Fn(f64, Option<f64>),
 ) -> Result<(Vec<u8>, String, Vec<String>, u64), String> {
@@ -131,14 +130,14 @@ impl<F: Files> Files for Stoppable<F> {
         self.files.entries()
     }
 
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
         let stopped = self.stop.get();
         let read = self.files.read(index, start, len);
-        async move {
+        Box::pin(async move {
             if stopped {
                 return Err("another load replaced this one".into());
             }
             read.await
-        }
+        })
     }
 }

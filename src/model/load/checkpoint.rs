@@ -97,8 +97,8 @@ const TOKENIZER_FILE: u64 = 64 << 20;
 const MAX_HEADER: u64 = 100_000_000;
 
 /// Reads the folder in `files` into a model file, reporting each tensor read to `progress`.
-pub async fn load<F: Files>(
-    files: &F,
+pub async fn load(
+    files: &dyn Files,
     options: &Options,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded, CheckpointError> {
@@ -239,7 +239,7 @@ impl<'a> Folder<'a> {
     }
 
     /// The text of `name`, which must be there, at most `max` bytes.
-    async fn text<F: Files>(&self, files: &F, name: &str, max: u64) -> Result<String, CheckpointError> {
+    async fn text(&self, files: &dyn Files, name: &str, max: u64) -> Result<String, CheckpointError> {
         let path = self.path(name);
         let Some(index) = self.find(name) else { return fail(&path, "missing") };
         let size = self.entries[index].size;
@@ -252,9 +252,9 @@ impl<'a> Folder<'a> {
     }
 
     /// [`Folder::text`] of `name` if the folder has it.
-    async fn optional_text<F: Files>(
+    async fn optional_text(
         &self,
-        files: &F,
+        files: &dyn Files,
         name: &str,
         max: u64,
     ) -> Result<Option<String>, CheckpointError> {
@@ -267,9 +267,9 @@ impl<'a> Folder<'a> {
 
 /// The pooling sentence-transformers' `modules.json` and its Pooling module's config say (mean,
 /// not normalised, without them: the plain encoder's token rows averaged).
-async fn pooling<F: Files>(
+async fn pooling(
     folder: &Folder<'_>,
-    files: &F,
+    files: &dyn Files,
     notes: &mut Vec<String>,
 ) -> Result<Pooling, CheckpointError> {
     let Some(text) = folder.optional_text(files, "modules.json", SMALL_FILE).await? else {
@@ -324,9 +324,9 @@ async fn pooling<F: Files>(
 /// The vocabulary (as `vocab.txt` text), its casing and the file it came from: `tokenizer.json`
 /// if the folder has one, else `vocab.txt` with `tokenizer_config.json`'s `do_lower_case`
 /// (uncased when it does not say).
-async fn vocabulary<F: Files>(
+async fn vocabulary(
     folder: &Folder<'_>,
-    files: &F,
+    files: &dyn Files,
 ) -> Result<(String, Casing, String), CheckpointError> {
     if let Some(text) = folder.optional_text(files, "tokenizer.json", TOKENIZER_FILE).await? {
         let file = folder.path("tokenizer.json");
@@ -359,9 +359,9 @@ async fn vocabulary<F: Files>(
 
 /// A GPT-2 folder's byte-level BPE tokenizer and the file it came from: `tokenizer.json` if the
 /// folder has one, else `vocab.json` with `merges.txt`.
-async fn decoder_vocabulary<F: Files>(
+async fn decoder_vocabulary(
     folder: &Folder<'_>,
-    files: &F,
+    files: &dyn Files,
 ) -> Result<(Bpe, String), CheckpointError> {
     if let Some(text) = folder.optional_text(files, "tokenizer.json", TOKENIZER_FILE).await? {
         let file = folder.path("tokenizer.json");
@@ -436,7 +436,7 @@ struct Shard {
 
 /// The weight files: `model.safetensors.index.json`'s shards, or `model.safetensors`, each
 /// header read and validated.
-async fn shards<F: Files>(folder: &Folder<'_>, files: &F) -> Result<Vec<Shard>, CheckpointError> {
+async fn shards(folder: &Folder<'_>, files: &dyn Files) -> Result<Vec<Shard>, CheckpointError> {
     let index_name = "model.safetensors.index.json";
     let names: Vec<String> = match folder.optional_text(files, index_name, SMALL_FILE * 16).await? {
         Some(text) => {
@@ -470,7 +470,7 @@ async fn shards<F: Files>(folder: &Folder<'_>, files: &F) -> Result<Vec<Shard>, 
 }
 
 /// The header of the safetensors file `index`, validated against the file's size.
-async fn header<F: Files>(files: &F, index: usize, path: String) -> Result<Shard, CheckpointError> {
+async fn header(files: &dyn Files, index: usize, path: String) -> Result<Shard, CheckpointError> {
     let size = files.entries()[index].size;
     if size < 8 {
         return fail(

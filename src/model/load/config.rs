@@ -1,9 +1,13 @@
 //! A Hugging Face model folder's `config.json`, read into the page's [`ModelSpec`]: which
 //! architecture it is (BERT or DistilBERT: the same post-LayerNorm encoder, named differently;
-//! GPT-2: a pre-LayerNorm decoder) and its shape. Untrusted input: every field is checked against the limits below, and each refusal
-//! names the field and what is wrong with it.
+//! GPT-2: a pre-LayerNorm decoder) and its shape. Each family's config is its own struct, read
+//! with serde's derive and mapped onto [`ModelSpec`]. Untrusted input: every field is checked
+//! against the limits below, and each refusal names the field and what is wrong with it.
 
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::model::load::fields::Field;
 
 use crate::model::spec::{Activation, ModelSpec, Pooling};
 
@@ -71,47 +75,202 @@ pub struct CheckpointConfig {
     pub name: Option<String>,
 }
 
+/// What every family's config says of itself: its family, its name, and the position schemes
+/// headlab does not run.
+#[derive(Deserialize)]
+struct Common {
+    #[serde(default)]
+    model_type: Field<String>,
+    #[serde(default)]
+    architectures: Field<Vec<Value>>,
+    #[serde(default, rename = "_name_or_path")]
+    name_or_path: Field<String>,
+    #[serde(default)]
+    position_embedding_type: Field<String>,
+    #[serde(default)]
+    sinusoidal_pos_embds: Field<bool>,
+}
+
+/// BERT's own fields (BertConfig).
+#[derive(Deserialize)]
+struct BertConfig {
+    #[serde(default)]
+    num_hidden_layers: Field<u64>,
+    #[serde(default)]
+    num_attention_heads: Field<u64>,
+    #[serde(default)]
+    hidden_size: Field<u64>,
+    #[serde(default)]
+    intermediate_size: Field<u64>,
+    #[serde(default)]
+    vocab_size: Field<u64>,
+    #[serde(default)]
+    max_position_embeddings: Field<u64>,
+    #[serde(default)]
+    hidden_act: Field<String>,
+    #[serde(default)]
+    layer_norm_eps: Field<f64>,
+}
+
+/// DistilBERT's (DistilBertConfig).
+#[derive(Deserialize)]
+struct DistilBertConfig {
+    #[serde(default)]
+    n_layers: Field<u64>,
+    #[serde(default)]
+    n_heads: Field<u64>,
+    #[serde(default)]
+    dim: Field<u64>,
+    #[serde(default)]
+    hidden_dim: Field<u64>,
+    #[serde(default)]
+    vocab_size: Field<u64>,
+    #[serde(default)]
+    max_position_embeddings: Field<u64>,
+    #[serde(default)]
+    activation: Field<String>,
+    #[serde(default)]
+    layer_norm_eps: Field<f64>,
+}
+
+/// GPT-2's (GPT2Config): `n_inner` null is 4 × `n_embd`.
+#[derive(Deserialize)]
+struct Gpt2Config {
+    #[serde(default)]
+    n_layer: Field<u64>,
+    #[serde(default)]
+    n_head: Field<u64>,
+    #[serde(default)]
+    n_embd: Field<u64>,
+    #[serde(default)]
+    n_inner: Field<u64>,
+    #[serde(default)]
+    vocab_size: Field<u64>,
+    #[serde(default)]
+    n_positions: Field<u64>,
+    #[serde(default)]
+    activation_function: Field<String>,
+    #[serde(default)]
+    layer_norm_epsilon: Field<f64>,
+}
+
+/// A family's config as the page reads it: six sizes in [`LIMITS`]' order (each named as the
+/// family names it), its activation, its LayerNorm epsilon and the defaults the family takes
+/// when a field is absent.
+struct Raw<'a> {
+    sizes: [(&'static str, &'a Field<u64>); 6],
+    activation: (&'static str, &'a Field<String>, Activation),
+    eps: (&'static str, &'a Field<f64>, f64),
+}
+
+impl BertConfig {
+    fn raw(&self) -> Raw<'_> {
+        Raw {
+            sizes: [
+                ("num_hidden_layers", &self.num_hidden_layers),
+                ("num_attention_heads", &self.num_attention_heads),
+                ("hidden_size", &self.hidden_size),
+                ("intermediate_size", &self.intermediate_size),
+                ("vocab_size", &self.vocab_size),
+                ("max_position_embeddings", &self.max_position_embeddings),
+            ],
+            activation: ("hidden_act", &self.hidden_act, Activation::Gelu),
+            eps: ("layer_norm_eps", &self.layer_norm_eps, 1e-12),
+        }
+    }
+}
+
+impl DistilBertConfig {
+    fn raw(&self) -> Raw<'_> {
+        Raw {
+            sizes: [
+                ("n_layers", &self.n_layers),
+                ("n_heads", &self.n_heads),
+                ("dim", &self.dim),
+                ("hidden_dim", &self.hidden_dim),
+                ("vocab_size", &self.vocab_size),
+                ("max_position_embeddings", &self.max_position_embeddings),
+            ],
+            activation: ("activation", &self.activation, Activation::Gelu),
+            // DistilBERT's LayerNorms use PyTorch's 1e-12 without saying so.
+            eps: ("layer_norm_eps", &self.layer_norm_eps, 1e-12),
+        }
+    }
+}
+
+impl Gpt2Config {
+    fn raw(&self) -> Raw<'_> {
+        Raw {
+            sizes: [
+                ("n_layer", &self.n_layer),
+                ("n_head", &self.n_head),
+                ("n_embd", &self.n_embd),
+                ("n_inner", &self.n_inner),
+                ("vocab_size", &self.vocab_size),
+                ("n_positions", &self.n_positions),
+            ],
+            activation: ("activation_function", &self.activation_function, Activation::GeluTanh),
+            eps: ("layer_norm_epsilon", &self.layer_norm_epsilon, 1e-5),
+        }
+    }
+}
+
 /// The config in `text`.
 pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
     let value: Value = serde_json::from_str(text).map_err(|e| ConfigError(format!("not JSON ({e})")))?;
-    let fields = value.as_object().ok_or_else(|| ConfigError("not a JSON object".into()))?;
-    let architecture = architecture(fields)?;
-    // The families name the same sizes differently.
-    let names: [&str; 7] = match architecture {
-        Architecture::Bert => [
-            "num_hidden_layers",
-            "num_attention_heads",
-            "hidden_size",
-            "intermediate_size",
-            "vocab_size",
-            "max_position_embeddings",
-            "hidden_act",
-        ],
-        Architecture::DistilBert => [
-            "n_layers",
-            "n_heads",
-            "dim",
-            "hidden_dim",
-            "vocab_size",
-            "max_position_embeddings",
-            "activation",
-        ],
-        Architecture::Gpt2 => {
-            ["n_layer", "n_head", "n_embd", "n_inner", "vocab_size", "n_positions", "activation_function"]
+    if !value.is_object() {
+        return Err(ConfigError("not a JSON object".into()));
+    }
+    // Fields of the wrong type are kept as they are (`Field::Invalid`): reading never fails here.
+    let read = |what| ConfigError(format!("could not read its {what}"));
+    let common: Common = serde_json::from_value(value.clone()).map_err(|_| read("name"))?;
+    let architecture = architecture(&common)?;
+    let spec = match architecture {
+        Architecture::Bert => {
+            serde_json::from_value::<BertConfig>(value).map(|c| spec(architecture, c.raw()))
         }
+        Architecture::DistilBert => {
+            serde_json::from_value::<DistilBertConfig>(value).map(|c| spec(architecture, c.raw()))
+        }
+        Architecture::Gpt2 => {
+            serde_json::from_value::<Gpt2Config>(value).map(|c| spec(architecture, c.raw()))
+        }
+    }
+    .map_err(|_| read("sizes"))??;
+    if let Some(kind) = common.position_embedding_type.valid() {
+        if kind != "absolute" {
+            return Err(ConfigError(format!(
+                "position_embedding_type {kind:?}: headlab runs absolute positions only"
+            )));
+        }
+    }
+    if common.sinusoidal_pos_embds.valid() == Some(true) {
+        return Err(ConfigError("sinusoidal_pos_embds: headlab runs learned positions only".into()));
+    }
+    let name = common.name_or_path.valid().filter(|n| !n.is_empty()).map(|n| {
+        // A path's last part, at most 80 characters.
+        let last = n.trim_end_matches('/').rsplit('/').next().unwrap_or(&n);
+        last.chars().take(80).collect()
+    });
+    Ok(CheckpointConfig { architecture, spec, name })
+}
+
+/// A family's shape from its raw config, every size within [`LIMITS`] and the whole validated.
+fn spec(architecture: Architecture, raw: Raw<'_>) -> Result<ModelSpec, ConfigError> {
+    let size = |i: usize| {
+        let (name, field) = raw.sizes[i];
+        field.size(name, LIMITS[i].0, LIMITS[i].1).map_err(ConfigError)
     };
-    let size = |i: usize| whole(fields, names[i], LIMITS[i].0, LIMITS[i].1);
-    let eps_field = if architecture == Architecture::Gpt2 { "layer_norm_epsilon" } else { "layer_norm_eps" };
-    let layer_norm_eps = match (architecture, fields.get(eps_field)) {
-        (_, Some(v)) => v.as_f64().ok_or_else(|| ConfigError(format!("{eps_field} is not a number")))?,
-        // DistilBERT's LayerNorms use PyTorch's 1e-12 without saying so.
-        (Architecture::DistilBert, None) | (Architecture::Bert, None) => 1e-12,
-        (Architecture::Gpt2, None) => 1e-5,
+    let (eps_field, eps, default_eps) = raw.eps;
+    let layer_norm_eps = match eps {
+        Field::Valid(v) => *v,
+        Field::Invalid(_) => return Err(ConfigError(format!("{eps_field} is not a number"))),
+        Field::Missing => default_eps,
     };
     let d_model = size(2)?;
     // GPT-2's n_inner is null for "4 x n_embd".
-    let ffn = match (architecture, fields.get(names[3])) {
-        (Architecture::Gpt2, None | Some(Value::Null)) => 4 * d_model,
+    let ffn = match (architecture, raw.sizes[3].1) {
+        (Architecture::Gpt2, Field::Missing | Field::Invalid(Value::Null)) => 4 * d_model,
         _ => size(3)?,
     };
     let spec = ModelSpec {
@@ -121,34 +280,19 @@ pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
         ffn,
         vocab: size(4)?,
         positions: size(5)?,
-        activation: activation(fields, names[6], architecture)?,
+        activation: activation(raw.activation)?,
         pooling: Pooling::Mean { normalize: true },
         layer_norm_eps,
     };
     spec.validate().map_err(|e| ConfigError(e.0))?;
-    if let Some(kind) = fields.get("position_embedding_type").and_then(Value::as_str) {
-        if kind != "absolute" {
-            return Err(ConfigError(format!(
-                "position_embedding_type {kind:?}: headlab runs absolute positions only"
-            )));
-        }
-    }
-    if fields.get("sinusoidal_pos_embds").and_then(Value::as_bool) == Some(true) {
-        return Err(ConfigError("sinusoidal_pos_embds: headlab runs learned positions only".into()));
-    }
-    let name = fields.get("_name_or_path").and_then(Value::as_str).filter(|n| !n.is_empty()).map(|n| {
-        // A path's last part, at most 80 characters.
-        let last = n.trim_end_matches('/').rsplit('/').next().unwrap_or(n);
-        last.chars().take(80).collect()
-    });
-    Ok(CheckpointConfig { architecture, spec, name })
+    Ok(spec)
 }
 
-/// BERT or DistilBERT, from `model_type` (or, without one, the first of `architectures`).
-fn architecture(fields: &Map<String, Value>) -> Result<Architecture, ConfigError> {
-    let named = fields.get("model_type").and_then(Value::as_str).map(str::to_string).or_else(|| {
-        let first = fields.get("architectures")?.as_array()?.first()?.as_str()?;
-        Some(first.to_lowercase())
+/// BERT, DistilBERT or GPT-2, from `model_type` (or, without one, the first of `architectures`).
+fn architecture(common: &Common) -> Result<Architecture, ConfigError> {
+    let named = common.model_type.valid().or_else(|| {
+        let Field::Valid(list) = &common.architectures else { return None };
+        Some(list.first()?.as_str()?.to_lowercase())
     });
     match named.as_deref() {
         Some(t) if t == "bert" || t.starts_with("bertfor") || t == "bertmodel" => Ok(Architecture::Bert),
@@ -162,33 +306,23 @@ fn architecture(fields: &Map<String, Value>) -> Result<Architecture, ConfigError
     }
 }
 
-/// The whole number `field`, from 1 to `max` (what it is, for the message: `what`).
-fn whole(fields: &Map<String, Value>, field: &str, what: &str, max: usize) -> Result<usize, ConfigError> {
-    let value = fields.get(field).ok_or_else(|| ConfigError(format!("{field} is missing")))?;
-    let n = value.as_u64().ok_or_else(|| ConfigError(format!("{field} is not a whole number ({value})")))?;
-    if n == 0 || n > max as u64 {
-        return Err(ConfigError(format!("{field} claims {n} {what}; headlab reads 1 to {max}")));
-    }
-    Ok(n as usize)
-}
-
-/// The feed-forward activation `field` names (if the field is absent, the family's default: GELU
-/// for the encoders, its tanh approximation for GPT-2).
+/// The feed-forward activation a field names (absent: the family's default, GELU for the
+/// encoders, its tanh approximation for GPT-2).
 fn activation(
-    fields: &Map<String, Value>,
-    field: &str,
-    architecture: Architecture,
+    (field, value, default): (&str, &Field<String>, Activation),
 ) -> Result<Activation, ConfigError> {
-    match fields.get(field).map(|v| v.as_str()) {
-        None if architecture == Architecture::Gpt2 => Ok(Activation::GeluTanh),
-        None | Some(Some("gelu")) => Ok(Activation::Gelu),
-        Some(Some("gelu_new" | "gelu_pytorch_tanh" | "gelu_fast")) => Ok(Activation::GeluTanh),
-        Some(other) => Err(ConfigError(format!(
-            "{field} {} is not an activation headlab runs (gelu, gelu_new)",
-            other.map_or_else(
-                || "(not a string)".to_string(),
-                |s| format!("{:?}", s.chars().take(40).collect::<String>())
-            )
+    match value {
+        Field::Missing => Ok(default),
+        Field::Valid(name) => match name.as_str() {
+            "gelu" => Ok(Activation::Gelu),
+            "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),
+            other => Err(ConfigError(format!(
+                "{field} {:?} is not an activation headlab runs (gelu, gelu_new)",
+                other.chars().take(40).collect::<String>()
+            ))),
+        },
+        Field::Invalid(_) => Err(ConfigError(format!(
+            "{field} (not a string) is not an activation headlab runs (gelu, gelu_new)"
         ))),
     }
 }

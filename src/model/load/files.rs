@@ -3,6 +3,7 @@
 //! natively ([`DirFiles`]: the converter and the tests), memory in the tests ([`MemoryFiles`]).
 
 use std::future::Future;
+use std::pin::Pin;
 
 /// One file of the folder: its path as the reader's browser gives it (`all-MiniLM-L6-v2/config.json`
 /// for a dropped folder, `config.json` for picked files) and its size in bytes.
@@ -23,8 +24,13 @@ pub trait Files {
     /// `len` bytes of file `index` (of [`Files::entries`]) from byte `start`; the caller keeps
     /// the range within the file's size. The read starts when this is called, not when the
     /// future is first polled, so that a caller can have several under way.
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>>;
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_>;
 }
+
+/// A read under way: the bytes, or why they could not be had. Boxed, so that [`Files`] is a
+/// trait object and the loader one function for every back end (made again for each, it was as
+/// many copies of the loader in the page's wasm).
+pub type Read<'a> = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>> + 'a>>;
 
 /// Runs a future that never waits (the native [`Files`], whose reads are ready at once) to its
 /// end.
@@ -87,14 +93,14 @@ impl Files for MemoryFiles {
         &self.entries
     }
 
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
         let bytes = &self.bytes[index];
         let range = usize::try_from(start).ok().zip(usize::try_from(start + len).ok());
         let read = match range {
             Some((a, b)) if b <= bytes.len() => Ok(bytes[a..b].to_vec()),
             _ => Err(format!("bytes {start}..{} of {}", start + len, bytes.len())),
         };
-        std::future::ready(read)
+        Box::pin(std::future::ready(read))
     }
 }
 
@@ -137,8 +143,8 @@ impl Files for DirFiles {
         &self.entries
     }
 
-    fn read(&self, index: usize, start: u64, len: u64) -> impl Future<Output = Result<Vec<u8>, String>> {
-        use std::io::{Read, Seek, SeekFrom};
+    fn read(&self, index: usize, start: u64, len: u64) -> Read<'_> {
+        use std::io::{Read as _, Seek, SeekFrom};
         let read = || -> std::io::Result<Vec<u8>> {
             let relative = &self.entries[index].path[self.prefix.len()..];
             let mut file = std::fs::File::open(self.root.join(relative))?;
@@ -147,6 +153,6 @@ impl Files for DirFiles {
             file.read_exact(&mut out)?;
             Ok(out)
         };
-        std::future::ready(read().map_err(|e| e.to_string()))
+        Box::pin(std::future::ready(read().map_err(|e| e.to_string())))
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod config;
+pub mod fields;
 pub mod files;
 pub mod model_file;
 pub mod names;

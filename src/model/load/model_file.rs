@@ -23,9 +23,11 @@
 use std::collections::HashMap;
 
 use half::f16;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::model::load::config::{Architecture, LIMITS};
+use crate::model::load::fields::Field;
 use crate::model::load::names::tensor_names;
 use crate::model::spec::{Activation, ModelSpec, Pooling};
 use crate::model::tokenize::wordpiece::Casing;
@@ -161,40 +163,8 @@ impl Writer {
     /// weight.
     pub fn new(description: &Description, vocab: &str) -> Writer {
         let spec = &description.spec;
-        let (activation, (pooling, normalize)) = (
-            match spec.activation {
-                Activation::Gelu => "gelu",
-                Activation::GeluTanh => "gelu_tanh",
-            },
-            match spec.pooling {
-                Pooling::Mean { normalize } => ("mean", normalize),
-                Pooling::Cls { normalize } => ("cls", normalize),
-            },
-        );
-        // Written field by field, not through a map: the bytes (and so the file's id) must not
-        // depend on whether serde_json keeps insertion order in this build.
-        let quoted = |s: &str| Value::from(s).to_string();
-        let header = format!(
-            concat!(
-                r#"{{"name":{},"architecture":"{}","casing":"{}","vocab_bytes":{},"spec":{{"layers":{},"#,
-                r#""heads":{},"d_model":{},"ffn":{},"vocab":{},"positions":{},"activation":"{}","#,
-                r#""pooling":"{}","normalize":{},"layer_norm_eps":{}}}}}"#
-            ),
-            quoted(&description.name),
-            description.architecture.model_type(),
-            description.casing.name(),
-            vocab.len(),
-            spec.layers,
-            spec.heads,
-            spec.d_model,
-            spec.ffn,
-            spec.vocab,
-            spec.positions,
-            activation,
-            pooling,
-            normalize,
-            Value::from(spec.layer_norm_eps),
-        );
+        let header = serde_json::to_string(&Header::of(description, vocab.len()))
+            .expect("a header of strings, numbers and booleans is JSON");
         let tensors = tensor_names(description.architecture, spec);
         let values: usize = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
         let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + vocab.len() + 2 * values);
@@ -297,54 +267,145 @@ pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
     Ok(Asset { description, tensors: out, vocab })
 }
 
+/// The model file's header as JSON, field for field: its order is the bytes' (and so the file's
+/// id), the derive writes the fields in the order they are declared.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    #[serde(default)]
+    name: Field<String>,
+    #[serde(default)]
+    architecture: Field<String>,
+    #[serde(default)]
+    casing: Field<String>,
+    #[serde(default)]
+    vocab_bytes: Field<u64>,
+    #[serde(default)]
+    spec: Field<HeaderSpec>,
+}
+
+/// The header's `spec`.
+#[derive(Serialize, Deserialize)]
+struct HeaderSpec {
+    #[serde(default)]
+    layers: Field<u64>,
+    #[serde(default)]
+    heads: Field<u64>,
+    #[serde(default)]
+    d_model: Field<u64>,
+    #[serde(default)]
+    ffn: Field<u64>,
+    #[serde(default)]
+    vocab: Field<u64>,
+    #[serde(default)]
+    positions: Field<u64>,
+    #[serde(default)]
+    activation: Field<String>,
+    #[serde(default)]
+    pooling: Field<String>,
+    #[serde(default)]
+    normalize: Field<bool>,
+    #[serde(default)]
+    layer_norm_eps: Field<f64>,
+}
+
+impl crate::model::load::fields::FromJson for HeaderSpec {
+    fn from_json(json: &Value) -> Option<HeaderSpec> {
+        json.is_object().then(|| serde_json::from_value(json.clone()).ok()).flatten()
+    }
+}
+
+impl Header {
+    /// The header of `d`'s model with a vocabulary of `vocab_bytes`.
+    fn of(d: &Description, vocab_bytes: usize) -> Header {
+        let spec = &d.spec;
+        let (pooling, normalize) = match spec.pooling {
+            Pooling::Mean { normalize } => ("mean", normalize),
+            Pooling::Cls { normalize } => ("cls", normalize),
+        };
+        let size = |n: usize| Field::Valid(n as u64);
+        let text = |t: &str| Field::Valid(t.to_string());
+        Header {
+            name: text(&d.name),
+            architecture: text(d.architecture.model_type()),
+            casing: text(d.casing.name()),
+            vocab_bytes: size(vocab_bytes),
+            spec: Field::Valid(HeaderSpec {
+                layers: size(spec.layers),
+                heads: size(spec.heads),
+                d_model: size(spec.d_model),
+                ffn: size(spec.ffn),
+                vocab: size(spec.vocab),
+                positions: size(spec.positions),
+                activation: text(match spec.activation {
+                    Activation::Gelu => "gelu",
+                    Activation::GeluTanh => "gelu_tanh",
+                }),
+                pooling: text(pooling),
+                normalize: Field::Valid(normalize),
+                layer_norm_eps: Field::Valid(spec.layer_norm_eps),
+            }),
+        }
+    }
+}
+
+impl HeaderSpec {
+    /// The shape, every size within [`LIMITS`] and the whole validated.
+    fn spec(&self) -> Result<ModelSpec, String> {
+        let size = |field: &Field<u64>, key: &str, limit: usize| {
+            field
+                .valid()
+                .filter(|&n| n >= 1 && n <= limit as u64)
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("spec.{key} is not a size from 1 to {limit}"))
+        };
+        let text = |field: &Field<String>| field.valid();
+        let normalize = self.normalize.valid().ok_or("no spec.normalize")?;
+        let spec = ModelSpec {
+            layers: size(&self.layers, "layers", LIMITS[0].1)?,
+            heads: size(&self.heads, "heads", LIMITS[1].1)?,
+            d_model: size(&self.d_model, "d_model", LIMITS[2].1)?,
+            ffn: size(&self.ffn, "ffn", LIMITS[3].1)?,
+            vocab: size(&self.vocab, "vocab", LIMITS[4].1)?,
+            positions: size(&self.positions, "positions", LIMITS[5].1)?,
+            activation: match text(&self.activation).as_deref() {
+                Some("gelu") => Activation::Gelu,
+                Some("gelu_tanh") => Activation::GeluTanh,
+                _ => return Err("spec.activation is not gelu or gelu_tanh".into()),
+            },
+            pooling: match text(&self.pooling).as_deref() {
+                Some("mean") => Pooling::Mean { normalize },
+                Some("cls") => Pooling::Cls { normalize },
+                _ => return Err("spec.pooling is not mean or cls".into()),
+            },
+            layer_norm_eps: self.layer_norm_eps.valid().ok_or("no spec.layer_norm_eps")?,
+        };
+        spec.validate().map_err(|e| e.0)?;
+        Ok(spec)
+    }
+}
+
 /// The header's description and vocabulary length, every size within [`LIMITS`].
 fn read_header(text: &str) -> Result<(Description, u64), String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let text_field = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
-    let spec_json = root.get("spec").ok_or("no spec")?;
-    let size = |key: &str, limit: usize| {
-        spec_json
-            .get(key)
-            .and_then(Value::as_u64)
-            .filter(|&n| n >= 1 && n <= limit as u64)
-            .map(|n| n as usize)
-            .ok_or_else(|| format!("spec.{key} is not a size from 1 to {limit}"))
+    let header: Header = match root.is_object() {
+        true => serde_json::from_value(root).map_err(|e| format!("not a header: {e}"))?,
+        false => return Err("not JSON: not an object".into()),
     };
-    let normalize = spec_json.get("normalize").and_then(Value::as_bool).ok_or("no spec.normalize")?;
-    let spec = ModelSpec {
-        layers: size("layers", LIMITS[0].1)?,
-        heads: size("heads", LIMITS[1].1)?,
-        d_model: size("d_model", LIMITS[2].1)?,
-        ffn: size("ffn", LIMITS[3].1)?,
-        vocab: size("vocab", LIMITS[4].1)?,
-        positions: size("positions", LIMITS[5].1)?,
-        activation: match text_field(spec_json, "activation").as_deref() {
-            Some("gelu") => Activation::Gelu,
-            Some("gelu_tanh") => Activation::GeluTanh,
-            _ => return Err("spec.activation is not gelu or gelu_tanh".into()),
-        },
-        pooling: match text_field(spec_json, "pooling").as_deref() {
-            Some("mean") => Pooling::Mean { normalize },
-            Some("cls") => Pooling::Cls { normalize },
-            _ => return Err("spec.pooling is not mean or cls".into()),
-        },
-        layer_norm_eps: spec_json
-            .get("layer_norm_eps")
-            .and_then(Value::as_f64)
-            .ok_or("no spec.layer_norm_eps")?,
+    let text = |field: &Field<String>| field.valid();
+    let spec = match &header.spec {
+        Field::Valid(spec) => spec.spec()?,
+        _ => return Err("no spec".into()),
     };
-    spec.validate().map_err(|e| e.0)?;
-    let architecture = match text_field(&root, "architecture").as_deref() {
+    let architecture = match text(&header.architecture).as_deref() {
         Some("bert") => Architecture::Bert,
         Some("distilbert") => Architecture::DistilBert,
         Some("gpt2") => Architecture::Gpt2,
         _ => return Err("architecture is not bert, distilbert or gpt2".into()),
     };
-    let casing = text_field(&root, "casing")
-        .and_then(|c| Casing::from_name(&c))
-        .ok_or("casing is not cased or uncased")?;
-    let name = text_field(&root, "name").filter(|n| !n.is_empty()).ok_or("no name")?;
-    let vocab_len = root.get("vocab_bytes").and_then(Value::as_u64).ok_or("no vocab_bytes")?;
+    let casing =
+        text(&header.casing).and_then(|c| Casing::from_name(&c)).ok_or("casing is not cased or uncased")?;
+    let name = text(&header.name).filter(|n| !n.is_empty()).ok_or("no name")?;
+    let vocab_len = header.vocab_bytes.valid().ok_or("no vocab_bytes")?;
     Ok((Description { name, architecture, casing, spec }, vocab_len))
 }
 

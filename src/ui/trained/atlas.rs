@@ -11,7 +11,7 @@ use super::task_view::TaskView;
 use super::view::{engine_is, EncoderView};
 use crate::attention::atlas::Atlas;
 use crate::export::atlas_csv;
-use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::driver::{drive_plan, Status};
 use crate::jobs::encoder::task::{HeadAtlas, ROLE_SENTENCES};
 use crate::jobs::ticket::Ticket;
 use crate::model::encoder::filter::{cluster_lines, HeadFilter, Known};
@@ -54,8 +54,8 @@ impl AtlasView {
                 let (engine, data) = (engine.filter(|_| go)?, data?.ok()?);
                 let of = engine.clone();
                 let ticket = Ticket::while_wanted(move || engine_is(view.engine, &of));
-                let job = Planned::new(HeadAtlas::new(&engine, &data));
-                let atlas = drive(&engine, job, &ticket, |_, s| status.set(Some(s))).await;
+                let job = HeadAtlas::new(&engine, &data);
+                let atlas = drive_plan(&engine, job, &ticket, &mut |s| status.set(Some(s))).await;
                 status.set(None);
                 atlas.map(Rc::new)
             }

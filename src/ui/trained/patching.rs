@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use super::view::{engine_is, EncoderView};
 use super::SentenceInput;
 use crate::export::patching_csv;
-use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::driver::{drive_plan, Status};
 use crate::jobs::encoder::patching::PatchSweep;
 use crate::jobs::ticket::Ticket;
 use crate::model::encoder::patching::{
@@ -54,8 +54,8 @@ impl PatchState {
                     engine_is(view.engine, &of)
                         && asked.try_with_untracked(|a| a.as_ref() == Some(&wanted)) == Some(true)
                 });
-                let job = Planned::new(PatchSweep::new(&engine, pair.0.clone(), pair.1.clone()));
-                let patching = drive(&engine, job, &ticket, |_, s| status.set(Some(s))).await;
+                let job = PatchSweep::new(&engine, pair.0.clone(), pair.1.clone());
+                let patching = drive_plan(&engine, job, &ticket, &mut |s| status.set(Some(s))).await;
                 status.set(None);
                 Some(Rc::new(Patched { pair, patching: patching? }))
             }

@@ -12,7 +12,7 @@ use crate::attention::importance::Ranking;
 use crate::attention::HeadSet;
 use crate::backend::precision_speed::PrecisionCost;
 use crate::backend::pruned_speed::PrunedSpeed;
-use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::driver::{drive, drive_plan, Planned, Status};
 use crate::jobs::encoder::curves::{CurveCache, CurveRun, WorkLeft};
 use crate::jobs::encoder::levers::{precision_cost, precision_quality, PrecisionQuality};
 use crate::jobs::encoder::task::{HeadRoles, SetQuality, SetScore, TaskData, TaskImportance};
@@ -105,7 +105,7 @@ impl TaskView {
             async move {
                 let (engine, data) = ready.filter(|_| wanted)?;
                 let job = TaskImportance::new(&data, HeadSet::all(engine.model().spec().total_heads()));
-                drive(&engine, Planned::new(job), &while_shown(view, &engine), |_, _| {}).await.map(Rc::new)
+                drive_plan(&engine, job, &while_shown(view, &engine), &mut |_| {}).await.map(Rc::new)
             }
         });
         let quality = LocalResource::new(move || {
@@ -118,7 +118,7 @@ impl TaskView {
                 (heads.len() == engine.model().spec().total_heads()).then_some(())?;
                 let shown = while_shown(view, &engine);
                 let ticket = Ticket::while_wanted(move || shown.is_current() && ticket.is_current());
-                drive(&engine, Planned::new(SetQuality::new(data, heads)), &ticket, |_, _| {}).await
+                drive_plan(&engine, SetQuality::new(data, heads), &ticket, &mut |_| {}).await
             }
         });
         // Nothing known, of a model of no heads, until the model and the pairs are in.
@@ -153,8 +153,8 @@ impl TaskView {
             let ready = ready();
             async move {
                 let (engine, data) = ready?;
-                let job = Planned::new(HeadRoles::new(&engine, &data));
-                drive(&engine, job, &while_shown(view, &engine), |_, _| {}).await.map(Rc::new)
+                let job = HeadRoles::new(&engine, &data);
+                drive_plan(&engine, job, &while_shown(view, &engine), &mut |_| {}).await.map(Rc::new)
             }
         });
         TaskView {

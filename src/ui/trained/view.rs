@@ -11,7 +11,7 @@ use super::loader::Shown;
 use crate::attention::importance::Ranking;
 use crate::attention::precision::Precision;
 use crate::attention::{cosine, HeadSet};
-use crate::jobs::driver::{drive, Planned, Status};
+use crate::jobs::driver::{drive_plan, Status};
 use crate::jobs::encoder::engine::Pass;
 use crate::jobs::encoder::sweep::{DriftSweep, MarginSweep};
 use crate::jobs::engine::{Engine, Workers};
@@ -260,8 +260,9 @@ fn drift_importance(
                 full.try_get_untracked().flatten().flatten().is_some_and(|f| Rc::ptr_eq(&f, &of))
             });
             let ids = base.ids.clone();
-            let job = Planned::new(DriftSweep::new(&engine, ids.clone()));
-            let ranking = drive(&engine, job, &ticket, |_, s| status.set(Some((ids.clone(), s)))).await?;
+            let job = DriftSweep::new(&engine, ids.clone());
+            let ranking =
+                drive_plan(&engine, job, &ticket, &mut |s| status.set(Some((ids.clone(), s)))).await?;
             Some(Rc::new(SentenceImportance { ids, ranking }))
         }
     });
@@ -295,8 +296,8 @@ fn margin_importance(
             let of = engine.clone();
             let ticket = Ticket::while_wanted(move || engine_is(engine_resource, &of));
             status.set(None);
-            let job = Planned::new(MarginSweep::new(&engine));
-            drive(&engine, job, &ticket, |_, s| status.set(Some(s))).await.map(Rc::new)
+            let job = MarginSweep::new(&engine);
+            drive_plan(&engine, job, &ticket, &mut |s| status.set(Some(s))).await.map(Rc::new)
         }
     });
     (margin, status)

@@ -15,7 +15,7 @@ use crate::jobs::decoder::curves::DecoderCurves;
 use crate::jobs::decoder::{
     keep_for, DecoderRun, InductionRun, SetPerplexity, TextImportance, DECODER_KERNEL,
 };
-use crate::jobs::driver::{drive, AnyPlan, Planned, Status};
+use crate::jobs::driver::{drive_any, AnyPlan, Status};
 use crate::jobs::engine::{Engine, Workers};
 use crate::jobs::ticket::{Slot, Ticket};
 use crate::jobs::web::{auto_threads, now_ms, yield_to_browser, PageHost, WebWorkers};
@@ -238,10 +238,8 @@ impl DecoderView {
         let of = engine.clone();
         let (ticket, mine) = measurement.ticket(move || self.engine_is(&of) && wanted())?;
         measurement.running.try_set(true);
-        let publish = |_: &Planned<AnyPlan<Decoder>>, status: Status| {
-            measurement.say(&mine, Some(describe(&status)));
-        };
-        let found = drive(&*engine, Planned::new(plan), &ticket, publish).await;
+        let mut publish = |status: Status| measurement.say(&mine, Some(describe(&status)));
+        let found = drive_any(&engine, plan, &ticket, &mut publish).await;
         measurement.end(&mine, None);
         found
     }
