@@ -5,7 +5,8 @@
 # model against transformers.js (bench/transformers.mjs, both builds); the attention forward
 # against onnxruntime-web in headless Chromium as well (bench/ort.mjs --browser);
 # one pass cut across threads (bench/split.mjs); the GPU path per dispatch (timestamp queries)
-# on the native adapter.
+# on the native adapter; a decoder's pruning curves on the page's thread and on two workers
+# (bench/decoder-curves.mjs).
 #   bench/run.sh [ROUNDS] [all|smoke]   (default 15 all; results go in BENCHMARKS.md by hand,
 #                                        with the date; smoke: BERT-base n = 128 only)
 set -euo pipefail
@@ -95,6 +96,11 @@ else
   node bench/threads.mjs "$rounds" "$(nproc)" curve
   node bench/threads.mjs "$rounds" "$(nproc)" sweep
 fi
+
+echo
+echo "## a decoder's first complete pruning curves: the page's thread against two workers, headless Chromium"
+# One round is 15 minutes at GPT-2 small's shape; the smoke form is the tests' 8-head decoder.
+if [ "$shapes" = smoke ]; then node bench/decoder-curves.mjs 1 smoke; else node bench/decoder-curves.mjs 1; fi
 
 echo
 echo "## relaxed SIMD against simd128 only, side by side in headless Chromium"
