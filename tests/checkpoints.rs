@@ -20,7 +20,7 @@ use headlab::model::load::checkpoint::{
     load, referenced_files, CheckpointError, Loaded, Options, SERVED_NAMES,
 };
 use headlab::model::load::config::Architecture;
-use headlab::model::load::files::{now, DirFiles, Entry, Files, MemoryFiles, Read};
+use headlab::model::load::files::{last_part, now, DirFiles, Entry, Files, MemoryFiles, Read};
 use headlab::model::spec::{Activation, Pooling};
 use headlab::model::tokenize::wordpiece::Casing;
 use serde_json::Value;
@@ -234,6 +234,32 @@ fn a_folder_made_here_round_trips_through_the_page_file() {
     assert_ne!(read(&tiny_folder(8).0).unwrap().id, loaded.id);
 }
 
+/// A model is named by its folder, else its config's `_name_or_path`, else its family: never a
+/// bare "model" (loose files whose config names nothing).
+#[test]
+fn a_model_is_named_by_its_folder_its_config_or_its_family() {
+    let (folder, _) = tiny_folder(7);
+    let loose = |config: String| {
+        let mut files = MemoryFiles::new();
+        files.put("config.json", config.into_bytes());
+        for name in ["vocab.txt", "model.safetensors"] {
+            files.put(name, folder.get(&format!("tiny/{name}")).unwrap().to_vec());
+        }
+        read(&files).unwrap().description.name
+    };
+    assert_eq!(read(&folder).unwrap().description.name, "tiny");
+    assert_eq!(loose(tiny_config()), "tiny", "the config's tests/tiny, its last part");
+    let nameless = tiny_config().replace(r#", "_name_or_path": "tests/tiny""#, "");
+    assert_eq!(loose(nameless.clone()), "bert from your files");
+    assert_eq!(loose(nameless.replace('}', r#", "_name_or_path": "./"}"#)), "bert from your files");
+    for (path, name) in
+        [("models/bert-tiny/", Some("bert-tiny")), ("/a/b", Some("b")), (".", None), ("", None)]
+    {
+        assert_eq!(last_part(path).as_deref(), name, "{path:?}");
+    }
+    assert_eq!(last_part(&"x".repeat(200)).unwrap().len(), 80);
+}
+
 /// A folder on a server, which lists nothing: the page asks for the names a folder may hold, then
 /// for those its index and modules.json name; what it finds loads as the whole folder does (the
 /// generated folders have shards, a Pooling module and files the page does not need).
@@ -377,7 +403,15 @@ fn every_bad_folder_is_refused_with_the_file_and_the_problem() {
                 e["data_offsets"][1] = (e["data_offsets"][1].as_u64().unwrap() + 4).into()
             })),
             st,
-            "not a valid safetensors header",
+            "the tensor \"encoder.layer.0.attention.self.key.weight\"'s offsets",
+        ),
+        (
+            "a name given twice",
+            Box::new(header(|h| {
+                h.replacen("\"embeddings.LayerNorm.bias\"", "\"embeddings.LayerNorm.weight\"", 1)
+            })),
+            st,
+            "its header names the tensor \"embeddings.LayerNorm.weight\" twice",
         ),
         (
             "overlapping offsets",
@@ -386,13 +420,13 @@ fn every_bad_folder_is_refused_with_the_file_and_the_problem() {
                 e["data_offsets"] = serde_json::json!([a - 8, b - 8]);
             })),
             st,
-            "not a valid safetensors header",
+            "tensor \"encoder.layer.0.attention.self.key.weight\" starts at byte",
         ),
         (
             "unknown dtype",
             Box::new(header(|h| h.replacen("\"F32\"", "\"F99\"", 1))),
             st,
-            "its header names the unknown dtype \"F99\"",
+            "the unknown dtype \"F99\"",
         ),
         (
             "a dtype headlab does not read",
@@ -468,7 +502,13 @@ fn every_bad_folder_is_refused_with_the_file_and_the_problem() {
             "a 2^40-byte shape in a small slot",
             Box::new(entry(query, |e| e["shape"] = serde_json::json!([1 << 20, 1 << 18]))),
             st,
-            "not a valid safetensors header",
+            "the tensor \"encoder.layer.0.attention.self.query.weight\"'s offsets 1740..2640 hold 900 bytes, where its shape [1048576, 262144] of F32 needs 1099511627776",
+        ),
+        (
+            "a shape whose size overflows",
+            Box::new(entry(query, |e| e["shape"] = serde_json::json!([1u64 << 40, 1u64 << 40]))),
+            st,
+            "the tensor \"encoder.layer.0.attention.self.query.weight\"'s shape [1099511627776, 1099511627776] of F32 is too large for any file",
         ),
     ];
     for (what, change, file, problem) in cases {

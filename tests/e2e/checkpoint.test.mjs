@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { artifacts, download, suite } from './harness.mjs';
-import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
+import { CHECKPOINTS_PATH, REDIRECT_PATH, checkpoints, followedRedirects } from './serve.mjs';
 import { dropFiles } from './pages.mjs';
 
 const app = suite({ gpu: true });
@@ -40,8 +40,10 @@ for (const backend of ['cpu', 'gpu']) {
   test(`a served checkpoint (?model=, bf16 shards, [CLS] pooling) loads on the ${backend} and its drift equals the float64 reference`, async () => {
     const ref = await reference('bert-cased-bf16-sharded');
     const path = `${CHECKPOINTS_PATH}bert-cased-bf16-sharded`;
-    const { page, problems, lab: { trained } } = await app.open(`?model=${encodeURIComponent(path)}&backend=${backend}&text=${encodeURIComponent(ref.page.text)}`);
+    const { page, problems, lab: { trained, settings } } = await app.open(`?model=${encodeURIComponent(path)}&backend=${backend}&text=${encodeURIComponent(ref.page.text)}`);
     await trained.waitModel('bert-cased-bf16-sharded', 3, { timeout: 60000 });
+    // The top "Model" control names the model on show, not the built-in one.
+    assert.match(await settings.trainedOption.textContent(), /^bert-cased-bf16-sharded \(trained\) — 24\/3, d_k 8$/);
     assert.match(await trained.modelLoad.textContent(), /\(bert, weights [0-9a-f]{16}\): 3 layers × 3 heads of 8, d_model 24, FFN 40, 64 positions/);
     assert.match(await trained.modelCredit.textContent(), /served by this page's site/);
     const cosine = await pruneReferenceHead(trained, 9);
@@ -140,7 +142,18 @@ test('?model= on another site is refused with a message, and the built-in model 
   // A folder the server does not have: the file is named.
   await page.goto(`${app.base}/?model=nothing-here&backend=cpu`);
   await trained.modelError.waitText(/^Could not load the model at nothing-here: config\.json: missing/, { timeout: 30000 });
-  assert.deepEqual(withoutProbes(problems), []);
+  // Asking again cannot make the file appear: no "Try again".
+  assert.equal(await trained.modelError.getByRole('button').count(), 0);
+  // A same-origin path the server redirects to another origin: refused, the path named, never
+  // followed (the redirect target would answer with a model).
+  await page.goto(`${app.base}/?model=${encodeURIComponent(`${REDIRECT_PATH}bert-odd`)}&backend=cpu`);
+  await trained.modelError.waitText(/^Could not load the model at \/__redirect\/bert-odd: .*__redirect\/bert-odd\/[\w.-]+ elsewhere; the page reads a model only from where its link points, and follows no redirect/, { timeout: 30000 });
+  assert.equal(await trained.modelError.getByRole('button').count(), 0);
+  // The server saw nothing asked of the other origin. (Chromium still reports the redirect's
+  // target as a request to Playwright, though it sends none.)
+  assert.deepEqual(followedRedirects, []);
+  const redirectTarget = /^off-origin request: http:\/\/localhost:\d+\/__checkpoints\/bert-odd\//;
+  assert.deepEqual(withoutProbes(problems).filter((p) => !redirectTarget.test(p)), []);
   await page.close();
 });
 

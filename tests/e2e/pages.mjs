@@ -59,6 +59,8 @@ class Settings {
   }
 
   get preset() { return element(this.root, 'preset'); }
+  /** The model picker's option for the trained model: it names the model on show. */
+  get trainedOption() { return this.preset.locator('option[value=trained]'); }
   get seqSlider() { return element(this.root, 'seq-slider'); }
   get seqNumber() { return element(this.root, 'seq-number'); }
   get customHeads() { return element(this.root, 'custom-heads'); }

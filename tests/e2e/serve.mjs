@@ -8,6 +8,10 @@ import { extname, join, resolve } from 'node:path';
 export const root = resolve(import.meta.dirname, '../..');
 /** Where the page finds the test checkpoints, and where they are on disk. */
 export const CHECKPOINTS_PATH = '/__checkpoints/';
+/** A path the server redirects to the same checkpoints on another origin (localhost for 127.0.0.1). */
+export const REDIRECT_PATH = '/__redirect/';
+/** The paths asked for on that other origin: a page that followed the redirect would be here. */
+export const followedRedirects = [];
 export const checkpoints = process.env.HEADLAB_CHECKPOINTS ?? join(root, 'target/checkpoints');
 export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
@@ -18,9 +22,14 @@ export const types = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 
 export async function serveDist({ extra = async () => null, html = (_, text) => text, artifacts = join(root, 'target/e2e'), dist = join(root, 'dist') } = {}) {
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, 'http://x');
+    if (req.headers.host?.startsWith('localhost')) followedRedirects.push(url.pathname);
     try {
       const own = await extra(url.pathname, url);
       if (own) return res.writeHead(200, { 'content-type': own.type, ...own.headers }).end(own.body);
+      if (url.pathname.startsWith(REDIRECT_PATH)) {
+        const elsewhere = `http://localhost:${server.address().port}${CHECKPOINTS_PATH}${url.pathname.slice(REDIRECT_PATH.length)}`;
+        return res.writeHead(302, { location: elsewhere }).end();
+      }
       // The random checkpoints scripts/make-checkpoints.sh makes, served as a handbook would
       // serve a model folder beside the page (?model=/__checkpoints/<name>).
       const file = url.pathname.startsWith(CHECKPOINTS_PATH)

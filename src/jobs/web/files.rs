@@ -3,6 +3,7 @@
 //! the handbook serves beside the page (`?model=PATH`), asked for a range at a time and only from
 //! the page's own origin.
 
+use std::cell::Cell;
 use std::future::Future;
 
 use js_sys::{Array, Promise, Reflect, Uint8Array};
@@ -11,7 +12,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     DataTransfer, File, FileSystemDirectoryEntry, FileSystemEntry, FileSystemFileEntry, Headers, RequestInit,
-    Response,
+    RequestRedirect, Response, ResponseType,
 };
 
 use crate::model::load::checkpoint::{referenced_files, CheckpointError, SERVED_NAMES};
@@ -165,14 +166,28 @@ pub struct ServedFiles {
     /// The folder's address, with its trailing `/`.
     base: String,
     entries: Vec<Entry>,
+    /// Whether a request failed in a way that asking again could mend (the network, a busy
+    /// server), as opposed to a file the folder lacks or holds wrong.
+    in_transit: Cell<bool>,
+}
+
+/// Why a served folder could not be listed, and whether asking again could help.
+pub struct Unlisted {
+    /// The file concerned and the problem.
+    pub error: CheckpointError,
+    /// Whether the failure was in transit (the network, a busy server).
+    pub in_transit: bool,
 }
 
 impl ServedFiles {
     /// The folder at `path` (resolved against the page's address), or why it cannot be read.
-    pub async fn list(path: &str) -> Result<ServedFiles, CheckpointError> {
-        let refuse = |problem: String| CheckpointError { file: path.to_string(), problem };
+    pub async fn list(path: &str) -> Result<ServedFiles, Unlisted> {
+        let refuse = |problem: String| Unlisted {
+            error: CheckpointError { file: path.to_string(), problem },
+            in_transit: false,
+        };
         let base = same_origin(path).map_err(refuse)?;
-        let mut served = ServedFiles { base, entries: Vec::new() };
+        let mut served = ServedFiles { base, entries: Vec::new(), in_transit: Cell::new(false) };
         // The names a folder may hold; an index or modules.json names more.
         let mut wanted: Vec<String> = SERVED_NAMES.iter().rev().map(|n| n.to_string()).collect();
         let mut asked = Vec::new();
@@ -181,10 +196,10 @@ impl ServedFiles {
                 continue;
             }
             asked.push(name.clone());
-            let size = served
-                .size(&name)
-                .await
-                .map_err(|problem| CheckpointError { file: name.clone(), problem })?;
+            let size = served.size(&name).await.map_err(|problem| Unlisted {
+                error: CheckpointError { file: format!("{}{name}", folder_path(path)), problem },
+                in_transit: served.in_transit.get(),
+            })?;
             let Some(size) = size else { continue };
             served.entries.push(Entry { path: name.clone(), size });
             if matches!(name.as_str(), "model.safetensors.index.json" | "modules.json") && size <= 16 << 20 {
@@ -194,16 +209,44 @@ impl ServedFiles {
         }
         if !served.entries.iter().any(|e| e.path == "config.json") {
             let problem = format!("missing: the server has no {}config.json", served.base);
-            return Err(CheckpointError { file: "config.json".into(), problem });
+            return Err(Unlisted {
+                error: CheckpointError { file: "config.json".into(), problem },
+                in_transit: false,
+            });
         }
         Ok(served)
+    }
+
+    /// Whether a request failed in transit, so that loading again could help.
+    pub fn failed_in_transit(&self) -> bool {
+        self.in_transit.get()
+    }
+
+    /// The problem of `response` to a request for `url`, if any: a redirect (never followed:
+    /// the page reads only where the link points), or an answer other than `ok` (a 404 is not
+    /// a problem here: the caller decides).
+    fn check(&self, response: &Response, url: &str) -> Result<(), String> {
+        if response.type_() == ResponseType::Opaqueredirect || response.redirected() {
+            return Err(format!(
+                "the server redirected {url} elsewhere; the page reads a model only from where its link points, and follows no redirect"
+            ));
+        }
+        let status = response.status();
+        // A busy or failing server may answer next time; a missing or forbidden file will not.
+        if matches!(status, 408 | 429) || status >= 500 {
+            self.in_transit.set(true);
+        }
+        Ok(())
     }
 
     /// `name`'s size, or `None` when the server has no such file.
     async fn size(&self, name: &str) -> Result<Option<u64>, String> {
         let init = RequestInit::new();
         init.set_method("HEAD");
-        let response = fetch(&format!("{}{}", self.base, name), &init).await?;
+        init.set_redirect(RequestRedirect::Manual);
+        let url = format!("{}{}", self.base, name);
+        let response = fetch(&url, &init).await.inspect_err(|_| self.in_transit.set(true))?;
+        self.check(&response, &url)?;
         match response.status() {
             404 | 410 => Ok(None),
             s if !response.ok() => Err(format!("the server answered HTTP {s}")),
@@ -229,6 +272,7 @@ impl Files for ServedFiles {
         // The request goes out now (Files::read's contract); its answer is awaited below.
         let request = (len > 0).then(|| {
             let init = RequestInit::new();
+            init.set_redirect(RequestRedirect::Manual);
             let headers = Headers::new().map_err(|e| describe(&e))?;
             headers.set("range", &format!("bytes={start}-{}", start + len - 1)).map_err(|e| describe(&e))?;
             init.set_headers(&headers);
@@ -238,7 +282,8 @@ impl Files for ServedFiles {
             let Some(request) = request else {
                 return Ok(Vec::new());
             };
-            let response = request?.await?;
+            let response = request?.await.inspect_err(|_| self.in_transit.set(true))?;
+            self.check(&response, &url)?;
             match response.status() {
                 206 => {}
                 200 if whole => {}
@@ -252,7 +297,8 @@ impl Files for ServedFiles {
             }
             let buffer = JsFuture::from(response.array_buffer().map_err(|e| describe(&e))?)
                 .await
-                .map_err(|e| describe(&e))?;
+                .map_err(|e| describe(&e))
+                .inspect_err(|_| self.in_transit.set(true))?;
             let bytes = Uint8Array::new(&buffer).to_vec();
             if bytes.len() as u64 != len {
                 return Err(format!("{} bytes came where {len} were asked for", bytes.len()));
@@ -260,6 +306,11 @@ impl Files for ServedFiles {
             Ok(bytes)
         })
     }
+}
+
+/// `path` as a folder's path in a message (with its trailing `/`).
+fn folder_path(path: &str) -> String {
+    format!("{}/", path.trim_end_matches('/'))
 }
 
 /// `path` resolved against the page's address, as a folder address ending in `/`, if it is on

@@ -10,7 +10,7 @@ use super::files::{ReaderFiles, ServedFiles};
 use super::workers::ModelFile;
 use super::{fetch_bytes, now_ms, yield_to_browser};
 use crate::model::load::checkpoint::{self, Options};
-use crate::model::load::files::{Entry, Files, Read};
+use crate::model::load::files::{last_part, Entry, Files, Read};
 use crate::model::load::model_file;
 use crate::model::Model;
 
@@ -75,6 +75,22 @@ impl LoadedModel {
     }
 }
 
+/// Why a load failed, and whether loading again could help: a download that failed or came
+/// damaged in transit may come whole next time; a file the folder lacks or holds wrong, or a
+/// link the page refuses, will not.
+pub struct LoadFailure {
+    /// The file concerned and the problem.
+    pub message: String,
+    /// Whether a retry could help.
+    pub retry_helps: bool,
+}
+
+impl LoadFailure {
+    fn new(message: impl Into<String>, retry_helps: bool) -> LoadFailure {
+        LoadFailure { message: message.into(), retry_helps }
+    }
+}
+
 /// Loads `source`, reporting `(bytes read, bytes in all)` as it goes; `held` bytes are taken by
 /// the model the page holds now. Setting `stop` abandons it (another load replaced it) at its
 /// next read. An error says which file and what is wrong with it.
@@ -83,26 +99,39 @@ pub async fn load(
     held: u64,
     stop: Rc<Cell<bool>>,
     progress: impl Fn(f64, Option<f64>) + 'static,
-) -> Result<LoadedModel, String> {
+) -> Result<LoadedModel, LoadFailure> {
     let started = now_ms();
-    let options = Options { name: None, budget: PAGE_BYTES.saturating_sub(held) };
+    // A served folder is named by its path's last part (a link names no folder of files).
+    let name = match &source {
+        Source::Served(path) => last_part(path),
+        _ => None,
+    };
+    let options = Options { name, budget: PAGE_BYTES.saturating_sub(held) };
     let (bytes, id, notes, bytes_read) = match source {
         Source::BuiltIn => {
-            let bytes =
-                fetch_bytes(BUILT_IN_URL, progress).await.map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
-            model_file::verify(&bytes).map_err(|e| format!("{BUILT_IN_URL}: {e}"))?;
+            // The built-in file is built with the page: whatever failed happened on the way.
+            let failed = |e: String| LoadFailure::new(format!("{BUILT_IN_URL}: {e}"), true);
+            let bytes = fetch_bytes(BUILT_IN_URL, progress).await.map_err(failed)?;
+            model_file::verify(&bytes).map_err(|e| failed(e.to_string()))?;
             let read = bytes.len() as u64;
             (bytes, model_file::ASSET_SHA256[..16].to_string(), Vec::new(), read)
         }
         Source::Served(path) => {
-            let files = ServedFiles::list(&path).await.map_err(|e| e.to_string())?;
-            convert(&Stoppable { files, stop }, &options, progress).await?
+            let files = ServedFiles::list(&path)
+                .await
+                .map_err(|u| LoadFailure::new(u.error.to_string(), u.in_transit))?;
+            let files = Stoppable { files, stop };
+            let converted = convert(&files, &options, progress).await;
+            converted.map_err(|e| LoadFailure::new(e, files.files.failed_in_transit()))?
         }
-        Source::Reader(files) => convert(&Stoppable { files, stop }, &options, progress).await?,
+        Source::Reader(files) => convert(&Stoppable { files, stop }, &options, progress)
+            .await
+            .map_err(|e| LoadFailure::new(e, false))?,
     };
     // Decoding takes a moment: let the progress bar show the end first.
     yield_to_browser().await;
-    let model = Model::from_file(&bytes, id.clone()).map_err(|e| format!("the model file: {e}"))?;
+    let model = Model::from_file(&bytes, id.clone())
+        .map_err(|e| LoadFailure::new(format!("the model file: {e}"), false))?;
     let seconds = (now_ms() - started) / 1000.0;
     Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })
 }

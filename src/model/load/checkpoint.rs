@@ -26,7 +26,7 @@ use safetensors::tensor::{Dtype, Metadata, TensorInfo};
 use serde_json::Value;
 
 use crate::model::load::config::{self, Architecture, CheckpointConfig};
-use crate::model::load::files::{Entry, Files};
+use crate::model::load::files::{last_part, Entry, Files};
 use crate::model::load::model_file::{self, Description, Writer};
 use crate::model::load::names::{tensor_names, Table};
 use crate::model::spec::Pooling;
@@ -144,7 +144,13 @@ pub async fn load(
             ),
         );
     }
-    let name = options.name.clone().or(folder.name()).or(name).unwrap_or_else(|| "model".to_string());
+    // Never a bare "model": loose files whose config names nothing are named by their family.
+    let name = options
+        .name
+        .clone()
+        .or(folder.name())
+        .or(name)
+        .unwrap_or_else(|| format!("{} from your files", architecture.model_type()));
     let description = Description { name, architecture, casing, spec };
     let mut writer = Writer::new(&description, &vocab);
     let total = plan.iter().map(|s| s.source.as_ref().map_or(0, |(_, _, len)| *len)).sum();
@@ -223,8 +229,7 @@ impl<'a> Folder<'a> {
 
     /// The folder's own name, when the files came as a folder.
     fn name(&self) -> Option<String> {
-        let root = self.root.trim_end_matches('/');
-        root.rsplit('/').next().filter(|n| !n.is_empty()).map(|n| n.chars().take(80).collect())
+        last_part(&self.root)
     }
 
     /// The path of `name` (relative to the folder), as the reader's files name it.
@@ -504,20 +509,115 @@ async fn header(files: &dyn Files, index: usize, path: String) -> Result<Shard, 
     Ok(Shard { index, path, metadata, data_start })
 }
 
-/// A safetensors header's JSON, validated by the crate: offsets in order, neither overlapping
-/// nor leaving gaps, each the size its shape and dtype give, no size overflowing.
+/// A safetensors header's JSON, checked here so that every refusal names its tensor: no name
+/// twice, every dtype known, each tensor's offsets the size its shape and dtype give (no size
+/// overflowing), and the tensors in order with neither overlap nor gap. `__metadata__` is not
+/// read.
 pub fn parse_header(raw: &[u8]) -> Result<Metadata, String> {
     let text = std::str::from_utf8(raw).map_err(|_| "its header is not UTF-8".to_string())?;
-    serde_json::from_str::<Metadata>(text.trim_end()).map_err(|e| {
+    let header: HeaderEntries = serde_json::from_str(text.trim_end())
+        .map_err(|e| format!("its header is not a valid safetensors header ({e})"))?;
+    if let Some(name) = header.twice {
+        return Err(format!("its header names the tensor {} twice", shown(&name)));
+    }
+    let mut tensors = Vec::with_capacity(header.entries.len());
+    for (name, value) in header.entries.into_iter().filter(|(name, _)| name != "__metadata__") {
+        let info = tensor_info(&name, value)?;
+        tensors.push((name, info));
+    }
+    tensors.sort_by_key(|(_, info)| info.data_offsets);
+    let mut end = 0;
+    for (name, info) in &tensors {
+        let start = info.data_offsets.0;
+        if start != end {
+            let what = if start < end { "overlapping it" } else { "leaving a gap" };
+            return Err(format!(
+                "tensor {} starts at byte {start} of the data, where the one before it ends at {end} ({what})",
+                shown(name)
+            ));
+        }
+        end = info.data_offsets.1;
+    }
+    Metadata::new(None, tensors).map_err(|e| format!("its header is not a valid safetensors header ({e})"))
+}
+
+/// A tensor's entry in a safetensors header, with its size checked against its offsets.
+fn tensor_info(name: &str, value: Value) -> Result<TensorInfo, String> {
+    let info: TensorInfo = serde_json::from_value(value).map_err(|e| {
         let e = e.to_string();
         // serde lists every dtype it knows after an unknown one: name the one found instead.
         match e.split_once("unknown variant `").and_then(|(_, rest)| rest.split_once('`')) {
-            Some((dtype, _)) => {
-                format!("its header names the unknown dtype {:?}", dtype.chars().take(20).collect::<String>())
-            }
-            None => format!("its header is not a valid safetensors header ({e})"),
+            Some((dtype, _)) => format!(
+                "its header gives the tensor {} the unknown dtype {:?}",
+                shown(name),
+                dtype.chars().take(20).collect::<String>()
+            ),
+            None => format!("its header's entry for the tensor {} is not valid ({e})", shown(name)),
         }
-    })
+    })?;
+    let bits = info.shape.iter().try_fold(info.dtype.bitsize() as u64, |n, &d| n.checked_mul(d as u64));
+    let whole = |b: &u64| b.is_multiple_of(8);
+    let Some(bytes) = bits.filter(whole).map(|b| b / 8) else {
+        let what =
+            if bits.is_none() { "is too large for any file" } else { "is not a whole number of bytes" };
+        return Err(format!(
+            "the tensor {}'s shape {:?} of {:?} {what}",
+            shown(name),
+            info.shape,
+            info.dtype
+        ));
+    };
+    let (start, end) = info.data_offsets;
+    if end < start || (end - start) as u64 != bytes {
+        return Err(format!(
+            "the tensor {}'s offsets {start}..{end} hold {} bytes, where its shape {:?} of {:?} needs {bytes}",
+            shown(name),
+            end.saturating_sub(start),
+            info.shape,
+            info.dtype
+        ));
+    }
+    Ok(info)
+}
+
+/// A tensor's name as a refusal quotes it (the file is untrusted: at most 100 characters).
+fn shown(name: &str) -> String {
+    let cut: String = name.chars().take(100).collect();
+    if cut.len() < name.len() {
+        format!("{cut:?}…")
+    } else {
+        format!("{cut:?}")
+    }
+}
+
+/// A safetensors header's entries in the file's order, and the first name given twice (a JSON
+/// map with a repeated key is read by serde as its last value, silently).
+struct HeaderEntries {
+    entries: Vec<(String, Value)>,
+    twice: Option<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for HeaderEntries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entries;
+        impl<'de> serde::de::Visitor<'de> for Entries {
+            type Value = HeaderEntries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of tensor names to their entries")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<HeaderEntries, A::Error> {
+                let (mut entries, mut seen, mut twice) = (Vec::new(), BTreeSet::new(), None);
+                while let Some((name, value)) = map.next_entry::<String, Value>()? {
+                    if !seen.insert(name.clone()) && twice.is_none() {
+                        twice = Some(name.clone());
+                    }
+                    entries.push((name, value));
+                }
+                Ok(HeaderEntries { entries, twice })
+            }
+        }
+        deserializer.deserialize_map(Entries)
+    }
 }
 
 /// One tensor of the model file: its name there, how many values, and where they come from

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::load::fields::Field;
+use crate::model::load::files::last_part;
 
 use crate::model::spec::{Activation, ModelSpec, Pooling};
 
@@ -247,11 +248,7 @@ pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
     if common.sinusoidal_pos_embds.valid() == Some(true) {
         return Err(ConfigError("sinusoidal_pos_embds: headlab runs learned positions only".into()));
     }
-    let name = common.name_or_path.valid().filter(|n| !n.is_empty()).map(|n| {
-        // A path's last part, at most 80 characters.
-        let last = n.trim_end_matches('/').rsplit('/').next().unwrap_or(&n);
-        last.chars().take(80).collect()
-    });
+    let name = common.name_or_path.valid().and_then(|n| last_part(&n));
     Ok(CheckpointConfig { architecture, spec, name })
 }
 

@@ -156,3 +156,10 @@ impl Files for DirFiles {
         Box::pin(std::future::ready(read().map_err(|e| e.to_string())))
     }
 }
+
+/// A path's last part, at most 80 characters, as a model's name: `models/bert-tiny/` names
+/// `bert-tiny`; a path with no name of its own (empty, `.`, `..`) names nothing.
+pub fn last_part(path: &str) -> Option<String> {
+    let last = path.trim_end_matches('/').rsplit('/').next()?;
+    (!matches!(last, "" | "." | "..")).then(|| last.chars().take(80).collect())
+}

@@ -114,10 +114,12 @@ fn ModelPicker() -> impl IntoView {
                 <option value="custom">"Custom…"</option>
                 <option value="trained">
                     {move || {
+                        // The model on show, whatever loaded it (the built-in one before).
                         let spec = state.trained.shape.get();
+                        let name = state.trained.name.get();
                         format!(
                             "{} (trained) — {}/{}, d_k {}",
-                            crate::model::encoder::BUILT_IN_NAME,
+                            name.as_deref().unwrap_or(crate::model::encoder::BUILT_IN_NAME),
                             spec.d_model,
                             spec.heads,
                             spec.d_k()

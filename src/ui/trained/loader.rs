@@ -110,10 +110,11 @@ impl Loader {
                     state.set(LoadState::default());
                     loaded(shown(done));
                 }
+                // "Try again" only where it could help (not for a file that is wrong).
                 Err(e) => state.update(|s| {
                     s.loading = None;
-                    s.error = Some(format!("Could not load {what}: {e}."));
-                    s.retry = retry;
+                    s.error = Some(format!("Could not load {what}: {}.", e.message));
+                    s.retry = retry.filter(|_| e.retry_helps);
                 }),
             }
         });
