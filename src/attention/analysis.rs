@@ -30,6 +30,39 @@ impl Importance {
         let random_curve = mean_random_curve(contributions, full, RANDOM_ORDERS, seed);
         Importance { ranking, ranked_curve, random_curve }
     }
+
+    /// Claim 3 on this layer, in words that read right for any head count: the drift of one
+    /// head alone (least and most important), then of pruning the least important fifth (at
+    /// least one head, never all) against as many at random. A single head has nothing to prune
+    /// beside it, and the sentence says so.
+    pub fn claim_sentence(&self) -> Option<String> {
+        let (r, heads) = (&self.ranking, self.ranking.len());
+        let (least, most) = (r.per_head[*r.ranked.first()?], r.max());
+        if heads == 1 {
+            return Some(format!(
+                "This layer has a single head: removing it removes the attention's whole output (it moves by {least:.3}, relative L2), so there is no head to prune beside another. Give it more heads to test the claim."
+            ));
+        }
+        let k = (((heads as f64) * 0.2).round() as usize).clamp(1, heads - 1);
+        let (ranked, random) = (self.ranked_curve.get(k)?, self.random_curve.get(k)?);
+        Some(format!(
+            "Here, removing one head alone moves the output by {least:.3} (least important) to {most:.3} \
+             (most important), relative L2. Pruning the {} of {heads} heads ({:.0} %) moves it by \
+             {ranked:.3}; {} at random, by {random:.3} on average.",
+            if k == 1 { "least important".to_string() } else { format!("{k} least important") },
+            100.0 * k as f64 / heads as f64,
+            heads_count(k),
+        ))
+    }
+}
+
+/// "1 head", "k heads".
+pub fn heads_count(k: usize) -> String {
+    if k == 1 {
+        "1 head".to_string()
+    } else {
+        format!("{k} heads")
+    }
 }
 
 /// Drift of the pruned output, and what producing it cost.
@@ -97,6 +130,40 @@ mod tests {
         for k in 0..=4 {
             assert!(imp.ranked_curve[k] <= imp.random_curve[k] + 1e-12, "k = {k}");
         }
+    }
+
+    /// Claim 3's sentence for every head count from one to 16 and two large ones: a whole
+    /// number of heads pruned (at least one, never all), singular and plural right, and the
+    /// drift it quotes the curve's at that count.
+    #[test]
+    fn claim_sentence_reads_right_for_every_head_count() {
+        for heads in (1..=16).chain([96, 128]) {
+            let data = (0..heads * heads)
+                .map(|i| if i % (heads + 1) == 0 { 1.0 + (i % 7) as f32 } else { 0.0 })
+                .collect();
+            let c = Contributions { num_heads: heads, seq_len: 1, d_model: heads, data };
+            let full = c.recompose(&HeadSet::all(heads));
+            let text = Importance::measure(&c, &full, 1).claim_sentence().unwrap();
+            for wrong in [" 0 least", " 0 heads", " 1 heads", " 1 least", "(0 %)", "(100 %)", "NaN"] {
+                assert!(!text.contains(wrong), "{heads} heads: {wrong:?} in {text}");
+            }
+            if heads == 1 {
+                assert!(text.starts_with("This layer has a single head"), "{text}");
+                continue;
+            }
+            let k = (((heads as f64) * 0.2).round() as usize).clamp(1, heads - 1);
+            let pruned = if k == 1 {
+                "Pruning the least important of".to_string()
+            } else {
+                format!("Pruning the {k} least important of")
+            };
+            assert!(text.contains(&format!("{pruned} {heads} heads")), "{text}");
+            assert!(text.contains(&format!("{} at random", heads_count(k))), "{text}");
+        }
+        assert_eq!(
+            (heads_count(1), heads_count(2), heads_count(0)),
+            ("1 head".into(), "2 heads".into(), "0 heads".into())
+        );
     }
 
     #[test]

@@ -189,6 +189,8 @@ test('asset faults: a damaged model is refused by its hash, a stalled download g
   assert.equal((await trained.text.inputValue()).length, paragraph.length);
   await trained.text.blur();
   await trained.tokensCut.waitFor();
+  assert.match(await trained.tokensCut.textContent(),
+    /^The sentence is 602 tokens long; all-MiniLM-L6-v2 reads at most 512, so the last 90 were left out/);
   assert.equal(await trained.shownTokens.count(), 512);
   assert.match(await trained.tokenCount.textContent(), /^512 tokens/);
   // The 512 tokens scroll in a box of a few lines instead of pushing the heatmaps a screen down.

@@ -66,7 +66,7 @@ impl Encoder {
         let d = a.description;
         if d.architecture.is_decoder() {
             return Err(ModelError::Kind(format!(
-                "{} is a GPT-2 decoder, not an encoder: open it with AnyModel::from_file",
+                "{} is a GPT-2 decoder, not an encoder: open it with Model::from_file",
                 d.name
             )));
         }
@@ -91,6 +91,21 @@ impl Encoder {
     /// The token ids of `text`, as the model reads it.
     pub fn ids(&self, text: &str) -> Vec<u32> {
         self.tokenizer.encode(text).iter().map(|t| t.id).collect()
+    }
+
+    /// What the page says when `text` is longer than the model reads: how many tokens it has
+    /// and how many were left out. `None` when nothing was cut (a text that fills the positions
+    /// exactly lost nothing).
+    pub fn cut_note(&self, text: &str) -> Option<String> {
+        let (kept, cut) = self.tokenizer.encode_counting_cut(text);
+        (cut > 0).then(|| {
+            format!(
+                "The sentence is {} tokens long; {} reads at most {}, so the last {cut} were left out ([SEP] ends what it reads).",
+                kept.len() + cut,
+                self.name,
+                self.spec().positions,
+            )
+        })
     }
 
     /// What caches of its measured numbers know it by: its id, and its precision when that is

@@ -97,12 +97,20 @@ impl WordPiece {
 
     /// `[CLS] pieces [SEP]`, at most [`WordPiece::max_tokens`] long.
     pub fn encode(&self, text: &str) -> Vec<Token> {
+        self.encode_counting_cut(text).0
+    }
+
+    /// [`WordPiece::encode`], and how many pieces were cut from the end to fit the model's
+    /// positions (0: nothing was cut).
+    pub fn encode_counting_cut(&self, text: &str) -> (Vec<Token>, usize) {
         let mut out = vec![self.token(self.cls)];
         let room = self.max_tokens - 2;
-        'segments: for (segment, special) in split_specials(text) {
+        let mut cut = 0;
+        for (segment, special) in split_specials(text) {
             if special {
                 if out.len() > room {
-                    break;
+                    cut += 1;
+                    continue;
                 }
                 // A special the vocabulary lacks is unknown, not a panic.
                 out.push(self.token(self.ids.get(segment).copied().unwrap_or(self.unk)));
@@ -111,14 +119,15 @@ impl WordPiece {
             for word in pre_tokenize(&normalize(segment, self.casing)) {
                 for id in self.word_pieces(&word) {
                     if out.len() > room {
-                        break 'segments;
+                        cut += 1;
+                        continue;
                     }
                     out.push(self.token(id));
                 }
             }
         }
         out.push(self.token(self.sep));
-        out
+        (out, cut)
     }
 
     fn token(&self, id: u32) -> Token {
@@ -343,6 +352,12 @@ mod tests {
             [1, 3, 3, 3, 2]
         );
         assert!(WordPiece::from_vocab("[UNK]\n[CLS]\n[SEP]", 2).is_err());
+        // What was cut is counted, and only then: a text that fills the positions exactly lost
+        // nothing.
+        assert_eq!(t.encode_counting_cut(&"hello ".repeat(2000)).1, 2000 - 510);
+        assert_eq!(short.encode_counting_cut(&"hello ".repeat(3)).1, 0);
+        assert_eq!(short.encode_counting_cut(&"hello ".repeat(4)).1, 1);
+        assert_eq!(short.encode_counting_cut("hello hello hello [SEP] [SEP]").1, 2);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 use web_sys::MouseEvent;
 
+use crate::attention::analysis::heads_count;
 use crate::settings::Theme;
 use crate::ui::canvas::{canvas_point, fit_to_screen, palette};
 use crate::ui::files;
@@ -61,10 +62,10 @@ pub fn ConfigChart() -> impl IntoView {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|(p, _)| {
                     format!(
-                        "{}: d_model {}, {} heads, d_k = {}",
+                        "{}: d_model {}, {}, d_k = {}",
                         p.label,
                         p.d_model,
-                        p.heads,
+                        heads_count(p.heads),
                         p.d_model / p.heads
                     )
                 })
@@ -115,7 +116,7 @@ pub fn ConfigChart() -> impl IntoView {
                 >
                     {crate::viz::chart::model_groups()
                         .into_iter()
-                        .map(|(label, d, h)| view! { <li>{format!("{label}: d_model {d}, {h} heads, d_k = {}", d / h)}</li> })
+                        .map(|(label, d, h)| view! { <li>{format!("{label}: d_model {d}, {}, d_k = {}", heads_count(h), d / h)}</li> })
                         .collect_view()}
                 </ol>
                 <p class="tooltip" data-testid="chart-hover" aria-live="polite">

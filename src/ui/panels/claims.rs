@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use crate::attention::analysis::heads_count;
 use crate::attention::clock::{show_ms, SAMPLE_TICKS};
 use crate::backend::batched::{time_batched, Batched, BATCHED_ROUNDS};
 use crate::ui::browser::{clock_step_ms, yield_to_browser, PageHost};
@@ -36,12 +37,14 @@ pub fn Claims() -> impl IntoView {
     let batched_text = move || {
         batched.get().map(|b| match b {
             Ok(b) => format!(
-                "On {}: all {} heads of d_k = {} batched: {}; one head of width {}: {}. Ratio {:.2}. \
+                "On {}: {}: {}; one head of width {}: {}. Ratio {:.2}. \
                  Medians of {BATCHED_ROUNDS} rounds; this browser's clock ticks in {} steps, so each \
                  timing repeats its pass until it spans {SAMPLE_TICKS} ticks.",
                 b.backend.label(),
-                b.config.num_heads,
-                b.config.d_k(),
+                match b.config.num_heads {
+                    1 => format!("its single head of d_k = {}", b.config.d_k()),
+                    h => format!("all {h} heads of d_k = {} batched", b.config.d_k()),
+                },
                 show_ms(b.all_heads_ms, b.step_ms),
                 b.config.d_model,
                 show_ms(b.one_head_ms, b.step_ms),
@@ -51,20 +54,7 @@ pub fn Claims() -> impl IntoView {
             Err(e) => format!("The measurement failed: {e}"),
         })
     };
-    let pruning_text = move || {
-        state.importance.with(|imp| {
-            let imp = imp.as_ref()?;
-            let (r, heads) = (&imp.ranking, imp.ranking.len());
-            let k = ((heads as f64) * 0.2).round() as usize;
-            let (least, most) = (r.per_head[*r.ranked.first()?], r.max());
-            Some(format!(
-                "Here, removing one head alone moves the output by {least:.3} (least important) to {most:.3} \
-                 (most important), relative L2. Pruning the {k} least important of {heads} heads (20 %) \
-                 moves it by {:.3}; {k} heads at random, by {:.3} on average.",
-                imp.ranked_curve[k], imp.random_curve[k]
-            ))
-        })
-    };
+    let pruning_text = move || state.importance.with(|imp| imp.as_ref()?.claim_sentence());
     let now = move || state.drift.with(|d| d.as_ref().map(|d| (d.pruned(), d.drift.overall.rel_l2)));
     view! {
         <section class="panel claims" aria-labelledby="claims-title" data-testid="claims">
@@ -83,7 +73,7 @@ pub fn Claims() -> impl IntoView {
             <h2>"Claim 3: many heads can be pruned with little drift"</h2>
             <p data-testid="pruning-claim">{pruning_text}</p>
             <p class="muted">
-                {move || now().map(|(k, d)| format!("Now: {k} heads pruned, output moved by {d:.3}. ")).unwrap_or_default()}
+                {move || now().map(|(k, d)| format!("Now: {} pruned, output moved by {d:.3}. ", heads_count(k))).unwrap_or_default()}
                 "These weights are random, like an untrained layer: its heads are nearly interchangeable, so no head is much more important than another. In trained models (Michel et al. 2019) 20 to 40 % of heads could be removed with no noticeable loss."
             </p>
         </section>

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use crate::attention::analysis::heads_count;
 use crate::attention::clock::show_ms;
 use crate::attention::synthetic::{Inputs, LayerWeights};
 use crate::attention::walk::{walk, weights_row, Focus, Line, Walk};
@@ -237,11 +238,11 @@ fn LoopAgainstBatched() -> impl IntoView {
     let text = move || {
         result.get().map(|r| match r {
             Ok(t) => format!(
-                "On {}: the batched function {}; the same {} heads one by one ({} separate {}) {}: \
+                "On {}: the batched function {}; the same {} one by one ({} separate {}) {}: \
                  {:.2}x. {} Medians of {BATCHED_ROUNDS} rounds.",
                 t.backend.label(),
                 show_ms(t.batched_ms, t.step_ms),
-                t.config.num_heads,
+                heads_count(t.config.num_heads),
                 t.per_head().0 * t.config.num_heads,
                 t.per_head().1,
                 show_ms(t.loop_ms, t.step_ms),

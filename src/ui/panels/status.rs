@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use super::controls::Controls;
+use crate::attention::analysis::heads_count;
 use crate::attention::clock::show_ms;
 use crate::ui::browser::clock_step_ms;
 use crate::ui::state::AppState;
@@ -148,9 +149,9 @@ fn timing_text(state: AppState) -> String {
             false => generating,
         };
         return format!(
-            "Computing d_model {}, {} heads, {} tokens ({:.2} GFLOP{generating}){done}…",
+            "Computing d_model {}, {}, {} tokens ({:.2} GFLOP{generating}){done}…",
             c.d_model,
-            c.num_heads,
+            heads_count(c.num_heads),
             c.seq_len,
             c.forward_flops() as f64 / 1e9
         );
@@ -169,11 +170,11 @@ fn timing_text(state: AppState) -> String {
     let interim = if state.session.with(Option::is_none) { " (while the GPU starts)" } else { "" };
     let why = r.choice.map(|c| format!(" Chosen by measurement, {}.", c.why())).unwrap_or_default();
     format!(
-        "Forward pass on {}{interim}: {}{rate} for d_model {}, {} heads of d_k = {}, {} tokens.{why}",
+        "Forward pass on {}{interim}: {}{rate} for d_model {}, {} of d_k = {}, {} tokens.{why}",
         r.ran_on(),
         show_ms(r.forward_ms, step),
         r.config.d_model,
-        r.config.num_heads,
+        heads_count(r.config.num_heads),
         r.config.d_k(),
         r.config.seq_len
     )

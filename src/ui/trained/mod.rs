@@ -157,17 +157,8 @@ fn Sentence() -> impl IntoView {
             {move || format!("{} tokens, [CLS] and [SEP] included.", view.tokens.read().len())}
         </p>
         {move || {
-            let most = view.spec().positions;
-            (view.tokens.read().len() >= most)
-                .then(|| {
-                    view! {
-                        <p class="backend-note" data-testid="tokens-cut">
-                            {format!(
-                                "The sentence is cut at {most} tokens, the most this model reads (its position table ends there).",
-                            )}
-                        </p>
-                    }
-                })
+            let note = view.cut_note();
+            note.map(|n| view! { <p class="backend-note" data-testid="tokens-cut">{n}</p> })
         }}
     }
 }

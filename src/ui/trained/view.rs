@@ -209,6 +209,12 @@ impl EncoderView {
         self.choices.heads.with(|h| pass.out.heads == *h).then_some(pass)
     }
 
+    /// What was cut from the reader's sentence to fit the model, if anything was.
+    pub fn cut_note(&self) -> Option<String> {
+        let text = self.choices.text.read();
+        self.model.with_value(|m| m.cut_note(&text))
+    }
+
     /// Cosine of the pruned sentence embedding to the full one, for the heads pruned now.
     pub fn cosine(&self) -> Option<f64> {
         let (full, now) = (self.full_now()?, self.current_for_heads()?);

@@ -305,7 +305,7 @@ pub(super) fn TextSetPerplexity() -> impl IntoView {
         <p class="muted" data-testid="set-status" aria-live="polite">
             {move || view.set_job.status.get().or_else(|| stale().then(|| "Your heads changed since: measure again.".to_string()))}
         </p>
-        <p data-testid="set-perplexity" data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
+        <p data-testid="set-perplexity" class:stale=stale data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
             {found}
         </p>
     }

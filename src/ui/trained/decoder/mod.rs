@@ -78,6 +78,9 @@ fn DecoderText() -> impl IntoView {
     }
 }
 
+/// What a number computed for the reader's previous heads says until the one for these lands.
+const STALE: &str = " (for your previous heads: recomputing…)";
+
 /// A token's text as a chip shows it: spaces and line breaks made visible.
 fn visible(text: &str) -> String {
     text.replace(' ', "\u{2423}").replace('\n', "\u{21b5}")
@@ -97,13 +100,17 @@ fn NextTokens() -> impl IntoView {
         })
     };
     let percent = |p: f64| format!("{:.1} %", 100.0 * p);
+    let stale = move || view.run_is_stale();
     view! {
         <h3>"The next token"</h3>
         {move || match table() {
             None => view! { <p class="muted" data-testid="next-drift">"Type some text: the model predicts what comes after it."</p> }.into_any(),
             Some((t, sentence)) => view! {
-                <p data-testid="next-drift" data-kl=t.drift.kl.to_string() data-changed=t.drift.top_changed().to_string()>{sentence}</p>
-                <table class="next-tokens" data-testid="next-tokens">
+                <p data-testid="next-drift" class:stale=stale data-stale=move || stale().to_string() data-kl=t.drift.kl.to_string() data-changed=t.drift.top_changed().to_string()>
+                    {sentence}
+                    {move || stale().then_some(STALE)}
+                </p>
+                <table class="next-tokens" class:stale=stale data-testid="next-tokens">
                     <thead><tr><th>"token"</th><th>"every head"</th><th>"your heads"</th></tr></thead>
                     <tbody>
                         {t.rows.into_iter().map(|r| view! {
@@ -125,6 +132,7 @@ fn NextTokens() -> impl IntoView {
 fn LossStrip() -> impl IntoView {
     let view = DecoderView::get();
     let strip = move || view.run_now().map(|r| view.decoder.with_value(|d| r.loss_strip(d)));
+    let stale = move || view.run_is_stale();
     view! {
         <h3>"How surprised the model is by each token"</h3>
         <p class="legend">"Each token's loss (−log p, nats) given the tokens before it: upper bar every head, lower bar your heads; taller is more surprised."</p>
@@ -134,7 +142,7 @@ fn LossStrip() -> impl IntoView {
                 <span class=class style=format!("height: {:.1}px", 2.0 + 28.0 * v / max)></span>
             };
             view! {
-                <div class="loss-strip" data-testid="loss-strip">
+                <div class="loss-strip" class:stale=stale data-testid="loss-strip">
                     {s.tokens.iter().enumerate().skip(1).map(|(t, token)| {
                         let (f, p) = (s.full[t - 1], s.pruned[t - 1]);
                         view! {
@@ -145,7 +153,7 @@ fn LossStrip() -> impl IntoView {
                         }
                     }).collect_view()}
                 </div>
-                <p data-testid="loss-summary">{s.sentence()}</p>
+                <p data-testid="loss-summary" class:stale=stale>{s.sentence()}{move || stale().then_some(STALE)}</p>
             }
         })}
     }

@@ -174,6 +174,16 @@ impl DecoderView {
         self.run.get().flatten()
     }
 
+    /// Whether the run on show was computed for other heads than the reader's (its numbers are
+    /// marked stale until the run for these lands).
+    pub(super) fn run_is_stale(&self) -> bool {
+        self.run.with(|r| {
+            r.as_ref()
+                .and_then(|r| r.as_ref())
+                .is_some_and(|r| self.choices.heads.with(|h| r.pruned.heads != *h))
+        })
+    }
+
     /// The engine, once the backend is chosen.
     pub(super) fn engine_now(&self) -> Option<Rc<Engine<Decoder>>> {
         self.engine.get().flatten()
