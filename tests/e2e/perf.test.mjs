@@ -38,6 +38,18 @@ test('the wasm is at most 1.5 MB gzipped, and the start-up download is small', a
 // entry point and wasm-bindgen's own glue.
 const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'kernel_dot_form', 'simulate_gpu_loss', 'simulate_panic', 'wasm_memory_bytes'];
 
+// A panic's text in the page names the source file it came from: the build remaps the machine's
+// paths (scripts/env.sh), so neither wasm holds the home folder or this checkout's path.
+test('the release wasms name no path of the machine that built them', async () => {
+  const { homedir } = await import('node:os');
+  const dist = join(root, 'dist');
+  const machine = [homedir(), root].filter((p) => p.length > 1).map((p) => Buffer.from(`${p}/`));
+  for (const f of (await readdir(dist)).filter((f) => f.endsWith('.wasm'))) {
+    const bytes = await readFile(join(dist, f));
+    for (const path of machine) assert.equal(bytes.indexOf(path), -1, `${f} holds ${path}`);
+  }
+});
+
 test('the release wasm exports the test hooks and no benchmark', async () => {
   const dist = join(root, 'dist');
   // The simd128 build (Node here may not take relaxed SIMD; the two builds share their glue, so
