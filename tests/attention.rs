@@ -218,9 +218,10 @@ fn drift_measures_distance_and_angle_per_token_and_overall() {
 #[test]
 fn gpt3_runs_with_generated_weights() {
     use headlab::attention::{GeneratedWeights, LayerWeights};
-    use headlab::cpu::generated::GeneratedPass;
+    use headlab::cpu::stepped::SteppedPass;
     let config = preset_by_id("gpt3").unwrap().with_seq_len(2);
-    let LayerWeights::Generated(weights) = LayerWeights::for_config(&config, 5) else {
+    let layer = LayerWeights::for_config(&config, 5);
+    let LayerWeights::Generated(weights) = layer else {
         panic!("GPT-3's weights must not be stored");
     };
     assert_eq!(weights, GeneratedWeights { d_model: 12288, seed: 5 });
@@ -229,7 +230,7 @@ fn gpt3_runs_with_generated_weights() {
     }
     assert_eq!(weights.w_o().shifted(128, 0).at(3, 9), w_o_at(5, 12288, 131, 9));
     let inputs = Inputs::generate(&config, 5);
-    let out = GeneratedPass::new(&config, &inputs.x, weights).finish();
+    let out = SteppedPass::new(&config, &inputs.x, &layer).finish();
     assert!(out.output.iter().all(|v| v.is_finite()));
     let norm: f64 = out.output.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
     // x has unit-variance entries and both projections roughly preserve scale.

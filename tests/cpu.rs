@@ -196,12 +196,13 @@ fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zero
 fn generated_weights_give_the_stored_weights_forward_on_the_shape_table() {
     use common::check_forward;
     use headlab::attention::GeneratedWeights;
-    use headlab::cpu::generated::GeneratedPass;
+    use headlab::attention::LayerWeights;
+    use headlab::cpu::stepped::SteppedPass;
     let mut worst = 0.0f64;
     for config in shape_table() {
         let (weights, inputs) = common::case(&config, 11);
-        let generated = GeneratedWeights { d_model: config.d_model, seed: 11 };
-        let mut pass = GeneratedPass::new(&config, &inputs.x, generated);
+        let generated = LayerWeights::Generated(GeneratedWeights { d_model: config.d_model, seed: 11 });
+        let mut pass = SteppedPass::new(&config, &inputs.x, &generated);
         let steps = pass.steps();
         let mut taken = 1;
         while pass.step() {
@@ -214,6 +215,26 @@ fn generated_weights_give_the_stored_weights_forward_on_the_shape_table() {
         worst = worst.max(check_forward("generated", &config, &inputs, &weights, &got, TOLERANCE));
     }
     say!("generated weights: worst relative error vs f64 oracle {worst:.2e}");
+}
+
+/// The page's pass in steps (a block of QKV columns, of one head's query rows, of one head's
+/// output columns) gives the pass in one call's bits, cut however finely, on the shape table.
+#[test]
+fn a_pass_cut_into_steps_gives_the_one_call_pass_bit_for_bit() {
+    use headlab::attention::LayerWeights;
+    use headlab::cpu::stepped::SteppedPass;
+    for config in shape_table() {
+        let (weights, inputs) = common::case(&config, 7);
+        let whole = cpu::forward(Kernel::Simd, &config, &inputs.x, &weights);
+        let stored = LayerWeights::Stored(weights);
+        for step_flops in [1, 4096, 1 << 20, usize::MAX / 2] {
+            let pass = SteppedPass::in_steps_of(&config, &inputs.x, &stored, step_flops);
+            let steps = pass.steps();
+            let got = pass.finish();
+            assert!(step_flops > 1 || steps >= 3 * config.d_model, "{config:?}: {steps} steps");
+            assert_eq!(got, whole, "{config:?} in steps of {step_flops} flops");
+        }
+    }
 }
 
 #[test]

@@ -128,7 +128,7 @@ fn an_automatic_session_runs_each_pass_where_it_measured_it_faster() {
     use headlab::backend::{self, Place, Preference, Session};
     let pass = |session: &Session, seq_len: usize| {
         let config = ModelConfig { d_model: 96, num_heads: 12, seq_len };
-        pollster::block_on(backend::run(session, config, 7, &elapsed_ms, async |_| {})).unwrap()
+        pollster::block_on(backend::run(session, config, 7, &elapsed_ms, async |_| true)).unwrap()
     };
     let cpu = pollster::block_on(Session::start(Preference::Cpu, false));
     let auto = pollster::block_on(Session::start(Preference::Auto, false));

@@ -3,7 +3,7 @@
 //! from the per-head contributions a forward pass keeps, so nothing here runs attention again.
 
 use super::heads::HeadSet;
-use super::importance::{drift_curve, head_importance, mean_random_curve, Ranking};
+use super::importance::{overall, random_order, Ranking};
 use super::prune::{drift, Contributions, Drift};
 
 /// Random orders averaged for the "pruned at random" curve.
@@ -24,11 +24,7 @@ impl Importance {
     /// Measures the layer whose per-head contributions are `contributions` and whose full output
     /// is `full`; the random curve's orders come from `seed`.
     pub fn measure(contributions: &Contributions, full: &[f32], seed: u32) -> Self {
-        let ranking = Ranking::new(head_importance(contributions, full));
-        let ranked_curve =
-            drift_curve(contributions, full, &ranking.ranked).iter().map(|d| d.rel_l2).collect();
-        let random_curve = mean_random_curve(contributions, full, RANDOM_ORDERS, seed);
-        Importance { ranking, ranked_curve, random_curve }
+        Measuring::new(contributions, full, seed).finish()
     }
 
     /// Claim 3 on this layer, in words that read right for any head count: the drift of one
@@ -82,6 +78,112 @@ impl DriftView {
     /// Heads pruned.
     pub fn pruned(&self) -> usize {
         self.total - self.active
+    }
+}
+
+/// [`Importance::measure`] in steps that each read one head's contribution once (a step's work
+/// is `O(n d)`, whatever the head count), so that the page's thread can give the browser a turn
+/// between them: each head's norm, then the drift curve of the heads least important first and
+/// of [`RANDOM_ORDERS`] random orders, one head pruned per step. The same sums in the same order
+/// as [`importance::drift_curve`](super::importance::drift_curve) and
+/// [`importance::mean_random_curve`](super::importance::mean_random_curve), so the same bits.
+pub struct Measuring<'a> {
+    contributions: &'a Contributions,
+    full: &'a [f32],
+    seed: u32,
+    full_norm: f64,
+    per_head: Vec<f64>,
+    ranking: Option<Ranking>,
+    /// The curve being measured: 0 for the ranking's order, `1 + s` for random order `s`.
+    curve: u32,
+    order: Vec<usize>,
+    pruned: Vec<f32>,
+    points: Vec<f64>,
+    ranked_curve: Vec<f64>,
+    random_curve: Vec<f64>,
+    done: usize,
+}
+
+impl<'a> Measuring<'a> {
+    /// Starts measuring the layer whose per-head contributions are `contributions` and whose
+    /// full output is `full`; the random orders come from `seed`.
+    pub fn new(contributions: &'a Contributions, full: &'a [f32], seed: u32) -> Self {
+        let full_norm = full.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt();
+        Measuring {
+            contributions,
+            full,
+            seed,
+            full_norm,
+            per_head: Vec::with_capacity(contributions.num_heads),
+            ranking: None,
+            curve: 0,
+            order: Vec::new(),
+            pruned: Vec::new(),
+            points: Vec::new(),
+            ranked_curve: Vec::new(),
+            random_curve: vec![0.0; contributions.num_heads + 1],
+            done: 0,
+        }
+    }
+
+    /// Steps in the whole measurement: one per head's norm, one per point of each curve.
+    pub fn steps(&self) -> usize {
+        let heads = self.contributions.num_heads;
+        heads + (1 + RANDOM_ORDERS as usize) * (heads + 1)
+    }
+
+    /// Fraction of the steps done, 0 to 1.
+    pub fn progress(&self) -> f64 {
+        self.done as f64 / self.steps().max(1) as f64
+    }
+
+    /// Does the next step; `false` once every step is done.
+    pub fn step(&mut self) -> bool {
+        let heads = self.contributions.num_heads;
+        if self.done >= self.steps() {
+            return false;
+        }
+        if self.per_head.len() < heads {
+            let h = self.per_head.len();
+            let norm =
+                self.contributions.head(h).iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>().sqrt();
+            self.per_head.push(if self.full_norm > 0.0 { norm / self.full_norm } else { 0.0 });
+        } else if self.points.is_empty() {
+            let ranking = self.ranking.get_or_insert_with(|| Ranking::new(self.per_head.clone()));
+            self.order = match self.curve {
+                0 => ranking.ranked.clone(),
+                s => random_order(heads, self.seed.wrapping_add(s - 1)),
+            };
+            self.pruned = self.full.to_vec();
+            self.points.push(overall(self.full, &self.pruned).rel_l2);
+        } else {
+            let h = self.order[self.points.len() - 1];
+            for (p, c) in self.pruned.iter_mut().zip(self.contributions.head(h)) {
+                *p -= c;
+            }
+            self.points.push(overall(self.full, &self.pruned).rel_l2);
+        }
+        if !self.points.is_empty() && self.points.len() == heads + 1 {
+            let points = std::mem::take(&mut self.points);
+            match self.curve {
+                0 => self.ranked_curve = points,
+                _ => {
+                    for (m, d) in self.random_curve.iter_mut().zip(points) {
+                        *m += d / RANDOM_ORDERS as f64;
+                    }
+                }
+            }
+            self.curve += 1;
+        }
+        self.done += 1;
+        self.done < self.steps()
+    }
+
+    /// The finished measurement (runs any steps left).
+    pub fn finish(mut self) -> Importance {
+        while self.step() {}
+        let ranking = self.ranking.unwrap_or_else(|| Ranking::new(self.per_head));
+        Importance { ranking, ranked_curve: self.ranked_curve, random_curve: self.random_curve }
     }
 }
 

@@ -117,7 +117,8 @@ pub fn mean_random_curve(contributions: &Contributions, full: &[f32], orders: u3
     mean
 }
 
-fn overall(full: &[f32], pruned: &[f32]) -> TokenDrift {
+/// The drift of `pruned` from `full` over the whole matrix.
+pub(super) fn overall(full: &[f32], pruned: &[f32]) -> TokenDrift {
     // Drift over the flattened matrix is a one-row drift of width len.
     super::prune::drift(full, pruned, full.len().max(1)).overall
 }

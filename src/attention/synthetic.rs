@@ -107,12 +107,39 @@ impl Weights {
     /// Callers validate the configuration first ([`ModelConfig::validate`]): this allocates
     /// `16 * d_model^2` bytes.
     pub fn generate(d_model: usize, seed: u32) -> Self {
-        let qkv = Stream::new(seed, StreamId::Wqkv);
-        let o = Stream::new(seed, StreamId::Wo);
-        let (a_qkv, a_o) = (w_qkv_bound(d_model), w_o_bound(d_model));
-        let w_qkv = (0..3 * d_model * d_model).map(|i| a_qkv * qkv.symmetric(i as u32)).collect();
-        let w_o = (0..d_model * d_model).map(|i| a_o * o.symmetric(i as u32)).collect();
-        Weights { d_model, w_qkv, w_o }
+        let mut weights = Weights::zeroed(d_model);
+        weights.fill(seed, 0..weights.len());
+        weights
+    }
+
+    /// Matrices of zeros for `d_model`, to [`Weights::fill`] in pieces.
+    pub fn zeroed(d_model: usize) -> Self {
+        Weights { d_model, w_qkv: vec![0.0; 3 * d_model * d_model], w_o: vec![0.0; d_model * d_model] }
+    }
+
+    /// Weights in both matrices, `W_qkv`'s then `W_o`'s.
+    pub fn len(&self) -> usize {
+        self.w_qkv.len() + self.w_o.len()
+    }
+
+    /// True for a layer of width zero.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Generates the weights at flat positions `range` of `W_qkv` then `W_o` (as
+    /// [`Weights::generate`] does all of them): the page makes large matrices in pieces, with
+    /// the browser getting a turn between them.
+    pub fn fill(&mut self, seed: u32, range: std::ops::Range<usize>) {
+        let (qkv, o) = (Stream::new(seed, StreamId::Wqkv), Stream::new(seed, StreamId::Wo));
+        let (a_qkv, a_o) = (w_qkv_bound(self.d_model), w_o_bound(self.d_model));
+        let split = self.w_qkv.len();
+        for i in range.start..range.end.min(split) {
+            self.w_qkv[i] = a_qkv * qkv.symmetric(i as u32);
+        }
+        for i in range.start.max(split)..range.end {
+            self.w_o[i - split] = a_o * o.symmetric((i - split) as u32);
+        }
     }
 }
 
@@ -214,19 +241,30 @@ impl Inputs {
     /// embedding init) plus the sinusoidal encoding of "Attention Is All You Need":
     /// `PE(t, 2i) = sin(t / 10000^(2i/d))`, `PE(t, 2i+1) = cos(t / 10000^(2i/d))`.
     pub fn generate(config: &ModelConfig, seed: u32) -> Self {
-        let (n, d) = (config.seq_len, config.d_model);
+        let mut inputs = Inputs::tokens(config, seed);
+        inputs.fill_rows(seed, 0..config.seq_len);
+        inputs
+    }
+
+    /// The words for `config` from `seed`, their embeddings zeros until [`Inputs::fill_rows`].
+    pub fn tokens(config: &ModelConfig, seed: u32) -> Self {
         let words = Stream::new(seed, StreamId::Tokens);
-        let tokens: Vec<usize> = (0..n).map(|t| words.bits(t as u32) as usize % VOCAB.len()).collect();
+        let tokens = (0..config.seq_len).map(|t| words.bits(t as u32) as usize % VOCAB.len()).collect();
+        Inputs { tokens, x: vec![0.0; config.seq_len * config.d_model] }
+    }
+
+    /// Computes the embeddings of positions `rows` (as [`Inputs::generate`] does all of them).
+    pub fn fill_rows(&mut self, seed: u32, rows: std::ops::Range<usize>) {
+        let d = self.x.len() / self.tokens.len().max(1);
         let emb = Stream::new(seed, StreamId::Embedding);
         let scale = 3f32.sqrt();
-        let mut x = Vec::with_capacity(n * d);
-        for (t, &tok) in tokens.iter().enumerate() {
-            for j in 0..d {
+        for t in rows {
+            let tok = self.tokens[t];
+            for (j, x) in self.x[t * d..(t + 1) * d].iter_mut().enumerate() {
                 let e = scale * emb.symmetric((tok * d + j) as u32);
-                x.push(e + positional(t, j, d));
+                *x = e + positional(t, j, d);
             }
         }
-        Inputs { tokens, x }
     }
 
     /// The word at each position.

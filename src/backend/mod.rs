@@ -32,5 +32,5 @@ pub use self::choice::{one_line, Backend, GpuUnused};
 pub use self::encoder::EncoderRunner;
 pub use self::placement::{Choice, Place};
 pub use self::session::Session;
-pub use self::synthetic::{is_quick, run, Run, WeightsIn};
+pub use self::synthetic::{is_quick, run, Halted, Run, WeightsIn};
 pub use crate::settings::Preference;

@@ -2,14 +2,17 @@
 //! faster, generated weights in the GPU's kernel or the CPU kernel's packing, and what the page
 //! says about where it ran.
 
+use std::sync::Arc;
+
 use super::calibrate::QUICK_CPU_FLOPS;
 use super::choice::Backend;
 use super::placement::{Choice, Place};
 use super::session::Session;
+use crate::attention::analysis::{Importance, Measuring};
 use crate::attention::clock::Clock;
-use crate::attention::{ConfigError, Inputs, LayerWeights, ModelConfig};
-use crate::cpu::generated::GeneratedPass;
-use crate::cpu::{self, Forward, Kernel};
+use crate::attention::{ConfigError, Inputs, LayerWeights, ModelConfig, Weights};
+use crate::cpu::stepped::SteppedPass;
+use crate::cpu::{Forward, Kernel};
 
 /// Whether `config` is quick enough on the CPU kernel to draw before the GPU is ready, and to
 /// run without first letting the page paint a "computing" status.
@@ -41,8 +44,12 @@ pub struct Run {
     pub config: ModelConfig,
     /// Attention weights, per-head contributions and the full output.
     pub forward: Forward,
+    /// Each head's importance and the drift curves of pruning in either order.
+    pub importance: Arc<Importance>,
     /// The word at each position.
     pub words: Vec<&'static str>,
+    /// The words and their embeddings `x` (`seq_len x d_model`), the pass's input.
+    pub inputs: Inputs,
     /// Wall time of the forward pass, milliseconds (on the GPU: upload, dispatch and readback).
     pub forward_ms: f64,
     /// The backend that computed it.
@@ -85,22 +92,66 @@ impl Run {
     }
 }
 
-/// One forward pass of the synthetic layer `config` with seed `seed`, on `session`'s backend.
-/// A GPU failure ends the session's use of the GPU and the pass is done on the CPU kernel.
-/// Weights too large to store are generated inside the kernels: on a hardware GPU in its
-/// matrix-product shader; otherwise in the CPU kernel's packing, in steps, with
-/// `between_steps(progress)` awaited between them (the page paints its progress bar there).
-/// Stored weights go where the session measured them faster ([`Session::layer_choice`]).
+/// How long the page's thread computes before it gives the browser a turn (BENCHMARKS.md
+/// section 20: no stretch of the page's thread over about 200 ms at any shape).
+const SLICE_MS: f64 = 40.0;
+
+/// Weights or embeddings made per piece: about 10 ms of the generator in wasm.
+const MADE_PER_PIECE: usize = 1 << 20;
+
+/// Why a pass has no result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Halted {
+    /// The configuration cannot run, and why.
+    Refused(ConfigError),
+    /// The caller stopped it between two slices (the reader asked for something else).
+    Stopped,
+}
+
+/// The caller's `between_steps`, called once a slice of the page's thread is spent.
+struct Slices<'c, C, F> {
+    clock: &'c C,
+    between: F,
+    since: f64,
+}
+
+impl<C: Clock, F: AsyncFnMut(f64) -> bool> Slices<'_, C, F> {
+    /// Gives the browser a turn if this slice is spent; `Err` if the caller stopped the pass.
+    async fn tick(&mut self, progress: f64) -> Result<(), Halted> {
+        if self.clock.now_ms() - self.since < SLICE_MS {
+            return Ok(());
+        }
+        let go_on = (self.between)(progress).await;
+        self.since = self.clock.now_ms();
+        if go_on {
+            Ok(())
+        } else {
+            Err(Halted::Stopped)
+        }
+    }
+}
+
+/// One forward pass of the synthetic layer `config` with seed `seed`, on `session`'s backend,
+/// and each head's importance. A GPU failure ends the session's use of the GPU and the pass is
+/// done on the CPU kernel. Weights too large to store are generated inside the kernels: on a
+/// hardware GPU in its matrix-product shader; otherwise in the CPU kernel's packing. Stored
+/// weights go where the session measured them faster ([`Session::layer_choice`]).
+///
+/// Whatever runs on the page's thread (making the inputs and weights, the CPU kernel's pass,
+/// the importance measure) runs in steps of bounded work ([`SteppedPass`], [`Measuring`]);
+/// once a slice of [`SLICE_MS`] is spent, `between_steps(progress)` is awaited (the page
+/// paints its progress bar and answers the reader there) and the pass stops if it says `false`.
 pub async fn run(
     session: &Session,
     config: ModelConfig,
     seed: u32,
     clock: &impl Clock,
-    mut between_steps: impl AsyncFnMut(f64),
-) -> Result<Run, ConfigError> {
-    config.validate()?;
-    let inputs = Inputs::generate(&config, seed);
-    let weights = LayerWeights::for_config(&config, seed);
+    between_steps: impl AsyncFnMut(f64) -> bool,
+) -> Result<Run, Halted> {
+    config.validate().map_err(Halted::Refused)?;
+    let mut slices = Slices { clock, between: between_steps, since: clock.now_ms() };
+    let inputs = make_inputs(&config, seed, &mut slices).await?;
+    let weights = make_weights(&config, seed, &mut slices).await?;
     let gpu = session.gpu();
     // A software adapter generates weights about 40x slower than the CPU kernel (GPT-3 at 16
     // tokens: 40 s on SwiftShader against 1 s), so there the CPU kernel runs them.
@@ -117,66 +168,126 @@ pub async fn run(
         other => (other, None),
     };
     let t0 = clock.now_ms();
+    let mut ran = None;
     if let Some(ctx) = usable {
         match ctx.forward_layer(&config, &inputs.x, &weights).await {
             Ok(forward) => {
                 let weights =
                     if config.generates_weights() { WeightsIn::GpuKernel } else { WeightsIn::Memory };
-                let (backend, forward_ms) = (Backend::Gpu(ctx), clock.now_ms() - t0);
-                return Ok(Run {
-                    seed,
-                    config,
-                    forward,
-                    words: inputs.words().collect(),
-                    forward_ms,
-                    backend,
-                    weights,
-                    choice,
-                });
+                ran = Some((forward, Backend::Gpu(ctx), weights, choice));
             }
             Err(e) => session.fail(e),
         }
     }
-    let (forward, weights) = match &weights {
-        LayerWeights::Stored(w) => (cpu::forward(Kernel::Simd, &config, &inputs.x, w), WeightsIn::Memory),
-        LayerWeights::Generated(g) => {
-            let mut pass = GeneratedPass::new(&config, &inputs.x, *g);
+    let (forward, backend, weights, choice) = match ran {
+        Some(ran) => ran,
+        None => {
+            let mut pass = SteppedPass::new(&config, &inputs.x, &weights);
             while pass.step() {
-                between_steps(pass.progress()).await;
+                slices.tick(0.1 + 0.8 * pass.progress()).await?;
             }
-            (pass.finish(), WeightsIn::CpuKernel { software_gpu: session.gpu().is_some() })
+            let weights = match weights {
+                LayerWeights::Stored(_) => WeightsIn::Memory,
+                LayerWeights::Generated(_) => WeightsIn::CpuKernel { software_gpu: session.gpu().is_some() },
+            };
+            (pass.finish(), Backend::Cpu(Kernel::Simd), weights, choice.filter(|c| c.place == Place::Cpu))
         }
     };
-    let backend = Backend::Cpu(Kernel::Simd);
-    Ok(Run {
-        seed,
-        config,
-        forward,
-        words: inputs.words().collect(),
-        forward_ms: clock.now_ms() - t0,
-        backend,
-        weights,
-        choice: choice.filter(|c| c.place == Place::Cpu),
-    })
+    let forward_ms = clock.now_ms() - t0;
+    let mut measuring = Measuring::new(&forward.contributions, &forward.output, seed);
+    while measuring.step() {
+        slices.tick(0.9 + 0.1 * measuring.progress()).await?;
+    }
+    let importance = Arc::new(measuring.finish());
+    let words = inputs.words().collect();
+    Ok(Run { seed, config, forward, importance, words, inputs, forward_ms, backend, weights, choice })
+}
+
+/// The pass's inputs, made a few rows at a time.
+async fn make_inputs<C: Clock, F: AsyncFnMut(f64) -> bool>(
+    config: &ModelConfig,
+    seed: u32,
+    slices: &mut Slices<'_, C, F>,
+) -> Result<Inputs, Halted> {
+    let mut inputs = Inputs::tokens(config, seed);
+    let rows = (MADE_PER_PIECE / config.d_model).max(1);
+    for r0 in (0..config.seq_len).step_by(rows) {
+        inputs.fill_rows(seed, r0..(r0 + rows).min(config.seq_len));
+        slices.tick(0.05 * r0 as f64 / config.seq_len as f64).await?;
+    }
+    Ok(inputs)
+}
+
+/// The pass's weights: the seed alone where they are generated in the kernels, else made a
+/// piece at a time.
+async fn make_weights<C: Clock, F: AsyncFnMut(f64) -> bool>(
+    config: &ModelConfig,
+    seed: u32,
+    slices: &mut Slices<'_, C, F>,
+) -> Result<LayerWeights, Halted> {
+    if config.generates_weights() {
+        return Ok(LayerWeights::for_config(config, seed));
+    }
+    let mut weights = Weights::zeroed(config.d_model);
+    let len = weights.len();
+    for i0 in (0..len).step_by(MADE_PER_PIECE) {
+        weights.fill(seed, i0..(i0 + MADE_PER_PIECE).min(len));
+        slices.tick(0.05 + 0.05 * i0 as f64 / len as f64).await?;
+    }
+    Ok(LayerWeights::Stored(weights))
 }
 
 // Natively only: pollster drives the futures.
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
-    use crate::attention::Weights;
+    use crate::cpu;
 
     #[test]
     fn a_cpu_run_is_the_cpu_kernels_pass_and_a_bad_shape_is_refused() {
         let session = Session::cpu_only();
         let config = ModelConfig { d_model: 48, num_heads: 6, seq_len: 5 };
-        let ran = pollster::block_on(run(&session, config, 9, &|| 0.0, async |_| {})).unwrap();
+        let ran = pollster::block_on(run(&session, config, 9, &|| 0.0, async |_| true)).unwrap();
         let inputs = Inputs::generate(&config, 9);
         let want = cpu::forward(Kernel::Simd, &config, &inputs.x, &Weights::generate(48, 9));
+        let importance = Importance::measure(&want.contributions, &want.output, 9);
         assert_eq!(ran.ran_on(), Backend::Cpu(Kernel::Simd).label());
+        assert_eq!(*ran.importance, importance);
         assert_eq!((ran.forward, ran.weights, ran.words.len()), (want, WeightsIn::Memory, 5));
         let bad = ModelConfig { num_heads: 7, ..config };
-        let refused = pollster::block_on(run(&session, bad, 9, &|| 0.0, async |_| {}));
-        assert_eq!(refused.unwrap_err(), bad.validate().unwrap_err());
+        let refused = pollster::block_on(run(&session, bad, 9, &|| 0.0, async |_| true));
+        assert_eq!(refused.unwrap_err(), Halted::Refused(bad.validate().unwrap_err()));
+    }
+
+    /// With a clock that moves a slice per reading, the browser gets a turn between every two
+    /// pieces of work, the progress it is told only grows, and a `false` stops the pass.
+    #[test]
+    fn a_long_pass_gives_the_browser_turns_and_stops_when_told() {
+        let session = Session::cpu_only();
+        let config = ModelConfig { d_model: 64, num_heads: 4, seq_len: 33 };
+        let now = Cell::new(0.0);
+        let clock = || {
+            now.set(now.get() + SLICE_MS);
+            now.get()
+        };
+        let seen = std::cell::RefCell::new(Vec::new());
+        let ran = pollster::block_on(run(&session, config, 3, &clock, async |p| {
+            seen.borrow_mut().push(p);
+            true
+        }))
+        .unwrap();
+        let seen = seen.into_inner();
+        assert!(seen.len() > 10, "{} turns", seen.len());
+        assert!(seen.windows(2).all(|w| w[0] <= w[1]) && seen.iter().all(|p| (0.0..=1.0).contains(p)));
+        let alone = pollster::block_on(run(&session, config, 3, &|| 0.0, async |_| true)).unwrap();
+        assert_eq!((ran.forward, ran.importance), (alone.forward, alone.importance));
+        let turns = Cell::new(0);
+        let stopped = pollster::block_on(run(&session, config, 3, &clock, async |_| {
+            turns.set(turns.get() + 1);
+            turns.get() < 3
+        }));
+        assert_eq!((stopped.unwrap_err(), turns.get()), (Halted::Stopped, 3));
     }
 }

@@ -215,12 +215,15 @@ pub fn generated_report(now: &dyn Fn() -> f64, seq_len: usize, rounds: usize) ->
     let config = ModelConfig { d_model: 12288, num_heads: 96, seq_len };
     config.validate().expect("GPT-3 at this length fits the budget");
     let inputs = Inputs::generate(&config, 42);
-    let weights = crate::attention::GeneratedWeights { d_model: 12288, seed: 42 };
+    let weights = crate::attention::LayerWeights::Generated(crate::attention::GeneratedWeights {
+        d_model: 12288,
+        seed: 42,
+    });
     let times: Vec<f64> = (0..rounds.max(1))
         .map(|_| {
             let t0 = now();
             std::hint::black_box(
-                crate::cpu::generated::GeneratedPass::new(&config, &inputs.x, weights).finish(),
+                crate::cpu::stepped::SteppedPass::new(&config, &inputs.x, &weights).finish(),
             );
             now() - t0
         })

@@ -16,13 +16,13 @@
 
 pub mod gelu;
 pub mod gemm;
-pub mod generated;
 pub mod head_loop;
 pub mod head_shards;
 pub mod int8;
 pub mod mat;
 pub mod packed;
 pub mod softmax;
+pub mod stepped;
 
 pub use crate::attention::Mask;
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
@@ -106,11 +106,11 @@ pub fn forward(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &Weight
 }
 
 /// One forward pass with weights stored or generated where used ([`LayerWeights`]): the stored
-/// ones on `kernel`, generated ones in [`generated::GeneratedPass`] (the vector kernel, at once).
+/// ones on `kernel`, generated ones in [`stepped::SteppedPass`] (the vector kernel, at once).
 pub fn forward_layer(kernel: Kernel, config: &ModelConfig, x: &[f32], weights: &LayerWeights) -> Forward {
     match weights {
-        LayerWeights::Stored(weights) => forward(kernel, config, x, weights),
-        LayerWeights::Generated(weights) => generated::GeneratedPass::new(config, x, *weights).finish(),
+        LayerWeights::Stored(stored) => forward(kernel, config, x, stored),
+        LayerWeights::Generated(_) => stepped::SteppedPass::new(config, x, weights).finish(),
     }
 }
 

@@ -16,7 +16,7 @@ use crate::attention::analysis::{measure_drift, DriftView, Importance};
 use crate::attention::config::MAX_HEADS;
 use crate::attention::precision::Precision;
 use crate::attention::{ConfigError, HeadSet, ModelConfig};
-use crate::backend::{self, Run, Session};
+use crate::backend::{self, Halted, Run, Session};
 use crate::model::spec::ModelSpec;
 use crate::settings::{Frame, Link, Measure, Preference, Settings, TrainedSource};
 
@@ -125,11 +125,8 @@ impl AppState {
         // Only the shape and the seed decide the pass (not the theme or the backend choice); the
         // trained model runs its own.
         let work = Memo::new(move |_| settings.with(|s| (!s.is_trained()).then(|| (s.config(), s.seed))));
-        let run = LocalResource::new(move || pass(work.get(), session.get(), progress));
-        let importance = Memo::new(move |_| {
-            finished(run)
-                .map(|r| Arc::new(Importance::measure(&r.forward.contributions, &r.forward.output, r.seed)))
-        });
+        let run = LocalResource::new(move || pass(work.get(), work, session.get(), progress));
+        let importance = Memo::new(move |_| finished(run).map(|r| r.importance.clone()));
         let drift = Memo::new(move |_| {
             let r = finished(run)?;
             let on = heads.with(|h| h.resized(r.config.num_heads));
@@ -283,16 +280,19 @@ fn finished(run: LocalResource<RunState>) -> Option<Rc<Run>> {
     })
 }
 
-/// The synthetic pass for `work` on `session`. While the GPU starts (adapter, device, pipelines:
-/// about a second on a software adapter), a configuration the CPU kernel finishes in
-/// milliseconds is drawn from it at once; the GPU's pass replaces it when the GPU is ready.
+/// The synthetic pass for `work` (what `wanted` holds now), on `session`. While the GPU starts (adapter,
+/// device, pipelines: about a second on a software adapter), a configuration the CPU kernel
+/// finishes in milliseconds is drawn from it at once; the GPU's pass replaces it when the GPU
+/// is ready. Between two slices of a long pass it stops once `wanted` holds something else (the
+/// reader moved on: a newer pass is on its way) or is gone with its owner.
 async fn pass(
     work: Option<(ModelConfig, u32)>,
+    wanted: Memo<Option<(ModelConfig, u32)>>,
     session: Option<Rc<Session>>,
     progress: RwSignal<Option<f64>>,
 ) -> RunState {
     let Some((config, seed)) = work else { return RunState::Idle };
-    let work =
+    let input =
         SyntheticInput { config, seed, session: session.as_ref().map_or(0, |s| Rc::as_ptr(s) as usize) };
     let session = match session {
         Some(s) => s,
@@ -306,13 +306,24 @@ async fn pass(
         after_next_paint().await;
     }
     let step = async |p: f64| {
+        if wanted.try_get_untracked() != Some(work) {
+            return false;
+        }
         progress.set(Some(p));
-        after_next_paint().await;
+        yield_to_browser().await;
+        wanted.try_get_untracked() == Some(work)
     };
     let result = backend::run(&session, config, seed, &PageHost, step).await;
-    progress.set(None);
     match result {
-        Ok(run) => RunState::Ran(work, Rc::new(run)),
-        Err(e) => RunState::Refused(work, e),
+        Ok(run) => {
+            progress.set(None);
+            RunState::Ran(input, Rc::new(run))
+        }
+        Err(Halted::Refused(e)) => {
+            progress.set(None);
+            RunState::Refused(input, e)
+        }
+        // The newer pass owns the progress bar, and this state is never shown.
+        Err(Halted::Stopped) => RunState::Idle,
     }
 }
