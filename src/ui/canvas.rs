@@ -9,7 +9,65 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, MouseEvent
 
 use crate::settings::Theme;
 use crate::viz::chart::Palette;
-use crate::viz::heatmap::{rasterize_masked, rasterize_signed, Scale};
+use crate::viz::heatmap::{pool_max, rasterize_masked, rasterize_signed, Scale};
+
+/// Draws an `n x n` attention matrix into `canvas` at most `px` pixels wide: one pixel per
+/// weight up to `px`, each block's largest weight in one pixel beyond ([`pool_max`]).
+pub fn draw_heatmap_within(
+    canvas: &HtmlCanvasElement,
+    weights: &[f32],
+    n: usize,
+    px: usize,
+) -> Result<(), JsValue> {
+    if n <= px {
+        return draw_heatmap(canvas, weights, n);
+    }
+    let (pooled, m) = pool_max(weights, n, px);
+    draw_heatmap(canvas, &pooled, m)
+}
+
+/// Runs `draw` soon, after the Effect that asks for it: drawings that many Effects ask for at
+/// once (a heatmap per head, up to 256 of them) are spread over the browser's turns, about
+/// [`DRAW_SLICE_MS`] of them per turn, in the order asked; the browser paints and answers the
+/// reader between turns. A drawing holds what it draws (never a reactive value, whose owner
+/// may be gone by then).
+pub fn draw_soon(draw: impl FnOnce() + 'static) {
+    DRAWINGS.with(|d| d.borrow_mut().push_back(Box::new(draw)));
+    if !DRAINING.replace(true) {
+        next_turn(draw_some);
+    }
+}
+
+/// Drawing time per turn of the browser, milliseconds.
+const DRAW_SLICE_MS: f64 = 30.0;
+
+type Drawing = Box<dyn FnOnce()>;
+
+thread_local! {
+    static DRAWINGS: std::cell::RefCell<std::collections::VecDeque<Drawing>> = Default::default();
+    static DRAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Draws queued drawings for one slice, then leaves the rest to the browser's next turn.
+fn draw_some() {
+    let t0 = super::browser::now_ms();
+    while let Some(draw) = DRAWINGS.with(|d| d.borrow_mut().pop_front()) {
+        draw();
+        if super::browser::now_ms() - t0 > DRAW_SLICE_MS {
+            next_turn(draw_some);
+            return;
+        }
+    }
+    DRAINING.set(false);
+}
+
+/// Calls `f` in a task of its own, after the browser's pending work.
+fn next_turn(f: fn()) {
+    let callback = Closure::once_into_js(f);
+    if window().set_timeout_with_callback_and_timeout_and_arguments_0(callback.unchecked_ref(), 0).is_err() {
+        f();
+    }
+}
 
 /// Draws an `n x n` attention matrix into `canvas`, one pixel per weight.
 pub fn draw_heatmap(

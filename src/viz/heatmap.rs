@@ -56,9 +56,56 @@ pub fn rasterize_signed(values: &[f32], n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// An `n x n` matrix shrunk to `m x m` (`m <= n`) by the largest value in each block, so that a
+/// small picture of a long sequence still shows every sharp weight: block `(I, J)` covers rows
+/// `I n / m .. (I + 1) n / m` and the columns likewise. With `m >= n`, the matrix as it is.
+pub fn pool_max(weights: &[f32], n: usize, m: usize) -> (Vec<f32>, usize) {
+    assert_eq!(weights.len(), n * n, "an n x n matrix");
+    if m >= n || m == 0 {
+        return (weights.to_vec(), n);
+    }
+    let edge = |i: usize| i * n / m;
+    let mut pooled = vec![f32::NEG_INFINITY; m * m];
+    for big_i in 0..m {
+        for i in edge(big_i)..edge(big_i + 1) {
+            let row = &weights[i * n..(i + 1) * n];
+            for (big_j, cell) in pooled[big_i * m..(big_i + 1) * m].iter_mut().enumerate() {
+                *cell = row[edge(big_j)..edge(big_j + 1)].iter().fold(*cell, |a, &w| a.max(w));
+            }
+        }
+    }
+    (pooled, m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pooling_keeps_each_blocks_largest_weight_for_even_and_odd_sizes() {
+        // 5 x 5 into 2 x 2: blocks of rows 0..2 and 2..5, columns likewise.
+        let mut w = vec![0.0f32; 25];
+        w[4] = 0.9; // (0, 4): block (0, 1)
+        w[2 * 5 + 1] = 0.5; // (2, 1): block (1, 0)
+        w[24] = 0.7; // (4, 4): block (1, 1)
+        assert_eq!(pool_max(&w, 5, 2), (vec![0.0, 0.9, 0.5, 0.7], 2));
+        assert_eq!(pool_max(&w, 5, 5), (w.clone(), 5));
+        assert_eq!(pool_max(&w, 5, 9), (w, 5));
+        // Element by element: each weight raises the block it falls in, found by its edges.
+        for (n, m) in [(1023, 256), (1024, 256), (300, 7), (257, 256)] {
+            let w: Vec<f32> = (0..n * n).map(|i| ((i * 7919) % 1009) as f32).collect();
+            let (pooled, got_m) = pool_max(&w, n, m);
+            let block = |i: usize| (0..m).find(|&b| i < (b + 1) * n / m).unwrap();
+            let mut want = vec![f32::NEG_INFINITY; m * m];
+            for i in 0..n {
+                for j in 0..n {
+                    let cell = &mut want[block(i) * m + block(j)];
+                    *cell = cell.max(w[i * n + j]);
+                }
+            }
+            assert_eq!((got_m, pooled), (m, want), "{n} into {m}");
+        }
+    }
 
     #[test]
     fn a_causal_maps_later_keys_are_grey_and_its_zero_weights_are_the_colour_maps() {

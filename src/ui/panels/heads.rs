@@ -8,7 +8,7 @@ use web_sys::MouseEvent;
 use crate::attention::summary::describe;
 use crate::backend::Run;
 use crate::export::attention_csv;
-use crate::ui::canvas::draw_heatmap;
+use crate::ui::canvas::{draw_heatmap_within, draw_soon};
 use crate::ui::files;
 use crate::ui::keyboard::arrow_focus;
 use crate::ui::state::AppState;
@@ -65,15 +65,30 @@ fn run_with_head(state: AppState, h: usize) -> Option<std::rc::Rc<Run>> {
     state.run().filter(|r| h < r.config.num_heads)
 }
 
-/// Pushes head `h`'s attention matrix into `canvas` whenever the run changes.
-fn draw_head_on_change(canvas: NodeRef<html::Canvas>, h: usize, error: RwSignal<Option<String>>) {
+/// Widest heatmap in the grid, pixels: a longer sequence is shown by each block's largest
+/// weight (the enlarged head keeps one pixel per weight).
+const CARD_PX: usize = 256;
+
+/// Pushes head `h`'s attention matrix into `canvas` (at most `px` wide, [`draw_heatmap_within`]),
+/// and its pattern in words into `summary`,
+/// whenever the run changes: soon after, not in the Effect, so that many heads' drawings share
+/// the browser's turns ([`draw_soon`]).
+fn draw_head_on_change(
+    canvas: NodeRef<html::Canvas>,
+    h: usize,
+    px: usize,
+    error: RwSignal<Option<String>>,
+    summary: RwSignal<Option<String>>,
+) {
     let state = AppState::get();
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
-        if let Some(r) = run_with_head(state, h) {
-            let result = draw_heatmap(&canvas, r.forward.attention_of(h), r.config.seq_len);
-            error.set(result.err().map(|e| format!("could not draw: {e:?}")));
-        }
+        let Some(r) = run_with_head(state, h) else { return };
+        draw_soon(move || {
+            let result = draw_heatmap_within(&canvas, r.forward.attention_of(h), r.config.seq_len, px);
+            error.try_set(result.err().map(|e| format!("could not draw: {e:?}")));
+            summary.try_set(Some(summary_line(&r, h)));
+        });
     });
 }
 
@@ -88,7 +103,8 @@ fn HeadCard(h: usize, selected: RwSignal<Option<usize>>) -> impl IntoView {
     let state = AppState::get();
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
-    draw_head_on_change(canvas, h, draw_error);
+    let summary = RwSignal::new(None::<String>);
+    draw_head_on_change(canvas, h, CARD_PX, draw_error, summary);
     let active = move || state.heads.read().is_active(h);
     let toggle = move |_| state.heads.update(|s| s.toggle(h));
     // Importance as drift when this head alone is removed, and its rank (1 = most important).
@@ -98,7 +114,7 @@ fn HeadCard(h: usize, selected: RwSignal<Option<usize>>) -> impl IntoView {
             Some((*r.per_head.get(h)?, r.rank(h)?, r.share(h)))
         })
     };
-    let summary = move || run_with_head(state, h).map(|r| summary_line(&r, h));
+    let summary = move || summary.get();
     view! {
         <figure class="head" class:pruned=move || !active() data-testid=format!("head-{h}")>
             <button
@@ -168,7 +184,8 @@ fn HeadDetail(h: usize, on_close: impl Fn() + 'static) -> impl IntoView {
         let text = svg::heatmap(r.forward.attention_of(h), r.config.seq_len, &r.words, &format!("head {h}"));
         draw_error.set(files::svg(&name, &text).err());
     };
-    draw_head_on_change(canvas, h, draw_error);
+    let summary = RwSignal::new(None::<String>);
+    draw_head_on_change(canvas, h, usize::MAX, draw_error, summary);
     let hover = RwSignal::new(None::<String>);
     let words = move || state.run().map(|r| r.words.clone()).unwrap_or_default();
     let on_move = move |ev: MouseEvent| {
@@ -193,7 +210,7 @@ fn HeadDetail(h: usize, on_close: impl Fn() + 'static) -> impl IntoView {
         }
     };
     let max = move || run_with_head(state, h).map_or(0.0, |r| Scale::fit(r.forward.attention_of(h)).max);
-    let summary = move || run_with_head(state, h).map(|r| summary_line(&r, h));
+    let summary = move || summary.get();
     let show_labels = move || words().len() <= 48;
     // The same token labels along the top (keys) and down the side (queries).
     let labels =
