@@ -181,26 +181,6 @@ fn w_o(weights: &LayerWeights, d: usize, i: usize, j: usize) -> f64 {
     }
 }
 
-/// Head `focus.head`'s Q, K or V (`which` 0, 1, 2) for every token: `n x d_k`.
-fn projection(
-    config: &ModelConfig,
-    x: &[f32],
-    weights: &LayerWeights,
-    head: usize,
-    which: usize,
-) -> Vec<f64> {
-    let (n, d, d_k) = (config.seq_len, config.d_model, config.d_k());
-    let mut out = vec![0.0; n * d_k];
-    for c in 0..d_k {
-        let col = which * d + head * d_k + c;
-        let w: Vec<f64> = (0..d).map(|k| w_qkv(weights, d, k, col)).collect();
-        for i in 0..n {
-            out[i * d_k + c] = x[i * d..(i + 1) * d].iter().zip(&w).map(|(&a, b)| a as f64 * b).sum();
-        }
-    }
-    out
-}
-
 /// The focused head's scores, weights and output for the focused token.
 struct HeadRow {
     q: Vec<f64>,
@@ -209,20 +189,44 @@ struct HeadRow {
     output: Vec<f64>,
 }
 
+/// Multiply-adds of one walk: the focused token's query, `W_k q` and the weighted values'
+/// projection (`d x d_k` each), every key's score and the weighted mean of the inputs (`n x d`
+/// each), and the output slice.
+pub fn walk_cost(config: &ModelConfig) -> u64 {
+    let (n, d, d_k) = (config.seq_len as u64, config.d_model as u64, config.d_k() as u64);
+    3 * d * d_k + 2 * n * d + SLICE as u64 * d
+}
+
+/// The most a walk does at once on the page's thread ([`walk_cost`]): about 100 ms in wasm
+/// with weights generated from the seed. A wider head is not walked: the page says why.
+pub const WALK_MAX_COST: u64 = 24 << 20;
+
+/// Head `focus.head`'s row for `focus.token`, in f64, without the `n x d_k` keys and values:
+/// a key's score `x_j W_k . q` is `x_j . (W_k q)`, and the weighted sum of values
+/// `sum_j w_j x_j W_v` is `(sum_j w_j x_j) W_v`, so the walk costs `O(d d_k + n d)`.
 fn head_row(config: &ModelConfig, x: &[f32], weights: &LayerWeights, focus: Focus) -> HeadRow {
-    let (n, d_k) = (config.seq_len, config.d_k());
-    let [q, k, v] = [0, 1, 2].map(|which| projection(config, x, weights, focus.head, which));
-    let q = q[focus.token * d_k..(focus.token + 1) * d_k].to_vec();
+    let (n, d, d_k) = (config.seq_len, config.d_model, config.d_k());
+    let col = |which: usize, c: usize| which * d + focus.head * d_k + c;
+    let x_t = &x[focus.token * d..(focus.token + 1) * d];
+    let q: Vec<f64> =
+        (0..d_k).map(|c| (0..d).map(|k| x_t[k] as f64 * w_qkv(weights, d, k, col(0, c))).sum()).collect();
+    let w_k_q: Vec<f64> =
+        (0..d).map(|k| (0..d_k).map(|c| w_qkv(weights, d, k, col(1, c)) * q[c]).sum()).collect();
     let scale = 1.0 / (d_k as f64).sqrt();
-    let scores: Vec<f64> = (0..n)
-        .map(|j| q.iter().zip(&k[j * d_k..(j + 1) * d_k]).map(|(a, b)| a * b).sum::<f64>() * scale)
+    let scores: Vec<f64> = x
+        .chunks_exact(d)
+        .map(|x_j| x_j.iter().zip(&w_k_q).map(|(&a, b)| a as f64 * b).sum::<f64>() * scale)
         .collect();
     let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let exps: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
     let sum: f64 = exps.iter().sum();
-    let weights: Vec<f64> = exps.iter().map(|e| e / sum).collect();
-    let output = (0..d_k).map(|c| (0..n).map(|j| weights[j] * v[j * d_k + c]).sum()).collect();
-    HeadRow { q, scores, weights, output }
+    let weights_row: Vec<f64> = exps.iter().map(|e| e / sum).collect();
+    let mut mean = vec![0.0f64; d];
+    for (x_j, &w) in x.chunks_exact(d).zip(&weights_row).take(n) {
+        mean.iter_mut().zip(x_j).for_each(|(m, &v)| *m += w * v as f64);
+    }
+    let output = (0..d_k).map(|c| (0..d).map(|k| mean[k] * w_qkv(weights, d, k, col(2, c))).sum()).collect();
+    HeadRow { q, scores, weights: weights_row, output }
 }
 
 /// The walk of `config` on `x` with `weights`, following `focus` (clamped into the shape).

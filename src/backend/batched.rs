@@ -35,6 +35,37 @@ impl Batched {
 /// Rounds of the batched-heads experiment timed (after one untimed warm-up of each).
 pub const BATCHED_ROUNDS: usize = 3;
 
+/// The largest pass a timing runs on the page's thread: a timed pass is one call (cutting it
+/// into steps would time the steps), and no call may hold the page for more than about 200 ms
+/// (BENCHMARKS.md section 20). About 100 ms of the CPU kernel in wasm.
+pub const TIMED_CPU_PASS_MAX_FLOPS: u64 = 2_500_000_000;
+
+/// The largest weights a timing makes (in one piece, before its passes): 64 MiB, d_model 2048.
+pub const TIMED_WEIGHTS_MAX_BYTES: u64 = 64 << 20;
+
+/// Why `config` cannot be timed on `backend` on this page, when it cannot: its weights are
+/// generated on the fly (each pass takes seconds), too large to make at once, or one pass on
+/// the CPU would hold the page's thread too long.
+pub fn untimeable(backend: &Backend, config: &ModelConfig) -> Option<String> {
+    let flops = config.forward_flops();
+    if config.generates_weights() {
+        Some("this model's weights are generated on the fly, so each pass takes seconds; time it on one of the other presets".to_string())
+    } else if config.weight_bytes() > TIMED_WEIGHTS_MAX_BYTES {
+        Some(format!(
+            "a timing makes this layer's {} MiB of weights in one piece, too long for the page's thread; time a layer of d_model {} or less",
+            config.weight_bytes() >> 20,
+            2048
+        ))
+    } else if matches!(backend, Backend::Cpu(_)) && flops > TIMED_CPU_PASS_MAX_FLOPS {
+        Some(format!(
+            "one pass of this shape is {:.1} GFLOP, too long to time on the page's thread (a timed pass cannot be cut into steps); time it with fewer tokens, or on the GPU",
+            flops as f64 / 1e9
+        ))
+    } else {
+        None
+    }
+}
+
 /// Times `config` with all its heads against one head of width `d_model` on `backend`, in
 /// interleaved rounds with the same weights and inputs, awaiting `between` after each sample (the
 /// page lets the browser draw). A sample repeats its pass as often as `clock` needs to tell it.
@@ -145,6 +176,19 @@ pub async fn time_loop(
 mod tests {
     use super::*;
     use crate::cpu::Kernel;
+
+    #[test]
+    fn a_timing_that_would_hold_the_page_too_long_is_refused_with_its_reason() {
+        let cpu = Backend::Cpu(Kernel::Simd);
+        let at = |d_model, num_heads, seq_len| ModelConfig { d_model, num_heads, seq_len };
+        assert_eq!(untimeable(&cpu, &at(768, 12, 128)), None);
+        assert_eq!(untimeable(&cpu, &at(2048, 16, 64)), None);
+        let slow = untimeable(&cpu, &at(2048, 16, 1024)).unwrap();
+        assert!(slow.contains("42.9 GFLOP") && slow.contains("fewer tokens"), "{slow}");
+        let wide = untimeable(&cpu, &at(4096, 32, 8)).unwrap();
+        assert!(wide.contains("256 MiB") && wide.contains("2048"), "{wide}");
+        assert!(untimeable(&cpu, &at(12288, 96, 16)).unwrap().contains("generated on the fly"));
+    }
 
     #[test]
     fn batched_heads_are_timed_against_one_head_of_the_full_width() {

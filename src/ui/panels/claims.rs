@@ -5,7 +5,7 @@ use leptos::task::spawn_local;
 
 use crate::attention::analysis::heads_count;
 use crate::attention::clock::{show_ms, SAMPLE_TICKS};
-use crate::backend::batched::{time_batched, Batched, BATCHED_ROUNDS};
+use crate::backend::batched::{time_batched, untimeable, Batched, BATCHED_ROUNDS};
 use crate::ui::browser::{clock_step_ms, yield_to_browser, PageHost};
 use crate::ui::state::AppState;
 
@@ -19,10 +19,8 @@ pub fn Claims() -> impl IntoView {
         let Some(run) = state.run() else { return };
         let Some(session) = state.session.get_untracked() else { return };
         let (config, backend) = (run.config, run.backend_in(&session));
-        if config.generates_weights() {
-            batched.set(Some(Err("this model's weights are generated on the fly, so each pass takes \
-                seconds; compare batched and single-head passes on one of the other presets"
-                .to_string())));
+        if let Some(why) = untimeable(&backend, &config) {
+            batched.set(Some(Err(why)));
             return;
         }
         measuring.set(true);
@@ -51,7 +49,7 @@ pub fn Claims() -> impl IntoView {
                 b.ratio(),
                 show_ms(clock_step_ms(), clock_step_ms()),
             ),
-            Err(e) => format!("The measurement failed: {e}"),
+            Err(e) => format!("Not measured: {e}."),
         })
     };
     let pruning_text = move || state.importance.with(|imp| imp.as_ref()?.claim_sentence());

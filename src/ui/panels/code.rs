@@ -6,9 +6,9 @@ use leptos::task::spawn_local;
 
 use crate::attention::analysis::heads_count;
 use crate::attention::clock::show_ms;
-use crate::attention::synthetic::{Inputs, LayerWeights};
-use crate::attention::walk::{walk, weights_row, Focus, Line, Walk};
-use crate::backend::batched::{time_loop, LoopVsBatched, BATCHED_ROUNDS};
+use crate::attention::synthetic::{GeneratedWeights, LayerWeights};
+use crate::attention::walk::{walk, walk_cost, weights_row, Focus, Line, Walk, WALK_MAX_COST};
+use crate::backend::batched::{time_loop, untimeable, LoopVsBatched, BATCHED_ROUNDS};
 use crate::ui::browser::{yield_to_browser, PageHost};
 use crate::ui::state::AppState;
 
@@ -18,16 +18,30 @@ pub fn CodeWalk() -> impl IntoView {
     let state = AppState::get();
     let line = RwSignal::new(0usize);
     let focus = RwSignal::new(Focus { head: 0, token: 0 });
-    // Recomputed when the pass or the focus changes: only the focused head's tensors (cheap).
+    // Recomputed when the pass or the focus changes: only the focused head's row, its weights
+    // made from the seed where they are read (the pass's inputs are kept with it).
     let walked = Memo::new(move |_| {
-        let run = state.run()?;
+        let run = state.run().filter(|r| walk_cost(&r.config) <= WALK_MAX_COST)?;
         let f = focus.get();
-        let inputs = Inputs::generate(&run.config, run.seed);
-        let weights = LayerWeights::for_config(&run.config, run.seed);
-        let w = walk(&run.config, &inputs.x, &weights, f, &run.forward.heads);
-        let row_sum = weights_row(&run.config, &inputs.x, &weights, w.focus).iter().sum::<f64>();
+        let weights =
+            LayerWeights::Generated(GeneratedWeights { d_model: run.config.d_model, seed: run.seed });
+        let w = walk(&run.config, &run.inputs.x, &weights, f, &run.forward.heads);
+        let row_sum = weights_row(&run.config, &run.inputs.x, &weights, w.focus).iter().sum::<f64>();
         Some((w, row_sum, run.words.clone()))
     });
+    let too_wide = move || {
+        let run = state.run()?;
+        (walk_cost(&run.config) > WALK_MAX_COST).then(|| {
+            format!(
+                "Heads of {} dimensions are too wide to walk here: following one token through one head \
+                 takes {:.0} million multiply-adds in f64 on this page's thread, over its limit of {:.0} \
+                 million. Give the layer more heads or fewer dimensions to walk it.",
+                run.config.d_k(),
+                walk_cost(&run.config) as f64 / 1e6,
+                WALK_MAX_COST as f64 / 1e6,
+            )
+        })
+    };
     let last = Line::ALL.len() - 1;
     let go = move |to: usize| line.set(to.min(last));
     let on_key = move |ev: web_sys::KeyboardEvent| {
@@ -45,6 +59,7 @@ pub fn CodeWalk() -> impl IntoView {
     view! {
         <section class="panel code-walk" aria-labelledby="code-title" data-testid="code-walk">
             <h2 id="code-title">"The handbook's code, line by line, on this model's tensors"</h2>
+            {move || too_wide().map(|why| view! { <p class="note" data-testid="code-too-wide">{why}</p> })}
             <FocusPicker focus walked />
             <div class="code-layout">
                 <div>
@@ -217,15 +232,11 @@ fn LoopAgainstBatched() -> impl IntoView {
     let measuring = RwSignal::new(false);
     let measure = move |_| {
         let Some(run) = state.run() else { return };
-        if run.config.generates_weights() {
-            result.set(Some(Err(
-                "this model's weights are too large to store, so each pass takes seconds; \
-                time the loop on one of the other presets"
-                    .to_string(),
-            )));
+        let Some(session) = state.session.get_untracked() else { return };
+        if let Some(why) = untimeable(&run.backend_in(&session), &run.config) {
+            result.set(Some(Err(why)));
             return;
         }
-        let Some(session) = state.session.get_untracked() else { return };
         measuring.set(true);
         spawn_local(async move {
             yield_to_browser().await;
@@ -253,7 +264,7 @@ fn LoopAgainstBatched() -> impl IntoView {
                     format!("Largest difference between the two outputs: {:.1e} of the largest value, float rounding.", t.difference)
                 },
             ),
-            Err(e) => format!("Not timed: {e}"),
+            Err(e) => format!("Not timed: {e}."),
         })
     };
     view! {
