@@ -31,6 +31,21 @@ pub const VERSION: u64 = 1;
 /// Longest host message read, as JSON text; anything longer is refused unread.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
 
+/// Refused host messages the app logs; after them it only ignores: a host that sends a stream
+/// of bad messages gets a few lines that say why, not a flood.
+pub const LOGGED_REFUSALS: u32 = 5;
+
+/// The console line for the `count`-th refused host message (counting from 1), refused for
+/// `why`; `None` past [`LOGGED_REFUSALS`].
+pub fn refusal_line(count: u32, why: &str) -> Option<String> {
+    let line = format!("headlab ignored a host message: {why}");
+    match count.cmp(&LOGGED_REFUSALS) {
+        std::cmp::Ordering::Less => Some(line),
+        std::cmp::Ordering::Equal => Some(format!("{line} (further ignored messages are not logged)")),
+        std::cmp::Ordering::Greater => None,
+    }
+}
+
 /// A message from the host page.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostMessage {
@@ -132,6 +147,18 @@ pub fn resize_message(height: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_of_bad_messages_logs_a_few_lines_then_nothing() {
+        let lines: Vec<Option<String>> =
+            (1..=1000).map(|n| refusal_line(n, "message is not an object")).collect();
+        assert_eq!(lines.iter().flatten().count(), LOGGED_REFUSALS as usize);
+        assert_eq!(lines[0].as_deref(), Some("headlab ignored a host message: message is not an object"));
+        assert!(lines[LOGGED_REFUSALS as usize - 1]
+            .as_ref()
+            .unwrap()
+            .ends_with("(further ignored messages are not logged)"));
+    }
 
     #[test]
     fn host_messages_parse_only_when_they_match_the_schema() {

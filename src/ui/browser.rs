@@ -2,7 +2,10 @@
 //! between pieces of work and downloading a file with progress (the jobs' own, `jobs::web`), and
 //! the browser's storage.
 
-use leptos::prelude::window;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use leptos::prelude::{on_cleanup, window};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
@@ -38,5 +41,27 @@ impl Store for BrowserStore {
         if let Some(storage) = window().local_storage().ok().flatten() {
             let _ = storage.set_item(key, value);
         }
+    }
+}
+
+/// Whether the reactive owner current when it was made (a component) is still on the page. A
+/// task that awaits checks it before it touches the owner's values again: reading a value whose
+/// owner is gone panics, and a reader who switches the preset or the model during a load or a
+/// pass removes the owner while the task waits.
+#[derive(Clone, Debug)]
+pub struct Alive(Arc<AtomicBool>);
+
+impl Alive {
+    /// Alive until the current owner is cleaned up.
+    pub fn here() -> Alive {
+        let flag = Arc::new(AtomicBool::new(true));
+        let gone = flag.clone();
+        on_cleanup(move || gone.store(false, Ordering::Relaxed));
+        Alive(flag)
+    }
+
+    /// Whether the owner is still there.
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }

@@ -6,7 +6,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{MessageEvent, ResizeObserver, Window};
 
-use crate::embed::{resize_message, HostMessage, MessageError};
+use crate::embed::{refusal_line, resize_message, HostMessage, MessageError};
 use crate::settings::{Frame, HostOrigin, Settings};
 
 /// The parent window when the page is framed, `None` when it is the top page.
@@ -49,6 +49,7 @@ pub fn connect_host(frame: &Frame, settings: RwSignal<Settings>) {
     observer.forget();
 
     let allowed = frame.host.clone();
+    let refused = std::cell::Cell::new(0u32);
     let handle =
         window_event_listener(leptos::ev::message, move |ev: MessageEvent| {
             match read_host_message(&ev, &allowed) {
@@ -57,7 +58,10 @@ pub fn connect_host(frame: &Frame, settings: RwSignal<Settings>) {
                 Ok(HostMessage::RequestSize) => post(true),
                 Err(None) => {}
                 Err(Some(why)) => {
-                    web_sys::console::warn_1(&format!("headlab ignored a host message: {why}").into())
+                    refused.set(refused.get().saturating_add(1));
+                    if let Some(line) = refusal_line(refused.get(), &why) {
+                        web_sys::console::warn_1(&line.into());
+                    }
                 }
             }
         });

@@ -12,6 +12,7 @@ use leptos::task::spawn_local;
 use crate::jobs::web::load::{load, LoadedModel, Source};
 use crate::jobs::web::ModelFile;
 use crate::model::Model;
+use crate::ui::browser::Alive;
 
 /// A model on show: the model, its file (the workers get a copy), and what its load reported.
 #[derive(Clone)]
@@ -64,6 +65,8 @@ pub struct Loader {
     pub state: RwSignal<LoadState, LocalStorage>,
     /// Set to stop the load under way.
     stop: StoredValue<Rc<Cell<bool>>, LocalStorage>,
+    /// Whether the panel that loads is still on the page.
+    alive: StoredValue<Alive>,
 }
 
 impl Loader {
@@ -72,13 +75,18 @@ impl Loader {
         Loader {
             state: RwSignal::new_local(LoadState::default()),
             stop: StoredValue::new_local(Rc::new(Cell::new(false))),
+            alive: StoredValue::new(Alive::here()),
         }
     }
 
     /// Loads `source`, replacing any load under way, with `held` bytes taken by the model on
     /// show; `loaded` gets the model.
+    /// A load whose panel leaves the page stops, and its model is never handed over.
     pub fn start(self, source: Source, held: u64, loaded: impl Fn(Shown) + 'static) {
-        self.stop.get_value().set(true);
+        let (Some(old), Some(alive)) = (self.stop.try_get_value(), self.alive.try_get_value()) else {
+            return;
+        };
+        old.set(true);
         let stop = Rc::new(Cell::new(false));
         self.stop.set_value(stop.clone());
         let retry = match &source {
@@ -95,14 +103,17 @@ impl Loader {
         spawn_local(async move {
             let progress = {
                 let (stop, what) = (stop.clone(), what.clone());
+                let alive = alive.clone();
                 move |done: f64, total: Option<f64>| {
-                    if !stop.get() {
+                    if !alive.get() {
+                        stop.set(true);
+                    } else if !stop.get() {
                         state.update(|s| s.loading = Some(Loading { what: what.clone(), done, total }));
                     }
                 }
             };
             let result = load(source, held, stop.clone(), progress).await;
-            if stop.get() {
+            if stop.get() || !alive.get() {
                 return;
             }
             match result {

@@ -12,6 +12,7 @@ use super::models::Models;
 use crate::jobs::web::files::ReaderFiles;
 use crate::jobs::web::load::Source;
 use crate::model::Model;
+use crate::ui::browser::Alive;
 use crate::viz::chart::band_note;
 
 /// The model's source: what is on show, the ways to load another, progress and failures.
@@ -27,13 +28,20 @@ pub fn ModelSource() -> impl IntoView {
         // The same files picked again are a new load.
         input.set_value("");
     };
+    let alive = Alive::here();
     let on_drop = move |ev: ev::DragEvent| {
         ev.prevent_default();
         dragging.set(false);
         let Some(data) = ev.data_transfer() else { return };
         let files = ReaderFiles::from_drop(&data);
+        let alive = alive.clone();
         spawn_local(async move {
-            match files.await {
+            let files = files.await;
+            // The reader may have left the panel while the folder was read.
+            if !alive.get() {
+                return;
+            }
+            match files {
                 Ok(files) => view.open(Source::Reader(files)),
                 Err(e) => {
                     view.load.update(|s| s.error = Some(format!("Could not read the dropped files: {e}.")))
