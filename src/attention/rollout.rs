@@ -49,18 +49,53 @@ pub fn rollout(attention: &[&[f32]], heads_per_layer: usize, seq_len: usize, act
     Rollout { seq_len, layers }
 }
 
+/// The sum of every head's map of one layer (`weights`: `heads x n x n`), in f64: what
+/// [`one_layer_rollout`] starts from, kept with a pass and made a head at a time.
+pub fn add_head(sum: &mut [f64], weights: &[f32], n: usize, h: usize) {
+    sum.iter_mut().zip(&weights[h * n * n..(h + 1) * n * n]).for_each(|(m, &w)| *m += w as f64);
+}
+
+/// The rollout of one layer (`weights`: `heads x n x n`) with the heads of `active`, from `all`,
+/// the sum of every head's map ([`add_head`]): the pruned heads' maps taken from it, or the
+/// active ones added up afresh, whichever are fewer, so that a toggle costs at most half the
+/// heads' maps whatever the head count (BENCHMARKS.md section 20).
+pub fn one_layer_rollout(weights: &[f32], n: usize, all: &[f64], active: &HeadSet) -> Rollout {
+    let heads = active.len();
+    assert_eq!(weights.len(), heads * n * n, "heads x n x n weights");
+    let count = active.active_count();
+    let sum = if 2 * count >= heads {
+        let mut sum = all.to_vec();
+        for h in (0..heads).filter(|&h| !active.is_active(h)) {
+            sum.iter_mut().zip(&weights[h * n * n..(h + 1) * n * n]).for_each(|(m, &w)| *m -= w as f64);
+        }
+        sum
+    } else {
+        let mut sum = vec![0.0; n * n];
+        active.active().for_each(|h| add_head(&mut sum, weights, n, h));
+        sum
+    };
+    let step = if count == 0 { identity(n) } else { mix_with_identity(sum, n, count) };
+    Rollout { seq_len: n, layers: vec![step] }
+}
+
 /// `A'` of one layer: the mean of the listed heads' maps mixed half and half with the identity,
 /// rows renormalised; the identity when no head is listed.
 fn layer_step(weights: &[f32], n: usize, heads: impl Iterator<Item = usize>) -> Vec<f64> {
     let mut mean = vec![0.0f64; n * n];
     let mut count = 0usize;
     for h in heads {
-        mean.iter_mut().zip(&weights[h * n * n..(h + 1) * n * n]).for_each(|(m, &w)| *m += w as f64);
+        add_head(&mut mean, weights, n, h);
         count += 1;
     }
     if count == 0 {
         return identity(n);
     }
+    mix_with_identity(mean, n, count)
+}
+
+/// `sum` (of `count` heads' maps) as their mean mixed half and half with the identity, rows
+/// renormalised.
+fn mix_with_identity(mut mean: Vec<f64>, n: usize, count: usize) -> Vec<f64> {
     for (i, row) in mean.chunks_exact_mut(n).enumerate() {
         row.iter_mut().for_each(|m| *m *= 0.5 / count as f64);
         row[i] += 0.5;
@@ -211,6 +246,22 @@ mod tests {
         let pruned = rollout(&[&LAYER_0], 2, 2, &HeadSet::with_pruned(2, [1]));
         assert_all_close("R_0, head 1 pruned", &pruned.layers[0], &[1.0, 0.0, 0.5, 0.5]);
         assert_all_close("shares, head 1 pruned", &pruned.shares(0), &[0.75, 0.25]);
+    }
+
+    /// From the sum of every head's map, by taking the pruned ones away or adding the active
+    /// ones up, whichever are fewer: the rollout of the heads kept, for every set of 7 heads.
+    #[test]
+    fn one_layer_from_the_sum_of_all_heads_equals_the_rollout_of_the_heads_kept() {
+        let (heads, n) = (7, 5);
+        let weights: Vec<f32> = (0..heads * n * n).map(|i| ((i * 37 % 101) as f32 + 1.0) / 101.0).collect();
+        let mut all = vec![0.0; n * n];
+        (0..heads).for_each(|h| add_head(&mut all, &weights, n, h));
+        for mask in 0u32..1 << heads {
+            let active = HeadSet::with_pruned(heads, (0..heads).filter(|h| mask >> h & 1 == 1));
+            let want = rollout(&[&weights], heads, n, &active);
+            let got = one_layer_rollout(&weights, n, &all, &active);
+            assert_all_close(&format!("pruned mask {mask:07b}"), &got.layers[0], &want.layers[0]);
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use super::placement::{Choice, Place};
 use super::session::Session;
 use crate::attention::analysis::{Importance, Measuring};
 use crate::attention::clock::Clock;
+use crate::attention::rollout::add_head;
 use crate::attention::{ConfigError, Inputs, LayerWeights, ModelConfig, Weights};
 use crate::cpu::stepped::SteppedPass;
 use crate::cpu::{Forward, Kernel};
@@ -46,6 +47,9 @@ pub struct Run {
     pub forward: Forward,
     /// Each head's importance and the drift curves of pruning in either order.
     pub importance: Arc<Importance>,
+    /// Every head's attention weights summed, `n x n` in f64: the layer's rollout for any heads
+    /// starts from it ([`crate::attention::rollout::one_layer_rollout`]).
+    pub attention_sum: Vec<f64>,
     /// The word at each position.
     pub words: Vec<&'static str>,
     /// The words and their embeddings `x` (`seq_len x d_model`), the pass's input.
@@ -199,8 +203,26 @@ pub async fn run(
         slices.tick(0.9 + 0.1 * measuring.progress()).await?;
     }
     let importance = Arc::new(measuring.finish());
+    let n = config.seq_len;
+    let mut attention_sum = vec![0.0; n * n];
+    for h in 0..config.num_heads {
+        add_head(&mut attention_sum, &forward.attention, n, h);
+        slices.tick(1.0).await?;
+    }
     let words = inputs.words().collect();
-    Ok(Run { seed, config, forward, importance, words, inputs, forward_ms, backend, weights, choice })
+    Ok(Run {
+        seed,
+        config,
+        forward,
+        importance,
+        attention_sum,
+        words,
+        inputs,
+        forward_ms,
+        backend,
+        weights,
+        choice,
+    })
 }
 
 /// The pass's inputs, made a few rows at a time.

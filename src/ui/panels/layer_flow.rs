@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use crate::attention::rollout::rollout;
+use crate::attention::rollout::one_layer_rollout;
 use crate::ui::flow_figure::FlowFigure;
 use crate::ui::state::AppState;
 use crate::viz::flow_picture::picture;
@@ -15,9 +15,9 @@ pub fn FlowPanel() -> impl IntoView {
         let run = state.run()?;
         let (n, h) = (run.config.seq_len, run.config.num_heads);
         let heads = state.heads.with(|s| s.resized(h));
-        let attention = [run.forward.attention.as_slice()];
-        let all = rollout(&attention, h, n, &crate::attention::HeadSet::all(h));
-        let pruned = rollout(&attention, h, n, &heads);
+        let attention = run.forward.attention.as_slice();
+        let all = one_layer_rollout(attention, n, &run.attention_sum, &crate::attention::HeadSet::all(h));
+        let pruned = one_layer_rollout(attention, n, &run.attention_sum, &heads);
         let content: Vec<bool> = run.words.iter().map(|w| *w != ".").collect();
         Some(picture(&run.words, &content, (&all, &pruned), &heads, h, |_| "the layer".to_string()))
     });
