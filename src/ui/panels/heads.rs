@@ -3,11 +3,13 @@
 
 use leptos::html;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use web_sys::MouseEvent;
 
 use crate::attention::summary::describe;
 use crate::backend::Run;
 use crate::export::attention_csv;
+use crate::ui::browser::after_next_paint;
 use crate::ui::canvas::{draw_heatmap_within, draw_soon};
 use crate::ui::files;
 use crate::ui::keyboard::arrow_focus;
@@ -21,6 +23,7 @@ use crate::viz::svg;
 pub fn HeadGrid() -> impl IntoView {
     let state = AppState::get();
     let num_heads = move || state.run().map_or(0, |r| r.config.num_heads);
+    let listed = cards_in_turns(num_heads);
     let selected = RwSignal::new(None::<usize>);
     let export_error = RwSignal::new(None::<String>);
     let export_csv = move |_| {
@@ -52,12 +55,38 @@ pub fn HeadGrid() -> impl IntoView {
                     .map(|h| view! { <HeadDetail h=h on_close=move || selected.set(None) /> })
             }}
             <div class="heads" data-testid="heads" on:keydown=move |ev| arrow_focus(&ev)>
-                <For each=move || 0..num_heads() key=|h| *h let:h>
-                    <HeadCard h=h selected=selected />
+                <For each=move || 0..listed.get() key=|h| *h let:h>
+                    <HeadCard h=h selected=selected gone=Signal::derive(move || h >= num_heads()) />
                 </For>
             </div>
         </section>
     }
+}
+
+/// Cards made or removed per frame: 256 heads' cards made, or removed, and laid out at once
+/// held the page's thread for a third of a second (BENCHMARKS.md section 20).
+const CARDS_PER_TURN: usize = 32;
+
+/// How many cards to list for `total()` heads: it moves toward the total by [`CARDS_PER_TURN`]
+/// a frame, up or down (a card past the total is listed but hidden until it goes).
+fn cards_in_turns(total: impl Fn() -> usize + 'static) -> RwSignal<usize> {
+    let listed = RwSignal::new(untrack(&total).min(CARDS_PER_TURN));
+    Effect::new(move |_| {
+        let total = total();
+        if listed.get() != total {
+            spawn_local(async move {
+                after_next_paint().await;
+                // Ends quietly when the grid has left the page meanwhile.
+                listed.try_update(|at| {
+                    *at = match *at < total {
+                        true => (*at + CARDS_PER_TURN).min(total),
+                        false => at.saturating_sub(CARDS_PER_TURN).max(total),
+                    }
+                });
+            });
+        }
+    });
+    listed
 }
 
 /// The run, when it has head `h`.
@@ -99,7 +128,7 @@ fn summary_line(r: &Run, h: usize) -> String {
 
 /// Head `h`: its heatmap (select to enlarge), prune toggle, importance and summary.
 #[component]
-fn HeadCard(h: usize, selected: RwSignal<Option<usize>>) -> impl IntoView {
+fn HeadCard(h: usize, selected: RwSignal<Option<usize>>, gone: Signal<bool>) -> impl IntoView {
     let state = AppState::get();
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
@@ -116,7 +145,7 @@ fn HeadCard(h: usize, selected: RwSignal<Option<usize>>) -> impl IntoView {
     };
     let summary = move || summary.get();
     view! {
-        <figure class="head" class:pruned=move || !active() data-testid=format!("head-{h}")>
+        <figure class="head" class:pruned=move || !active() hidden=gone data-testid=format!("head-{h}")>
             <button
                 class="heatmap-button"
                 data-nav="enlarge"
