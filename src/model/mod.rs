@@ -41,6 +41,21 @@ impl Model {
         }
     }
 
+    /// [`Model::from_file`] with `between()` awaited after each tensor is decoded (the page's
+    /// thread gives the browser a turn there).
+    pub async fn from_file_in_steps(
+        bytes: &[u8],
+        id: String,
+        between: impl AsyncFnMut(),
+    ) -> Result<Model, ModelError> {
+        let asset = model_file::decode_in_steps(bytes, between).await.map_err(ModelError::Asset)?;
+        if asset.description.architecture.is_decoder() {
+            Ok(Model::Decoder(Rc::new(Decoder::from_decoded(asset, id)?)))
+        } else {
+            Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
+        }
+    }
+
     /// What the page calls it.
     pub fn name(&self) -> &str {
         match self {

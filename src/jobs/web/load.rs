@@ -112,7 +112,9 @@ pub async fn load(
             // The built-in file is built with the page: whatever failed happened on the way.
             let failed = |e: String| LoadFailure::new(format!("{BUILT_IN_URL}: {e}"), true);
             let bytes = fetch_bytes(BUILT_IN_URL, progress).await.map_err(failed)?;
-            model_file::verify(&bytes).map_err(|e| failed(e.to_string()))?;
+            model_file::verify_in_pieces(&bytes, yield_to_browser)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
             let read = bytes.len() as u64;
             (bytes, model_file::ASSET_SHA256[..16].to_string(), Vec::new(), read)
         }
@@ -130,7 +132,8 @@ pub async fn load(
     };
     // Decoding takes a moment: let the progress bar show the end first.
     yield_to_browser().await;
-    let model = Model::from_file(&bytes, id.clone())
+    let model = Model::from_file_in_steps(&bytes, id.clone(), yield_to_browser)
+        .await
         .map_err(|e| LoadFailure::new(format!("the model file: {e}"), false))?;
     let seconds = (now_ms() - started) / 1000.0;
     Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })

@@ -45,7 +45,11 @@ pub struct DecoderTokens {
 impl Decoder {
     /// The decoder in a model file (`bytes`), known as `id`.
     pub fn from_file(bytes: &[u8], id: String) -> Result<Decoder, ModelError> {
-        let mut a = model_file::decode(bytes).map_err(ModelError::Asset)?;
+        Decoder::from_decoded(model_file::decode(bytes).map_err(ModelError::Asset)?, id)
+    }
+
+    /// The decoder in a decoded model file ([`model_file::decode`]).
+    pub fn from_decoded(mut a: model_file::Asset, id: String) -> Result<Decoder, ModelError> {
         let d = a.description;
         if !d.architecture.is_decoder() {
             return Err(ModelError::Kind(format!(

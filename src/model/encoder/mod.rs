@@ -62,7 +62,11 @@ impl Encoder {
     /// The model in a model file (`bytes`, [`asset`]'s format: the built-in one, or a
     /// checkpoint the page converted), known as `id` ([`model_file::file_id`] of the bytes).
     pub fn from_file(bytes: &[u8], id: String) -> Result<Encoder, ModelError> {
-        let mut a = model_file::decode(bytes).map_err(ModelError::Asset)?;
+        Encoder::from_decoded(model_file::decode(bytes).map_err(ModelError::Asset)?, id)
+    }
+
+    /// The encoder in a decoded model file ([`model_file::decode`]).
+    pub fn from_decoded(mut a: model_file::Asset, id: String) -> Result<Encoder, ModelError> {
         let d = a.description;
         if d.architecture.is_decoder() {
             return Err(ModelError::Kind(format!(

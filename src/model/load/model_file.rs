@@ -84,7 +84,24 @@ pub fn file_id(bytes: &[u8]) -> String {
 /// error names the damage where the first bytes can tell (not an asset, cut short in its
 /// header), and is a checksum mismatch otherwise.
 pub fn verify(bytes: &[u8]) -> Result<(), AssetError> {
-    let got = sha256_hex(bytes);
+    verify_hashed(bytes, sha256_hex(bytes))
+}
+
+/// [`verify`] with the hash computed a few MiB at a time and `between()` awaited between the
+/// pieces: the page's thread gives the browser a turn (hashing the built-in 43 MiB at once held
+/// it for over 100 ms, BENCHMARKS.md section 20).
+pub async fn verify_in_pieces(bytes: &[u8], mut between: impl AsyncFnMut()) -> Result<(), AssetError> {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for piece in bytes.chunks(4 << 20) {
+        piece.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
+        between().await;
+    }
+    verify_hashed(bytes, hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// [`verify`] for `bytes` whose SHA-256 is `got` (hex).
+fn verify_hashed(bytes: &[u8], got: String) -> Result<(), AssetError> {
     if got == ASSET_SHA256 {
         return Ok(());
     }
@@ -240,31 +257,80 @@ fn header(bytes: &[u8]) -> Result<(Description, u64, u32), AssetError> {
 /// Reads a model file, checking the header's sizes against [`LIMITS`] and every range against
 /// the file's length before a value is read.
 pub fn decode(bytes: &[u8]) -> Result<Asset, AssetError> {
-    let (description, vocab_len, header_len) = header(bytes)?;
-    let got = bytes.len() as u64;
-    let need =
-        |expected: u64| if got < expected { Err(AssetError::Truncated { expected, got }) } else { Ok(()) };
-    let tensors = tensor_names(description.architecture, &description.spec);
-    let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
-    let vocab_start = 20 + header_len as u64;
-    let expected = vocab_start + vocab_len + 2 * values;
-    need(expected)?;
-    if got > expected {
-        return Err(AssetError::BadHeader(format!("{} bytes after the last weight", got - expected)));
+    let mut decoding = Decoding::new(bytes)?;
+    while decoding.step() {}
+    Ok(decoding.finish())
+}
+
+/// [`decode`] with `between()` awaited after each tensor is converted: the page's thread gives
+/// the browser a turn (converting all of a model's tensors at once held it for over 100 ms,
+/// BENCHMARKS.md section 20).
+pub async fn decode_in_steps(bytes: &[u8], mut between: impl AsyncFnMut()) -> Result<Asset, AssetError> {
+    let mut decoding = Decoding::new(bytes)?;
+    while decoding.step() {
+        between().await;
     }
-    let vocab = std::str::from_utf8(&bytes[vocab_start as usize..(vocab_start + vocab_len) as usize])
-        .map_err(|_| AssetError::BadHeader("the vocabulary is not UTF-8".into()))?
-        .to_string();
-    let mut at = (vocab_start + vocab_len) as usize;
-    let mut out = HashMap::with_capacity(tensors.len());
-    for (name, shape) in tensors {
-        let count: usize = shape.iter().product();
-        let raw = &bytes[at..at + 2 * count];
-        at += 2 * count;
+    Ok(decoding.finish())
+}
+
+/// A model file checked and being converted, a tensor per [`Decoding::step`].
+struct Decoding<'b> {
+    description: Description,
+    vocab: String,
+    /// The tensors still to convert: name, shape and f16 bytes, in the file's order.
+    left: std::vec::IntoIter<(String, Vec<usize>, &'b [u8])>,
+    out: HashMap<String, (Vec<usize>, Vec<f32>)>,
+}
+
+impl<'b> Decoding<'b> {
+    /// Checks the header and the sizes; converts nothing yet.
+    fn new(bytes: &'b [u8]) -> Result<Decoding<'b>, AssetError> {
+        let (description, vocab_len, header_len) = header(bytes)?;
+        let got = bytes.len() as u64;
+        let need = |expected: u64| {
+            if got < expected {
+                Err(AssetError::Truncated { expected, got })
+            } else {
+                Ok(())
+            }
+        };
+        let tensors = tensor_names(description.architecture, &description.spec);
+        let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
+        let vocab_start = 20 + header_len as u64;
+        let expected = vocab_start + vocab_len + 2 * values;
+        need(expected)?;
+        if got > expected {
+            return Err(AssetError::BadHeader(format!("{} bytes after the last weight", got - expected)));
+        }
+        let vocab = std::str::from_utf8(&bytes[vocab_start as usize..(vocab_start + vocab_len) as usize])
+            .map_err(|_| AssetError::BadHeader("the vocabulary is not UTF-8".into()))?
+            .to_string();
+        let mut at = (vocab_start + vocab_len) as usize;
+        let out = HashMap::with_capacity(tensors.len());
+        let left: Vec<_> = tensors
+            .into_iter()
+            .map(|(name, shape)| {
+                let count: usize = shape.iter().product();
+                at += 2 * count;
+                (name, shape, &bytes[at - 2 * count..at])
+            })
+            .collect();
+        Ok(Decoding { description, vocab, left: left.into_iter(), out })
+    }
+
+    /// Converts the next tensor; `false` once none is left.
+    fn step(&mut self) -> bool {
+        let Some((name, shape, raw)) = self.left.next() else { return false };
         let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
-        out.insert(name, (shape, values));
+        self.out.insert(name, (shape, values));
+        self.left.len() > 0
     }
-    Ok(Asset { description, tensors: out, vocab })
+
+    /// The converted asset (converts any tensors left).
+    fn finish(mut self) -> Asset {
+        while self.step() {}
+        Asset { description: self.description, tensors: self.out, vocab: self.vocab }
+    }
 }
 
 /// The model file's header as JSON, field for field: its order is the bytes' (and so the file's
@@ -457,6 +523,14 @@ mod tests {
         assert_eq!(shape, &vec![5, 4]);
         assert!((values[0] + 0.333_333_3).abs() < 2e-4 && values[0] != -0.333_333_3);
         assert_eq!(asset.tensors.len(), tensor_names(tiny().architecture, &tiny().spec).len());
+        // In steps, a turn for the browser between each two tensors: the same asset.
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            let turns = std::cell::Cell::new(0);
+            let stepped = pollster::block_on(decode_in_steps(&bytes, async || turns.set(turns.get() + 1)));
+            assert_eq!(stepped.as_ref().map(|a| (&a.tensors, &a.vocab)), Ok((&asset.tensors, &asset.vocab)));
+            assert_eq!(turns.get(), asset.tensors.len() - 1);
+        }
     }
 
     #[test]
@@ -510,5 +584,20 @@ mod tests {
         cut.extend_from_slice(&[b'x'; 40]);
         let err = verify(&cut).unwrap_err();
         assert!(matches!(err, AssetError::Checksum { .. }) && err.to_string().contains("damaged"), "{err}");
+    }
+
+    /// Hashed in pieces with a turn for the browser after each 4 MiB, the same verdict and hash.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn verification_in_pieces_gives_the_same_verdict_and_a_turn_per_piece() {
+        let mut big = MAGIC.to_vec();
+        big.extend_from_slice(&16u32.to_le_bytes());
+        big.extend((0..9usize << 20).map(|i| (i * 31 % 251) as u8));
+        for bytes in [&big[..], b"<html>404</html>", &big[..30]] {
+            let turns = std::cell::Cell::new(0);
+            let got = pollster::block_on(verify_in_pieces(bytes, async || turns.set(turns.get() + 1)));
+            assert_eq!(got, verify(bytes));
+            assert_eq!(turns.get(), bytes.len().div_ceil(4 << 20));
+        }
     }
 }
