@@ -1,0 +1,124 @@
+// The page tried as a hostile reader or host would: links to the largest and oddest shapes the
+// page accepts, quick switches of preset and model during every kind of long work, and a host
+// that floods its frame with messages. The page's thread is never held for long (Chromium's
+// long-task entries, recorded from the first script on), nothing panics, and every state asked
+// for is drawn or refused with a sentence. The same in Firefox and WebKit: tests/engines.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { suite } from './harness.mjs';
+import { Handbook, Lab } from './pages.mjs';
+import { CHECKPOINTS_PATH } from './serve.mjs';
+
+const app = suite({ noGpu: true, host: true });
+
+/** The longest the page's thread may be held at once, ms: the issue's "about 200 ms". */
+const HELD_MS = 250;
+
+/**
+ * Opens `where` with the long tasks of the page's thread recorded from its first script; resolves
+ * to { page, lab, problems, held() }, `held()` the longest task so far and the three longest.
+ */
+async function openRecorded(where, options = {}) {
+  const page = await app.noGpuBrowser.newPage({ viewport: { width: 1400, height: 1000 }, ...options });
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console error: ${m.text()}`));
+  await page.addInitScript(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) window.longTasks.push([Math.round(e.startTime), Math.round(e.duration)]);
+    }).observe({ type: 'longtask', buffered: true });
+  });
+  await page.goto(/^https?:/.test(where) ? where : `${app.base}/${where}`);
+  const held = async () => {
+    const tasks = await page.evaluate(() => window.longTasks.slice().sort((a, b) => b[1] - a[1]));
+    return { longest: tasks[0]?.[1] ?? 0, top: tasks.slice(0, 3) };
+  };
+  return { page, lab: new Lab(page), problems, held };
+}
+
+const drawnWith = (lab, heads, timing) => lab.waitHeatmapsWith(heads, timing);
+
+test("the largest and oddest shapes a link can ask for never hold the page's thread long", async () => {
+  // 256 heads of 4 over 512 tokens (a GiB of attention weights and contributions), then one
+  // head of 8192 whose weights are generated where used; each drawn, measured and pruned.
+  const shapes = [
+    { query: '?preset=custom&d_model=1024&heads=256&seq=512&backend=cpu', heads: 256, timing: /d_model 1024, 256 heads of d_k = 4, 512 tokens/ },
+    { query: '?preset=custom&d_model=8192&heads=1&seq=64&backend=cpu', heads: 1, timing: /weights generated on the fly.*d_model 8192, 1 head of d_k = 8192, 64 tokens/ },
+  ];
+  for (const { query, heads, timing } of shapes) {
+    const { page, lab, problems, held } = await openRecorded(query);
+    await page.waitForFunction(([n, source]) => document.querySelectorAll('canvas.heatmap').length === n
+      && new RegExp(source).test(document.querySelector('[data-testid=timing]')?.textContent ?? ''), [heads, timing.source], { timeout: 120000 });
+    await lab.heads.importance(heads - 1).locator('.num').waitFor({ timeout: 60000 });
+    await lab.heads.toggle(0).click();
+    await lab.drift.active.waitText(`${heads - 1} of ${heads}`);
+    const { longest, top } = await held();
+    console.log(`${query}: longest task ${longest} ms (${JSON.stringify(top)})`);
+    assert.ok(longest <= HELD_MS, `${query} held the page's thread for ${longest} ms: ${JSON.stringify(top)}`);
+    if (heads === 1) {
+      // A head this wide is not walked, and a timing of it is refused: each says why.
+      assert.match(await page.getByTestId('code-too-wide').textContent(), /^Heads of 8192 dimensions are too wide to walk here: .* over its limit of 25 million\./);
+      await lab.claims.measureBatched.click();
+      await lab.claims.batchedResult.waitText(/^Not measured: this model's weights are generated on the fly/);
+    } else {
+      await lab.code.timeLoop.click();
+      await lab.code.loopResult.waitText(/^Not timed: one pass of this shape is \d+\.\d GFLOP, too long to time on the page's thread/);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
+test('quick switches of preset, model and text during every kind of long work never break the page', async () => {
+  // The GPT-2 checkpoint's curves (jobs on the workers), the built-in encoder loading and
+  // measuring, GPT-3's long stepped pass: each interrupted many times, at short and odd delays.
+  const { page, lab, problems, held } = await openRecorded(`?model=${encodeURIComponent(`${CHECKPOINTS_PATH}gpt2-odd`)}&backend=cpu&seq=64`);
+  await lab.decoder.heatmap(3).waitFor({ timeout: 60000 });
+  const preset = lab.settings.preset;
+  const delays = [0, 30, 120, 400, 15, 800, 60];
+  for (let round = 0; round < 3; round++) {
+    await lab.decoder.curvesRun.click();
+    await page.waitForTimeout(delays[round]);
+    for (const [i, to] of ['gpt3', 'trained', 'bert-base', 'trained', 'gpt2-large', 'custom', 'trained'].entries()) {
+      await preset.selectOption(to === 'custom' || to === 'trained' ? to : String(['transformer', 'bert-base', 'gpt2-small', 'bert-large', 'gpt2-medium', 'gpt2-large', 'gpt3'].indexOf(to)));
+      await page.waitForTimeout(delays[(i + round) % delays.length]);
+      if (to === 'trained' && i === 3) await lab.trained.text.fill(`a sentence typed while the model loads ${round}`, { timeout: 2000 }).catch(() => {});
+    }
+  }
+  // The last switch wins: the trained model (the checkpoint the link names) is shown, working.
+  await lab.decoder.heatmap(3).waitFor({ timeout: 60000 });
+  await preset.selectOption('1');
+  await drawnWith(lab, 12, /d_model 768, 12 heads of d_k = 64/);
+  assert.equal(await lab.status.panicBanner.isHidden(), true, 'no panic');
+  const { longest, top } = await held();
+  console.log(`switching: longest task ${longest} ms (${JSON.stringify(top)})`);
+  assert.deepEqual(problems.filter((p) => !/status of 404/.test(p)), []);
+  await page.close();
+});
+
+test("a host's flood of messages gets five lines of why, and its quick switches end on the last one asked", async () => {
+  const { page, problems } = await openRecorded(`${app.hostBase}/handbook.html`, { bypassCSP: true });
+  const warnings = [];
+  page.on('console', (m) => m.type() === 'warning' && /headlab ignored a host message/.test(m.text()) && warnings.push(m.text()));
+  const handbook = new Handbook(page);
+  await handbook.replaceWithFrames([{ name: 'trusting', src: `${app.base}/?embed=1&view=prune&backend=cpu&host=${encodeURIComponent(app.hostBase)}`, width: '900px', height: '700px' }]);
+  const frame = await handbook.frame('trusting');
+  const inFrame = new Lab(frame);
+  await inFrame.heads.heatmap(11).waitFor({ timeout: 60000 });
+  const send = (message) => handbook.post('trusting', message, app.base);
+  for (let i = 0; i < 200; i++) await send({ to: 'headlab', version: 1, type: 'set-preset', preset: `no-such-model-${i}` });
+  // GPT-3 (a long pass) and the others asked for in quick turns: each switch stops the last pass.
+  const presets = ['gpt3', 'bert-base', 'gpt3', 'gpt2-large', 'gpt3', 'transformer', 'gpt3', 'gpt2-small'];
+  for (const [i, preset] of presets.entries()) {
+    await send({ to: 'headlab', version: 1, type: 'set-preset', preset });
+    await page.waitForTimeout([5, 40, 300, 10][i % 4]);
+  }
+  await frame.waitForFunction(() => /preset=gpt2-small/.test(location.search), null, { timeout: 30000 });
+  await inFrame.waitHeatmapsWith(12, /d_model 768, 12 heads of d_k = 64/);
+  assert.equal(warnings.length, 5, `five lines of why, not ${warnings.length}: ${warnings.slice(0, 2).join(' | ')}`);
+  assert.match(warnings[4], /preset.*\(further ignored messages are not logged\)$/);
+  assert.equal(await inFrame.status.panicBanner.isHidden(), true, 'no panic');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
