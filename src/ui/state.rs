@@ -280,10 +280,10 @@ fn finished(run: LocalResource<RunState>) -> Option<Rc<Run>> {
     })
 }
 
-/// The synthetic pass for `work` (what `wanted` holds now), on `session`. While the GPU starts (adapter,
-/// device, pipelines: about a second on a software adapter), a configuration the CPU kernel
-/// finishes in milliseconds is drawn from it at once; the GPU's pass replaces it when the GPU
-/// is ready. Between two slices of a long pass it stops once `wanted` holds something else (the
+/// The synthetic pass for `work` (what `wanted` holds now), on `session`. While the GPU starts
+/// (adapter, device, pipelines: about a second on a software adapter), a configuration the CPU
+/// kernel finishes in milliseconds is drawn from it at once; the GPU's pass replaces it when
+/// the GPU is ready. Between two slices of a long pass it stops once `wanted` holds something else (the
 /// reader moved on: a newer pass is on its way) or is gone with its owner.
 async fn pass(
     work: Option<(ModelConfig, u32)>,
