@@ -98,10 +98,9 @@ fn run_with_head(state: AppState, h: usize) -> Option<std::rc::Rc<Run>> {
 /// weight (the enlarged head keeps one pixel per weight).
 const CARD_PX: usize = 256;
 
-/// Pushes head `h`'s attention matrix into `canvas` (at most `px` wide, [`draw_heatmap_within`]),
-/// and its pattern in words into `summary`,
-/// whenever the run changes: soon after, not in the Effect, so that many heads' drawings share
-/// the browser's turns ([`draw_soon`]).
+/// Pushes head `h`'s attention matrix into `canvas` (at most `px` wide, [`draw_heatmap_within`])
+/// and its pattern in words into `summary` whenever the run changes: soon after, not in the
+/// Effect, so that many heads' drawings share the browser's turns ([`draw_soon`]).
 fn draw_head_on_change(
     canvas: NodeRef<html::Canvas>,
     h: usize,
