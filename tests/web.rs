@@ -60,7 +60,8 @@ async fn mounted_app_draws_every_head_and_drift_follows_a_toggle() {
     let canvases = root.query_selector_all("canvas.heatmap").unwrap();
     assert_eq!(canvases.length(), 12);
     let first: web_sys::HtmlCanvasElement = canvases.get(0).unwrap().unchecked_into();
-    assert_eq!((first.width(), first.height()), (16, 16));
+    // Heatmaps are drawn soon after their cards, a few per turn of the browser.
+    until("the first heatmap drawn", || (first.width(), first.height()) == (16, 16)).await;
     // The first heatmaps may be drawn before the backend is chosen; then it names the CPU kernel.
     until("the backend badge", || text(&root, "backend-badge").contains("wasm simd128")).await;
 
