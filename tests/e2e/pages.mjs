@@ -157,8 +157,16 @@ class Heads {
   get exportHeadSvg() { return element(this.root, 'export-head-svg'); }
   get exportAttentionCsv() { return element(this.root, 'export-attention-csv'); }
 
-  /** The number of heatmaps drawn at n x n (serve.mjs's countDrawnHeatmaps). */
-  drawn(n) {
+  /**
+   * The number of heatmaps drawn at n x n (serve.mjs's countDrawnHeatmaps), once every heatmap
+   * shown is drawn or 5 s have passed: the page draws them a few per turn of the browser.
+   */
+  async drawn(n) {
+    const all = () => this.root.evaluate(() => document.querySelectorAll('canvas.heatmap').length);
+    for (let i = 0; i < 50; i++) {
+      if (await this.root.evaluate(countDrawnHeatmaps, n) === await all()) break;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
     return this.root.evaluate(countDrawnHeatmaps, n);
   }
 
