@@ -218,6 +218,26 @@ mod tests {
         (c, full)
     }
 
+    /// The measure in steps is the one-call functions' measure, bit for bit: each head's norm,
+    /// the ranked order's curve and the mean of the random orders' curves.
+    #[test]
+    fn the_stepped_measure_equals_the_one_call_functions() {
+        use crate::attention::importance::{drift_curve, head_importance, mean_random_curve};
+        let (heads, seq_len, d_model) = (7, 3, 5);
+        let data = (0..heads * seq_len * d_model).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+        let c = Contributions { num_heads: heads, seq_len, d_model, data };
+        let full = c.recompose(&HeadSet::all(heads));
+        let got = Importance::measure(&c, &full, 5);
+        let ranking = Ranking::new(head_importance(&c, &full));
+        let ranked: Vec<f64> = drift_curve(&c, &full, &ranking.ranked).iter().map(|d| d.rel_l2).collect();
+        let want = Importance {
+            ranking,
+            ranked_curve: ranked,
+            random_curve: mean_random_curve(&c, &full, RANDOM_ORDERS, 5),
+        };
+        assert_eq!(got, want);
+    }
+
     #[test]
     fn importance_ranks_heads_and_both_curves_run_from_none_to_all() {
         let (c, full) = layer();

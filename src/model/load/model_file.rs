@@ -71,7 +71,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     // would run at baseline speed throughout (BENCHMARKS.md section 11: 2.6x slower loads).
     let mut hash = sha2::Sha256::new();
     bytes.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    hex(&hash.finalize())
+}
+
+/// Lower-case hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What the page knows a model file by: the first 16 hex digits of its SHA-256 (the file is
@@ -97,7 +102,7 @@ pub async fn verify_in_pieces(bytes: &[u8], mut between: impl AsyncFnMut()) -> R
         piece.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
         between().await;
     }
-    verify_hashed(bytes, hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    verify_hashed(bytes, hex(&hash.finalize()))
 }
 
 /// [`verify`] for `bytes` whose SHA-256 is `got` (hex).
