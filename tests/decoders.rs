@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use common::minilm::{engine, run};
 use common::{assert_close, checkpoints_dir};
+use headlab::attention::turns::AtOnce;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::gpu::{GpuContext, GpuGpt2};
@@ -644,7 +645,7 @@ fn the_pages_decoder_passes_run_on_the_sessions_gpu_and_move_to_the_cpu_when_it_
     let decoder = std::rc::Rc::new(Decoder::from_file(&loaded.file, loaded.id).unwrap());
     let session = pollster::block_on(Session::start(headlab::settings::Preference::Gpu, false));
     assert!(session.gpu().is_some(), "a GPU adapter (lavapipe in CI)");
-    let runner = pollster::block_on(DecoderRunner::new(decoder.clone(), &session, &|| 0.0));
+    let runner = pollster::block_on(DecoderRunner::new(decoder.clone(), &session, &|| 0.0, Rc::new(AtOnce)));
     let tokens = decoder.tokens("The bank of the river was muddy after the rain.");
     assert!(runner.on_gpu(tokens.ids.len()), "the reader forced the GPU: no measurement, the GPU");
     let heads = HeadSet::with_pruned(decoder.spec().total_heads(), [1, 5]);

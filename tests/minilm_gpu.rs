@@ -5,7 +5,10 @@
 
 mod common;
 
+use std::rc::Rc;
+
 use common::minilm::*;
+use headlab::attention::turns::AtOnce;
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::model::encoder::runner::Runner;
@@ -137,7 +140,7 @@ fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
     let clock = move || start.elapsed().as_secs_f64() * 1e3;
     let model = fp32_model();
     let session = pollster::block_on(Session::start(Preference::Auto, false));
-    let runner = pollster::block_on(EncoderRunner::new(model.clone(), &session, &clock));
+    let runner = pollster::block_on(EncoderRunner::new(model.clone(), &session, &clock, Rc::new(AtOnce)));
     let all = HeadSet::all(SPEC.total_heads());
     for text in ["A river.", &"The bank by the river was steep. ".repeat(12)] {
         let ids = model.ids(text);
@@ -152,6 +155,6 @@ fn the_trained_model_runs_where_it_was_measured_faster_with_the_same_numbers() {
     }
     // Forced onto the GPU: no measurement, every pass there.
     let forced = pollster::block_on(Session::start(Preference::Gpu, false));
-    let runner = pollster::block_on(EncoderRunner::new(model, &forced, &clock));
+    let runner = pollster::block_on(EncoderRunner::new(model, &forced, &clock, Rc::new(AtOnce)));
     assert!(runner.choice(10).is_none() && runner.on_gpu(10) && runner.on_gpu(500));
 }

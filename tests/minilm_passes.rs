@@ -6,6 +6,7 @@
 mod common;
 
 use common::minilm::*;
+use headlab::attention::turns::{at_once, InSteps};
 use headlab::attention::HeadSet;
 use headlab::cpu::Kernel;
 use headlab::model::encoder::bert::BertOutput;
@@ -55,6 +56,37 @@ fn a_pruned_pass_recomputes_only_the_layers_from_the_first_pruned_one() {
     let other: Vec<u32> = tok.encode("Something else entirely.").iter().map(|t| t.id).collect();
     let (mask, _) = staged_masks().swap_remove(2);
     assert_eq!(bert.forward_from(Kernel::Simd, &other, &mask, Some(&full)).first_computed, 0);
+}
+
+#[test]
+fn a_pass_in_steps_gives_the_bits_of_a_pass_at_once() {
+    // The page's steps (each product and head of a layer, the products cut into blocks) on a
+    // sentence of 200 tokens, from scratch and from the unpruned pass.
+    let bert = checkpoint();
+    let tok = tokenizer();
+    let ids = ids(&tok, &"The bank by the river was steep, and the water was cold. ".repeat(14));
+    assert!(ids.len() > 150, "{} tokens", ids.len());
+    let all = HeadSet::all(SPEC.total_heads());
+    let full = bert.forward(Kernel::Simd, &ids, &all);
+    for (mask, _) in staged_masks() {
+        for base in [None, Some(&full)] {
+            let turns = InSteps::of(8 << 20);
+            let cut = at_once(bert.forward_in_turns(Kernel::Simd, &ids, &mask, base, &turns));
+            let whole = bert.forward_from(Kernel::Simd, &ids, &mask, base);
+            assert_eq!(
+                (&cut.embedding, &cut.attention, &cut.head_outputs, &cut.layer_inputs),
+                (&whole.embedding, &whole.attention, &whole.head_outputs, &whole.layer_inputs)
+            );
+            assert!(
+                turns.taken() >= (SPEC.layers - whole.first_computed) * (6 + SPEC.heads),
+                "{}",
+                turns.taken()
+            );
+            let embedded =
+                at_once(bert.embed_in_turns(Kernel::Simd, &ids, &mask, base, &InSteps::of(8 << 20)));
+            assert_eq!(embedded, whole.embedding);
+        }
+    }
 }
 
 #[test]

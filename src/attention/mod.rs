@@ -16,6 +16,7 @@ pub mod rollout;
 pub mod stats;
 pub mod summary;
 pub mod synthetic;
+pub mod turns;
 pub mod walk;
 
 pub use config::{ConfigError, ModelConfig, Preset, PRESETS};

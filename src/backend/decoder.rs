@@ -11,6 +11,7 @@ use super::placed::Placed;
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
+use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuError, GpuGpt2};
@@ -29,19 +30,26 @@ const PROBE_FLOPS: u64 = 2_000_000_000;
 pub struct DecoderRunner {
     decoder: Rc<Decoder>,
     placed: Placed<GpuGpt2>,
+    /// The turns its CPU passes give their thread.
+    turns: Rc<dyn Turns>,
 }
 
 impl DecoderRunner {
-    /// Every pass on the CPU kernel.
-    pub fn cpu(decoder: Rc<Decoder>) -> DecoderRunner {
-        DecoderRunner { decoder, placed: Placed::cpu(None) }
+    /// Every pass on the CPU kernel, giving its thread `turns`.
+    pub fn cpu(decoder: Rc<Decoder>, turns: Rc<dyn Turns>) -> DecoderRunner {
+        DecoderRunner { decoder, placed: Placed::cpu(None), turns }
     }
 
     /// Puts `decoder` on `session`'s GPU, if it has one, and (unless the reader forced the GPU)
     /// times a pass there and on the CPU kernel on `clock`; if that fails, every pass runs on the
-    /// CPU kernel and the runner says why.
-    pub async fn new(decoder: Rc<Decoder>, session: &Session, clock: &impl Clock) -> DecoderRunner {
-        let Some(ctx) = session.gpu() else { return DecoderRunner::cpu(decoder) };
+    /// CPU kernel and the runner says why. Its CPU passes give their thread `turns`.
+    pub async fn new(
+        decoder: Rc<Decoder>,
+        session: &Session,
+        clock: &impl Clock,
+        turns: Rc<dyn Turns>,
+    ) -> DecoderRunner {
+        let Some(ctx) = session.gpu() else { return DecoderRunner::cpu(decoder, turns) };
         let placed = match GpuGpt2::new(ctx, &decoder.gpt2).await {
             Ok(g) if session.measured => calibrate(&decoder, &g, clock).await.map(|c| (g, Some(c))),
             Ok(g) => Ok((g, None)),
@@ -51,7 +59,7 @@ impl DecoderRunner {
             Ok((g, c)) => Placed::gpu(g, c),
             Err(e) => Placed::cpu(Some(format!("The decoder runs on the CPU because {e}."))),
         };
-        DecoderRunner { decoder, placed }
+        DecoderRunner { decoder, placed, turns }
     }
 
     /// The decoder.
@@ -93,7 +101,7 @@ impl DecoderRunner {
                 Err(e) => self.placed.fail(format!("The decoder switched to the CPU because {e}.")),
             }
         }
-        self.decoder.gpt2.forward_keeping(DECODER_KERNEL, ids, heads, keep)
+        self.decoder.gpt2.forward_in_turns(DECODER_KERNEL, ids, heads, keep, &*self.turns).await
     }
 }
 

@@ -9,6 +9,7 @@ use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
 use crate::attention::precision::Precision;
+use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuBert, GpuError};
@@ -24,6 +25,8 @@ use crate::model::encoder::Encoder;
 pub struct EncoderRunner {
     model: Rc<Encoder>,
     placed: Placed<GpuBert>,
+    /// The turns its CPU passes give their thread.
+    turns: Rc<dyn Turns>,
 }
 
 /// The trained model's calibration: sentences of 8 and 64 tokens (fewer for a model of fewer
@@ -36,8 +39,13 @@ fn probes(model: &Encoder) -> Probes {
 impl EncoderRunner {
     /// Puts `model` on `session`'s GPU, if it has one, and (unless the reader forced the GPU)
     /// times it there and on the CPU kernel on `clock`; if that fails, the runner uses the CPU
-    /// kernel and says why.
-    pub async fn new(model: Rc<Encoder>, session: &Session, clock: &impl Clock) -> EncoderRunner {
+    /// kernel and says why. Its CPU passes give their thread `turns`.
+    pub async fn new(
+        model: Rc<Encoder>,
+        session: &Session,
+        clock: &impl Clock,
+        turns: Rc<dyn Turns>,
+    ) -> EncoderRunner {
         let int8 = model.precision() == Precision::Int8;
         let placed = match session.gpu() {
             Some(_) if int8 => Placed::cpu(Some(
@@ -59,7 +67,7 @@ impl EncoderRunner {
                 }
             }
         };
-        EncoderRunner { model, placed }
+        EncoderRunner { model, placed, turns }
     }
 
     /// The model.
@@ -137,13 +145,13 @@ impl Runner for EncoderRunner {
                 Err(e) => self.placed.fail(format!("The trained model switched to the CPU because {e}.")),
             }
         }
-        self.model.bert.run(ids, heads, base).await
+        self.model.bert.forward_in_turns(Kernel::Simd, ids, heads, base, &*self.turns).await
     }
 
     async fn embed(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> Vec<f32> {
         if self.gpu_for(ids.len()).is_some() {
             return self.run(ids, heads, base).await.embedding;
         }
-        Runner::embed(&self.model.bert, ids, heads, base).await
+        self.model.bert.embed_in_turns(Kernel::Simd, ids, heads, base, &*self.turns).await
     }
 }

@@ -11,6 +11,7 @@ use super::session::Session;
 use crate::attention::analysis::{Importance, Measuring};
 use crate::attention::clock::Clock;
 use crate::attention::rollout::add_head;
+use crate::attention::turns::SLICE_MS;
 use crate::attention::{ConfigError, Inputs, LayerWeights, ModelConfig, Weights};
 use crate::cpu::stepped::SteppedPass;
 use crate::cpu::{Forward, Kernel};
@@ -95,10 +96,6 @@ impl Run {
         }
     }
 }
-
-/// How long the page's thread computes before it gives the browser a turn (BENCHMARKS.md
-/// section 20: no stretch of the page's thread over about 200 ms at any shape).
-const SLICE_MS: f64 = 40.0;
 
 /// Weights or embeddings made per piece: about 10 ms of the generator in wasm.
 const MADE_PER_PIECE: usize = 1 << 20;

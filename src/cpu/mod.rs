@@ -24,6 +24,7 @@ pub mod packed;
 pub mod softmax;
 pub mod stepped;
 
+use crate::attention::turns::Turns;
 pub use crate::attention::Mask;
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};
@@ -237,6 +238,33 @@ pub fn attend_outputs(
     assert_eq!(probs.len(), n * n, "probs must be n x n");
     for h in 0..h_count {
         attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
+    }
+}
+
+/// [`attend_masked`] (where `weights` holds every head's, `H x n x n`) or [`attend_outputs`]
+/// (where it is one head's `n x n`, the buffer every head's weights go through), a turn after
+/// each head: the same heads in the same order, so the same bits.
+#[allow(clippy::too_many_arguments)] // the kernel's signature and the turns
+pub async fn attend_in_turns(
+    kernel: Kernel,
+    qkv: &[f32],
+    n: usize,
+    h_count: usize,
+    d_k: usize,
+    mask: Mask,
+    weights: &mut [f32],
+    heads: &mut [f32],
+    turns: &dyn Turns,
+) {
+    check_shapes(qkv, n, h_count, d_k, heads);
+    let every = weights.len() == h_count * n * n;
+    assert!(every || weights.len() == n * n, "weights must be H x n x n or n x n");
+    for h in 0..h_count {
+        let probs = if every { &mut weights[h * n * n..(h + 1) * n * n] } else { &mut weights[..] };
+        attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
+        if turns.step_flops().is_some() {
+            turns.turn().await;
+        }
     }
 }
 

@@ -12,8 +12,9 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use crate::attention::turns::Turns;
 use crate::backend::Session;
-use crate::jobs::host::{Host, HostClock};
+use crate::jobs::host::{Host, HostClock, HostTurns};
 use crate::jobs::pace::Pace;
 use crate::jobs::pool::{PageThread, Pool, Priority};
 use crate::jobs::work::{Done, Piece};
@@ -62,8 +63,13 @@ pub trait Family: Sized + 'static {
     fn shape(&self) -> &ModelSpec;
 
     /// The model on `session`'s backend (timed there against the CPU kernel on `clock`, unless
-    /// the reader forced the backend).
-    async fn runner(model: &Rc<Self>, session: &Session, clock: &HostClock<'_>) -> Self::Runner;
+    /// the reader forced the backend), its CPU passes giving the thread `turns`.
+    async fn runner(
+        model: &Rc<Self>,
+        session: &Session,
+        clock: &HostClock<'_>,
+        turns: Rc<dyn Turns>,
+    ) -> Self::Runner;
 
     /// Where `piece` runs on `engine` now: the workers while they work, unless the family runs
     /// it elsewhere.
@@ -185,7 +191,8 @@ impl<F: Family> Engine<F> {
     /// The model on `session`'s backend (uploaded to its GPU and, unless the reader forced the
     /// GPU, timed there and on the CPU kernel), its batch work on `workers`.
     pub async fn new(model: Rc<F>, session: &Session, workers: Rc<Workers>, host: Rc<dyn Host>) -> Engine<F> {
-        let runner = F::runner(&model, session, &HostClock(&*host)).await;
+        let turns = Rc::new(HostTurns::new(host.clone()));
+        let runner = F::runner(&model, session, &HostClock(&*host), turns).await;
         let here = PageThread::new(F::held(&model));
         Engine { model, runner, workers, here, host, kept: F::Kept::default() }
     }

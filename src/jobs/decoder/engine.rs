@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use crate::attention::turns::Turns;
 use crate::backend::decoder::{DecoderRunner, DECODER_KERNEL};
 use crate::backend::Session;
 use crate::jobs::engine::{Engine, Family, Where};
@@ -50,8 +51,13 @@ impl Family for Decoder {
         self.spec()
     }
 
-    async fn runner(model: &Rc<Self>, session: &Session, clock: &HostClock<'_>) -> DecoderRunner {
-        DecoderRunner::new(model.clone(), session, clock).await
+    async fn runner(
+        model: &Rc<Self>,
+        session: &Session,
+        clock: &HostClock<'_>,
+        turns: Rc<dyn Turns>,
+    ) -> DecoderRunner {
+        DecoderRunner::new(model.clone(), session, clock, turns).await
     }
 
     /// A next-token piece on the page's thread does not run the full pass it kept.

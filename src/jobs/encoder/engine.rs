@@ -8,6 +8,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::attention::precision::Precision;
+use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
 use crate::backend::{EncoderRunner, Session};
 use crate::jobs::engine::{Engine, Family, Where, PIECES_PER_WORKER};
@@ -65,8 +66,13 @@ impl Family for Encoder {
         self.spec()
     }
 
-    async fn runner(model: &Rc<Self>, session: &Session, clock: &HostClock<'_>) -> EncoderRunner {
-        EncoderRunner::new(model.clone(), session, clock).await
+    async fn runner(
+        model: &Rc<Self>,
+        session: &Session,
+        clock: &HostClock<'_>,
+        turns: Rc<dyn Turns>,
+    ) -> EncoderRunner {
+        EncoderRunner::new(model.clone(), session, clock, turns).await
     }
 
     /// Removing heads from a sentence runs on the GPU while the runner runs that length there;

@@ -17,10 +17,10 @@
 
 use std::sync::Arc;
 
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
-use crate::cpu::gemm::{sgemm, MatMut, MatRef};
-use crate::cpu::{attend_masked, attend_outputs, Kernel, Mask};
-use crate::model::layers::{activate, layer_norm, linear, seeded, Linear, Norm};
+use crate::cpu::{attend_in_turns, Kernel, Mask};
+use crate::model::layers::{activate, layer_norm, linear_in_turns, product_in_turns, seeded, Linear, Norm};
 use crate::model::load::names::decoder_names;
 use crate::model::load::tensors::{checked, transpose, LoadError};
 use crate::model::spec::ModelSpec;
@@ -88,6 +88,17 @@ impl Gpt2 {
         spec: ModelSpec,
         get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Gpt2, LoadError> {
+        at_once(Gpt2::from_tensors_in_steps(spec, get, async || {}))
+    }
+
+    /// [`Gpt2::from_tensors`] with `between()` awaited after each block: each block's four
+    /// products are transposed from the checkpoint's `[in, out]` (GPT-2 small's 85 M values at
+    /// once held the page's thread for over 300 ms, BENCHMARKS.md section 20).
+    pub async fn from_tensors_in_steps(
+        spec: ModelSpec,
+        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        mut between: impl AsyncFnMut(),
+    ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
         let mut take = checked(decoder_names(&spec), get);
         let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
@@ -110,6 +121,7 @@ impl Gpt2 {
                 Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
             };
             blocks.push(Block { ln1: norm("ln_1")?, qkv, out, ln2: norm("ln_2")?, ffn_in, ffn_out });
+            between().await;
         }
         Ok(Gpt2 {
             spec,
@@ -178,6 +190,18 @@ impl Gpt2 {
 
     /// [`Gpt2::forward`], keeping the attention and head outputs of the layers `keep` names.
     pub fn forward_keeping(&self, kernel: Kernel, ids: &[u32], heads: &HeadSet, keep: Keep) -> DecoderOutput {
+        at_once(self.forward_in_turns(kernel, ids, heads, keep, &AtOnce))
+    }
+
+    /// [`Gpt2::forward_keeping`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn forward_in_turns(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        keep: Keep,
+        turns: &dyn Turns,
+    ) -> DecoderOutput {
         let spec = &self.spec;
         assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
         let mut x = self.embed(ids);
@@ -185,13 +209,14 @@ impl Gpt2 {
         let (mut attention, mut head_outputs) =
             (Vec::with_capacity(spec.layers), Vec::with_capacity(spec.layers));
         for l in 0..spec.layers {
-            let (att, outputs) =
-                self.layer(kernel, l, &mut x, heads, &mut scratch, keep.keeps(l)).unwrap_or_default();
+            let kept =
+                self.layer_in_turns(kernel, l, &mut x, heads, &mut scratch, keep.keeps(l), turns).await;
+            let (att, outputs) = kept.unwrap_or_default();
             attention.push(att);
             head_outputs.push(outputs);
         }
         layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
-        let (next_logits, losses) = self.read_out(kernel, &x, ids);
+        let (next_logits, losses) = self.read_out(kernel, &x, ids, turns).await;
         DecoderOutput {
             hidden: x,
             attention,
@@ -265,30 +290,46 @@ impl Gpt2 {
         s: &mut Scratch,
         keep: bool,
     ) -> Option<LayerKept> {
+        at_once(self.layer_in_turns(kernel, l, x, heads, s, keep, &AtOnce))
+    }
+
+    /// [`Gpt2::layer`] with its products and heads in `turns`' steps.
+    #[allow(clippy::too_many_arguments)] // the layer's inputs and its turns
+    async fn layer_in_turns(
+        &self,
+        kernel: Kernel,
+        l: usize,
+        x: &mut [f32],
+        heads: &HeadSet,
+        s: &mut Scratch,
+        keep: bool,
+        turns: &dyn Turns,
+    ) -> Option<LayerKept> {
         let (spec, block) = (&self.spec, &self.blocks[l]);
         let (d, d_k, h, n) = (spec.d_model, spec.d_k(), spec.heads, s.n);
         s.a.copy_from_slice(x);
         layer_norm(&mut s.a, &block.ln1, spec.layer_norm_eps);
-        linear(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d);
+        linear_in_turns(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d, turns).await;
         // Kept weights go straight into their own buffer; else each head's pass through one.
         let kept = if keep {
             let mut att = vec![0.0f32; h * n * n];
-            attend_masked(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut att, &mut s.concat);
+            attend_in_turns(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut att, &mut s.concat, turns).await;
             Some((Arc::new(att), Arc::new(s.concat.clone())))
         } else {
-            attend_outputs(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.probs, &mut s.concat);
+            attend_in_turns(kernel, &s.qkv, n, h, d_k, Mask::Causal, &mut s.probs, &mut s.concat, turns)
+                .await;
             None
         };
         for p in heads.pruned_in_layer(l, h) {
             s.concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
         }
-        linear(kernel, &s.concat, n, &block.out, &mut s.tmp, d);
+        linear_in_turns(kernel, &s.concat, n, &block.out, &mut s.tmp, d, turns).await;
         x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
         s.a.copy_from_slice(x);
         layer_norm(&mut s.a, &block.ln2, spec.layer_norm_eps);
-        linear(kernel, &s.a, n, &block.ffn_in, &mut s.hidden, spec.ffn);
+        linear_in_turns(kernel, &s.a, n, &block.ffn_in, &mut s.hidden, spec.ffn, turns).await;
         activate(kernel, spec.activation, &mut s.hidden);
-        linear(kernel, &s.hidden, n, &block.ffn_out, &mut s.tmp, d);
+        linear_in_turns(kernel, &s.hidden, n, &block.ffn_out, &mut s.tmp, d, turns).await;
         x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
         kept
     }
@@ -311,29 +352,33 @@ impl Gpt2 {
     /// The logits of the rows of `hidden` (`rows x d_model`, after the final LayerNorm):
     /// `rows x vocab`.
     pub fn logits(&self, kernel: Kernel, hidden: &[f32]) -> Vec<f32> {
+        at_once(self.logits_in_turns(kernel, hidden, &AtOnce))
+    }
+
+    /// [`Gpt2::logits`] a block of the vocabulary at a time, in `turns`' steps.
+    async fn logits_in_turns(&self, kernel: Kernel, hidden: &[f32], turns: &dyn Turns) -> Vec<f32> {
         let (d, vocab) = (self.spec.d_model, self.spec.vocab);
         let rows = hidden.len() / d;
         let mut out = vec![0.0f32; rows * vocab];
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::row_major(hidden, rows, d),
-            MatRef::row_major(&self.word, vocab, d).t(),
-            0.0,
-            MatMut::row_major(&mut out, rows, vocab),
-        );
+        product_in_turns(kernel, hidden, rows, &self.word, &mut out, vocab, turns).await;
         out
     }
 
     /// The last position's logits and every position's loss of the next token, the logits made
     /// [`READ_OUT_ROWS`] rows at a time (all of them at once would be `n x vocab` floats: 200 MB
     /// for gpt2 at 1024 tokens).
-    fn read_out(&self, kernel: Kernel, hidden: &[f32], ids: &[u32]) -> (Vec<f32>, Vec<f64>) {
+    async fn read_out(
+        &self,
+        kernel: Kernel,
+        hidden: &[f32],
+        ids: &[u32],
+        turns: &dyn Turns,
+    ) -> (Vec<f32>, Vec<f64>) {
         let (d, vocab, n) = (self.spec.d_model, self.spec.vocab, ids.len());
         let mut losses = Vec::with_capacity(n.saturating_sub(1));
         let mut next = Vec::new();
         for (c, rows) in hidden.chunks(READ_OUT_ROWS * d).enumerate() {
-            let logits = self.logits(kernel, rows);
+            let logits = self.logits_in_turns(kernel, rows, turns).await;
             for (r, row) in logits.chunks_exact(vocab).enumerate() {
                 let t = c * READ_OUT_ROWS + r;
                 match ids.get(t + 1) {
@@ -450,6 +495,29 @@ mod tests {
         );
         assert_eq!(&long.losses[..2], &short.losses[..]);
         assert_eq!(short.next_logits, m.logits(Kernel::Scalar, &long.hidden[2 * d..3 * d]));
+    }
+
+    #[test]
+    fn a_pass_in_steps_gives_the_bits_of_a_pass_at_once() {
+        use crate::attention::turns::{at_once, InSteps};
+        // A vocabulary wider than a strip, so the read-out is cut too.
+        let m = Gpt2::random(ModelSpec { vocab: 77, ..small() }, 5);
+        let ids = [4, 9, 1, 33, 2, 7, 7, 40, 11, 0, 76];
+        for (kernel, pruned, keep) in [
+            (Kernel::Simd, vec![], Keep::All),
+            (Kernel::Simd, vec![1, 6], Keep::Layer(1)),
+            (Kernel::Scalar, vec![0, 3, 5], Keep::All),
+        ] {
+            let heads = HeadSet::with_pruned(8, pruned.clone());
+            let whole = m.forward_keeping(kernel, &ids, &heads, keep);
+            for step in [1, 600, 5000] {
+                let turns = InSteps::of(step);
+                let cut = at_once(m.forward_in_turns(kernel, &ids, &heads, keep, &turns));
+                assert_eq!(cut, whole, "{kernel:?}, {pruned:?} pruned, steps of {step}");
+                // Each layer: three products cut, four heads; and the read-out.
+                assert!(turns.taken() > 2 * (3 + 4 + 1), "{} turns in steps of {step}", turns.taken());
+            }
+        }
     }
 
     #[test]

@@ -16,10 +16,11 @@
 use std::sync::Arc;
 
 use crate::attention::precision::Precision;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::int8::IntBits;
-use crate::cpu::{attend, attend_outputs, Kernel, Mask};
-use crate::model::layers::{activate, layer_norm, linear, seeded, Linear, Norm};
+use crate::cpu::{attend_in_turns, Kernel, Mask};
+use crate::model::layers::{activate, layer_norm, linear, linear_in_turns, seeded, Linear, Norm};
 use crate::model::load::names::encoder_names;
 use crate::model::load::tensors::{checked, LoadError};
 use crate::model::spec::{ModelSpec, Pooling};
@@ -53,12 +54,25 @@ impl Layer {
         branch: &mut [f32],
         hidden: &mut [f32],
     ) {
+        at_once(self.finish_in_turns(kernel, spec, x, branch, hidden, &AtOnce))
+    }
+
+    /// [`Layer::finish`] with its products in `turns`' steps.
+    async fn finish_in_turns(
+        &self,
+        kernel: Kernel,
+        spec: &ModelSpec,
+        x: &mut [f32],
+        branch: &mut [f32],
+        hidden: &mut [f32],
+        turns: &dyn Turns,
+    ) {
         let rows = x.len() / spec.d_model;
         x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
         layer_norm(x, &self.ln1, spec.layer_norm_eps);
-        linear(kernel, x, rows, &self.ffn_in, hidden, spec.ffn);
+        linear_in_turns(kernel, x, rows, &self.ffn_in, hidden, spec.ffn, turns).await;
         activate(kernel, spec.activation, hidden);
-        linear(kernel, hidden, rows, &self.ffn_out, branch, spec.d_model);
+        linear_in_turns(kernel, hidden, rows, &self.ffn_out, branch, spec.d_model, turns).await;
         x.iter_mut().zip(branch.iter()).for_each(|(a, b)| *a += b);
         layer_norm(x, &self.ln2, spec.layer_norm_eps);
     }
@@ -322,6 +336,45 @@ impl Bert {
         patch: Option<Patch<'_>>,
         keep: Retained,
     ) -> BertOutput {
+        at_once(self.pass_in_turns(kernel, ids, heads, base, patch, keep, &AtOnce))
+    }
+
+    /// [`Bert::forward_from`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn forward_in_turns(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        turns: &dyn Turns,
+    ) -> BertOutput {
+        self.pass_in_turns(kernel, ids, heads, base, None, Retained::Trace, turns).await
+    }
+
+    /// [`Bert::embed_patched`] with no patch, its products and heads in `turns`' steps: the same
+    /// bits.
+    pub async fn embed_in_turns(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        turns: &dyn Turns,
+    ) -> Vec<f32> {
+        self.pass_in_turns(kernel, ids, heads, base, None, Retained::Embedding, turns).await.embedding
+    }
+
+    #[allow(clippy::too_many_arguments)] // the pass's inputs, what it keeps and its turns
+    async fn pass_in_turns(
+        &self,
+        kernel: Kernel,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        patch: Option<Patch<'_>>,
+        keep: Retained,
+        turns: &dyn Turns,
+    ) -> BertOutput {
         let spec = &self.spec;
         let (n, d, layers) = (ids.len(), spec.d_model, spec.layers);
         let patched_from = patch.and_then(|p| p.first_layer(spec)).unwrap_or(layers);
@@ -368,23 +421,27 @@ impl Bert {
             if keep == Retained::Trace {
                 layer_inputs.push(x.clone());
             }
-            let kept = first.take().or_else(|| {
-                for (i, lin) in layer.qkv.iter().enumerate() {
-                    linear(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d);
-                }
-                match &mut scratch {
-                    Some((probs, outs)) => {
-                        attend_outputs(kernel, &qkv, n, heads_per_layer, d_k, Mask::None, probs, outs);
-                        None
+            let kept = match first.take() {
+                Some(kept) => Some(kept),
+                None => {
+                    for (i, lin) in layer.qkv.iter().enumerate() {
+                        linear_in_turns(kernel, &x, n, lin, &mut qkv[i * d..], 3 * d, turns).await;
                     }
-                    None => {
-                        let (mut att, mut outs) =
-                            (vec![0.0f32; heads_per_layer * n * n], vec![0.0f32; n * d]);
-                        attend(kernel, &qkv, n, heads_per_layer, d_k, &mut att, &mut outs);
-                        Some((Some(Arc::new(att)), Arc::new(outs)))
+                    let h = heads_per_layer;
+                    match &mut scratch {
+                        Some((probs, outs)) => {
+                            attend_in_turns(kernel, &qkv, n, h, d_k, Mask::None, probs, outs, turns).await;
+                            None
+                        }
+                        None => {
+                            let (mut att, mut outs) = (vec![0.0f32; h * n * n], vec![0.0f32; n * d]);
+                            attend_in_turns(kernel, &qkv, n, h, d_k, Mask::None, &mut att, &mut outs, turns)
+                                .await;
+                            Some((Some(Arc::new(att)), Arc::new(outs)))
+                        }
                     }
                 }
-            });
+            };
             let patched = patch.filter(|p| p.heads.iter().any(|&h| spec.layer_of(h) == l));
             match kept {
                 Some((att, outs)) => {
@@ -410,8 +467,8 @@ impl Bert {
             for h in heads.pruned_in_layer(l, heads_per_layer) {
                 concat.chunks_exact_mut(d).for_each(|row| row[h * d_k..(h + 1) * d_k].fill(0.0));
             }
-            linear(kernel, &concat, n, &layer.out, &mut tmp, d);
-            layer.finish(kernel, spec, &mut x, &mut tmp, &mut hidden);
+            linear_in_turns(kernel, &concat, n, &layer.out, &mut tmp, d, turns).await;
+            layer.finish_in_turns(kernel, spec, &mut x, &mut tmp, &mut hidden, turns).await;
         }
         // A trace with a gap (the layers before `start` from a backend that kept no head outputs)
         // is not kept: a later pass recomputes that layer's heads.

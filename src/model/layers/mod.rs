@@ -10,6 +10,7 @@ pub mod backward;
 use std::sync::Arc;
 
 use crate::attention::synthetic::hash32;
+use crate::attention::turns::Turns;
 use crate::cpu::gelu::{gelu_in_place, gelu_tanh_in_place};
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::int8::{qgemm, IntBits, QuantizedWeights};
@@ -113,6 +114,76 @@ pub fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], 
     }
 }
 
+/// [`linear`] in `turns`' steps, a turn after each: the f32 product a block of output columns
+/// at a time ([`product_in_turns`]), the 8-bit one a block of rows at a time (its weights are
+/// packed once, its activations quantized per row). Either way each output is the same sum in
+/// the same order as [`linear`]'s: the same bits.
+#[allow(clippy::too_many_arguments)] // linear's signature and the turns
+pub async fn linear_in_turns(
+    kernel: Kernel,
+    x: &[f32],
+    n: usize,
+    lin: &Linear,
+    y: &mut [f32],
+    rs: usize,
+    turns: &dyn Turns,
+) {
+    let (out, inp) = (lin.b.len(), x.len() / n.max(1));
+    let step = match turns.step_flops() {
+        Some(step) if 2 * n * inp * out > step => step,
+        _ => {
+            linear(kernel, x, n, lin, y, rs);
+            return turns.turn().await;
+        }
+    };
+    if let Some(q) = &lin.int8 {
+        let rows = (step / (2 * inp * out).max(1)).max(1);
+        for r0 in (0..n).step_by(rows) {
+            let r = rows.min(n - r0);
+            qgemm(kernel, &x[r0 * inp..(r0 + r) * inp], r, q, &lin.b, &mut y[r0 * rs..], rs);
+            turns.turn().await;
+        }
+        return;
+    }
+    product_in_turns(kernel, x, n, &lin.w, y, rs, turns).await;
+    for i in 0..n {
+        y[i * rs..i * rs + out].iter_mut().zip(&lin.b).for_each(|(v, b)| *v += b);
+    }
+}
+
+/// `y <- x W^T` for `x` (`n x in`) and `W` (`out x in`, row-major), row `i` of the result at
+/// `y[i * rs..][..out]`: where `turns` cuts products, a block of output columns at a time
+/// (whole strips of the packed kernel's eight columns, each block at most about `turns`' step)
+/// and a turn after each. Each output is the same sum in the same order as one product's.
+pub async fn product_in_turns(
+    kernel: Kernel,
+    x: &[f32],
+    n: usize,
+    w: &[f32],
+    y: &mut [f32],
+    rs: usize,
+    turns: &dyn Turns,
+) {
+    let inp = x.len() / n.max(1);
+    let out = w.len() / inp.max(1);
+    let width = match turns.step_flops() {
+        Some(step) => (step / (2 * n * inp).max(1)).max(8) / 8 * 8,
+        None => out,
+    };
+    for c0 in (0..out).step_by(width.max(1)) {
+        let cols = width.min(out - c0);
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(x, n, inp),
+            MatRef::row_major(&w[c0 * inp..(c0 + cols) * inp], cols, inp).t(),
+            0.0,
+            MatMut::new(&mut y[c0..], n, cols, rs, 1),
+        );
+        turns.turn().await;
+    }
+}
+
 /// Seeded random weights: each call gives `len` values uniform in `(-scale, scale)` from a new
 /// stream (`start` and `salt` pick the sequence of streams).
 pub fn seeded(start: u32, salt: u32) -> impl Fn(usize, f32) -> Vec<f32> {
@@ -133,6 +204,53 @@ pub fn layer_norm(x: &mut [f32], norm: &Norm, eps: f64) {
         let inv = 1.0 / (var + eps).sqrt();
         for ((v, w), b) in row.iter_mut().zip(&norm.w).zip(&norm.b) {
             *v = ((*v as f64 - mean) * inv) as f32 * w + b;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::turns::{at_once, InSteps};
+
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// A layer of `out x inp` seeded weights, in f32 or with its 8-bit copy.
+    fn layer(inp: usize, out: usize, seed: u32, bits: Option<IntBits>) -> Linear {
+        let make = seeded(seed, 7);
+        let mut lin = Linear::new(make(out * inp, 0.5), make(out, 0.1));
+        if let Some(bits) = bits {
+            lin.quantize(&vec![1.0; inp], bits);
+        }
+        lin
+    }
+
+    #[test]
+    fn a_product_cut_into_steps_gives_the_bits_of_one_product() {
+        // (rows, in, out): one of each, odd sizes, fewer columns than a strip, and wide ones.
+        let shapes = [(1, 1, 1), (3, 5, 7), (17, 33, 65), (4, 96, 200), (9, 64, 1030), (33, 7, 3)];
+        for (i, &(n, inp, out)) in shapes.iter().enumerate() {
+            for bits in [None, Some(IntBits::Eight), Some(IntBits::Twelve)] {
+                let lin = layer(inp, out, i as u32, bits);
+                let x = seeded(100 + i as u32, 3)(n * inp, 2.0);
+                // Rows a little wider than the output, so a block writing past its columns shows.
+                let rs = out + 3;
+                let mut whole = vec![f32::NAN; n * rs];
+                linear(Kernel::Simd, &x, n, &lin, &mut whole, rs);
+                for step in [1, 2 * inp * 8, 2 * n * inp * 9, usize::MAX / 4] {
+                    let turns = InSteps::of(step);
+                    let mut cut = vec![f32::NAN; n * rs];
+                    at_once(linear_in_turns(Kernel::Simd, &x, n, &lin, &mut cut, rs, &turns));
+                    let same = whole.iter().zip(&cut).all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{n}x{inp} -> {out}, {bits:?}, steps of {step}");
+                    // Cut where the product is over a step and its rows (8 bits) or its
+                    // columns past one strip (f32) can be split.
+                    let splits = if bits.is_some() { n > 1 } else { out > 8 };
+                    let cut = 2 * n * inp * out > step && splits;
+                    assert_eq!(turns.taken() > 1, cut, "{n}x{inp} -> {out}, {bits:?}, steps of {step}");
+                }
+            }
         }
     }
 }
