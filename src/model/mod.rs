@@ -41,16 +41,16 @@ impl Model {
         }
     }
 
-    /// [`Model::from_file`] with `between()` awaited after each tensor is decoded (the page's
-    /// thread gives the browser a turn there).
+    /// [`Model::from_file`] with `between()` awaited after each step of the decoding and after
+    /// each of a decoder's blocks is built (the page's thread gives the browser a turn there).
     pub async fn from_file_in_steps(
         bytes: &[u8],
         id: String,
-        between: impl AsyncFnMut(),
+        mut between: impl AsyncFnMut(),
     ) -> Result<Model, ModelError> {
-        let asset = model_file::decode_in_steps(bytes, between).await.map_err(ModelError::Asset)?;
+        let asset = model_file::decode_in_steps(bytes, &mut between).await.map_err(ModelError::Asset)?;
         if asset.description.architecture.is_decoder() {
-            Ok(Model::Decoder(Rc::new(Decoder::from_decoded(asset, id)?)))
+            Ok(Model::Decoder(Rc::new(Decoder::from_decoded_in_steps(asset, id, between).await?)))
         } else {
             Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
         }

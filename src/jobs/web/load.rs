@@ -147,7 +147,9 @@ async fn convert(
     progress: impl Fn(f64, Option<f64>),
 ) -> Result<(Vec<u8>, String, Vec<String>, u64), String> {
     let mut report = |p: checkpoint::Progress| progress(p.done as f64, Some(p.total as f64));
-    let loaded = checkpoint::load(files, options, &mut report).await.map_err(|e| e.to_string())?;
+    let loaded = checkpoint::load_in_steps(files, options, &mut report, yield_to_browser)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((loaded.file, loaded.id, loaded.notes, loaded.tensor_bytes))
 }
 

@@ -13,6 +13,7 @@ pub mod next_importance;
 pub mod next_token;
 pub mod texts;
 
+use crate::attention::turns::at_once;
 use crate::model::load::model_file;
 use crate::model::load::ModelError;
 use crate::model::spec::ModelSpec;
@@ -49,7 +50,16 @@ impl Decoder {
     }
 
     /// The decoder in a decoded model file ([`model_file::decode`]).
-    pub fn from_decoded(mut a: model_file::Asset, id: String) -> Result<Decoder, ModelError> {
+    pub fn from_decoded(a: model_file::Asset, id: String) -> Result<Decoder, ModelError> {
+        at_once(Decoder::from_decoded_in_steps(a, id, async || {}))
+    }
+
+    /// [`Decoder::from_decoded`] with `between()` awaited after each block is built.
+    pub async fn from_decoded_in_steps(
+        mut a: model_file::Asset,
+        id: String,
+        between: impl AsyncFnMut(),
+    ) -> Result<Decoder, ModelError> {
         let d = a.description;
         if !d.architecture.is_decoder() {
             return Err(ModelError::Kind(format!(
@@ -58,7 +68,9 @@ impl Decoder {
                 d.architecture.model_type()
             )));
         }
-        let gpt2 = Gpt2::from_tensors(d.spec, |name| a.tensors.remove(name)).map_err(ModelError::Weights)?;
+        let gpt2 = Gpt2::from_tensors_in_steps(d.spec, |name| a.tensors.remove(name), between)
+            .await
+            .map_err(ModelError::Weights)?;
         let bpe =
             Bpe::from_tokenizer_json(&a.vocab).map_err(|e| ModelError::Vocab(VocabError(e.to_string())))?;
         if bpe.vocab_size() > d.spec.vocab {

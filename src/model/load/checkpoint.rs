@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::model::load::config::{self, Architecture, CheckpointConfig};
 use crate::model::load::files::{last_part, Entry, Files};
-use crate::model::load::model_file::{self, Description, Writer};
+use crate::model::load::model_file::{Description, FileHasher, Writer};
 use crate::model::load::names::{tensor_names, Table};
 use crate::model::spec::Pooling;
 use crate::model::tokenize::bpe::Bpe;
@@ -102,6 +102,18 @@ pub async fn load(
     options: &Options,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Loaded, CheckpointError> {
+    load_in_steps(files, options, progress, async || {}).await
+}
+
+/// [`load`] with `between()` awaited after each step of at most [`STEP_BYTES`] converted or
+/// hashed: the page's thread gives the browser a turn (a GPT-2 embedding table of 154 MB
+/// converted and hashed at once held it for over 400 ms, BENCHMARKS.md section 20).
+pub async fn load_in_steps(
+    files: &dyn Files,
+    options: &Options,
+    progress: &mut dyn FnMut(Progress),
+    mut between: impl AsyncFnMut(),
+) -> Result<Loaded, CheckpointError> {
     let folder = Folder::new(files.entries())?;
     let config_file = folder.path("config.json");
     let text = folder.text(files, "config.json", SMALL_FILE).await?;
@@ -152,7 +164,25 @@ pub async fn load(
         .or(name)
         .unwrap_or_else(|| format!("{} from your files", architecture.model_type()));
     let description = Description { name, architecture, casing, spec };
-    let mut writer = Writer::new(&description, &vocab);
+    let writer = Writer::new(&description, &vocab);
+    let (file, id, done) = write(writer, &plan, &shards, files, progress, &mut between).await?;
+    Ok(Loaded { file, id, description, notes, tensor_bytes: done })
+}
+
+/// Bytes of a tensor converted, or of the file hashed, between two of the page's turns.
+pub const STEP_BYTES: usize = 8 << 20;
+
+/// Each tensor of `plan`, read from its shard, converted to f16 and hashed a step at a time into
+/// `writer`: the file, its id and the bytes of tensors read.
+async fn write(
+    mut writer: Writer,
+    plan: &[Step],
+    shards: &[Shard],
+    files: &dyn Files,
+    progress: &mut dyn FnMut(Progress),
+    between: &mut impl AsyncFnMut(),
+) -> Result<(Vec<u8>, String, u64), CheckpointError> {
+    let mut hasher = FileHasher::new(writer.bytes());
     let total = plan.iter().map(|s| s.source.as_ref().map_or(0, |(_, _, len)| *len)).sum();
     let mut done = 0;
     progress(Progress { done, total });
@@ -160,7 +190,7 @@ pub async fn load(
     // request waits for the network, a picked one's for the browser), within READ_AHEAD_BYTES.
     let mut reads = std::collections::VecDeque::new();
     let (mut next, mut ahead) = (0, 0u64);
-    for step in &plan {
+    for step in plan {
         while next < plan.len() && (reads.is_empty() || ahead < READ_AHEAD_BYTES) {
             if let Some((shard, start, len)) = &plan[next].source {
                 reads.push_back(Box::pin(files.read(shards[*shard].index, *start, *len)));
@@ -168,24 +198,30 @@ pub async fn load(
             }
             next += 1;
         }
-        let f16_le = match &step.source {
-            None => vec![0u8; 2 * step.count as usize],
-            Some((shard, _, len)) => {
-                let shard = &shards[*shard];
-                let read = reads.pop_front().expect("each step with a source has its read started");
-                ahead -= len;
-                let raw = read.await.or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
-                done += len;
-                progress(Progress { done, total });
-                to_f16(step.dtype, &raw, step.count as usize)
-                    .or_else(|problem| fail(&shard.path, format!("{}: {problem}", step.name)))?
+        let count = step.count as usize;
+        let mut f16_le = vec![0u8; 2 * count];
+        if let Some((shard, _, len)) = &step.source {
+            let shard = &shards[*shard];
+            let read = reads.pop_front().expect("each step with a source has its read started");
+            ahead -= len;
+            let raw = read.await.or_else(|e| fail(&shard.path, format!("could not be read ({e})")))?;
+            done += len;
+            progress(Progress { done, total });
+            // (At least one part: an empty tensor's type is checked too.)
+            for first in (0..count.max(1)).step_by(STEP_BYTES / 4) {
+                let part = first..(first + STEP_BYTES / 4).min(count);
+                to_f16_part(step.dtype, &raw, part, &mut f16_le)
+                    .or_else(|problem| fail(&shard.path, format!("{}: {problem}", step.name)))?;
+                between().await;
             }
-        };
+        }
+        for part in f16_le.chunks(STEP_BYTES) {
+            hasher.update(part);
+            between().await;
+        }
         writer.push(&f16_le);
     }
-    let file = writer.finish();
-    let id = model_file::file_id(&file);
-    Ok(Loaded { file, id, description, notes, tensor_bytes: done })
+    Ok((writer.finish(), hasher.id(), done))
 }
 
 /// How many bytes of tensors may be read ahead of the one being converted (at least one tensor
@@ -713,6 +749,13 @@ fn plan(
 /// value beyond f16's range is refused with its position.
 pub fn to_f16(dtype: Dtype, raw: &[u8], count: usize) -> Result<Vec<u8>, String> {
     let mut out = vec![0u8; 2 * count];
+    to_f16_part(dtype, raw, 0..count, &mut out)?;
+    Ok(out)
+}
+
+/// [`to_f16`]'s values `part` (of `out`'s `out.len() / 2`) into their place in `out`: a large
+/// tensor converted a part at a time gives the same bytes and the same refusals.
+fn to_f16_part(dtype: Dtype, raw: &[u8], part: std::ops::Range<usize>, out: &mut [u8]) -> Result<(), String> {
     let put = |out: &mut [u8], i: usize, v: f32| -> Result<(), String> {
         if !v.is_finite() {
             return Err(format!("value {i} is {v}: the weights are damaged"));
@@ -726,19 +769,24 @@ pub fn to_f16(dtype: Dtype, raw: &[u8], count: usize) -> Result<Vec<u8>, String>
         out[2 * i..2 * i + 2].copy_from_slice(&h.to_le_bytes());
         Ok(())
     };
+    // The part's values that `raw` holds, numbered from the tensor's first.
+    let values = |width: usize| {
+        let (start, end) = ((part.start * width).min(raw.len()), (part.end * width).min(raw.len()));
+        raw[start..end].chunks_exact(width).enumerate().map(move |(i, b)| (part.start + i, b))
+    };
     match dtype {
         Dtype::F32 => {
-            for (i, b) in raw.chunks_exact(4).take(count).enumerate() {
-                put(&mut out, i, f32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+            for (i, b) in values(4) {
+                put(out, i, f32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
             }
         }
         Dtype::BF16 => {
-            for (i, b) in raw.chunks_exact(2).take(count).enumerate() {
-                put(&mut out, i, f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))?;
+            for (i, b) in values(2) {
+                put(out, i, f32::from_bits((u16::from_le_bytes([b[0], b[1]]) as u32) << 16))?;
             }
         }
         Dtype::F16 => {
-            for (i, b) in raw.chunks_exact(2).take(count).enumerate() {
+            for (i, b) in values(2) {
                 let h = f16::from_le_bytes([b[0], b[1]]);
                 if !h.is_finite() {
                     return Err(format!("value {i} is {h}: the weights are damaged"));
@@ -748,5 +796,48 @@ pub fn to_f16(dtype: Dtype, raw: &[u8], count: usize) -> Result<Vec<u8>, String>
         }
         other => return Err(format!("it is {other:?}; headlab reads F32, F16 and BF16")),
     }
-    Ok(out)
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_arch = "wasm32")]
+    use wasm_bindgen_test::wasm_bindgen_test as test;
+
+    /// `values` as `dtype`'s little-endian bytes.
+    fn raw(dtype: Dtype, values: &[f32]) -> Vec<u8> {
+        match dtype {
+            Dtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Dtype::BF16 => values.iter().flat_map(|v| ((v.to_bits() >> 16) as u16).to_le_bytes()).collect(),
+            _ => values.iter().flat_map(|&v| f16::from_f32(v).to_le_bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_tensor_converted_in_parts_gives_the_bytes_and_refusals_of_one_conversion() {
+        let values: Vec<f32> = (0..37).map(|i| (i as f32 - 18.0) * 0.37).collect();
+        let mut damaged = values.clone();
+        damaged[23] = f32::NAN;
+        for dtype in [Dtype::F32, Dtype::BF16, Dtype::F16] {
+            // Whole, and with fewer values than the tensor holds (the rest are zeros).
+            for (bytes, count) in
+                [(raw(dtype, &values), 37), (raw(dtype, &values[..30]), 37), (raw(dtype, &damaged), 37)]
+            {
+                let whole = to_f16(dtype, &bytes, count);
+                for per in [1, 4, 10, 36] {
+                    let mut out = vec![0u8; 2 * count];
+                    let parts = (0..count)
+                        .step_by(per)
+                        .map(|a| to_f16_part(dtype, &bytes, a..(a + per).min(count), &mut out));
+                    let cut = parts.collect::<Result<Vec<()>, String>>().map(|_| out);
+                    assert_eq!(cut, whole, "{dtype:?}, parts of {per}");
+                }
+            }
+            let refused = to_f16(dtype, &raw(dtype, &damaged), 37).unwrap_err();
+            assert!(refused.starts_with("value 23 is NaN"), "{refused}");
+        }
+        assert!(to_f16(Dtype::I64, &[], 0).unwrap_err().contains("headlab reads F32, F16 and BF16"));
+    }
 }

@@ -85,6 +85,31 @@ pub fn file_id(bytes: &[u8]) -> String {
     sha256_hex(bytes)[..16].to_string()
 }
 
+/// A model file's [`file_id`] computed as it is written, from its bytes in order.
+pub struct FileHasher(sha2::Sha256);
+
+impl FileHasher {
+    /// The hash of `start`, the file's first bytes.
+    pub fn new(start: &[u8]) -> FileHasher {
+        use sha2::Digest;
+        let mut hasher = FileHasher(sha2::Sha256::new());
+        hasher.update(start);
+        hasher
+    }
+
+    /// Adds the file's next bytes (a MiB at a time, as [`sha256_hex`] does).
+    pub fn update(&mut self, bytes: &[u8]) {
+        use sha2::Digest;
+        bytes.chunks(1 << 20).for_each(|chunk| self.0.update(chunk));
+    }
+
+    /// The id of the bytes added: [`file_id`] of the whole file.
+    pub fn id(self) -> String {
+        use sha2::Digest;
+        hex(&self.0.finalize())[..16].to_string()
+    }
+}
+
 /// Checks `bytes` against [`ASSET_SHA256`] before anything is decoded. When they differ, the
 /// error names the damage where the first bytes can tell (not an asset, cut short in its
 /// header), and is a checksum mismatch otherwise.
@@ -197,6 +222,11 @@ impl Writer {
         Writer { out, tensors: tensors.into_iter() }
     }
 
+    /// The file's bytes so far.
+    pub fn bytes(&self) -> &[u8] {
+        &self.out
+    }
+
     /// The name and shape of the tensor the file takes next, or `None` once it is whole.
     pub fn next_tensor(&self) -> Option<&(String, Vec<usize>)> {
         self.tensors.as_slice().first()
@@ -282,10 +312,21 @@ pub async fn decode_in_steps(bytes: &[u8], mut between: impl AsyncFnMut()) -> Re
 struct Decoding<'b> {
     description: Description,
     vocab: String,
-    /// The tensors still to convert: name, shape and f16 bytes, in the file's order.
-    left: std::vec::IntoIter<(String, Vec<usize>, &'b [u8])>,
+    /// The tensors still to convert, in the file's order.
+    left: std::vec::IntoIter<InFile<'b>>,
+    /// The tensor being converted, and its values so far.
+    current: Option<(InFile<'b>, Vec<f32>)>,
+    /// Bytes converted per step at most ([`DECODED_PER_STEP`]; fewer in tests).
+    per_step: usize,
     out: HashMap<String, (Vec<usize>, Vec<f32>)>,
 }
+
+/// A tensor in a model file: its name, shape and f16 bytes.
+type InFile<'b> = (String, Vec<usize>, &'b [u8]);
+
+/// Bytes of f16 values one [`Decoding::step`] converts at most (a few ms): a large tensor (GPT-2's
+/// embedding table is 77 MB) takes several steps.
+const DECODED_PER_STEP: usize = 8 << 20;
 
 impl<'b> Decoding<'b> {
     /// Checks the header and the sizes; converts nothing yet.
@@ -320,15 +361,39 @@ impl<'b> Decoding<'b> {
                 (name, shape, &bytes[at - 2 * count..at])
             })
             .collect();
-        Ok(Decoding { description, vocab, left: left.into_iter(), out })
+        Ok(Decoding {
+            description,
+            vocab,
+            left: left.into_iter(),
+            current: None,
+            per_step: DECODED_PER_STEP,
+            out,
+        })
     }
 
-    /// Converts the next tensor; `false` once none is left.
+    /// Converts the next `per_step` bytes of the tensor under way (or of the next one); `false`
+    /// once none is left.
     fn step(&mut self) -> bool {
-        let Some((name, shape, raw)) = self.left.next() else { return false };
-        let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
-        self.out.insert(name, (shape, values));
-        self.left.len() > 0
+        let ((name, shape, raw), mut values) = match self.current.take() {
+            Some(current) => current,
+            None => match self.left.next() {
+                Some(next) => {
+                    let values = Vec::with_capacity(next.2.len() / 2);
+                    (next, values)
+                }
+                None => return false,
+            },
+        };
+        let from = 2 * values.len();
+        let to = (from + self.per_step).min(raw.len());
+        values.extend(raw[from..to].chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()));
+        match to < raw.len() {
+            true => self.current = Some(((name, shape, raw), values)),
+            false => {
+                self.out.insert(name, (shape, values));
+            }
+        }
+        self.current.is_some() || self.left.len() > 0
     }
 
     /// The converted asset (converts any tensors left).
@@ -535,6 +600,28 @@ mod tests {
             let stepped = pollster::block_on(decode_in_steps(&bytes, async || turns.set(turns.get() + 1)));
             assert_eq!(stepped.as_ref().map(|a| (&a.tensors, &a.vocab)), Ok((&asset.tensors, &asset.vocab)));
             assert_eq!(turns.get(), asset.tensors.len() - 1);
+        }
+        // In steps of three values: a tensor over several steps, the same values.
+        let mut decoding = Decoding::new(&bytes).unwrap();
+        decoding.per_step = 6;
+        let mut steps = 1;
+        while decoding.step() {
+            steps += 1;
+        }
+        let expected: usize = asset.tensors.values().map(|(_, v)| v.len().div_ceil(3).max(1)).sum();
+        assert_eq!(steps, expected, "each tensor's steps (the last one says none is left)");
+        let cut = decoding.finish();
+        assert_eq!((&cut.tensors, &cut.vocab), (&asset.tensors, &asset.vocab));
+    }
+
+    #[test]
+    fn a_files_id_hashed_as_it_is_written_is_its_id() {
+        let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        for cuts in [vec![0], vec![17, 1 << 20, (1 << 20) + 5, 2_999_999], vec![3_000_000]] {
+            let mut hasher = FileHasher::new(&bytes[..cuts[0]]);
+            let ends = cuts.iter().skip(1).copied().chain([bytes.len()]);
+            cuts.iter().zip(ends).for_each(|(&a, b)| hasher.update(&bytes[a..b]));
+            assert_eq!(hasher.id(), file_id(&bytes), "cut at {cuts:?}");
         }
     }
 
