@@ -39,6 +39,8 @@ async function servedDecoderMatchesTheReference(backend, via) {
   await trained.modelLoad.waitText(/^gpt2-odd \(gpt2, weights [0-9a-f]{16}\): 2 layers × 4 heads of 9, d_model 36, FFN 37, 40 positions, 427 pieces/, { timeout: 60000 });
   await decoder.heatmap(3).waitFor({ timeout: 60000 });
   await decoder.lossStrip.waitFor({ timeout: 60000 });
+  // The line under the controls names the model on show, not the built-in one.
+  assert.equal(await opened.lab.status.timing.textContent(), 'gpt2-odd: its passes are timed in its panel below.');
   const where = backend === 'gpu' ? /^Your text runs on the GPU \(WebGPU\), f16 weights/ : /^Your text runs on the CPU kernel \(wasm simd128/;
   await trained.backend.waitText(where);
   assert.equal(await trained.shownTokens.count(), ref.ids.length);

@@ -125,7 +125,12 @@ pub fn Timing() -> impl IntoView {
 
 fn timing_text(state: AppState) -> String {
     if state.settings.read().is_trained() {
-        return format!("{}: its passes are timed in its panel below.", crate::model::encoder::BUILT_IN_NAME);
+        // The model on show, whatever loaded it (the built-in one before).
+        let name = state.trained.name.get();
+        return format!(
+            "{}: its passes are timed in its panel below.",
+            name.as_deref().unwrap_or(crate::model::encoder::BUILT_IN_NAME)
+        );
     }
     if state.computing() {
         let c = state.settings.read().config();

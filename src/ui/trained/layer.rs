@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::view::EncoderView;
 use crate::attention::summary::describe;
-use crate::ui::canvas::draw_heatmap;
+use crate::ui::canvas::{draw_heatmap, draw_soon};
 use crate::ui::files;
 use crate::viz::colormap::viridis_css_gradient;
 use crate::viz::svg;
@@ -55,9 +55,12 @@ fn LayerHead(h: usize) -> impl IntoView {
     };
     let canvas = NodeRef::<html::Canvas>::new();
     let draw_error = RwSignal::new(None::<String>);
+    // Drawn soon after, not in the Effect: the layer's heads share the browser's turns.
     Effect::new(move |_| {
         let (Some(canvas), Some((w, n))) = (canvas.get(), weights()) else { return };
-        draw_error.set(draw_heatmap(&canvas, &w, n).err().map(|e| format!("could not draw: {e:?}")));
+        draw_soon(move || {
+            draw_error.try_set(draw_heatmap(&canvas, &w, n).err().map(|e| format!("could not draw: {e:?}")));
+        });
     });
     // The same pattern in words, for screen readers.
     let described = move || {

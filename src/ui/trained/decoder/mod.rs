@@ -14,7 +14,7 @@ use crate::attention::{HeadSet, Mask};
 use crate::jobs::web::clock_step_ms;
 use crate::model::decoder::induction::DecoderRole;
 use crate::model::decoder::Decoder;
-use crate::ui::canvas::draw_masked_heatmap;
+use crate::ui::canvas::{draw_masked_heatmap, draw_soon};
 use crate::ui::state::AppState;
 use crate::viz::colormap::viridis_css_gradient;
 
@@ -204,10 +204,13 @@ fn DecoderHead(h: usize) -> impl IntoView {
         if !run.pruned.kept(l) {
             return;
         }
-        let w = &run.pruned.attention[l][h * n * n..(h + 1) * n * n];
-        draw_error.set(
-            draw_masked_heatmap(&canvas, w, n, Mask::Causal).err().map(|e| format!("could not draw: {e:?}")),
-        );
+        // Drawn soon after, not in the Effect: the layer's heads share the browser's turns.
+        let layer_weights = run.pruned.attention[l].clone();
+        draw_soon(move || {
+            let w = &layer_weights[h * n * n..(h + 1) * n * n];
+            let drawn = draw_masked_heatmap(&canvas, w, n, Mask::Causal);
+            draw_error.try_set(drawn.err().map(|e| format!("could not draw: {e:?}")));
+        });
     });
     view! {
         <figure class="head">
