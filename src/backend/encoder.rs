@@ -152,6 +152,6 @@ impl Runner for EncoderRunner {
         if self.gpu_for(ids.len()).is_some() {
             return self.run(ids, heads, base).await.embedding;
         }
-        self.model.bert.embed_in_turns(Kernel::Simd, ids, heads, base, &*self.turns).await
+        self.model.bert.embed_in_turns(Kernel::Simd, ids, heads, base, None, &*self.turns).await
     }
 }

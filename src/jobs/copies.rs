@@ -8,6 +8,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use crate::attention::precision::Precision;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::jobs::work::{Done, Piece};
@@ -62,27 +63,44 @@ impl Copies {
     /// Runs `piece` with `kernel` on the model (an encoder's at the precision it names, the
     /// loaded one's when it names none), checked against that model first.
     pub fn run(&self, piece: &Piece, kernel: Kernel) -> Result<Done, String> {
-        let Model::Encoder(encoder) = &self.model else {
-            return piece.run(&self.model, kernel).map_err(|e| e.to_string());
+        at_once(self.run_in_turns(piece, kernel, &AtOnce))
+    }
+
+    /// [`Copies::run`] with the piece's passes in `turns`' steps: the same result.
+    pub async fn run_in_turns(
+        &self,
+        piece: &Piece,
+        kernel: Kernel,
+        turns: &dyn Turns,
+    ) -> Result<Done, String> {
+        let encoder = match &self.model {
+            Model::Encoder(encoder) => encoder,
+            Model::Decoder(decoder) => {
+                piece.check(&self.model).map_err(|e| e.to_string())?;
+                return Ok(piece.run_on_decoder_in_turns(&decoder.gpt2, kernel, turns).await);
+            }
         };
         let precision = piece.precision().unwrap_or(encoder.precision());
         let model = self.encoder_at(precision)?;
         piece.check_on_encoder(&model.bert).map_err(|e| e.to_string())?;
         let Piece::Embed { heads, ids, .. } = piece else {
-            return Ok(piece.run_on_encoder(&model.bert, kernel));
+            return Ok(piece.run_on_encoder_in_turns(&model.bert, kernel, turns).await);
         };
-        // What `piece.run_on_encoder` does, with the cut's weights gathered once per set of heads.
-        let mut cut = self.cut.borrow_mut();
-        let pruned = match cut.as_ref().filter(|c| c.precision == precision && c.heads == *heads) {
-            Some(c) => PrunedBert::with_gathered(&model.bert, heads, c.gathered.clone()),
-            None => {
-                let pruned = PrunedBert::new(&model.bert, heads);
-                let gathered = pruned.gathered().clone();
-                *cut = Some(Cut { precision, heads: heads.clone(), gathered });
-                pruned
+        // What `piece.run_on_encoder` does, with the cut's weights gathered once per set of heads
+        // (out of the cell before the passes: another piece may run here during a turn).
+        let gathered = {
+            let mut cut = self.cut.borrow_mut();
+            match cut.as_ref().filter(|c| c.precision == precision && c.heads == *heads) {
+                Some(c) => c.gathered.clone(),
+                None => {
+                    let gathered = PrunedBert::new(&model.bert, heads).gathered().clone();
+                    *cut = Some(Cut { precision, heads: heads.clone(), gathered: gathered.clone() });
+                    gathered
+                }
             }
         };
-        Ok(Done::Embeddings(pruned.embed_batch(kernel, ids)))
+        let pruned = PrunedBert::with_gathered(&model.bert, heads, gathered);
+        Ok(Done::Embeddings(pruned.embed_batch_in_turns(kernel, ids, turns).await))
     }
 }
 
@@ -149,5 +167,49 @@ mod tests {
         // A piece that does not fit the model is refused, at either precision.
         let bad = Piece::Embed { heads: HeadSet::all(3), ids: ids.clone(), precision: Some(Precision::Int8) };
         assert!(copies.run(&bad, Kernel::Simd).is_err());
+    }
+    #[test]
+    fn every_kind_of_piece_in_steps_gives_the_result_of_the_piece_at_once() {
+        use crate::attention::turns::InSteps;
+        use crate::model::decoder::{gpt2::Gpt2, Decoder};
+        // MiniLM's 6 x 12 heads (the samples' head sets) of 2 values, and its vocabulary's size.
+        let spec = ModelSpec { d_model: 24, ffn: 40, vocab: 8000, positions: 16, ..ModelSpec::MINILM_L6_V2 };
+        let vocab: Vec<String> = ["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+            .map(String::from)
+            .into_iter()
+            .chain((4..spec.vocab).map(|i| format!("w{i}")))
+            .collect();
+        let encoder = Encoder {
+            name: "random".into(),
+            id: "random".into(),
+            architecture: crate::model::load::config::Architecture::Bert,
+            bert: Bert::random(spec, 5),
+            tokenizer: WordPiece::from_vocab(&vocab.join("\n"), spec.positions).unwrap(),
+        };
+        let decoder_spec =
+            ModelSpec { layers: 2, heads: 3, d_model: 12, ffn: 20, vocab: 30, positions: 12, ..spec };
+        let decoder = Decoder {
+            name: "random".into(),
+            id: "random".into(),
+            gpt2: Gpt2::random(decoder_spec, 3),
+            bpe: crate::model::tokenize::bpe::tests::tiny(),
+        };
+        let families = [
+            (Model::Encoder(Rc::new(encoder)), crate::jobs::work::encoder::tests::samples()),
+            (Model::Decoder(Rc::new(decoder)), crate::jobs::work::decoder::tests::samples()),
+        ];
+        for (model, samples) in families {
+            let (at_once, in_steps) = (Copies::new(model.clone()), Copies::new(model.clone()));
+            for piece in samples.iter().filter(|p| p.check(&model).is_ok()) {
+                let turns = InSteps::of(64);
+                let stepped =
+                    crate::attention::turns::at_once(in_steps.run_in_turns(piece, Kernel::Simd, &turns));
+                assert_eq!(stepped, at_once.run(piece, Kernel::Simd), "{piece:?}");
+                // (The gradients' passes, forward and backward, are one call each.)
+                let whole = matches!(piece, Piece::Gradients { .. } | Piece::GateGradients { .. });
+                let empty = matches!(piece, Piece::Embed { ids, .. } if ids.is_empty());
+                assert!(whole || empty || turns.taken() > 1, "{piece:?} in one step");
+            }
+        }
     }
 }

@@ -84,7 +84,7 @@ pub trait Family: Sized + 'static {
 
     /// Runs `piece` on the page's thread (or its GPU): its result and the FLOPs it did not need.
     async fn run_here(engine: &Engine<Self>, piece: &Piece) -> (Done, u64) {
-        (engine.run_on_page_thread(piece), 0)
+        (engine.run_on_page_thread(piece).await, 0)
     }
 }
 
@@ -184,6 +184,8 @@ pub struct Engine<F: Family> {
     workers: Rc<Workers>,
     here: PageThread,
     host: Rc<dyn Host>,
+    /// The turns of the page's thread, for the passes made there.
+    turns: Rc<HostTurns>,
     kept: F::Kept,
 }
 
@@ -192,9 +194,9 @@ impl<F: Family> Engine<F> {
     /// GPU, timed there and on the CPU kernel), its batch work on `workers`.
     pub async fn new(model: Rc<F>, session: &Session, workers: Rc<Workers>, host: Rc<dyn Host>) -> Engine<F> {
         let turns = Rc::new(HostTurns::new(host.clone()));
-        let runner = F::runner(&model, session, &HostClock(&*host), turns).await;
+        let runner = F::runner(&model, session, &HostClock(&*host), turns.clone()).await;
         let here = PageThread::new(F::held(&model));
-        Engine { model, runner, workers, here, host, kept: F::Kept::default() }
+        Engine { model, runner, workers, here, host, turns, kept: F::Kept::default() }
     }
 
     /// The model.
@@ -220,6 +222,11 @@ impl<F: Family> Engine<F> {
     /// The clock and the browser's turn.
     pub fn host(&self) -> &dyn Host {
         &*self.host
+    }
+
+    /// The turns the passes made on the page's thread give it.
+    pub fn turns(&self) -> &dyn Turns {
+        &*self.turns
     }
 
     /// What the engine keeps of earlier passes (the family's).
@@ -313,11 +320,13 @@ impl<F: Family> Engine<F> {
         None
     }
 
-    /// Runs `piece` on the page's thread, on the CPU kernel.
+    /// Runs `piece` on the page's thread, on the CPU kernel, its passes in steps between the
+    /// browser's turns.
     ///
     /// # Panics
     /// If the piece does not fit the model: a job's pieces are made for its engine's model.
-    pub fn run_on_page_thread(&self, piece: &Piece) -> Done {
-        self.here.run_one(piece).unwrap_or_else(|e| panic!("a piece of this engine's own job: {e}"))
+    pub async fn run_on_page_thread(&self, piece: &Piece) -> Done {
+        let done = self.here.run_one_in_turns(piece, &*self.turns).await;
+        done.unwrap_or_else(|e| panic!("a piece of this engine's own job: {e}"))
     }
 }

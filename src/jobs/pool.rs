@@ -4,6 +4,7 @@
 //! the same piece gives the same bits on any of them.
 
 use super::host::LocalFuture;
+use crate::attention::turns::Turns;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
 use crate::jobs::work::{Done, Piece};
@@ -57,6 +58,11 @@ impl PageThread {
     /// Runs one piece here, or says why the model cannot run it.
     pub fn run_one(&self, piece: &Piece) -> Result<Done, String> {
         self.models.run(piece, Kernel::Simd)
+    }
+
+    /// [`PageThread::run_one`] with the piece's passes in `turns`' steps.
+    pub async fn run_one_in_turns(&self, piece: &Piece, turns: &dyn Turns) -> Result<Done, String> {
+        self.models.run_in_turns(piece, Kernel::Simd, turns).await
     }
 }
 

@@ -24,11 +24,12 @@ pub struct FullPass(RefCell<Option<(Vec<u32>, Rc<NextKl>)>>);
 
 impl FullPass {
     /// The full pass over `ids`: kept, or made now (and kept); and whether it was kept.
-    fn of(&self, engine: &Engine<Decoder>, ids: &[u32]) -> (Rc<NextKl>, bool) {
+    async fn of(&self, engine: &Engine<Decoder>, ids: &[u32]) -> (Rc<NextKl>, bool) {
         if let Some((_, base)) = self.0.borrow().as_ref().filter(|(kept, _)| kept == ids) {
             return (base.clone(), true);
         }
-        let base = Rc::new(NextKl::new(&engine.model().gpt2, DECODER_KERNEL, ids));
+        let pass = NextKl::new_in_turns(&engine.model().gpt2, DECODER_KERNEL, ids, engine.turns());
+        let base = Rc::new(pass.await);
         *self.0.borrow_mut() = Some((ids.to_vec(), base.clone()));
         (base, false)
     }
@@ -76,13 +77,16 @@ impl Family for Decoder {
     /// A next-token piece starts from the kept full pass; every other piece runs as a worker
     /// runs it.
     async fn run_here(engine: &Engine<Self>, piece: &Piece) -> (Done, u64) {
-        let Piece::NextKl { ids, sets } = piece else { return (engine.run_on_page_thread(piece), 0) };
+        let Piece::NextKl { ids, sets } = piece else { return (engine.run_on_page_thread(piece).await, 0) };
         if let Err(e) = piece.check_on_decoder(&engine.model().gpt2) {
             panic!("a piece of this engine's own job: {e}");
         }
-        let (base, kept) = engine.kept().of(engine, ids);
+        let (base, kept) = engine.kept().of(engine, ids).await;
         let gpt2 = &engine.model().gpt2;
-        let kls = sets.iter().map(|heads| base.with(gpt2, DECODER_KERNEL, heads)).collect();
+        let mut kls = Vec::with_capacity(sets.len());
+        for heads in sets {
+            kls.push(base.with_in_turns(gpt2, DECODER_KERNEL, heads, engine.turns()).await);
+        }
         let spec = engine.spec();
         let saved = if kept { next_logits_flops(spec, ids.len(), 0) } else { 0 };
         (Done::Sums(kls), saved)

@@ -110,7 +110,7 @@ impl Family for Encoder {
     /// unpruned passes; every other piece runs on the page's thread.
     async fn run_here(engine: &Engine<Self>, piece: &Piece) -> (Done, u64) {
         let Piece::Ablate { heads, sentences, ablate, .. } = piece else {
-            return (engine.run_on_page_thread(piece), 0);
+            return (engine.run_on_page_thread(piece).await, 0);
         };
         let spec = engine.spec();
         let (mut out, mut traces, mut saved) = (Vec::new(), Vec::new(), 0);

@@ -6,10 +6,11 @@
 
 use super::WireError;
 use super::{Done, Piece, GRADIENT_COST};
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::cost::{next_logits_flops, pass_flops};
-use crate::model::decoder::gpt2::Gpt2;
+use crate::model::decoder::gpt2::{Gpt2, Keep};
 use crate::model::decoder::gradient::passage_gradients;
 use crate::model::decoder::induction::{head_scores, HalfLosses, Repeated};
 use crate::model::decoder::next_importance::NextKl;
@@ -67,17 +68,29 @@ impl Piece {
     /// # Panics
     /// If it is an encoder's piece.
     pub fn run_on_decoder(&self, gpt2: &Gpt2, kernel: Kernel) -> Done {
+        at_once(self.run_on_decoder_in_turns(gpt2, kernel, &AtOnce))
+    }
+
+    /// [`Piece::run_on_decoder`] with its passes in `turns`' steps (the gradients' passes in one
+    /// call each): the same result.
+    pub async fn run_on_decoder_in_turns(&self, gpt2: &Gpt2, kernel: Kernel, turns: &dyn Turns) -> Done {
         match self {
             Piece::NextKl { ids, sets } => {
-                let base = NextKl::new(gpt2, kernel, ids);
-                Done::Sums(sets.iter().map(|heads| base.with(gpt2, kernel, heads)).collect())
+                let base = NextKl::new_in_turns(gpt2, kernel, ids, turns).await;
+                let mut kls = Vec::with_capacity(sets.len());
+                for heads in sets {
+                    kls.push(base.with_in_turns(gpt2, kernel, heads, turns).await);
+                }
+                Done::Sums(kls)
             }
-            Piece::Losses { heads, passages } => Done::Sums(
-                passages
-                    .iter()
-                    .map(|ids| gpt2.forward(kernel, ids, heads).losses.iter().sum::<f64>())
-                    .collect(),
-            ),
+            Piece::Losses { heads, passages } => {
+                let mut sums = Vec::with_capacity(passages.len());
+                for ids in passages {
+                    let pass = gpt2.forward_in_turns(kernel, ids, heads, Keep::All, turns).await;
+                    sums.push(pass.losses.iter().sum::<f64>());
+                }
+                Done::Sums(sums)
+            }
             Piece::GateGradients { heads, passages } => {
                 let g = gates(heads);
                 let per_passage = passages.iter().map(|ids| passage_gradients(gpt2, kernel, ids, &g).1);
@@ -85,7 +98,8 @@ impl Piece {
             }
             Piece::Induction { ids, half, start } => {
                 let sequence = Repeated { ids: ids.clone(), half: *half, start: *start };
-                let pass = gpt2.forward(kernel, ids, &HeadSet::all(gpt2.spec.total_heads()));
+                let all = HeadSet::all(gpt2.spec.total_heads());
+                let pass = gpt2.forward_in_turns(kernel, ids, &all, Keep::All, turns).await;
                 let scores = head_scores(gpt2, &pass, &sequence);
                 let halves = HalfLosses::of(&pass.losses, &sequence);
                 let per_head = scores

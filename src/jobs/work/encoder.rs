@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::WireError;
 use super::{Done, Piece, GRADIENT_COST, JS_TERM_FLOPS};
 use crate::attention::atlas::PatternSums;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::encoder::bert::{Bert, BertOutput, Patch};
@@ -129,9 +130,15 @@ impl Piece {
     /// # Panics
     /// If it is a decoder's piece.
     pub fn run_on_encoder(&self, bert: &Bert, kernel: Kernel) -> Done {
+        at_once(self.run_on_encoder_in_turns(bert, kernel, &AtOnce))
+    }
+
+    /// [`Piece::run_on_encoder`] with its passes in `turns`' steps (the gradients' passes in one
+    /// call each): the same result.
+    pub async fn run_on_encoder_in_turns(&self, bert: &Bert, kernel: Kernel, turns: &dyn Turns) -> Done {
         match self {
             Piece::Embed { heads, ids, .. } => {
-                Done::Embeddings(PrunedBert::new(bert, heads).embed_batch(kernel, ids))
+                Done::Embeddings(PrunedBert::new(bert, heads).embed_batch_in_turns(kernel, ids, turns).await)
             }
             Piece::Gradients { heads, pairs } => {
                 let g = gates(heads);
@@ -144,30 +151,36 @@ impl Piece {
             }
             Piece::Ablate { heads, sentences, ablate, traces } => {
                 // Each pass reuses the layers before its head's own, as the page's sweep does.
-                let full: Vec<Arc<BertOutput>> = match traces.is_empty() {
-                    true => sentences.iter().map(|ids| Arc::new(bert.forward(kernel, ids, heads))).collect(),
-                    false => traces.clone(),
-                };
+                let mut full: Vec<Arc<BertOutput>> = traces.clone();
+                if traces.is_empty() {
+                    for ids in sentences {
+                        full.push(Arc::new(bert.forward_in_turns(kernel, ids, heads, None, turns).await));
+                    }
+                }
                 let mut out: Vec<Vec<f32>> = full.iter().map(|f| f.embedding.clone()).collect();
                 for &h in ablate {
                     let mut without = heads.clone();
                     without.set(h, false);
                     for (ids, full) in sentences.iter().zip(&full) {
-                        out.push(bert.embed_patched(kernel, ids, &without, Some(full), None));
+                        out.push(bert.embed_in_turns(kernel, ids, &without, Some(full), None, turns).await);
                     }
                 }
                 Done::Embeddings(out)
             }
             Piece::Patch { clean, corrupted, patch } => {
                 let all = HeadSet::all(bert.spec().total_heads());
-                let (clean_run, corrupted_run) =
-                    (bert.forward(kernel, clean, &all), bert.forward(kernel, corrupted, &all));
+                let clean_run = bert.forward_in_turns(kernel, clean, &all, None, turns).await;
+                let corrupted_run = bert.forward_in_turns(kernel, corrupted, &all, None, turns).await;
                 let mut out = vec![clean_run.embedding.clone(), corrupted_run.embedding.clone()];
                 for &h in patch {
                     let from = Patch { heads: &[h], from: &clean_run };
-                    out.push(bert.embed_patched(kernel, corrupted, &all, Some(&corrupted_run), Some(from)));
+                    let patched =
+                        bert.embed_in_turns(kernel, corrupted, &all, Some(&corrupted_run), Some(from), turns);
+                    out.push(patched.await);
                     let without = HeadSet::with_pruned(all.len(), [h]);
-                    out.push(bert.embed_patched(kernel, clean, &without, Some(&clean_run), None));
+                    out.push(
+                        bert.embed_in_turns(kernel, clean, &without, Some(&clean_run), None, turns).await,
+                    );
                 }
                 Done::Embeddings(out)
             }
@@ -175,7 +188,10 @@ impl Piece {
                 let all = HeadSet::all(bert.spec().total_heads());
                 let mut sums = PatternSums::new(all.len());
                 for ids in sentences {
-                    sums.add(&bert.forward(kernel, ids, &all).attention, ids.len());
+                    sums.add(
+                        &bert.forward_in_turns(kernel, ids, &all, None, turns).await.attention,
+                        ids.len(),
+                    );
                 }
                 Done::Sums(sums.to_sums())
             }
@@ -183,7 +199,10 @@ impl Piece {
                 let (spec, mut counter) = (bert.spec(), RoleCounter::new(bert.spec()));
                 let all = HeadSet::all(spec.total_heads());
                 for (ids, punctuation) in sentences.iter().zip(punctuation) {
-                    counter.add(&bert.forward(kernel, ids, &all).attention, punctuation);
+                    counter.add(
+                        &bert.forward_in_turns(kernel, ids, &all, None, turns).await.attention,
+                        punctuation,
+                    );
                 }
                 Done::Sums(counter.to_sums())
             }

@@ -232,6 +232,11 @@ impl Gpt2 {
     /// a pass with heads of layer `l` and later pruned can start there
     /// ([`Gpt2::next_logits_from`]); and the next token's logits.
     pub fn residuals(&self, kernel: Kernel, ids: &[u32]) -> Residuals {
+        at_once(self.residuals_in_turns(kernel, ids, &AtOnce))
+    }
+
+    /// [`Gpt2::residuals`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn residuals_in_turns(&self, kernel: Kernel, ids: &[u32], turns: &dyn Turns) -> Residuals {
         let spec = &self.spec;
         let all = HeadSet::all(spec.total_heads());
         let mut x = self.embed(ids);
@@ -239,9 +244,9 @@ impl Gpt2 {
         let mut inputs = Vec::with_capacity(spec.layers);
         for l in 0..spec.layers {
             inputs.push(x.clone());
-            self.layer(kernel, l, &mut x, &all, &mut scratch, false);
+            self.layer_in_turns(kernel, l, &mut x, &all, &mut scratch, false, turns).await;
         }
-        let next_logits = self.next_logits_of(kernel, &mut x);
+        let next_logits = self.next_logits_of(kernel, &mut x, turns).await;
         Residuals { inputs, next_logits }
     }
 
@@ -255,6 +260,18 @@ impl Gpt2 {
         from: usize,
         heads: &HeadSet,
     ) -> Vec<f32> {
+        at_once(self.next_logits_from_in_turns(kernel, trace, from, heads, &AtOnce))
+    }
+
+    /// [`Gpt2::next_logits_from`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn next_logits_from_in_turns(
+        &self,
+        kernel: Kernel,
+        trace: &Residuals,
+        from: usize,
+        heads: &HeadSet,
+        turns: &dyn Turns,
+    ) -> Vec<f32> {
         let spec = &self.spec;
         assert_eq!(heads.len(), spec.total_heads(), "a set of the model's {} heads", spec.total_heads());
         assert!(
@@ -265,35 +282,23 @@ impl Gpt2 {
         let mut x = input.clone();
         let mut scratch = Scratch::new(spec, x.len() / spec.d_model);
         for l in from..spec.layers {
-            self.layer(kernel, l, &mut x, heads, &mut scratch, false);
+            self.layer_in_turns(kernel, l, &mut x, heads, &mut scratch, false, turns).await;
         }
-        self.next_logits_of(kernel, &mut x)
+        self.next_logits_of(kernel, &mut x, turns).await
     }
 
     /// The last row of the stream `x`, through the final LayerNorm and the output head.
-    fn next_logits_of(&self, kernel: Kernel, x: &mut [f32]) -> Vec<f32> {
+    async fn next_logits_of(&self, kernel: Kernel, x: &mut [f32], turns: &dyn Turns) -> Vec<f32> {
         let d = self.spec.d_model;
         let rows = x.len() / d;
         let last = &mut x[(rows - 1) * d..];
         layer_norm(last, &self.ln_f, self.spec.layer_norm_eps);
-        self.logits(kernel, last)
+        self.logits_in_turns(kernel, last, turns).await
     }
 
-    /// Layer `l` on the stream `x` (`n x d_model`) with `heads` active; with `keep`, its attention
-    /// weights and its heads' outputs (before pruning).
-    fn layer(
-        &self,
-        kernel: Kernel,
-        l: usize,
-        x: &mut [f32],
-        heads: &HeadSet,
-        s: &mut Scratch,
-        keep: bool,
-    ) -> Option<LayerKept> {
-        at_once(self.layer_in_turns(kernel, l, x, heads, s, keep, &AtOnce))
-    }
-
-    /// [`Gpt2::layer`] with its products and heads in `turns`' steps.
+    /// Layer `l` on the stream `x` (`n x d_model`) with `heads` active, its products and heads
+    /// in `turns`' steps; with `keep`, its attention weights and its heads' outputs (before
+    /// pruning).
     #[allow(clippy::too_many_arguments)] // the layer's inputs and its turns
     async fn layer_in_turns(
         &self,

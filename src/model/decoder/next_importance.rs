@@ -10,6 +10,7 @@
 //! points, dealt to the workers or made one at a time between the page's turns.
 
 use crate::attention::importance::Ranking;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::gpt2::{Gpt2, Residuals};
@@ -24,7 +25,12 @@ pub struct NextKl {
 impl NextKl {
     /// The full model's pass over `ids`.
     pub fn new(model: &Gpt2, kernel: Kernel, ids: &[u32]) -> NextKl {
-        NextKl { trace: model.residuals(kernel, ids) }
+        at_once(NextKl::new_in_turns(model, kernel, ids, &AtOnce))
+    }
+
+    /// [`NextKl::new`] with the pass in `turns`' steps.
+    pub async fn new_in_turns(model: &Gpt2, kernel: Kernel, ids: &[u32], turns: &dyn Turns) -> NextKl {
+        NextKl { trace: model.residuals_in_turns(kernel, ids, turns).await }
     }
 
     /// The full model's next-token logits.
@@ -34,11 +40,23 @@ impl NextKl {
 
     /// KL(full || pruned) of the next token with only `heads` active (0 with every head, no pass).
     pub fn with(&self, model: &Gpt2, kernel: Kernel, heads: &HeadSet) -> f64 {
+        at_once(self.with_in_turns(model, kernel, heads, &AtOnce))
+    }
+
+    /// [`NextKl::with`] with the pass in `turns`' steps.
+    pub async fn with_in_turns(
+        &self,
+        model: &Gpt2,
+        kernel: Kernel,
+        heads: &HeadSet,
+        turns: &dyn Turns,
+    ) -> f64 {
         let per_layer = model.spec.heads;
         match heads.pruned().next() {
             None => 0.0,
             Some(first) => {
-                let pruned = model.next_logits_from(kernel, &self.trace, first / per_layer, heads);
+                let from = first / per_layer;
+                let pruned = model.next_logits_from_in_turns(kernel, &self.trace, from, heads, turns).await;
                 kl(&self.trace.next_logits, &pruned)
             }
         }

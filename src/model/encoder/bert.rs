@@ -45,20 +45,8 @@ pub struct Layer {
 impl Layer {
     /// The layer after its attention branch (in `branch`, `rows x d_model`):
     /// `x <- LayerNorm1(x + branch)`, then `x <- LayerNorm2(x + GELU(x W_i^T + b_i) W_2^T + b_2)`,
-    /// with `branch` and `hidden` (`rows x ffn`) as scratch.
-    pub(super) fn finish(
-        &self,
-        kernel: Kernel,
-        spec: &ModelSpec,
-        x: &mut [f32],
-        branch: &mut [f32],
-        hidden: &mut [f32],
-    ) {
-        at_once(self.finish_in_turns(kernel, spec, x, branch, hidden, &AtOnce))
-    }
-
-    /// [`Layer::finish`] with its products in `turns`' steps.
-    async fn finish_in_turns(
+    /// with `branch` and `hidden` (`rows x ffn`) as scratch; its products in `turns`' steps.
+    pub(super) async fn finish_in_turns(
         &self,
         kernel: Kernel,
         spec: &ModelSpec,
@@ -351,17 +339,17 @@ impl Bert {
         self.pass_in_turns(kernel, ids, heads, base, None, Retained::Trace, turns).await
     }
 
-    /// [`Bert::embed_patched`] with no patch, its products and heads in `turns`' steps: the same
-    /// bits.
+    /// [`Bert::embed_patched`] with its products and heads in `turns`' steps: the same bits.
     pub async fn embed_in_turns(
         &self,
         kernel: Kernel,
         ids: &[u32],
         heads: &HeadSet,
         base: Option<&BertOutput>,
+        patch: Option<Patch<'_>>,
         turns: &dyn Turns,
     ) -> Vec<f32> {
-        self.pass_in_turns(kernel, ids, heads, base, None, Retained::Embedding, turns).await.embedding
+        self.pass_in_turns(kernel, ids, heads, base, patch, Retained::Embedding, turns).await.embedding
     }
 
     #[allow(clippy::too_many_arguments)] // the pass's inputs, what it keeps and its turns

@@ -13,10 +13,11 @@
 
 use std::sync::Arc;
 
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
-use crate::cpu::{attend_outputs, Kernel, Mask};
+use crate::cpu::{attend_in_turns, Kernel, Mask};
 use crate::model::encoder::bert::{pool, Bert};
-use crate::model::layers::{linear, Linear};
+use crate::model::layers::{linear_in_turns, Linear};
 use crate::model::spec::ModelSpec;
 
 /// One layer's attention with only its kept heads.
@@ -55,6 +56,18 @@ impl PrunedAttention {
     /// `x` (`rows x d_model`), into `branch` (the same shape): the kept heads' projections over
     /// all rows at once, attention sentence by sentence, then the output projection and its bias.
     pub fn branch(&self, kernel: Kernel, x: &[f32], lengths: &[usize], branch: &mut [f32]) {
+        at_once(self.branch_in_turns(kernel, x, lengths, branch, &AtOnce))
+    }
+
+    /// [`PrunedAttention::branch`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn branch_in_turns(
+        &self,
+        kernel: Kernel,
+        x: &[f32],
+        lengths: &[usize],
+        branch: &mut [f32],
+        turns: &dyn Turns,
+    ) {
         let d = self.out.b.len();
         let (rows, w) = (x.len() / d, self.width());
         if w == 0 {
@@ -64,7 +77,7 @@ impl PrunedAttention {
         }
         let mut qkv = vec![0.0f32; rows * 3 * w];
         for (i, lin) in self.qkv.iter().enumerate() {
-            linear(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w);
+            linear_in_turns(kernel, x, rows, lin, &mut qkv[i * w..], 3 * w, turns).await;
         }
         let mut concat = vec![0.0f32; rows * w];
         // One head's weights at a time, in a buffer of the longest sentence's size.
@@ -75,10 +88,10 @@ impl PrunedAttention {
             let sentence = &qkv[s * 3 * w..(s + n) * 3 * w];
             let outputs = &mut concat[s * w..(s + n) * w];
             let (kept, probs) = (self.kept.len(), &mut probs[..n * n]);
-            attend_outputs(kernel, sentence, n, kept, self.d_k, Mask::None, probs, outputs);
+            attend_in_turns(kernel, sentence, n, kept, self.d_k, Mask::None, probs, outputs, turns).await;
             s += n;
         }
-        linear(kernel, &concat, rows, &self.out, branch, d);
+        linear_in_turns(kernel, &concat, rows, &self.out, branch, d, turns).await;
     }
 }
 
@@ -141,6 +154,19 @@ impl<'m> PrunedBert<'m> {
     /// The sentence embeddings of every sentence in `batch` (token ids, 1 to the spec's
     /// positions each), computed together.
     pub fn embed_batch(&self, kernel: Kernel, batch: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        at_once(self.embed_batch_in_turns(kernel, batch, &AtOnce))
+    }
+
+    /// [`PrunedBert::embed_batch`] with its products and heads in `turns`' steps: the same bits.
+    pub async fn embed_batch_in_turns(
+        &self,
+        kernel: Kernel,
+        batch: &[Vec<u32>],
+        turns: &dyn Turns,
+    ) -> Vec<Vec<f32>> {
+        if batch.is_empty() {
+            return Vec::new();
+        }
         let spec = self.base.spec();
         let d = spec.d_model;
         let lengths: Vec<usize> = batch.iter().map(Vec::len).collect();
@@ -149,8 +175,8 @@ impl<'m> PrunedBert<'m> {
         batch.iter().for_each(|ids| x.extend(self.base.embed(ids)));
         let (mut branch, mut hidden) = (vec![0.0f32; rows * d], vec![0.0f32; rows * spec.ffn]);
         for (layer, att) in self.base.layers.iter().zip(self.attention.iter()) {
-            att.branch(kernel, &x, &lengths, &mut branch);
-            layer.finish(kernel, spec, &mut x, &mut branch, &mut hidden);
+            att.branch_in_turns(kernel, &x, &lengths, &mut branch, turns).await;
+            layer.finish_in_turns(kernel, spec, &mut x, &mut branch, &mut hidden, turns).await;
         }
         let mut start = 0;
         lengths
