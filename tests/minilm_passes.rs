@@ -83,7 +83,7 @@ fn a_pass_in_steps_gives_the_bits_of_a_pass_at_once() {
                 turns.taken()
             );
             let embedded =
-                at_once(bert.embed_in_turns(Kernel::Simd, &ids, &mask, base, &InSteps::of(8 << 20)));
+                at_once(bert.embed_in_turns(Kernel::Simd, &ids, &mask, base, None, &InSteps::of(8 << 20)));
             assert_eq!(embedded, whole.embedding);
         }
     }
