@@ -87,6 +87,26 @@ test("the built-in model's passes at its longest sentence never hold the page's 
   await page.close();
 });
 
+test("a GPT-2 small checkpoint at 1024 tokens, loaded, passed and measured on the page's thread alone, never holds it long", async () => {
+  // 172 MB of f32 weights converted, hashed and decoded in steps; each pass (about 200 GFLOP)
+  // in steps; with ?threads=1 the importance measure's passes run on the page's thread too.
+  const text = 'The bank by the river was steep and the water ran cold under it at night '.repeat(70);
+  const path = `${CHECKPOINTS_PATH}gpt2-small-shaped`;
+  const { page, lab, problems, held } = await openRecorded(`?model=${encodeURIComponent(path)}&backend=cpu&threads=1&text=${encodeURIComponent(text)}`);
+  const { decoder } = lab;
+  await decoder.heatmap(11).waitFor({ timeout: 120000 });
+  assert.match(await lab.trained.tokenCount.textContent(), /^1024 tokens/);
+  await decoder.measure.click();
+  await decoder.importanceStatus.waitText(/^Measuring: [3-9] of \d+ passes/, { timeout: 120000 });
+  await decoder.head(5).click();
+  await decoder.waitPruned(1, 144, { timeout: 120000 });
+  const { longest, top } = await held();
+  console.log(`1024 tokens of a GPT-2 small checkpoint: longest task ${longest} ms (${JSON.stringify(top)})`);
+  assert.ok(longest <= HELD_MS, `GPT-2 small at 1024 tokens held the page's thread for ${longest} ms: ${JSON.stringify(top)}`);
+  assert.deepEqual(problems.filter((p) => !/status of 404/.test(p)), []);
+  await page.close();
+});
+
 test('quick switches of preset, model and text during every kind of long work never break the page', async () => {
   // The GPT-2 checkpoint's curves (jobs on the workers), the built-in encoder loading and
   // measuring, GPT-3's long stepped pass: each interrupted many times, at short and odd delays.
