@@ -14,9 +14,12 @@ use crate::jobs::encoder::curves::Store;
 pub use crate::jobs::web::{clock_step_ms, fetch_bytes, now_ms, yield_to_browser, PageHost};
 
 /// Resolves after the browser has painted the current state: a status set before heavy work on
-/// the main thread is then on screen while the work runs.
+/// the main thread is then on screen while the work runs. A page that paints no frames (a tab
+/// in the background, a frame out of sight: browsers pause their animation frames) goes on after
+/// [`UNPAINTED_MS`].
 pub async fn after_next_paint() {
     let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let at_once = resolve.clone();
         let after_frame = Closure::once_into_js(move || {
             let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, 0);
         });
@@ -24,9 +27,14 @@ pub async fn after_next_paint() {
             let _ = window()
                 .set_timeout_with_callback_and_timeout_and_arguments_0(after_frame.unchecked_ref(), 0);
         }
+        // Whichever comes first resolves: the other call does nothing.
+        let _ = window().set_timeout_with_callback_and_timeout_and_arguments_0(&at_once, UNPAINTED_MS);
     });
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
+
+/// How long [`after_next_paint`] waits for a frame that may never come, ms.
+const UNPAINTED_MS: i32 = 200;
 
 /// The browser's `localStorage`: a browser that refuses (private mode, full storage) only loses
 /// the saving.
