@@ -456,6 +456,7 @@ for (const engine of engines) {
       record(engine, { held });
       // Each long gap with the step it came after: a failure says where to look.
       const after = ([, at]) => marks.filter(([, t]) => t <= at).at(-1)?.[0] ?? 'the first heatmaps';
+      console.log(`${engine}: longest gaps ${gaps.slice(0, 3).map((g) => `${g[0]} ms (after ${after(g)})`).join(', ')}`);
       assert.ok(held <= HELD_MS, `the page's thread was held for ${gaps.slice(0, 5).map((g) => `${g[0]} ms (after ${after(g)})`).join(', ')}`);
     });
 
