@@ -1,6 +1,8 @@
 // The page tried as a hostile reader or host would: links to the largest and oddest shapes the
-// page accepts, quick switches of preset and model during every kind of long work, and a host
-// that floods its frame with messages. The page's thread is never held for long (Chromium's
+// page accepts, the trained models at their longest texts (the built-in encoder at 512 tokens, a
+// GPT-2 small checkpoint at 1024 with every piece on the page's thread), quick switches of
+// preset and model during every kind of long work, and a host that floods its frame with
+// messages. The page's thread is never held for long (Chromium's
 // long-task entries, recorded from the first script on), nothing panics, and every state asked
 // for is drawn or refused with a sentence. The same in Firefox and WebKit: tests/engines.
 import { test } from 'node:test';
