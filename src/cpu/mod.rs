@@ -24,7 +24,7 @@ pub mod packed;
 pub mod softmax;
 pub mod stepped;
 
-use crate::attention::turns::Turns;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 pub use crate::attention::Mask;
 use crate::attention::{Contributions, HeadSet, LayerWeights, ModelConfig, Weights};
 use gemm::{sgemm, MatMut, MatRef};
@@ -210,12 +210,8 @@ pub fn attend_masked(
     attention: &mut [f32],
     heads: &mut [f32],
 ) {
-    check_shapes(qkv, n, h_count, d_k, heads);
     assert_eq!(attention.len(), h_count * n * n, "attention must be H x n x n");
-    for h in 0..h_count {
-        let probs = &mut attention[h * n * n..(h + 1) * n * n];
-        attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
-    }
+    at_once(attend_in_turns(kernel, qkv, n, h_count, d_k, mask, attention, heads, &AtOnce));
 }
 
 /// [`attend_masked`]'s head outputs alone, for a pass that keeps no attention weights: every
@@ -234,11 +230,8 @@ pub fn attend_outputs(
     probs: &mut [f32],
     heads: &mut [f32],
 ) {
-    check_shapes(qkv, n, h_count, d_k, heads);
     assert_eq!(probs.len(), n * n, "probs must be n x n");
-    for h in 0..h_count {
-        attend_head(kernel, qkv, n, h_count, d_k, mask, h, probs, heads);
-    }
+    at_once(attend_in_turns(kernel, qkv, n, h_count, d_k, mask, probs, heads, &AtOnce));
 }
 
 /// [`attend_masked`] (where `weights` holds every head's, `H x n x n`) or [`attend_outputs`]

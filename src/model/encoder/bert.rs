@@ -296,7 +296,7 @@ impl Bert {
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
     ) -> BertOutput {
-        self.pass(kernel, ids, heads, base, patch, Retained::Trace)
+        at_once(self.pass_in_turns(kernel, ids, heads, base, patch, Retained::Trace, &AtOnce))
     }
 
     /// The sentence embedding [`Bert::forward_patched`] computes, the same bits, without keeping
@@ -312,19 +312,7 @@ impl Bert {
         base: Option<&BertOutput>,
         patch: Option<Patch<'_>>,
     ) -> Vec<f32> {
-        self.pass(kernel, ids, heads, base, patch, Retained::Embedding).embedding
-    }
-
-    fn pass(
-        &self,
-        kernel: Kernel,
-        ids: &[u32],
-        heads: &HeadSet,
-        base: Option<&BertOutput>,
-        patch: Option<Patch<'_>>,
-        keep: Retained,
-    ) -> BertOutput {
-        at_once(self.pass_in_turns(kernel, ids, heads, base, patch, keep, &AtOnce))
+        at_once(self.embed_in_turns(kernel, ids, heads, base, patch, &AtOnce))
     }
 
     /// [`Bert::forward_from`] with its products and heads in `turns`' steps: the same bits.

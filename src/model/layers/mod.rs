@@ -109,8 +109,13 @@ pub fn linear(kernel: Kernel, x: &[f32], n: usize, lin: &Linear, y: &mut [f32], 
         0.0,
         MatMut::new(y, n, out, rs, 1),
     );
+    add_bias(y, n, rs, &lin.b);
+}
+
+/// `y[i * rs..][..bias.len()] += bias` for each of the `n` rows.
+fn add_bias(y: &mut [f32], n: usize, rs: usize, bias: &[f32]) {
     for i in 0..n {
-        y[i * rs..i * rs + out].iter_mut().zip(&lin.b).for_each(|(v, b)| *v += b);
+        y[i * rs..i * rs + bias.len()].iter_mut().zip(bias).for_each(|(v, b)| *v += b);
     }
 }
 
@@ -146,9 +151,7 @@ pub async fn linear_in_turns(
         return;
     }
     product_in_turns(kernel, x, n, &lin.w, y, rs, turns).await;
-    for i in 0..n {
-        y[i * rs..i * rs + out].iter_mut().zip(&lin.b).for_each(|(v, b)| *v += b);
-    }
+    add_bias(y, n, rs, &lin.b);
 }
 
 /// `y <- x W^T` for `x` (`n x in`) and `W` (`out x in`, row-major), row `i` of the result at

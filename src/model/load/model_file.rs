@@ -65,13 +65,7 @@ pub const ASSET_SHA256: &str = "f840232194fea03fdf3839a79b4de38c36a16c58fedcf15d
 
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    // Fed a MiB at a time: a browser's wasm engine first runs a function as baseline code and
-    // swaps in its optimised build only for later calls, so one call over a whole 174 MB file
-    // would run at baseline speed throughout (BENCHMARKS.md section 11: 2.6x slower loads).
-    let mut hash = sha2::Sha256::new();
-    bytes.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
-    hex(&hash.finalize())
+    FileHasher::new(bytes).hex()
 }
 
 /// Lower-case hex of `bytes`.
@@ -82,10 +76,11 @@ fn hex(bytes: &[u8]) -> String {
 /// What the page knows a model file by: the first 16 hex digits of its SHA-256 (the file is
 /// made deterministically from the weights, so the same checkpoint always has the same id).
 pub fn file_id(bytes: &[u8]) -> String {
-    sha256_hex(bytes)[..16].to_string()
+    FileHasher::new(bytes).id()
 }
 
-/// A model file's [`file_id`] computed as it is written, from its bytes in order.
+/// A model file's SHA-256 ([`sha256_hex`], [`file_id`]) computed as it is written, from its
+/// bytes in order.
 pub struct FileHasher(sha2::Sha256);
 
 impl FileHasher {
@@ -97,16 +92,24 @@ impl FileHasher {
         hasher
     }
 
-    /// Adds the file's next bytes (a MiB at a time, as [`sha256_hex`] does).
+    /// Adds the file's next bytes, a MiB at a time: a browser's wasm engine first runs a function
+    /// as baseline code and swaps in its optimised build only for later calls, so one call over a
+    /// whole 174 MB file would run at baseline speed throughout (BENCHMARKS.md section 11: 2.6x
+    /// slower loads).
     pub fn update(&mut self, bytes: &[u8]) {
         use sha2::Digest;
         bytes.chunks(1 << 20).for_each(|chunk| self.0.update(chunk));
     }
 
+    /// The lower-case hex SHA-256 of the bytes added.
+    pub fn hex(self) -> String {
+        use sha2::Digest;
+        hex(&self.0.finalize())
+    }
+
     /// The id of the bytes added: [`file_id`] of the whole file.
     pub fn id(self) -> String {
-        use sha2::Digest;
-        hex(&self.0.finalize())[..16].to_string()
+        self.hex()[..16].to_string()
     }
 }
 
@@ -121,13 +124,12 @@ pub fn verify(bytes: &[u8]) -> Result<(), AssetError> {
 /// pieces: the page's thread gives the browser a turn (hashing the built-in 43 MiB at once held
 /// it for over 100 ms, BENCHMARKS.md section 20).
 pub async fn verify_in_pieces(bytes: &[u8], mut between: impl AsyncFnMut()) -> Result<(), AssetError> {
-    use sha2::Digest;
-    let mut hash = sha2::Sha256::new();
+    let mut hasher = FileHasher::new(&[]);
     for piece in bytes.chunks(4 << 20) {
-        piece.chunks(1 << 20).for_each(|chunk| hash.update(chunk));
+        hasher.update(piece);
         between().await;
     }
-    verify_hashed(bytes, hex(&hash.finalize()))
+    verify_hashed(bytes, hasher.hex())
 }
 
 /// [`verify`] for `bytes` whose SHA-256 is `got` (hex).
@@ -621,7 +623,9 @@ mod tests {
             let mut hasher = FileHasher::new(&bytes[..cuts[0]]);
             let ends = cuts.iter().skip(1).copied().chain([bytes.len()]);
             cuts.iter().zip(ends).for_each(|(&a, b)| hasher.update(&bytes[a..b]));
-            assert_eq!(hasher.id(), file_id(&bytes), "cut at {cuts:?}");
+            // Against the digest of the whole file in one call.
+            let whole = hex(&<sha2::Sha256 as sha2::Digest>::digest(&bytes));
+            assert_eq!(hasher.id(), whole[..16], "cut at {cuts:?}");
         }
     }
 
