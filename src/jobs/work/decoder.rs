@@ -1,8 +1,8 @@
 //! A decoder's pieces ([`Piece::NextKl`], [`Piece::Losses`], [`Piece::GateGradients`],
 //! [`Piece::Induction`]): what they cost, whether a model can run them, how they run, and what
 //! result each gives. Each runs the same functions the page's thread would (the next token's
-//! KL from [`NextKl`], the forward pass's losses, [`passage_gradients`], [`head_scores`]), so a
-//! measurement gives the same bits wherever its pieces ran.
+//! KL from [`NextKl`], the forward pass's losses, [`passage_gradients_in_turns`],
+//! [`head_scores`]), so a measurement gives the same bits wherever its pieces ran.
 
 use super::WireError;
 use super::{Done, Piece, GRADIENT_COST};
@@ -11,7 +11,7 @@ use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::decoder::cost::{next_logits_flops, pass_flops};
 use crate::model::decoder::gpt2::{Gpt2, Keep};
-use crate::model::decoder::gradient::passage_gradients;
+use crate::model::decoder::gradient::passage_gradients_in_turns;
 use crate::model::decoder::induction::{head_scores, HalfLosses, Repeated};
 use crate::model::decoder::next_importance::NextKl;
 use crate::model::layers::backward::gates;
@@ -71,8 +71,7 @@ impl Piece {
         at_once(self.run_on_decoder_in_turns(gpt2, kernel, &AtOnce))
     }
 
-    /// [`Piece::run_on_decoder`] with its passes in `turns`' steps (the gradients' passes in one
-    /// call each): the same result.
+    /// [`Piece::run_on_decoder`] with its passes in `turns`' steps: the same result.
     pub async fn run_on_decoder_in_turns(&self, gpt2: &Gpt2, kernel: Kernel, turns: &dyn Turns) -> Done {
         match self {
             Piece::NextKl { ids, sets } => {
@@ -93,8 +92,12 @@ impl Piece {
             }
             Piece::GateGradients { heads, passages } => {
                 let g = gates(heads);
-                let per_passage = passages.iter().map(|ids| passage_gradients(gpt2, kernel, ids, &g).1);
-                Done::Sums(per_passage.flat_map(|grads| grads.into_iter().map(f64::abs)).collect())
+                let mut sums = Vec::with_capacity(passages.len() * gpt2.spec.total_heads());
+                for ids in passages {
+                    let (_, grads) = passage_gradients_in_turns(gpt2, kernel, ids, &g, turns).await;
+                    sums.extend(grads.into_iter().map(f64::abs));
+                }
+                Done::Sums(sums)
             }
             Piece::Induction { ids, half, start } => {
                 let sequence = Repeated { ids: ids.clone(), half: *half, start: *start };
@@ -146,6 +149,7 @@ impl Piece {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::model::decoder::gradient::passage_gradients;
     use crate::model::decoder::next_token::kl;
     use crate::model::spec::Activation;
     use crate::model::Model;

@@ -12,7 +12,7 @@ use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::model::encoder::bert::{Bert, BertOutput, Patch};
-use crate::model::encoder::gradient::pair_gradients;
+use crate::model::encoder::gradient::pair_gradients_in_turns;
 use crate::model::encoder::pruned::{cost, PrunedBert};
 use crate::model::encoder::roles::RoleCounter;
 use crate::model::layers::backward::gates;
@@ -133,8 +133,7 @@ impl Piece {
         at_once(self.run_on_encoder_in_turns(bert, kernel, &AtOnce))
     }
 
-    /// [`Piece::run_on_encoder`] with its passes in `turns`' steps (the gradients' passes in one
-    /// call each): the same result.
+    /// [`Piece::run_on_encoder`] with its passes in `turns`' steps: the same result.
     pub async fn run_on_encoder_in_turns(&self, bert: &Bert, kernel: Kernel, turns: &dyn Turns) -> Done {
         match self {
             Piece::Embed { heads, ids, .. } => {
@@ -144,7 +143,7 @@ impl Piece {
                 let g = gates(heads);
                 let mut sums = vec![0.0; bert.spec().total_heads()];
                 for (u, v, y) in pairs {
-                    let (_, grads) = pair_gradients(bert, kernel, u, v, *y, &g);
+                    let (_, grads) = pair_gradients_in_turns(bert, kernel, (u, v, *y), &g, turns).await;
                     sums.iter_mut().zip(&grads).for_each(|(s, d)| *s += d.abs());
                 }
                 Done::Sums(sums)

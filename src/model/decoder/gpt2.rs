@@ -361,7 +361,12 @@ impl Gpt2 {
     }
 
     /// [`Gpt2::logits`] a block of the vocabulary at a time, in `turns`' steps.
-    async fn logits_in_turns(&self, kernel: Kernel, hidden: &[f32], turns: &dyn Turns) -> Vec<f32> {
+    pub(crate) async fn logits_in_turns(
+        &self,
+        kernel: Kernel,
+        hidden: &[f32],
+        turns: &dyn Turns,
+    ) -> Vec<f32> {
         let (d, vocab) = (self.spec.d_model, self.spec.vocab);
         let rows = hidden.len() / d;
         let mut out = vec![0.0f32; rows * vocab];

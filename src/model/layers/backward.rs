@@ -4,23 +4,43 @@
 //! on heads' outputs, and the attention backward from the heads' outputs to the packed QKV. In f64
 //! where the matrices are small; each family's backward pass strings them together.
 
+use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
 use crate::cpu::gemm::{sgemm, MatMut, MatRef};
 use crate::cpu::Kernel;
 use crate::model::layers::Norm;
 use crate::model::spec::{Activation, ModelSpec};
 
-/// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major.
-pub fn matmul(kernel: Kernel, a: &[f32], b: &[f32], n: usize, inner: usize, cols: usize) -> Vec<f32> {
+/// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major, in `turns`' steps: where
+/// `turns` cuts products, a block of `b`'s columns at a time (whole strips of the packed kernel's
+/// eight columns, each block at most about `turns`' step) and a turn after each. Each output is
+/// the same sum in the same order as one product's.
+pub async fn matmul_in_turns(
+    kernel: Kernel,
+    a: &[f32],
+    b: &[f32],
+    n: usize,
+    inner: usize,
+    cols: usize,
+    turns: &dyn Turns,
+) -> Vec<f32> {
     let mut y = vec![0.0; n * cols];
-    sgemm(
-        kernel,
-        1.0,
-        MatRef::row_major(a, n, inner),
-        MatRef::row_major(b, inner, cols),
-        0.0,
-        MatMut::row_major(&mut y, n, cols),
-    );
+    let width = match turns.step_flops() {
+        Some(step) => (step / (2 * n * inner).max(1)).max(8) / 8 * 8,
+        None => cols,
+    };
+    for c0 in (0..cols).step_by(width.max(1)) {
+        let w = width.min(cols - c0);
+        sgemm(
+            kernel,
+            1.0,
+            MatRef::row_major(a, n, inner),
+            MatRef::new(&b[c0..], inner, w, cols, 1),
+            0.0,
+            MatMut::new(&mut y[c0..], n, w, cols, 1),
+        );
+        turns.turn().await;
+    }
     y
 }
 
@@ -74,42 +94,60 @@ pub fn activation_grad(activation: Activation, x: f32) -> f32 {
 }
 
 /// The gradient of every head's attention output `d_heads` (`n x d_model`) to that of the packed
-/// QKV (`n x 3 d_model`), in f64 (the matrices are small); heads whose `gates` are 0 have no
-/// gradient and are left at zero.
-pub fn attention_backward(
+/// QKV (`n x 3 d_model`), in f64 (the matrices are small), a head at a time and a turn after each
+/// where `turns` cuts steps; heads whose `gates` are 0 have no gradient and are left at zero.
+pub async fn attention_backward_in_turns(
     spec: &ModelSpec,
     qkv: &[f32],
     probs: &[f32],
     d_heads: &[f32],
     n: usize,
     gates: &[f32],
+    turns: &dyn Turns,
 ) -> Vec<f32> {
-    let (d, d_k) = (spec.d_model, spec.d_k());
-    let scale = 1.0 / (d_k as f64).sqrt();
+    let d = spec.d_model;
     let mut d_qkv = vec![0.0f32; n * 3 * d];
-    let at = |m: &[f32], i: usize, col: usize, stride: usize| m[i * stride + col] as f64;
     for h in (0..spec.heads).filter(|&h| gates[h] != 0.0) {
-        let p = &probs[h * n * n..(h + 1) * n * n];
-        let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
-        for i in 0..n {
-            // dP[i, j] = dO[i] . V[j]; dS = P * (dP - sum_j P dP)
-            let dp: Vec<f64> = (0..n)
-                .map(|j| (0..d_k).map(|c| at(d_heads, i, h * d_k + c, d) * at(qkv, j, v + c, 3 * d)).sum())
-                .collect();
-            let row_dot: f64 = (0..n).map(|j| p[i * n + j] as f64 * dp[j]).sum();
-            for j in 0..n {
-                let pij = p[i * n + j] as f64;
-                let ds = pij * (dp[j] - row_dot) * scale;
-                for c in 0..d_k {
-                    // dV[j] += P[i, j] dO[i]; dQ[i] += dS K[j]; dK[j] += dS Q[i]
-                    d_qkv[j * 3 * d + v + c] += (pij * at(d_heads, i, h * d_k + c, d)) as f32;
-                    d_qkv[i * 3 * d + q + c] += (ds * at(qkv, j, k + c, 3 * d)) as f32;
-                    d_qkv[j * 3 * d + k + c] += (ds * at(qkv, i, q + c, 3 * d)) as f32;
-                }
-            }
+        head_backward(spec, qkv, &probs[h * n * n..(h + 1) * n * n], d_heads, n, h, &mut d_qkv);
+        if turns.step_flops().is_some() {
+            turns.turn().await;
         }
     }
     d_qkv
+}
+
+/// Head `h`'s share of [`attention_backward_in_turns`], its attention weights `p` (`n x n`), added to
+/// `d_qkv`.
+fn head_backward(
+    spec: &ModelSpec,
+    qkv: &[f32],
+    p: &[f32],
+    d_heads: &[f32],
+    n: usize,
+    h: usize,
+    d_qkv: &mut [f32],
+) {
+    let (d, d_k) = (spec.d_model, spec.d_k());
+    let scale = 1.0 / (d_k as f64).sqrt();
+    let at = |m: &[f32], i: usize, col: usize, stride: usize| m[i * stride + col] as f64;
+    let (q, k, v) = (h * d_k, d + h * d_k, 2 * d + h * d_k);
+    for i in 0..n {
+        // dP[i, j] = dO[i] . V[j]; dS = P * (dP - sum_j P dP)
+        let dp: Vec<f64> = (0..n)
+            .map(|j| (0..d_k).map(|c| at(d_heads, i, h * d_k + c, d) * at(qkv, j, v + c, 3 * d)).sum())
+            .collect();
+        let row_dot: f64 = (0..n).map(|j| p[i * n + j] as f64 * dp[j]).sum();
+        for j in 0..n {
+            let pij = p[i * n + j] as f64;
+            let ds = pij * (dp[j] - row_dot) * scale;
+            for c in 0..d_k {
+                // dV[j] += P[i, j] dO[i]; dQ[i] += dS K[j]; dK[j] += dS Q[i]
+                d_qkv[j * 3 * d + v + c] += (pij * at(d_heads, i, h * d_k + c, d)) as f32;
+                d_qkv[i * 3 * d + q + c] += (ds * at(qkv, j, k + c, 3 * d)) as f32;
+                d_qkv[j * 3 * d + k + c] += (ds * at(qkv, i, q + c, 3 * d)) as f32;
+            }
+        }
+    }
 }
 
 /// The gates of a set of heads: 1 for kept heads, 0 for pruned ones.
