@@ -93,9 +93,9 @@ impl Member {
         }
     }
 
-    /// Waits for `want` after posting `message`.
-    async fn expect(&self, message: &JsValue, want: &str) -> Result<(), String> {
-        let answer = self.call(message, None).await?;
+    /// Waits for `want` after posting `message` (moving `transfer`'s buffers).
+    async fn expect(&self, message: &JsValue, transfer: Option<&Array>, want: &str) -> Result<(), String> {
+        let answer = self.call(message, transfer).await?;
         match answer.as_string() {
             Some(text) if text == want => Ok(()),
             _ => Err(format!("a worker answered {answer:?} where it should say {want:?}")),
@@ -136,7 +136,7 @@ struct Crew {
 
 impl Crew {
     /// Starts `size` workers and loads the model in each.
-    async fn start(size: usize, model: &ModelFile, precision: Precision) -> Result<Crew, String> {
+    async fn start(size: usize, model: &Rc<ModelFile>, precision: Precision) -> Result<Crew, String> {
         let (glue, wasm) = loader_urls().ok_or("this page's loader was not found")?;
         // The 8-bit form they run in, the page's (timed now if not yet settled). Before they are
         // spawned: nothing may await between a spawn and its handlers, or a worker that fails to
@@ -148,20 +148,25 @@ impl Crew {
         let started: Vec<oneshot::Receiver<Result<(), String>>> = members
             .iter()
             .map(|m| {
-                let (m, (glue, wasm)) = (m.clone(), (glue.clone(), wasm.clone()));
-                // Each worker gets its own copy (posting copies it): the page keeps the file.
-                let message = Array::of4(
-                    &JsValue::from_str(&model.id),
-                    &Uint8Array::from(&model.bytes[..]),
-                    &JsValue::from_str(precision.key()),
-                    &JsValue::from_str(form.key()),
-                );
+                let (m, (glue, wasm), model) = (m.clone(), (glue.clone(), wasm.clone()), model.clone());
                 let (tx, rx) = oneshot::channel();
                 spawn_local(async move {
                     let urls = Array::of2(&JsValue::from_str(&glue), &JsValue::from_str(&wasm));
-                    let ready = m.expect(&urls, "ready").await;
+                    let ready = m.expect(&urls, None, "ready").await;
                     let loaded = match ready {
-                        Ok(()) => m.expect(&message, "loaded").await,
+                        Ok(()) => {
+                            // Each worker gets its own copy, made once this one is ready (one
+                            // copy per turn of the page's thread) and moved to it, not cloned
+                            // again by the post: the page keeps the file.
+                            let bytes = Uint8Array::from(&model.bytes[..]);
+                            let message = Array::of4(
+                                &JsValue::from_str(&model.id),
+                                &bytes,
+                                &JsValue::from_str(precision.key()),
+                                &JsValue::from_str(form.key()),
+                            );
+                            m.expect(&message, Some(&Array::of1(&bytes.buffer())), "loaded").await
+                        }
                         Err(e) => Err(e),
                     };
                     let _ = tx.send(loaded);
