@@ -1,8 +1,9 @@
 // The page tried as a hostile reader or host would: links to the largest and oddest shapes the
 // page accepts, the trained models at their longest texts (the built-in encoder at 512 tokens, a
 // GPT-2 small checkpoint at 1024 with every piece on the page's thread), quick switches of
-// preset and model during every kind of long work, and a host that floods its frame with
-// messages. The page's thread is never held for long (Chromium's
+// preset and model during every kind of long work, a host that floods its frame with
+// messages, and a host that switches its frame between the trained model and GPT-3 (its
+// workers stopped each time, its wasm memory flat). The page's thread is never held for long (Chromium's
 // long-task entries, recorded from the first script on), nothing panics, and every state asked
 // for is drawn or refused with a sentence. The same in Firefox and WebKit: tests/engines.
 import { test } from 'node:test';
@@ -116,7 +117,7 @@ test('quick switches of preset, model and text during every kind of long work ne
   await lab.decoder.heatmap(3).waitFor({ timeout: 60000 });
   const preset = lab.settings.preset;
   const delays = [0, 30, 120, 400, 15, 800, 60];
-  for (let round = 0; round < 3; round++) {
+  for (let round = 0; round < 4; round++) {
     await lab.decoder.curvesRun.click();
     await page.waitForTimeout(delays[round]);
     for (const [i, to] of ['gpt3', 'trained', 'bert-base', 'trained', 'gpt2-large', 'custom', 'trained'].entries()) {
@@ -157,6 +158,45 @@ test("a host's flood of messages gets five lines of why, and its quick switches 
   await inFrame.waitHeatmapsWith(12, /d_model 768, 12 heads of d_k = 64/);
   assert.equal(warnings.length, 5, `five lines of why, not ${warnings.length}: ${warnings.slice(0, 2).join(' | ')}`);
   assert.match(warnings[4], /preset.*\(further ignored messages are not logged\)$/);
+  assert.equal(await inFrame.status.panicBanner.isHidden(), true, 'no panic');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+test("a host's switches between the built-in model and GPT-3 keep the tab's memory flat: the workers each load starts are stopped, and wasm memory stops growing after two rounds", async () => {
+  const { page, problems } = await openRecorded(`${app.hostBase}/handbook.html`, { bypassCSP: true });
+  // Every worker the frame makes and ends, counted (each holds its own copy of the model).
+  await page.addInitScript(() => {
+    const Made = window.Worker;
+    window.workers = { made: 0, ended: 0 };
+    window.Worker = class extends Made {
+      constructor(...args) { super(...args); window.workers.made += 1; }
+      terminate() { window.workers.ended += 1; super.terminate(); }
+    };
+  });
+  const handbook = new Handbook(page);
+  await handbook.replaceWithFrames([{ name: 'trusting', src: `${app.base}/?embed=1&backend=cpu&host=${encodeURIComponent(app.hostBase)}`, width: '1200px', height: '900px' }]);
+  const frame = await handbook.frame('trusting');
+  const inFrame = new Lab(frame);
+  await inFrame.heads.heatmap(11).waitFor({ timeout: 60000 });
+  const send = (preset) => handbook.post('trusting', { to: 'headlab', version: 1, type: 'set-preset', preset }, app.base);
+  const wasm = () => frame.evaluate(() => window.wasmBindings.wasm_memory_bytes());
+  const seen = [];
+  for (let round = 0; round < 4; round++) {
+    await send('minilm');
+    await inFrame.trained.waitReady({ timeout: 120000 });
+    // Its workers started (the drift's importance is measured on them) and the model sent.
+    await frame.waitForFunction((n) => window.workers.made > n, seen.at(-1)?.workers.made ?? 0, { timeout: 60000 });
+    await send('gpt3');
+    await drawnWith(inFrame, 96, /d_model 12288, 96 heads of d_k = 128/);
+    await frame.waitForFunction(() => window.workers.made === window.workers.ended, null, { timeout: 10000 })
+      .catch(() => {});
+    seen.push({ workers: await frame.evaluate(() => ({ ...window.workers })), wasm: await wasm() });
+  }
+  console.log(`four rounds of minilm then gpt3: ${seen.map((s) => `workers made ${s.workers.made}, ended ${s.workers.ended}, wasm ${(s.wasm / 2 ** 20).toFixed(0)} MiB`).join('; ')}`);
+  for (const [i, s] of seen.entries()) assert.equal(s.workers.ended, s.workers.made, `round ${i + 1}: ${s.workers.made - s.workers.ended} workers left running`);
+  // Two rounds set its high-water mark (the allocator's pieces settle); after them it is flat.
+  assert.ok(seen[3].wasm <= seen[1].wasm, `wasm memory grew from ${seen[1].wasm} to ${seen[3].wasm} bytes`);
   assert.equal(await inFrame.status.panicBanner.isHidden(), true, 'no panic');
   assert.deepEqual(problems, []);
   await page.close();
