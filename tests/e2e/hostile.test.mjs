@@ -1,9 +1,9 @@
 // The page tried as a hostile reader or host would: links to the largest and oddest shapes the
 // page accepts, the trained models at their longest texts (the built-in encoder at 512 tokens, a
 // GPT-2 small checkpoint at 1024 with every piece on the page's thread), quick switches of
-// preset and model during every kind of long work, a host that floods its frame with
-// messages, and a host that switches its frame between the trained model and GPT-3 (its
-// workers stopped each time, its wasm memory flat). The page's thread is never held for long (Chromium's
+// preset and model during every kind of long work, a host that floods its frame with messages,
+// and a host that switches its frame between the trained model and GPT-3 (its workers stopped
+// each time, its wasm memory flat). The page's thread is never held for long (Chromium's
 // long-task entries, recorded from the first script on), nothing panics, and every state asked
 // for is drawn or refused with a sentence. The same in Firefox and WebKit: tests/engines.
 import { test } from 'node:test';
