@@ -84,6 +84,19 @@ pub fn at_once<T>(work: impl Future<Output = T>) -> T {
     }
 }
 
+/// Runs `work` for as long as `wanted` says it is still wanted, asked each time `work` is taken up
+/// again after a turn: its result, or `None` once it is not (`work` dropped there, its remaining
+/// steps never run). What a pass whose text, heads or view changed, or whose owner is gone, ends
+/// with on the page's thread, rather than run to an end nobody reads.
+pub async fn while_wanted<T>(work: impl Future<Output = T>, wanted: impl Fn() -> bool) -> Option<T> {
+    let mut work = pin!(work);
+    std::future::poll_fn(move |cx| match wanted() {
+        true => work.as_mut().poll(cx).map(Some),
+        false => Poll::Ready(None),
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,6 +133,42 @@ mod tests {
                 true => Poll::Ready(()),
             }))
         }
+    }
+
+    #[test]
+    fn work_no_longer_wanted_ends_at_its_next_turn_and_takes_no_further_step() {
+        use std::cell::Cell;
+        let steps = Cell::new(0);
+        let work = async {
+            for _ in 0..10 {
+                steps.set(steps.get() + 1);
+                Waits.turn().await;
+            }
+            "done"
+        };
+        // Wanted when first polled and when taken up after each of its first two turns: three
+        // steps, then the fourth taking-up finds it unwanted.
+        let asked = Cell::new(0);
+        let wanted = || {
+            asked.set(asked.get() + 1);
+            asked.get() <= 3
+        };
+        let mut run = pin!(while_wanted(work, wanted));
+        let mut cx = Context::from_waker(Waker::noop());
+        let ended = loop {
+            if let Poll::Ready(value) = run.as_mut().poll(&mut cx) {
+                break value;
+            }
+        };
+        assert_eq!((ended, steps.get(), asked.get()), (None, 3, 4));
+        // Wanted throughout: its result.
+        let whole = async {
+            Waits.turn().await;
+            7
+        };
+        let mut run = pin!(while_wanted(whole, || true));
+        assert_eq!(run.as_mut().poll(&mut cx), Poll::Pending);
+        assert_eq!(run.as_mut().poll(&mut cx), Poll::Ready(Some(7)));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::placed::Placed;
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
-use crate::attention::turns::Turns;
+use crate::attention::turns::{while_wanted, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuError, GpuGpt2};
@@ -94,14 +94,23 @@ impl DecoderRunner {
 
     /// One pass over `ids` with `heads`, keeping what `keep` names: on the GPU when it runs
     /// there (a failure moves this pass and every later one to the CPU kernel), else on the CPU.
-    pub async fn pass(&self, ids: &[u32], heads: &HeadSet, keep: Keep) -> DecoderOutput {
+    /// The pass ends at its next turn once `wanted` no longer holds on the CPU kernel (`None`);
+    /// a GPU pass is short and runs to its end.
+    pub async fn pass_while(
+        &self,
+        ids: &[u32],
+        heads: &HeadSet,
+        keep: Keep,
+        wanted: &dyn Fn() -> bool,
+    ) -> Option<DecoderOutput> {
         if let Some(gpu) = self.placed.gpu_for(self.flops(ids.len())) {
             match gpu.forward(&self.decoder.gpt2, ids, heads, keep).await {
-                Ok(out) => return out,
+                Ok(out) => return Some(out),
                 Err(e) => self.placed.fail(format!("The decoder switched to the CPU because {e}.")),
             }
         }
-        self.decoder.gpt2.forward_in_turns(DECODER_KERNEL, ids, heads, keep, &*self.turns).await
+        let pass = self.decoder.gpt2.forward_in_turns(DECODER_KERNEL, ids, heads, keep, &*self.turns);
+        while_wanted(pass, wanted).await
     }
 }
 

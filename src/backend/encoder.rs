@@ -9,7 +9,7 @@ use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
 use crate::attention::precision::Precision;
-use crate::attention::turns::Turns;
+use crate::attention::turns::{while_wanted, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::gpu::{GpuBert, GpuError};
@@ -135,6 +135,24 @@ async fn calibrate_trained(
         }
     })
     .await
+}
+
+impl EncoderRunner {
+    /// [`Runner::run`] for as long as `wanted` holds: on the CPU kernel the pass ends at its next
+    /// turn once it does not (`None`); a GPU pass is short and runs to its end.
+    pub async fn run_while(
+        &self,
+        ids: &[u32],
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        wanted: &dyn Fn() -> bool,
+    ) -> Option<BertOutput> {
+        if self.gpu_for(ids.len()).is_some() {
+            return Some(self.run(ids, heads, base).await);
+        }
+        let pass = self.model.bert.forward_in_turns(Kernel::Simd, ids, heads, base, &*self.turns);
+        while_wanted(pass, wanted).await
+    }
 }
 
 impl Runner for EncoderRunner {

@@ -110,18 +110,33 @@ impl DecoderRun {
         full: Option<Arc<DecoderOutput>>,
         clock: &dyn Clock,
     ) -> DecoderRun {
+        let run = DecoderRun::on_while(runner, tokens, (heads, keep), full, clock, &|| true).await;
+        run.expect("passes wanted throughout end")
+    }
+
+    /// [`DecoderRun::on`] for as long as `wanted` holds (the text, heads and view still those it
+    /// is for, the panel still shown): `None` once it does not, at a pass's next turn.
+    pub async fn on_while(
+        runner: &DecoderRunner,
+        tokens: DecoderTokens,
+        (heads, keep): (&HeadSet, Keep),
+        full: Option<Arc<DecoderOutput>>,
+        clock: &dyn Clock,
+        wanted: &dyn Fn() -> bool,
+    ) -> Option<DecoderRun> {
         let started = clock.now_ms();
         let spec = runner.decoder().spec();
-        let full = match full.filter(|f| reusable(f, spec, tokens.ids.len(), keep)) {
+        let (all, ids) = (HeadSet::all(spec.total_heads()), &tokens.ids);
+        let full = match full.filter(|f| reusable(f, spec, ids.len(), keep)) {
             Some(f) => f,
-            None => Arc::new(runner.pass(&tokens.ids, &HeadSet::all(spec.total_heads()), keep).await),
+            None => Arc::new(runner.pass_while(ids, &all, keep, wanted).await?),
         };
         let pruned = match heads.any_pruned() {
-            true => Arc::new(runner.pass(&tokens.ids, heads, keep).await),
+            true => Arc::new(runner.pass_while(ids, heads, keep, wanted).await?),
             false => full.clone(),
         };
         let (elapsed_ms, n) = (clock.now_ms() - started, tokens.ids.len());
-        DecoderRun { tokens, full, pruned, elapsed_ms, ran_on: runner.ran_on(n), note: runner.note() }
+        Some(DecoderRun { tokens, full, pruned, elapsed_ms, ran_on: runner.ran_on(n), note: runner.note() })
     }
 
     /// What the last change cost, in a sentence (`step_ms`: the clock's step).

@@ -143,14 +143,26 @@ impl Engine<Encoder> {
     /// One pass of the model on `ids` with `heads`, reusing `base`'s layers before the first one
     /// whose heads differ; an unpruned pass is kept for the work that removes heads from it.
     pub async fn pass(&self, ids: Vec<u32>, heads: &HeadSet, base: Option<&BertOutput>) -> Pass {
+        self.pass_while(ids, heads, base, &|| true).await.expect("a pass wanted throughout ends")
+    }
+
+    /// [`Engine::pass`] for as long as `wanted` holds (the reader's heads or text still those
+    /// it is for, its view still shown): `None` once it does not, at the pass's next turn.
+    pub async fn pass_while(
+        &self,
+        ids: Vec<u32>,
+        heads: &HeadSet,
+        base: Option<&BertOutput>,
+        wanted: &dyn Fn() -> bool,
+    ) -> Option<Pass> {
         let t0 = self.host().now_ms();
-        let out = Arc::new(self.runner().run(&ids, heads, base).await);
+        let out = Arc::new(self.runner().run_while(&ids, heads, base, wanted).await?);
         let elapsed_ms = self.host().now_ms() - t0;
         if !heads.any_pruned() {
             self.keep_trace(&ids, out.clone());
         }
         let ran_on = self.runner().ran_on(ids.len());
-        Pass { out, ids, ran_on, note: self.runner().note(), elapsed_ms }
+        Some(Pass { out, ids, ran_on, note: self.runner().note(), elapsed_ms })
     }
 
     fn keep_trace(&self, ids: &[u32], out: Arc<BertOutput>) {

@@ -34,13 +34,27 @@ pub fn ComparePanel() -> impl IntoView {
     let view = EncoderView::get();
     let second = RwSignal::new(EXAMPLES[1].to_string());
     let tokens = Memo::new(move |_| view.model().tokenizer.encode(&second.get()));
+    // The last pass, kept while the section is shown: a pass whose sentence or heads are changed
+    // again, or whose section is gone, ends at its next turn and leaves it on show.
+    let last = StoredValue::new_local(None::<Rc<Pass>>);
     let pass = LocalResource::new(move || {
         let (engine, heads) = (view.engine.get().flatten(), view.choices.heads.get());
         let ids: Vec<u32> = tokens.with(|t| t.iter().map(|t| t.id).collect());
         async move {
             let engine = engine?;
             (heads.len() == engine.model().spec().total_heads()).then_some(())?;
-            Some(Rc::new(engine.pass(ids, &heads, None).await))
+            let same_ids = |t: &Vec<Token>| t.iter().map(|t| t.id).eq(ids.iter().copied());
+            let wanted = || {
+                last.try_with_value(|_| ()).is_some()
+                    && view.choices.heads.try_with_untracked(|h| *h == heads).unwrap_or(false)
+                    && tokens.try_with_untracked(same_ids).unwrap_or(false)
+            };
+            let Some(pass) = engine.pass_while(ids.clone(), &heads, None, &wanted).await else {
+                return last.try_get_value().flatten();
+            };
+            let pass = Rc::new(pass);
+            last.try_set_value(Some(pass.clone()));
+            Some(pass)
         }
     });
     // A closure, not a Memo: the passes are not `Send`, and only the section's view reads it.

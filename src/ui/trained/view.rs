@@ -94,12 +94,16 @@ impl EncoderView {
             async move { Some(Rc::new(Engine::new(model, &*session?, workers, Rc::new(PageHost)).await)) }
         });
         let tokens = Memo::new(move |_| model.with_value(|m| m.tokenizer.encode(&choices.text.read())));
+        // The last pass with the reader's heads, kept for as long as this view is: a pass whose
+        // heads are changed again, or whose view is gone, ends at its next turn.
+        let last = StoredValue::new_local(None::<Rc<Pass>>);
+        let shown = move || last.try_with_value(|_| ()).is_some();
         let full = LocalResource::new(move || {
             let (engine, ids) = (engine.get().flatten(), ids_of(tokens));
             async move {
                 let engine = engine?;
                 let all = HeadSet::all(engine.model().spec().total_heads());
-                Some(Rc::new(engine.pass(ids, &all, None).await))
+                Some(Rc::new(engine.pass_while(ids, &all, None, &shown).await?))
             }
         });
         let current = LocalResource::new(move || {
@@ -107,10 +111,18 @@ impl EncoderView {
             async move {
                 let (full, engine) = (full?, engine?);
                 if !heads.any_pruned() || heads.len() != full.out.heads.len() {
+                    last.try_set_value(Some(full.clone()));
                     return Some(full);
                 }
-                // Only the layers from the first pruned one on are computed again.
-                Some(Rc::new(engine.pass(full.ids.clone(), &heads, Some(&full.out)).await))
+                // Only the layers from the first pruned one on are computed again, while these
+                // are still the reader's heads; if not, the last pass stays until the next lands.
+                let wanted = || shown() && choices.heads.try_with_untracked(|h| *h == heads).unwrap_or(false);
+                let pass = match engine.pass_while(full.ids.clone(), &heads, Some(&full.out), &wanted).await {
+                    Some(pass) => Rc::new(pass),
+                    None => return last.try_get_value().flatten(),
+                };
+                last.try_set_value(Some(pass.clone()));
+                Some(pass)
             }
         });
         let (importance, importance_status) = drift_importance(engine, full);

@@ -19,7 +19,7 @@ use crate::jobs::driver::{drive_any, AnyPlan, Status};
 use crate::jobs::engine::{Engine, Workers};
 use crate::jobs::ticket::{Slot, Ticket};
 use crate::jobs::web::{auto_threads, now_ms, yield_to_browser, PageHost, WebWorkers};
-use crate::model::decoder::gpt2::DecoderOutput;
+use crate::model::decoder::gpt2::{DecoderOutput, Keep};
 use crate::model::decoder::induction::HalfLosses;
 use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::Decoder;
@@ -290,6 +290,9 @@ fn text_passes(
     choices: TrainedChoices,
 ) -> LocalResource<Option<Rc<DecoderRun>>> {
     let full = StoredValue::new_local(None::<Arc<DecoderOutput>>);
+    // The last run, kept for as long as the panel is: passes whose text, heads or layer are
+    // changed again, or whose panel is gone, end at their next turn and leave it on show.
+    let last = StoredValue::new_local(None::<Rc<DecoderRun>>);
     LocalResource::new(move || {
         let engine = engine.get().flatten();
         let (text, heads, decoder) = (choices.text.get(), choices.heads.get(), decoder.get_value());
@@ -302,17 +305,27 @@ fn text_passes(
             if tokens.ids.is_empty() || heads.len() != decoder.spec().total_heads() {
                 return None;
             }
-            let run = DecoderRun::on(
-                engine.runner(),
-                tokens,
-                &heads,
-                keep,
-                full.try_get_value().flatten(),
-                &now_ms,
-            )
-            .await;
+            let asked = || {
+                let layer = match keep {
+                    Keep::Layer(l) => choices.layer.try_get_untracked() == Some(l),
+                    Keep::All => true,
+                };
+                last.try_with_value(|_| ()).is_some()
+                    && layer
+                    && choices.text.try_with_untracked(|t| *t == text).unwrap_or(false)
+                    && choices.heads.try_with_untracked(|h| *h == heads).unwrap_or(false)
+            };
+            let (wanted, kept) = (&asked, full.try_get_value().flatten());
+            let run =
+                match DecoderRun::on_while(engine.runner(), tokens, (&heads, keep), kept, &now_ms, wanted)
+                    .await
+                {
+                    Some(run) => Rc::new(run),
+                    None => return last.try_get_value().flatten(),
+                };
             full.try_set_value(Some(run.full.clone()));
-            Some(Rc::new(run))
+            last.try_set_value(Some(run.clone()));
+            Some(run)
         }
     })
 }
