@@ -5,5 +5,6 @@ pub mod colormap;
 pub mod flow_picture;
 pub mod heatmap;
 pub mod labels;
+pub mod surface;
 pub mod svg;
 pub mod task_chart;

@@ -2,10 +2,11 @@
 //! the page's canvases, on plotters' SVG backend at their design size; a heatmap as one square
 //! per weight, in the page's colours, with its tokens as tooltips.
 
-use plotters::prelude::{IntoDrawingArea, SVGBackend};
+use plotters::prelude::SVGBackend;
 
 use super::chart::{draw_config_chart, draw_drift_chart, DriftAxes, Palette};
 use super::heatmap::{rasterize, Scale};
+use super::surface::{Failed, Surface};
 use super::task_chart::{draw_task_chart, TaskChart};
 
 /// The configuration chart (see [`draw_config_chart`]) as an SVG document.
@@ -33,17 +34,20 @@ pub fn task_chart(chart: &TaskChart, palette: &Palette) -> Result<String, String
     render((640, 380), |area| draw_task_chart(area, chart, palette, 1.0).map(drop))
 }
 
-type SvgArea<'a> = plotters::drawing::DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type SvgArea<'a> = plotters::drawing::DrawingArea<Surface<'a>, plotters::coord::Shift>;
 
-/// Runs `draw` on an SVG canvas of `size` and returns the document.
-fn render<E: std::error::Error + Send + Sync>(
+/// Runs `draw` on an SVG canvas of `size` (through a [`Surface`], as the page's canvases draw)
+/// and returns the document.
+fn render(
     size: (u32, u32),
-    draw: impl FnOnce(&SvgArea) -> Result<(), plotters::drawing::DrawingAreaErrorKind<E>>,
+    draw: impl FnOnce(&SvgArea) -> Result<(), plotters::drawing::DrawingAreaErrorKind<Failed>>,
 ) -> Result<String, String> {
     let mut svg = String::new();
     {
-        let area = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let mut backend = SVGBackend::with_string(&mut svg, size);
+        let area = Surface::area(&mut backend);
         draw(&area).map_err(|e| format!("could not draw the SVG: {e}"))?;
+        area.present().map_err(|e| format!("could not draw the SVG: {e}"))?;
     }
     Ok(svg)
 }

@@ -1,8 +1,8 @@
 //! The charts on canvases: d_model against heads, and drift against heads pruned.
 
+use crate::viz::surface::Surface;
 use leptos::html;
 use leptos::prelude::*;
-use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 use web_sys::MouseEvent;
 
@@ -37,11 +37,11 @@ pub fn ConfigChart() -> impl IntoView {
         let ((d_model, heads), theme, scale) = (state.shape(), settings.read().theme, scale.get());
         let ring = ring_of(state);
         let Some(canvas) = canvas.get() else { return };
-        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else {
+        let Some(mut backend) = CanvasBackend::with_canvas_object(canvas) else {
             draw_error.set(Some("this browser gave no 2D canvas for the chart".into()));
             return;
         };
-        let area = backend.into_drawing_area();
+        let area = Surface::area(&mut backend);
         let current = (heads > 0).then_some((d_model, heads));
         match draw_config_chart(&area, current, &ring, palette(theme), scale) {
             Ok(l) => {
@@ -157,8 +157,8 @@ pub fn DriftChart(
         let (ranked, random, current) = (ranked.get(), random.get(), current.get());
         let (theme, scale) = (theme.get(), scale.get());
         let Some(canvas) = canvas.get() else { return };
-        let Some(backend) = CanvasBackend::with_canvas_object(canvas) else { return };
-        let area = backend.into_drawing_area();
+        let Some(mut backend) = CanvasBackend::with_canvas_object(canvas) else { return };
+        let area = Surface::area(&mut backend);
         if ranked.is_empty() {
             let _ = area.fill(&palette(theme).background);
             return;

@@ -1,9 +1,9 @@
 //! What pruning costs on a task and what it buys: the pruning curves on the STS Benchmark, the
 //! reader's own set's quality, FLOPs, forward time and weight bytes, and the heads' roles.
 
+use crate::viz::surface::Surface;
 use leptos::html;
 use leptos::prelude::*;
-use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 
 use super::task_view::{CurveState, TaskView};
@@ -161,8 +161,8 @@ fn CurveChart() -> impl IntoView {
     Effect::new(move |_| {
         let chart = task.curves.with(|c| chart_of(&view.spec(), c, current_point(task, view.choices.heads)));
         let (theme, scale) = (app.settings.read().theme, scale.get());
-        let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
-        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme), scale);
+        let Some(mut backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
+        let result = draw_task_chart(&Surface::area(&mut backend), &chart, palette(theme), scale);
         draw_error.set(result.err().map(|e| format!("could not draw the curves: {e}")));
     });
     let export_csv = move |_| {

@@ -5,9 +5,9 @@
 
 use std::rc::Rc;
 
+use crate::viz::surface::Surface;
 use leptos::html;
 use leptos::prelude::*;
-use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 
 use super::view::{DecoderView, Measurement};
@@ -331,8 +331,8 @@ pub(super) fn DecoderCurvesChart() -> impl IntoView {
         let Some(curves) = view.curves.get() else { return };
         let chart = curves_chart(&view.spec(), &curves, current());
         let (theme, scale) = (settings.read().theme, scale.get());
-        let Some(backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
-        let result = draw_task_chart(&backend.into_drawing_area(), &chart, palette(theme), scale);
+        let Some(mut backend) = canvas.get().and_then(CanvasBackend::with_canvas_object) else { return };
+        let result = draw_task_chart(&Surface::area(&mut backend), &chart, palette(theme), scale);
         draw_error.set(result.err().map(|e| format!("could not draw the curves: {e}")));
     });
     view! {
