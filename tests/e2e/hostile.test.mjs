@@ -90,9 +90,10 @@ test("the built-in model's passes at its longest sentence never hold the page's 
   await page.close();
 });
 
-test("a GPT-2 small checkpoint at 1024 tokens, loaded, passed and measured on the page's thread alone, never holds it long", async () => {
+test("a GPT-2 small checkpoint at 1024 tokens, loaded, passed, measured and its gradients taken on the page's thread alone, never holds it long", async () => {
   // 172 MB of f32 weights converted, hashed and decoded in steps; each pass (about 200 GFLOP)
-  // in steps; with ?threads=1 the importance measure's passes run on the page's thread too.
+  // in steps; with ?threads=1 the importance measure's passes and the text set's gradients run
+  // on the page's thread too.
   const text = 'The bank by the river was steep and the water ran cold under it at night '.repeat(70);
   const path = `${CHECKPOINTS_PATH}gpt2-small-shaped`;
   const { page, lab, problems, held } = await openRecorded(`?model=${encodeURIComponent(path)}&backend=cpu&threads=1&text=${encodeURIComponent(text)}`);
@@ -103,6 +104,11 @@ test("a GPT-2 small checkpoint at 1024 tokens, loaded, passed and measured on th
   await decoder.importanceStatus.waitText(/^Measuring: [3-9] of \d+ passes/, { timeout: 120000 });
   await decoder.head(5).click();
   await decoder.waitPruned(1, 144, { timeout: 120000 });
+  // A new text stops the importance measure; the gradients on the text set then run, each
+  // passage's forward and backward pass in steps too.
+  await lab.trained.setText('The bank by the river was steep.');
+  await decoder.measureSet.click();
+  await decoder.importanceStatus.waitText(/^Gradients on Moby-Dick: passage ([4-9]|\d\d) of \d+/, { timeout: 120000 });
   const { longest, top } = await held();
   console.log(`1024 tokens of a GPT-2 small checkpoint: longest task ${longest} ms (${JSON.stringify(top)})`);
   assert.ok(longest <= HELD_MS, `GPT-2 small at 1024 tokens held the page's thread for ${longest} ms: ${JSON.stringify(top)}`);
