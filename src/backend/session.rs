@@ -73,11 +73,13 @@ impl Session {
 
     /// Where a pass of the synthetic layer `config` (stored weights) runs on `ctx`: `None` when
     /// the reader forced the GPU; else the choice measured for its shape, calibrating the shape
-    /// on its first pass (a few short passes on each backend, timed on `clock`).
+    /// on its first pass (a few short passes on each backend with the pass's own `weights`,
+    /// timed on `clock`).
     pub(super) async fn layer_choice(
         &self,
         ctx: &Rc<GpuContext>,
         config: &ModelConfig,
+        weights: &Weights,
         clock: &impl Clock,
     ) -> Result<Option<Choice>, GpuError> {
         if !self.measured {
@@ -86,7 +88,7 @@ impl Session {
         let crossover = match self.calibrated(config) {
             Some(c) => c,
             None => {
-                let c = calibrate_layer(ctx, config, clock).await?;
+                let c = calibrate_layer(ctx, config, weights, clock).await?;
                 self.layers.borrow_mut().push(((config.d_model, config.num_heads), c));
                 c
             }
@@ -155,15 +157,17 @@ impl Session {
 
 /// Times the synthetic layer of `config`'s shape on both backends ([`calibrate::crossover`]): 4
 /// tokens and the longest power of two within [`QUICK_CPU_FLOPS`], over the lengths it accepts.
+/// It times the pass's own `weights` (made in pieces, up to 256 MiB): a second set made here
+/// would be made in one call, and the timing depends on the shape alone.
 async fn calibrate_layer(
     ctx: &Rc<GpuContext>,
     config: &ModelConfig,
+    weights: &Weights,
     clock: &impl Clock,
 ) -> Result<Crossover, GpuError> {
     let at = |n: usize| ModelConfig { seq_len: n, ..*config };
     let largest = (1..=MAX_SEQ_LEN).rev().find(|&n| at(n).validate().is_ok()).unwrap_or(config.seq_len);
     let probes = Probes::within(|n| at(n).forward_flops(), QUICK_CPU_FLOPS, largest);
-    let weights = Weights::generate(config.d_model, 1);
     let inputs = [probes.small, probes.large].map(|n| Inputs::generate(&at(n), 1));
     let (gpu, cpu) = (Backend::Gpu(ctx.clone()), Backend::Cpu(Kernel::Simd));
     calibrate::crossover(
@@ -173,7 +177,7 @@ async fn calibrate_layer(
         async |place, n| {
             let x = &inputs[usize::from(n != probes.small)].x;
             let backend = if place == Place::Gpu { &gpu } else { &cpu };
-            backend.forward(&at(n), x, &weights).await.map(drop)
+            backend.forward(&at(n), x, weights).await.map(drop)
         },
     )
     .await

@@ -157,16 +157,18 @@ pub async fn run(
     // A software adapter generates weights about 40x slower than the CPU kernel (GPT-3 at 16
     // tokens: 40 s on SwiftShader against 1 s), so there the CPU kernel runs them.
     let usable = gpu.filter(|ctx| !(config.generates_weights() && ctx.is_software()));
-    let (usable, choice) = match usable {
-        Some(ctx) if !config.generates_weights() => match session.layer_choice(&ctx, &config, clock).await {
-            Ok(Some(choice)) => ((choice.place == Place::Gpu).then_some(ctx), Some(choice)),
-            Ok(None) => (Some(ctx), None),
-            Err(e) => {
-                session.fail(e);
-                (None, None)
+    let (usable, choice) = match (usable, &weights) {
+        (Some(ctx), LayerWeights::Stored(stored)) => {
+            match session.layer_choice(&ctx, &config, stored, clock).await {
+                Ok(Some(choice)) => ((choice.place == Place::Gpu).then_some(ctx), Some(choice)),
+                Ok(None) => (Some(ctx), None),
+                Err(e) => {
+                    session.fail(e);
+                    (None, None)
+                }
             }
-        },
-        other => (other, None),
+        }
+        (other, _) => (other, None),
     };
     let t0 = clock.now_ms();
     let mut ran = None;
