@@ -305,13 +305,18 @@ async fn pass(
     if !backend::is_quick(&config) {
         after_next_paint().await;
     }
+    // Read with no observer: inside this future the resource is the observer, and a memo brought
+    // up to date while its own subscriber observes does not mark that subscriber dirty
+    // (reactive_graph's `MemoInner::update_if_necessary`), so a change read here first would
+    // never make the resource run again for the settings the reader moved on to.
+    let still_wanted = || untrack(|| wanted.try_get_untracked()) == Some(work);
     let step = async |p: f64| {
-        if wanted.try_get_untracked() != Some(work) {
+        if !still_wanted() {
             return false;
         }
         progress.set(Some(p));
         yield_to_browser().await;
-        wanted.try_get_untracked() == Some(work)
+        still_wanted()
     };
     let result = backend::run(&session, config, seed, &PageHost, step).await;
     match result {

@@ -47,7 +47,8 @@ pub fn ComparePanel() -> impl IntoView {
             let wanted = || {
                 last.try_with_value(|_| ()).is_some()
                     && view.choices.heads.try_with_untracked(|h| *h == heads).unwrap_or(false)
-                    && tokens.try_with_untracked(same_ids).unwrap_or(false)
+                    // (A memo, read with no observer: see `ui::state::pass`.)
+                    && untrack(|| tokens.try_with_untracked(same_ids)).unwrap_or(false)
             };
             let Some(pass) = engine.pass_while(ids.clone(), &heads, None, &wanted).await else {
                 return last.try_get_value().flatten();
