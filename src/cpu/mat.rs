@@ -48,6 +48,13 @@ impl<'a> MatRef<'a> {
         MatRef { rows: self.cols, cols: self.rows, rs: self.cs, cs: self.rs, ..self }
     }
 
+    /// Columns `j..j + len` of this view, as a view of the same data.
+    pub fn columns(self, j: usize, len: usize) -> Self {
+        assert!(j + len <= self.cols, "columns {j}..{} of {}", j + len, self.cols);
+        let start = (j * self.cs).min(self.data.len());
+        MatRef::new(&self.data[start..], self.rows, len, self.rs, self.cs)
+    }
+
     /// Element `(i, j)`.
     #[inline]
     pub fn at(&self, i: usize, j: usize) -> f32 {

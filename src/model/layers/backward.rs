@@ -6,15 +6,13 @@
 
 use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
-use crate::cpu::gemm::{sgemm, MatMut, MatRef};
+use crate::cpu::gemm::MatRef;
 use crate::cpu::Kernel;
-use crate::model::layers::Norm;
+use crate::model::layers::{columns_in_turns, Norm};
 use crate::model::spec::{Activation, ModelSpec};
 
-/// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major, in `turns`' steps: where
-/// `turns` cuts products, a block of `b`'s columns at a time (whole strips of the packed kernel's
-/// eight columns, each block at most about `turns`' step) and a turn after each. Each output is
-/// the same sum in the same order as one product's.
+/// `y (n x cols) = a (n x inner) @ b (inner x cols)`, both row-major, in `turns`' steps
+/// ([`columns_in_turns`]).
 pub async fn matmul_in_turns(
     kernel: Kernel,
     a: &[f32],
@@ -25,22 +23,8 @@ pub async fn matmul_in_turns(
     turns: &dyn Turns,
 ) -> Vec<f32> {
     let mut y = vec![0.0; n * cols];
-    let width = match turns.step_flops() {
-        Some(step) => (step / (2 * n * inner).max(1)).max(8) / 8 * 8,
-        None => cols,
-    };
-    for c0 in (0..cols).step_by(width.max(1)) {
-        let w = width.min(cols - c0);
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::row_major(a, n, inner),
-            MatRef::new(&b[c0..], inner, w, cols, 1),
-            0.0,
-            MatMut::new(&mut y[c0..], n, w, cols, 1),
-        );
-        turns.turn().await;
-    }
+    let (a, b) = (MatRef::row_major(a, n, inner), MatRef::row_major(b, inner, cols));
+    columns_in_turns(kernel, a, b, &mut y, cols, turns).await;
     y
 }
 

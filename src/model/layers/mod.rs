@@ -155,9 +155,7 @@ pub async fn linear_in_turns(
 }
 
 /// `y <- x W^T` for `x` (`n x in`) and `W` (`out x in`, row-major), row `i` of the result at
-/// `y[i * rs..][..out]`: where `turns` cuts products, a block of output columns at a time
-/// (whole strips of the packed kernel's eight columns, each block at most about `turns`' step)
-/// and a turn after each. Each output is the same sum in the same order as one product's.
+/// `y[i * rs..][..out]`, in `turns`' steps ([`columns_in_turns`]).
 pub async fn product_in_turns(
     kernel: Kernel,
     x: &[f32],
@@ -169,20 +167,30 @@ pub async fn product_in_turns(
 ) {
     let inp = x.len() / n.max(1);
     let out = w.len() / inp.max(1);
+    let (a, b) = (MatRef::row_major(x, n, inp), MatRef::row_major(w, out, inp).t());
+    columns_in_turns(kernel, a, b, y, rs, turns).await;
+}
+
+/// `y <- a b`, row `i` of the result at `y[i * rs..][..b.cols()]`: where `turns` cuts products,
+/// a block of `b`'s columns at a time (whole strips of the packed kernel's eight columns, each
+/// block at most about `turns`' step) and a turn after each. Each output is the same sum in the
+/// same order as one product's.
+pub async fn columns_in_turns(
+    kernel: Kernel,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    y: &mut [f32],
+    rs: usize,
+    turns: &dyn Turns,
+) {
+    let (n, inner, cols) = (a.rows(), a.cols(), b.cols());
     let width = match turns.step_flops() {
-        Some(step) => (step / (2 * n * inp).max(1)).max(8) / 8 * 8,
-        None => out,
+        Some(step) => (step / (2 * n * inner).max(1)).max(8) / 8 * 8,
+        None => cols,
     };
-    for c0 in (0..out).step_by(width.max(1)) {
-        let cols = width.min(out - c0);
-        sgemm(
-            kernel,
-            1.0,
-            MatRef::row_major(x, n, inp),
-            MatRef::row_major(&w[c0 * inp..(c0 + cols) * inp], cols, inp).t(),
-            0.0,
-            MatMut::new(&mut y[c0..], n, cols, rs, 1),
-        );
+    for c0 in (0..cols).step_by(width.max(1)) {
+        let w = width.min(cols - c0);
+        sgemm(kernel, 1.0, a, b.columns(c0, w), 0.0, MatMut::new(&mut y[c0..], n, w, rs, 1));
         turns.turn().await;
     }
 }
