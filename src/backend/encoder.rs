@@ -138,8 +138,9 @@ async fn calibrate_trained(
 }
 
 impl EncoderRunner {
-    /// [`Runner::run`] for as long as `wanted` holds: on the CPU kernel the pass ends at its next
-    /// turn once it does not (`None`); a GPU pass is short and runs to its end.
+    /// [`Runner::run`] for as long as `wanted` holds: on the GPU when it runs there (a failure
+    /// moves this pass and every later one to the CPU kernel); on the CPU kernel the pass ends at
+    /// its next turn once `wanted` does not hold (`None`). A GPU pass is short and runs to its end.
     pub async fn run_while(
         &self,
         ids: &[u32],
@@ -147,8 +148,11 @@ impl EncoderRunner {
         base: Option<&BertOutput>,
         wanted: &dyn Fn() -> bool,
     ) -> Option<BertOutput> {
-        if self.gpu_for(ids.len()).is_some() {
-            return Some(self.run(ids, heads, base).await);
+        if let Some(gpu) = self.gpu_for(ids.len()) {
+            match gpu.forward_from(&self.model.bert, ids, heads, base).await {
+                Ok(out) => return Some(out),
+                Err(e) => self.placed.fail(format!("The trained model switched to the CPU because {e}.")),
+            }
         }
         let pass = self.model.bert.forward_in_turns(Kernel::Simd, ids, heads, base, &*self.turns);
         while_wanted(pass, wanted).await
@@ -157,13 +161,7 @@ impl EncoderRunner {
 
 impl Runner for EncoderRunner {
     async fn run(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> BertOutput {
-        if let Some(gpu) = self.gpu_for(ids.len()) {
-            match gpu.forward_from(&self.model.bert, ids, heads, base).await {
-                Ok(out) => return out,
-                Err(e) => self.placed.fail(format!("The trained model switched to the CPU because {e}.")),
-            }
-        }
-        self.model.bert.forward_in_turns(Kernel::Simd, ids, heads, base, &*self.turns).await
+        self.run_while(ids, heads, base, &|| true).await.expect("a pass wanted throughout ends")
     }
 
     async fn embed(&self, ids: &[u32], heads: &HeadSet, base: Option<&BertOutput>) -> Vec<f32> {
