@@ -1,5 +1,5 @@
 //! The page's test hooks, in one place: wasm exports the end-to-end tests call to force what
-//! cannot be caused from outside (a lost GPU device, a GPU fault, a panic), to read what cannot be
+//! cannot be caused from outside (a lost GPU device, a GPU fault, a panic, a trap), to read what cannot be
 //! seen from outside (wasm memory), and to compute the CPU core's numbers for comparison. They
 //! change nothing unless called; a reader can call them from the console to see the fallbacks.
 
@@ -27,6 +27,13 @@ pub fn inject_gpu_fault(kind: &str) -> bool {
 #[wasm_bindgen]
 pub fn simulate_panic() {
     panic!("a simulated panic (simulate_panic)");
+}
+
+/// Traps on purpose (`unreachable`), as an engine's fault or exhausted memory does: no panic hook
+/// runs, and the banner must show all the same once the trap goes uncaught.
+#[wasm_bindgen]
+pub fn simulate_trap() {
+    core::arch::wasm32::unreachable()
 }
 
 /// Bytes of wasm linear memory: it only grows, so a leak shows as growth.

@@ -223,3 +223,18 @@ test('a panic shows the banner, logs the state that caused it, and "reload with 
   assert.match(await status.timing.textContent(), /d_model 768, 12 heads of d_k = 64, 16 tokens/);
   await page.close();
 });
+
+test("a trap of the engine, which runs no panic hook, shows the banner too; other errors do not", async () => {
+  const { page, problems, lab: { heads, status } } = await app.open('?preset=gpt2-small&seq=9&backend=cpu');
+  await heads.heatmap(11).waitFor();
+  // Uncaught, as a trap in a callback is: first a script's own error, then the wasm's trap.
+  await page.evaluate(() => setTimeout(() => { throw new TypeError('not the page'); }));
+  await page.waitForTimeout(300);
+  assert.equal(await status.panicBanner.isHidden(), true, 'a script error that is not a trap leaves the page');
+  await page.evaluate(() => setTimeout(() => window.wasmBindings.simulate_trap()));
+  await status.panicBanner.waitFor();
+  assert.match(await status.panicBanner.textContent(),
+    /Something broke inside headlab\..*WebAssembly engine stopped the page's work \(RuntimeError: [^)]*unreachable[^)]*\)\..*reload with defaults/is);
+  assert.deepEqual(problems.map((p) => p.replace(/:.*/s, '')), ['page error', 'page error'], problems.join('\n'));
+  await page.close();
+});
