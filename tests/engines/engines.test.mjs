@@ -74,6 +74,8 @@ const PAGE_STATE = `return [document.readyState, document.querySelectorAll('canv
   document.querySelector('[data-testid=timing]')?.textContent ?? 'no timing line',
   ...[...document.querySelectorAll('[role=alert]')].filter((e) => e.getClientRects().length > 0)
     .map((e) => 'alert: ' + e.textContent.trim())].join('; ')`;
+/** Whether the page's banner says the wasm engine trapped (`ui::panic`). */
+const TRAPPED = `(document.querySelector('[data-testid=panic-banner]:not([hidden])')?.textContent ?? '').includes('WebAssembly engine stopped')`;
 /** Waits until `predicate` (a JS expression) is true in the page; a wait that runs out says what
  * the page showed then. */
 const until = async (driver, predicate, what, timeout = 60000) => {
@@ -417,29 +419,42 @@ for (const engine of engines) {
     });
 
     check(engine, "256 heads over 512 tokens asked for from the controls, then quick switches during long work: the page's thread is never held long and nothing panics", async () => {
-      // The app in a same-origin frame shares its parent's thread: a 10 ms heartbeat in the
-      // parent records every gap the app's work makes (the engine starting the page's wasm
-      // aside: the heartbeat counts from the first heatmaps on).
-      await driver.get(`${base}/__phone.html?src=about:blank`);
-      await driver.executeScript(`window.gaps = []; let last = performance.now();
-        setInterval(() => { const now = performance.now(); if (now - last > 60) window.gaps.push([Math.round(now - last), Date.now()]); last = now; }, 10);
-        const frame = document.querySelector('[data-testid=phone]');
-        frame.style.width = '1200px';
-        frame.src = arguments[0];`, `${base}/?backend=cpu`);
-      await driver.switchTo().frame(await driver.findElement(By.css('[data-testid=phone]')));
-      await until(driver, `document.querySelectorAll('canvas.heatmap').length === 12 && ${BACKEND_PASS}`, 'the first heatmaps');
-      await driver.switchTo().defaultContent();
-      await driver.executeScript('window.gaps = []');
-      await driver.switchTo().frame(await driver.findElement(By.css('[data-testid=phone]')));
       const marks = [];
       const mark = async (what) => marks.push([what, await driver.executeScript('return Date.now()')]);
-      for (const [id, value] of [['preset', 'custom'], ['custom-d-model', '1024'], ['custom-heads', '256'], ['seq-number', '512']]) {
-        await mark(`${id} ${value}`);
-        await setValue(driver, id, value);
+      // WebKitGTK's engine now and then traps in the first pass at this shape (docs/backends.md,
+      // "WebKitGTK's wasm trap"; about one fresh page in forty here) and the page shows its
+      // banner: that is said under the table and the steps are taken once more in a fresh page.
+      // A second trap, or one in another engine, fails.
+      for (let attempt = 1; ; attempt++) {
+        await driver.switchTo().defaultContent();
+        // The app in a same-origin frame shares its parent's thread: a 10 ms heartbeat in the
+        // parent records every gap the app's work makes (the engine starting the page's wasm
+        // aside: the heartbeat counts from the first heatmaps on).
+        await driver.get(`${base}/__phone.html?src=about:blank`);
+        await driver.executeScript(`window.gaps = []; let last = performance.now();
+          setInterval(() => { const now = performance.now(); if (now - last > 60) window.gaps.push([Math.round(now - last), Date.now()]); last = now; }, 10);
+          const frame = document.querySelector('[data-testid=phone]');
+          frame.style.width = '1200px';
+          frame.src = arguments[0];`, `${base}/?backend=cpu`);
+        await driver.switchTo().frame(await driver.findElement(By.css('[data-testid=phone]')));
+        await until(driver, `document.querySelectorAll('canvas.heatmap').length === 12 && ${BACKEND_PASS}`, 'the first heatmaps');
+        await driver.switchTo().defaultContent();
+        await driver.executeScript('window.gaps = []');
+        await driver.switchTo().frame(await driver.findElement(By.css('[data-testid=phone]')));
+        marks.length = 0;
+        for (const [id, value] of [['preset', 'custom'], ['custom-d-model', '1024'], ['custom-heads', '256'], ['seq-number', '512']]) {
+          await mark(`${id} ${value}`);
+          await setValue(driver, id, value);
+        }
+        await until(driver, `(document.querySelectorAll('canvas.heatmap').length === 256
+          && /256 heads of d_k = 4, 512 tokens/.test(document.querySelector('[data-testid=timing]')?.textContent ?? '')
+          && document.querySelector('[data-testid="importance-255"] .num')) || ${TRAPPED}`, '256 heads drawn and measured', 180000);
+        const trapped = await driver.executeScript(`return ${TRAPPED} ? document.getElementById('panic-message').textContent : null`);
+        if (!trapped) break;
+        if (engine !== 'webkit' || attempt > 1) assert.fail(`the wasm engine trapped (attempt ${attempt}): ${trapped}`);
+        console.log(`${engine}: the wasm engine trapped in the pass at 256 heads, taken again in a fresh page: ${trapped}`);
+        record(engine, { notes: [...(results.get(engine)?.notes ?? []), `trapped once at 256 heads, taken again (${trapped})`] });
       }
-      await until(driver, `document.querySelectorAll('canvas.heatmap').length === 256
-        && /256 heads of d_k = 4, 512 tokens/.test(document.querySelector('[data-testid=timing]')?.textContent ?? '')
-        && document.querySelector('[data-testid="importance-255"] .num')`, '256 heads drawn and measured', 180000);
       await mark('drawn');
       // GPT-3's long pass and the trained model's load, each interrupted at short, odd delays.
       for (const [i, value] of ['6', '1', '6', 'trained', '3', '6', 'trained', '5', '6', '1'].entries()) {
@@ -447,8 +462,10 @@ for (const engine of engines) {
         await setValue(driver, 'preset', value);
         await driver.sleep([20, 150, 600, 5][i % 4]);
       }
-      await until(driver, `document.querySelectorAll('canvas.heatmap').length === 12
-        && /d_model 768, 12 heads of d_k = 64, 512 tokens/.test(document.querySelector('[data-testid=timing]')?.textContent ?? '')`, 'BERT-base after the switches', 120000);
+      await until(driver, `(document.querySelectorAll('canvas.heatmap').length === 12
+        && /d_model 768, 12 heads of d_k = 64, 512 tokens/.test(document.querySelector('[data-testid=timing]')?.textContent ?? '')) || ${TRAPPED}`, 'BERT-base after the switches', 120000);
+      const trapped = await driver.executeScript(`return ${TRAPPED} ? document.getElementById('panic-message').textContent : null`);
+      assert.equal(trapped, null, 'the wasm engine trapped during the switches');
       await assertClean(driver, 'hostile shapes and switches');
       assert.equal(await driver.executeScript(`return document.querySelector('[data-testid=panic-banner]').hidden`), true, 'no panic');
       await driver.switchTo().defaultContent();
@@ -521,7 +538,7 @@ async function report() {
   });
   const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | GPT-2 checkpoint: next-token KL, a head pruned | patching: worst share vs float64 | longest hold of the page’s thread, ms | tests passed |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
-  const why = [...results].flatMap(([engine, r]) => (r.why ?? []).map((w) => `${engine}, ${w}`));
+  const why = [...results].flatMap(([engine, r]) => [...(r.why ?? []), ...(r.notes ?? [])].map((w) => `${engine}, ${w}`));
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n${why.join('\n')}`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
 }
