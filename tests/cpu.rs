@@ -187,6 +187,13 @@ fn toggling_heads_then_recomposing_equals_a_full_recompute_with_those_heads_zero
                 assert_close(&format!("{tag} recomposed vs oracle"), &recomposed, &oracle.output, TOLERANCE);
                 let full64: Vec<f64> = full.iter().map(|&v| v as f64).collect();
                 assert_close(&format!("{tag} recomposed vs full recompute"), &recomposed, &full64, TOLERANCE);
+                let from_full = fwd.contributions.recompose_from_full(&fwd.output, &mask);
+                assert_close(
+                    &format!("{tag} from the full output vs oracle"),
+                    &from_full,
+                    &oracle.output,
+                    TOLERANCE,
+                );
             }
         }
     }

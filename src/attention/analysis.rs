@@ -196,7 +196,7 @@ pub fn measure_drift(
     now: impl Fn() -> f64,
 ) -> DriftView {
     let t0 = now();
-    let output = contributions.recompose(heads);
+    let output = contributions.recompose_from_full(full, heads);
     let drift = drift(full, &output, contributions.d_model);
     DriftView { drift, active: heads.active_count(), total: heads.len(), elapsed_ms: now() - t0 }
 }

@@ -51,6 +51,27 @@ impl Contributions {
         self.recompose_into(heads, &mut out);
         out
     }
+
+    /// The active heads' output as [`Self::recompose`] gives it, from `full` (every head's,
+    /// `0 + C_0 + C_1 + ...`: the forward pass's output), reading whichever set is smaller:
+    /// `full` itself when no head is pruned (the same bits), `full` less the pruned heads'
+    /// contributions, in head order, when fewer are pruned than kept (the same value to
+    /// rounding), else the sum of the active ones (the same bits). A toggle at 256 heads of
+    /// 512 x 1024 then reads one head's 2 MiB, not 0.5 GiB in one call (BENCHMARKS.md section 20).
+    pub fn recompose_from_full(&self, full: &[f32], heads: &HeadSet) -> Vec<f32> {
+        assert_eq!(heads.len(), self.num_heads, "one entry per head");
+        assert_eq!(full.len(), self.seq_len * self.d_model, "full must be seq_len x d_model");
+        if heads.pruned_count() >= heads.active_count() {
+            return self.recompose(heads);
+        }
+        let mut out = full.to_vec();
+        for h in heads.pruned() {
+            for (o, c) in out.iter_mut().zip(self.head(h)) {
+                *o -= c;
+            }
+        }
+        out
+    }
 }
 
 /// How far one token's pruned output moved from the full output.
@@ -140,5 +161,53 @@ impl Sums {
             0.0
         };
         TokenDrift { rel_l2, cosine }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Contributions of odd sizes and mixed signs, and their full sum as the forward pass makes it.
+    fn layer(num_heads: usize, seq_len: usize, d_model: usize) -> (Contributions, Vec<f32>) {
+        let n = num_heads * seq_len * d_model;
+        let data = (0..n).map(|i| ((i * 7919 % 1009) as f32 - 504.0) / 97.0).collect();
+        let c = Contributions { num_heads, seq_len, d_model, data };
+        let full = c.recompose(&HeadSet::all(num_heads));
+        (c, full)
+    }
+
+    /// From the full output the active heads' sum is the same bits where no head or most heads
+    /// are pruned, and the same to rounding where a few are, on a table of shapes (one head, odd
+    /// widths, many heads); every pruned set of a 5-head layer is tried.
+    #[test]
+    fn the_sum_from_the_full_output_is_the_active_heads_sum() {
+        for (heads, n, d) in [(1, 1, 1), (1, 7, 3), (2, 3, 5), (5, 9, 13), (12, 33, 84), (64, 4, 17)] {
+            let (c, full) = layer(heads, n, d);
+            let sets: Vec<HeadSet> = if heads <= 5 {
+                (0..1u32 << heads)
+                    .map(|m| HeadSet::with_pruned(heads, (0..heads).filter(|h| m >> h & 1 == 1)))
+                    .collect()
+            } else {
+                vec![
+                    HeadSet::all(heads),
+                    HeadSet::with_pruned(heads, [3]),
+                    HeadSet::with_pruned(heads, [0, heads - 1, 5]),
+                    HeadSet::with_pruned(heads, 1..heads),
+                ]
+            };
+            for set in sets {
+                let (got, want) = (c.recompose_from_full(&full, &set), c.recompose(&set));
+                let tag = format!("{heads} heads, {n} x {d}, {} pruned", set.pruned_count());
+                if set.pruned_count() == 0 || set.pruned_count() >= set.active_count() {
+                    assert_eq!(got, want, "{tag}: the same bits");
+                } else {
+                    let scale = full.iter().fold(0f32, |m, v| m.max(v.abs())).max(1.0);
+                    let worst = got.iter().zip(&want).fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+                    assert!(worst <= 1e-5 * scale * heads as f32, "{tag}: off by {worst} (scale {scale})");
+                    assert_ne!(got, full, "{tag}: the pruned heads were taken out");
+                }
+            }
+        }
     }
 }
