@@ -37,7 +37,7 @@ test('the wasm is at most 1.54 MB gzipped, and the start-up download is small', 
 
 // The test hooks of src/ui/debug.rs: the only functions the page's wasm exports besides the
 // entry point and wasm-bindgen's own glue.
-const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'kernel_dot_form', 'simulate_gpu_loss', 'simulate_panic', 'wasm_memory_bytes'];
+const HOOKS = ['cpu_core_drift', 'inject_gpu_fault', 'kernel_dot_form', 'simulate_gpu_loss', 'simulate_panic', 'simulate_trap', 'wasm_memory_bytes'];
 
 // A panic's text in the page names the source file it came from: the build remaps the machine's
 // paths (scripts/env.sh), so neither wasm holds the home folder or this checkout's path.
