@@ -1,7 +1,8 @@
 //! The page's test hooks, in one place: wasm exports the end-to-end tests call to force what
-//! cannot be caused from outside (a lost GPU device, a GPU fault, a panic, a trap), to read what cannot be
-//! seen from outside (wasm memory), and to compute the CPU core's numbers for comparison. They
-//! change nothing unless called; a reader can call them from the console to see the fallbacks.
+//! cannot be caused from outside (a lost GPU device, a GPU fault, a panic, a trap), to read what
+//! cannot be seen from outside (wasm memory), and to compute the CPU core's numbers for
+//! comparison. They change nothing unless called; a reader can call them from the console to see
+//! the fallbacks.
 
 use wasm_bindgen::prelude::wasm_bindgen;
 
