@@ -158,9 +158,7 @@ impl<'a> Measuring<'a> {
             self.points.push(overall(self.full, &self.pruned).rel_l2);
         } else {
             let h = self.order[self.points.len() - 1];
-            for (p, c) in self.pruned.iter_mut().zip(self.contributions.head(h)) {
-                *p -= c;
-            }
+            self.contributions.take_out(h, &mut self.pruned);
             self.points.push(overall(self.full, &self.pruned).rel_l2);
         }
         if !self.points.is_empty() && self.points.len() == heads + 1 {

@@ -96,9 +96,7 @@ pub fn drift_curve(contributions: &Contributions, full: &[f32], order: &[usize])
     let mut curve = Vec::with_capacity(order.len() + 1);
     curve.push(overall(full, &pruned));
     for &h in order {
-        for (p, c) in pruned.iter_mut().zip(contributions.head(h)) {
-            *p -= c;
-        }
+        contributions.take_out(h, &mut pruned);
         curve.push(overall(full, &pruned));
     }
     curve

@@ -66,11 +66,18 @@ impl Contributions {
         }
         let mut out = full.to_vec();
         for h in heads.pruned() {
-            for (o, c) in out.iter_mut().zip(self.head(h)) {
-                *o -= c;
-            }
+            self.take_out(h, &mut out);
         }
         out
+    }
+
+    /// Subtracts head `h`'s contribution from `sum` (`seq_len x d_model`): one head pruned from
+    /// a running sum.
+    pub fn take_out(&self, h: usize, sum: &mut [f32]) {
+        assert_eq!(sum.len(), self.seq_len * self.d_model, "sum must be seq_len x d_model");
+        for (o, c) in sum.iter_mut().zip(self.head(h)) {
+            *o -= c;
+        }
     }
 }
 
