@@ -6,11 +6,27 @@ use leptos::prelude::*;
 
 use crate::ui::files;
 use crate::viz::flow_picture::{flow_svg, FlowLayout, Picture};
+use crate::viz::in_view::ScrollView;
+
+/// What the picture's scroll box is taken to show before the reader scrolls it: the page's
+/// widest (the body's `max-width` in www/style.css), so every column in view is built.
+const WIDEST_PX: f64 = 1400.0;
+
+/// Where a scroll box stands across, from its scroll event.
+fn scrolled_across(ev: &leptos::ev::Event) -> ScrollView {
+    let el = event_target::<web_sys::Element>(ev);
+    ScrollView { offset: f64::from(el.scroll_left()), extent: f64::from(el.client_width()) }
+}
 
 /// The figure for `picture` (none while the pass is computed); `file` names the download.
 #[component]
 pub fn FlowFigure(picture: Signal<Option<Picture>>, file: &'static str) -> impl IntoView {
     let error = RwSignal::new(None::<String>);
+    // Only the columns in and near the view are built (a picture of 512 tokens is 24 000 px
+    // wide); the range changes, and the drawing with it, only when a scroll leaves them.
+    let view = RwSignal::new(ScrollView::at_start(WIDEST_PX));
+    let columns =
+        Memo::new(move |_| picture.with(|p| p.as_ref().map_or(0..0, |p| p.layout.columns_in(view.get()))));
     let download = move |_| {
         let saved = match picture.get_untracked() {
             Some(p) => files::svg(file, &flow_svg(&p.layout, "#1d1d1f")),
@@ -25,8 +41,9 @@ pub fn FlowFigure(picture: Signal<Option<Picture>>, file: &'static str) -> impl 
             role="img"
             data-testid="flow-picture"
             aria-label=move || picture.with(|p| p.as_ref().map(|p| p.description.clone()))
+            on:scroll=move |ev| view.set(scrolled_across(&ev))
         >
-            {move || picture.with(|p| p.as_ref().map(|p| drawing(&p.layout)))}
+            {move || picture.with(|p| p.as_ref().map(|p| drawing(&p.layout, columns.get())))}
         </div>
         <p data-testid="flow-change" aria-live="polite">{move || picture.with(|p| p.as_ref().map(|p| p.sentence.clone()))}</p>
         <div class="buttons">
@@ -38,16 +55,16 @@ pub fn FlowFigure(picture: Signal<Option<Picture>>, file: &'static str) -> impl 
     }
 }
 
-/// The layout as SVG elements, its names in the page's text colour.
-fn drawing(layout: &FlowLayout) -> impl IntoView {
+/// The layout as SVG elements, its names in the page's text colour: the rows' labels, and the
+/// cells and tokens of `columns`, at their places in the whole picture.
+fn drawing(layout: &FlowLayout, columns: std::ops::Range<usize>) -> impl IntoView {
     let (w, h) = (layout.width, layout.height);
     let text = |x: usize, y: usize, content: String| {
         view! { <text x=x y=y text-anchor="end" fill="currentColor">{content}</text> }
     };
     let rows: Vec<_> = layout.rows.iter().map(|r| text(r.x, r.y, r.text.clone())).collect();
     let cells: Vec<_> = layout
-        .cells
-        .iter()
+        .cells_in(columns.clone())
         .map(|c| {
             view! {
                 <g>
@@ -60,6 +77,8 @@ fn drawing(layout: &FlowLayout) -> impl IntoView {
         .collect();
     let tokens: Vec<_> = layout
         .tokens
+        .get(columns)
+        .unwrap_or_default()
         .iter()
         .map(|t| {
             view! {

@@ -3,7 +3,10 @@
 //! draws as SVG elements (never markup from text), and the same as an SVG document to download.
 //! The output is the top row, the input the bottom one.
 
+use std::ops::Range;
+
 use super::colormap::viridis;
+use super::in_view::ScrollView;
 use super::svg::escape;
 use crate::attention::rollout::{largest_change, FlowChange, Rollout};
 use crate::attention::HeadSet;
@@ -76,6 +79,21 @@ pub struct FlowLayout {
     pub cells: Vec<FlowCell>,
     /// Each token, under its column.
     pub tokens: Vec<FlowText>,
+}
+
+impl FlowLayout {
+    /// The token columns to build for a scroll box at `view` across the picture
+    /// ([`super::in_view`]): the rows' labels are always built, the cells and tokens only there.
+    pub fn columns_in(&self, view: ScrollView) -> Range<usize> {
+        view.items(LABELS as f64, COLUMN as f64, self.tokens.len())
+    }
+
+    /// Every row's cells in `columns`, row by row.
+    pub fn cells_in(&self, columns: Range<usize>) -> impl Iterator<Item = &FlowCell> + '_ {
+        let n = self.tokens.len();
+        let columns = columns.start.min(n)..columns.end.min(n);
+        self.cells.chunks(n.max(1)).flat_map(move |row| &row[columns.clone()])
+    }
 }
 
 /// The layout of `rows` over `tokens`.
@@ -297,6 +315,34 @@ mod tests {
             FlowRow { label: "after layer 1".into(), shares: vec![0.5, 0.3, 0.2] },
             FlowRow { label: "input".into(), shares: vec![1.0 / 3.0; 3] },
         ]
+    }
+
+    #[test]
+    fn a_scroll_box_builds_the_columns_it_shows_in_every_row() {
+        let tokens: Vec<String> = (0..512).map(|t| format!("t{t}")).collect();
+        let rows: Vec<FlowRow> = (0..3)
+            .map(|r| FlowRow {
+                label: format!("row {r}"),
+                shares: (0..512).map(|t| (t + r) as f64).collect(),
+            })
+            .collect();
+        let picture = layout(&tokens, &rows, "wide");
+        // Scrolled to token 200's column, a box 1 100 px wide: columns 200 to 223 are shown.
+        let view = ScrollView { offset: (LABELS + 200 * COLUMN) as f64, extent: 1100.0 };
+        let columns = picture.columns_in(view);
+        assert!(columns.start <= 200 && 224 <= columns.end && columns.len() < 100, "{columns:?}");
+        let cells: Vec<&FlowCell> = picture.cells_in(columns.clone()).collect();
+        assert_eq!(cells.len(), 3 * columns.len());
+        for (i, cell) in cells.iter().enumerate() {
+            let (r, t) = (i / columns.len(), columns.start + i % columns.len());
+            assert_eq!(**cell, picture.cells[r * 512 + t]);
+            assert!(cell.tip.starts_with(&format!("row {r}, t{t}:")), "{}", cell.tip);
+        }
+        // A range past the end is cut to the picture; no tokens, no cells.
+        assert_eq!(picture.cells_in(500..900).count(), 3 * 12);
+        let empty = layout(&[] as &[&str], &[FlowRow { label: "input".into(), shares: vec![] }], "none");
+        assert_eq!(empty.cells_in(0..8).count(), 0);
+        assert_eq!(empty.columns_in(ScrollView::at_start(800.0)), 0..0);
     }
 
     #[test]

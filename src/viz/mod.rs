@@ -4,6 +4,7 @@ pub mod chart;
 pub mod colormap;
 pub mod flow_picture;
 pub mod heatmap;
+pub mod in_view;
 pub mod labels;
 pub mod surface;
 pub mod svg;

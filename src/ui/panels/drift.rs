@@ -13,6 +13,7 @@ use crate::export::{drift_curve_csv, importance_csv, token_drift_csv};
 use crate::ui::browser::clock_step_ms;
 use crate::ui::files;
 use crate::ui::state::AppState;
+use crate::viz::in_view::ScrollView;
 
 /// The tables the drift panel exports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,22 +190,52 @@ fn Exports() -> impl IntoView {
     }
 }
 
-/// Each token's drift as a bar.
+/// What the token list's box is taken to show before the reader scrolls it: its `max-height`
+/// (28rem in www/style.css) at the default font size.
+const LIST_PX: f64 = 448.0;
+
+/// A row's height before one is measured: its CSS height (1.4rem) at the default font size.
+const ROW_PX: f64 = 22.4;
+
+/// Each token's drift as a bar. Only the rows in and near the list's view are built (512 tokens
+/// were 2 560 elements, remade on every toggle); the list's padding stands for the rest.
 #[component]
 fn TokenDrift() -> impl IntoView {
     let state = AppState::get();
+    let view = RwSignal::new(ScrollView::at_start(LIST_PX));
+    let row_px = RwSignal::new(ROW_PX);
+    let count = move || state.drift.with(|d| d.as_ref().map_or(0, |d| d.drift.per_token.len()));
+    let rows = Memo::new(move |_| view.get().items(0.0, row_px.get(), count()));
+    let on_scroll = move |ev: leptos::ev::Event| {
+        let el = event_target::<web_sys::Element>(&ev);
+        if let Some(row) = el.query_selector("li").ok().flatten() {
+            let height = row.get_bounding_client_rect().height();
+            if height > 0.0 && (height - row_px.get_untracked()).abs() > 0.01 {
+                row_px.set(height);
+            }
+        }
+        view.set(ScrollView { offset: f64::from(el.scroll_top()), extent: f64::from(el.client_height()) });
+    };
     let tokens = move || {
         let words = state.run().map(|r| r.words.clone()).unwrap_or_default();
+        let shown = rows.get();
         state.drift.with(|d| {
             let Some(d) = d else { return Vec::new() };
+            let total = d.drift.per_token.len().min(words.len());
             words
                 .into_iter()
                 .zip(&d.drift.per_token)
                 .enumerate()
+                .skip(shown.start)
+                .take(shown.len())
                 .map(|(t, (word, td))| {
                     let pct = (td.rel_l2 * 100.0).min(100.0);
                     view! {
-                        <li title=format!("token {t} \"{word}\": relative L2 {:.4}, cosine {:.6}", td.rel_l2, td.cosine)>
+                        <li
+                            aria-setsize=total
+                            aria-posinset=t + 1
+                            title=format!("token {t} \"{word}\": relative L2 {:.4}, cosine {:.6}", td.rel_l2, td.cosine)
+                        >
                             <span class="word">{word}</span>
                             <span class="bar-track">
                                 <span class="bar" style=format!("width: {pct:.1}%")></span>
@@ -216,9 +247,14 @@ fn TokenDrift() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
+    let padding = move || {
+        let (shown, row) = (rows.get(), row_px.get());
+        let after = count().saturating_sub(shown.end);
+        format!("padding-top: {:.1}px; padding-bottom: {:.1}px", shown.start as f64 * row, after as f64 * row)
+    };
     view! {
-        <ol class="token-drift" data-testid="token-drift">
-            {tokens}
-        </ol>
+        <div class="token-drift" data-testid="token-drift" on:scroll=on_scroll>
+            <ol style=padding>{tokens}</ol>
+        </div>
     }
 }
