@@ -100,3 +100,16 @@ fn panic_banner_shows_the_message() {
     );
     banner.remove();
 }
+
+#[wasm_bindgen_test]
+async fn a_download_is_copied_into_the_page_whole_in_pieces() {
+    // No bytes, one, either side of a piece (8 MiB) and several pieces with an odd tail.
+    for len in [0usize, 1, (8 << 20) - 1, 8 << 20, (8 << 20) + 1, (20 << 20) + 3] {
+        let pattern: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect();
+        let array = js_sys::Uint8Array::new_with_length(len as u32);
+        array.copy_from(&pattern);
+        let copied = headlab::jobs::web::copy_in_turns(&array).await;
+        assert_eq!(copied.len(), len);
+        assert!(copied == pattern, "{len} bytes: the copy differs");
+    }
+}

@@ -7,7 +7,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::{ProgressEvent, XmlHttpRequest, XmlHttpRequestResponseType};
 
-use super::host::now_ms;
+use super::host::{now_ms, yield_to_browser};
 
 fn window() -> web_sys::Window {
     web_sys::window().expect("a page has a window")
@@ -64,8 +64,28 @@ pub async fn fetch_bytes(
         return Err(format!("the download stalled (no data for {:.0} s)", STALL_MS / 1000.0));
     }
     match xhr.status().unwrap_or(0) {
-        200 => Ok(js_sys::Uint8Array::new(&xhr.response().map_err(js)?).to_vec()),
+        200 => Ok(copy_in_turns(&js_sys::Uint8Array::new(&xhr.response().map_err(js)?)).await),
         0 => Err("the download failed".into()),
         status => Err(format!("the server answered {status}")),
     }
+}
+
+/// The most bytes copied into the page's memory in one turn: a few milliseconds of copying.
+const PIECE_BYTES: usize = 8 << 20;
+
+/// `array` copied into the page's memory a piece at a time, the browser given a turn between
+/// pieces: the built-in model's 45 MB in one copy held the page's thread for up to a few hundred
+/// milliseconds when the page was busy (BENCHMARKS.md section 21). The memory is reserved once.
+pub async fn copy_in_turns(array: &js_sys::Uint8Array) -> Vec<u8> {
+    let length = array.length() as usize;
+    let mut bytes = Vec::with_capacity(length);
+    while bytes.len() < length {
+        let (start, end) = (bytes.len(), (bytes.len() + PIECE_BYTES).min(length));
+        bytes.resize(end, 0);
+        array.subarray(start as u32, end as u32).copy_to(&mut bytes[start..end]);
+        if end < length {
+            yield_to_browser().await;
+        }
+    }
+    bytes
 }
