@@ -1,9 +1,9 @@
 //! The part of a long list or a wide picture that its scroll box shows. The page builds elements
-//! only for the items in or near the view: at 512 tokens the flow picture and the token drift
-//! list were about 7 200 elements made in one call, and WebKit's style and layout of them held
-//! the page's thread for over 200 ms (BENCHMARKS.md section 21). The range is widened by one
-//! view on each side and rounded out to whole chunks, so a scroll redraws only when it leaves
-//! what is built, and a quick scroll shows no empty space.
+//! only for the items in or near the view: a long sequence's flow picture and token drift list,
+//! made whole in one call, held the page's thread past its bound, WebKit's most (the call, then
+//! style and layout of every element; BENCHMARKS.md section 20, fifth round). The range is
+//! widened by one view on each side and rounded out to whole chunks, so a scroll redraws only
+//! when it leaves what is built, and a quick scroll shows no empty space.
 
 use std::ops::Range;
 

@@ -74,8 +74,8 @@ pub async fn fetch_bytes(
 const PIECE_BYTES: usize = 8 << 20;
 
 /// `array` copied into the page's memory a piece at a time, the browser given a turn between
-/// pieces: the built-in model's 45 MB in one copy held the page's thread for up to a few hundred
-/// milliseconds when the page was busy (BENCHMARKS.md section 21). The memory is reserved once.
+/// pieces: the built-in model's file in one copy was part of a long hold of the page's thread
+/// while the page was busy (BENCHMARKS.md section 20, fifth round). The memory is reserved once.
 pub async fn copy_in_turns(array: &js_sys::Uint8Array) -> Vec<u8> {
     let length = array.length() as usize;
     let mut bytes = Vec::with_capacity(length);

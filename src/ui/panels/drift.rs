@@ -197,8 +197,9 @@ const LIST_PX: f64 = 448.0;
 /// A row's height before one is measured: its CSS height (1.4rem) at the default font size.
 const ROW_PX: f64 = 22.4;
 
-/// Each token's drift as a bar. Only the rows in and near the list's view are built (512 tokens
-/// were 2 560 elements, remade on every toggle); the list's padding stands for the rest.
+/// Each token's drift as a bar. Only the rows in and near the list's view are built
+/// ([`crate::viz::in_view`]; they are remade on every toggle); the list's padding stands for
+/// the rest.
 #[component]
 fn TokenDrift() -> impl IntoView {
     let state = AppState::get();
