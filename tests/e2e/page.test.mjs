@@ -40,6 +40,50 @@ test('the CPU page draws every head, names the backend, and drift follows toggle
   await page.close();
 });
 
+test('a long sequence: the token list and the flow picture build what their boxes show, and follow a scroll and a toggle', async () => {
+  const { page, problems, lab: { heads, drift, flow } } = await app.open('?preset=custom&d_model=64&heads=4&seq=512&backend=cpu');
+  await heads.heatmap(3).waitFor();
+  await flow.waitDrawn();
+  await drift.tokenRows.first().waitFor();
+  // What each box shows: the rows (by their place in the list) and the token columns in view.
+  const shown = () => page.evaluate(([list, picture]) => {
+    const box = document.querySelector(list);
+    const b = box.getBoundingClientRect();
+    const rows = [...box.querySelectorAll('li')].filter((li) => { const r = li.getBoundingClientRect(); return r.bottom > b.top + 1 && r.top < b.bottom - 1; });
+    const flowBox = document.querySelector(picture);
+    const f = flowBox.getBoundingClientRect();
+    const cells = [...flowBox.querySelectorAll('rect')].filter((c) => { const r = c.getBoundingClientRect(); return r.right > f.left + 1 && r.left < f.right - 1; });
+    return { built: box.querySelectorAll('li').length, rows: rows.map((li) => Number(li.getAttribute('aria-posinset'))),
+      last: rows.at(-1)?.querySelector('.word').textContent, set: rows[0]?.getAttribute('aria-setsize'), top: box.scrollTop,
+      rects: flowBox.querySelectorAll('rect').length, tips: cells.map((c) => c.parentNode.querySelector('title').textContent), left: flowBox.scrollLeft };
+  }, [`[data-testid=${drift.tokenDrift.testId}]`, `[data-testid=${flow.picture.testId}]`]);
+  const atStart = await shown();
+  assert.equal(atStart.set, '512');
+  assert.equal(atStart.rows[0], 1);
+  assert.ok(atStart.built < 100, `${atStart.built} rows built of 512`);
+  assert.ok(atStart.rects < 2 * 100, `${atStart.rects} flow cells built of ${2 * 512}`);
+  assert.ok(atStart.tips.length > 0 && atStart.tips.every((t) => t.startsWith('after ') || t.startsWith('input')), atStart.tips[0]);
+  // Scrolled to the end, each box shows the last token, and the list's rows are in order.
+  await page.evaluate(([list, picture]) => { document.querySelector(list).scrollTop = 1e6; document.querySelector(picture).scrollLeft = 1e6; },
+    [`[data-testid=${drift.tokenDrift.testId}]`, `[data-testid=${flow.picture.testId}]`]);
+  await page.waitForFunction((list) => document.querySelector(`${list} li:last-child`)?.getAttribute('aria-posinset') === '512', `[data-testid=${drift.tokenDrift.testId}]`);
+  const atEnd = await shown();
+  assert.equal(atEnd.rows.at(-1), 512);
+  assert.deepEqual(atEnd.rows, atEnd.rows.map((_, i) => atEnd.rows[0] + i), 'consecutive rows');
+  assert.ok(atEnd.tips.some((t) => t.includes(`, ${atEnd.last}: `)), `the last token "${atEnd.last}" in the flow's view: ${atEnd.tips.slice(-2)}`);
+  assert.ok(atEnd.built < 100 && atEnd.rects < 2 * 100);
+  // A head toggled redraws both at the same place, with the pruned drift.
+  await heads.toggle(1).click();
+  await drift.active.waitText('3 of 4');
+  await page.waitForFunction((list) => [...document.querySelectorAll(`${list} .num`)].some((n) => Number(n.textContent) > 0), `[data-testid=${drift.tokenDrift.testId}]`);
+  const toggled = await shown();
+  assert.equal(toggled.top, atEnd.top);
+  assert.equal(toggled.left, atEnd.left);
+  assert.deepEqual(toggled.rows, atEnd.rows);
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
 test('presets and the sequence slider recompute and redraw', async () => {
   const { page, problems, lab: { heads, settings } } = await app.open('?preset=gpt2-large&seq=24');
   await heads.heatmap(19).waitFor();
