@@ -10,6 +10,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
 use crate::jobs::encoder::curves::Store;
+use crate::viz::in_view::ScrollView;
 
 pub use crate::jobs::web::{clock_step_ms, fetch_bytes, now_ms, yield_to_browser, PageHost};
 
@@ -72,4 +73,23 @@ impl Alive {
     pub fn get(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
+}
+
+/// Which way a scroll box scrolls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Left to right.
+    Across,
+    /// Top to bottom.
+    Down,
+}
+
+/// The scroll box a scroll event came from, and where it stands along `axis`.
+pub fn scrolled(ev: &web_sys::Event, axis: Axis) -> (web_sys::Element, ScrollView) {
+    let el = leptos::prelude::event_target::<web_sys::Element>(ev);
+    let (offset, extent) = match axis {
+        Axis::Across => (el.scroll_left(), el.client_width()),
+        Axis::Down => (el.scroll_top(), el.client_height()),
+    };
+    (el, ScrollView { offset: f64::from(offset), extent: f64::from(extent) })
 }

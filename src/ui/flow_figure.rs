@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::ui::browser::{scrolled, Axis};
 use crate::ui::files;
 use crate::viz::flow_picture::{flow_svg, FlowLayout, Picture};
 use crate::viz::in_view::ScrollView;
@@ -11,12 +12,6 @@ use crate::viz::in_view::ScrollView;
 /// What the picture's scroll box is taken to show before the reader scrolls it: the page's
 /// widest (the body's `max-width` in www/style.css), so every column in view is built.
 const WIDEST_PX: f64 = 1400.0;
-
-/// Where a scroll box stands across, from its scroll event.
-fn scrolled_across(ev: &leptos::ev::Event) -> ScrollView {
-    let el = event_target::<web_sys::Element>(ev);
-    ScrollView { offset: f64::from(el.scroll_left()), extent: f64::from(el.client_width()) }
-}
 
 /// The figure for `picture` (none while the pass is computed); `file` names the download.
 #[component]
@@ -41,7 +36,7 @@ pub fn FlowFigure(picture: Signal<Option<Picture>>, file: &'static str) -> impl 
             role="img"
             data-testid="flow-picture"
             aria-label=move || picture.with(|p| p.as_ref().map(|p| p.description.clone()))
-            on:scroll=move |ev| view.set(scrolled_across(&ev))
+            on:scroll=move |ev| view.set(scrolled(&ev, Axis::Across).1)
         >
             {move || picture.with(|p| p.as_ref().map(|p| drawing(&p.layout, columns.get())))}
         </div>

@@ -10,7 +10,7 @@ use crate::attention::config::MAX_HEADS;
 use crate::attention::importance::random_order;
 use crate::attention::HeadSet;
 use crate::export::{drift_curve_csv, importance_csv, token_drift_csv};
-use crate::ui::browser::clock_step_ms;
+use crate::ui::browser::{clock_step_ms, scrolled, Axis};
 use crate::ui::files;
 use crate::ui::state::AppState;
 use crate::viz::in_view::ScrollView;
@@ -208,28 +208,28 @@ fn TokenDrift() -> impl IntoView {
     let count = move || state.drift.with(|d| d.as_ref().map_or(0, |d| d.drift.per_token.len()));
     let rows = Memo::new(move |_| view.get().items(0.0, row_px.get(), count()));
     let on_scroll = move |ev: leptos::ev::Event| {
-        let el = event_target::<web_sys::Element>(&ev);
+        let (el, at) = scrolled(&ev, Axis::Down);
         if let Some(row) = el.query_selector("li").ok().flatten() {
             let height = row.get_bounding_client_rect().height();
             if height > 0.0 && (height - row_px.get_untracked()).abs() > 0.01 {
                 row_px.set(height);
             }
         }
-        view.set(ScrollView { offset: f64::from(el.scroll_top()), extent: f64::from(el.client_height()) });
+        view.set(at);
     };
     let tokens = move || {
-        let words = state.run().map(|r| r.words.clone()).unwrap_or_default();
-        let shown = rows.get();
+        let (run, shown) = (state.run(), rows.get());
+        let words = run.as_ref().map_or(&[][..], |r| &r.words[..]);
         state.drift.with(|d| {
             let Some(d) = d else { return Vec::new() };
-            let total = d.drift.per_token.len().min(words.len());
+            let total = d.drift.per_token.len();
             words
-                .into_iter()
+                .iter()
                 .zip(&d.drift.per_token)
                 .enumerate()
                 .skip(shown.start)
                 .take(shown.len())
-                .map(|(t, (word, td))| {
+                .map(|(t, (&word, td))| {
                     let pct = (td.rel_l2 * 100.0).min(100.0);
                     view! {
                         <li
