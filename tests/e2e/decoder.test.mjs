@@ -10,7 +10,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { launch, suite } from './harness.mjs';
 import { CHECKPOINTS_PATH, checkpoints } from './serve.mjs';
-import { dropFiles } from './pages.mjs';
+import { dropFiles, watchStates } from './pages.mjs';
 
 const app = suite({ noGpu: true });
 
@@ -116,9 +116,19 @@ test("every head's importance on the reader's text: head 1.1's equals the float6
   assert.deepEqual(await decoder.prunedHeads(), least);
   await decoder.pruneRandom.click();
   await decoder.pruned.waitText(/^3 of 8 heads pruned\./);
-  // Another text: the measurement is said to be of the earlier one, and prune-k waits for a new one.
+  // Another text: the measurement is said to be of the earlier one, and prune-k waits for a new
+  // one; the next token is the new text's, or said to be the previous text's.
+  const watch = await watchStates(page, ['tokens', 'next-drift']);
   await trained.setText('Another text entirely.');
   await decoder.importanceStatus.waitText(/^Measured on an earlier text: measure again for this one\.$/);
+  await page.waitForFunction(() => document.querySelector('[data-testid=next-drift]')?.dataset.stale === 'false'
+    && /entirely/.test(document.querySelector('[data-testid=tokens]').textContent));
+  const { kl } = await decoder.drift();
+  const shown = (await watch.stop()).filter(([tokens, next]) => /entirely/.test(tokens?.text) && next?.data.kl !== undefined);
+  const fresh = shown.filter(([, next]) => next.data.stale === 'false');
+  assert.deepEqual([...new Set(fresh.map(([, next]) => Number(next.data.kl)))], [kl], 'next-token drifts shown as the new text\'s');
+  const unsaid = shown.filter(([, next]) => next.data.stale !== 'false' && !/ \(for your previous text: recomputing…\)$/.test(next.text));
+  assert.deepEqual(unsaid, [], 'drifts of the previous text say so');
   assert.equal(await decoder.importance.textContent(), '');
   assert.ok(await decoder.pruneK.isDisabled());
   assert.equal(await decoder.driftChart.count(), 0);

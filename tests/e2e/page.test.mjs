@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { artifacts, suite } from './harness.mjs';
+import { watchStates } from './pages.mjs';
 
 const app = suite({ gpu: true, noGpu: true });
 
@@ -417,8 +418,17 @@ test('the trained model loads lazily with progress, shows real heads, and prunin
   for (let h = 0; h < 12; h++) await trained.grid(0, h).click();
   await trained.check.waitText(/Pruned: "We sat on the grassy bank by the river\."/);
   assert.match(await trained.check.textContent(), /the answer flipped/);
+  // A new sentence: its tokens are never shown beside the last sentence's cosine.
+  const before = await trained.cosineValue();
+  const watch = await watchStates(page, ['tokens', 'trained-cosine']);
   await trained.setText('The cat sat on the mat.');
   await trained.tokens.waitText(/mat/);
+  await trained.waitPrunedCosine('12 of 72');
+  const after = await trained.cosineValue();
+  const states = await watch.stop();
+  const shown = states.filter(([tokens, cosine]) => /mat/.test(tokens?.text) && cosine?.data.value !== undefined);
+  assert.ok(after !== before && shown.length > 0, `cosine ${before} then ${after}`);
+  assert.deepEqual([...new Set(shown.map(([, c]) => Number(c.data.value)))], [after], 'the cosines shown beside the new tokens');
   await page.screenshot({ path: join(artifacts, 'trained.png'), fullPage: true });
   assert.deepEqual(problems, []);
   await page.close();

@@ -679,6 +679,30 @@ class Decoder {
 }
 
 /**
+ * Records the elements of `testIds` (their text and data attributes; null while absent) as each
+ * frame shows them (read before the browser renders it), until `stop()`, which returns the
+ * readings that differ from the one before: each state a reader saw.
+ */
+export async function watchStates(page, testIds) {
+  await page.evaluate((ids) => {
+    const read = () => ids.map((id) => {
+      const el = document.querySelector(`[data-testid="${id}"]`);
+      return el ? { text: el.textContent, data: { ...el.dataset } } : null;
+    });
+    const watch = { states: [], last: '', on: true };
+    const frame = () => {
+      const now = read(), key = JSON.stringify(now);
+      if (key !== watch.last) watch.states.push(now);
+      watch.last = key;
+      if (watch.on) requestAnimationFrame(frame);
+    };
+    frame();
+    window.__headlabStates = watch;
+  }, testIds);
+  return { stop: () => page.evaluate(() => { window.__headlabStates.on = false; return window.__headlabStates.states; }) };
+}
+
+/**
  * Drops the files `names` of the folder served at `base` on the page's model drop zone, as a drop
  * made by script carries them: files, no folder entries.
  */

@@ -24,8 +24,9 @@ pub fn EncoderFlow() -> impl IntoView {
     let too_long = move || view.tokens.with(|t| t.len() > MAX_FLOW_TOKENS);
     let computed = Memo::new(move |_| {
         let (full, now) = (view.full_now()?, view.current_for_heads()?);
-        // While a new sentence's passes run, the tokens are already the new sentence's.
-        if full.ids != now.ids || full.ids != view.ids() || full.ids.len() > MAX_FLOW_TOKENS {
+        // While a new sentence's passes run, the tokens are already the new sentence's (and
+        // `now` is for them).
+        if full.ids != now.ids || full.ids.len() > MAX_FLOW_TOKENS {
             return None;
         }
         let (tokens, content): (Vec<String>, Vec<bool>) = view.tokens.with(|t| {

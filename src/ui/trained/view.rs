@@ -214,11 +214,12 @@ impl EncoderView {
         self.full.get().flatten()
     }
 
-    /// The pass with the reader's heads, once it is for the heads the page says are pruned: while
-    /// a new pass runs, the resource still holds the last one.
+    /// The pass with the reader's heads, once it is for the sentence the page shows and the heads
+    /// it says are pruned: while a new pass runs, the resource still holds the last one.
     pub fn current_for_heads(&self) -> Option<Rc<Pass>> {
         let pass = self.pass_now()?;
-        self.choices.heads.with(|h| pass.out.heads == *h).then_some(pass)
+        let heads = self.choices.heads.with(|h| pass.out.heads == *h);
+        (heads && pass.ids == self.ids()).then_some(pass)
     }
 
     /// What was cut from the reader's sentence to fit the model, if anything was.
@@ -227,7 +228,8 @@ impl EncoderView {
         self.model.with_value(|m| m.cut_note(&text))
     }
 
-    /// Cosine of the pruned sentence embedding to the full one, for the heads pruned now.
+    /// Cosine of the pruned sentence embedding to the full one, for the sentence shown and the
+    /// heads pruned now (never the last sentence's beside the new one's tokens).
     pub fn cosine(&self) -> Option<f64> {
         let (full, now) = (self.full_now()?, self.current_for_heads()?);
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))

@@ -24,7 +24,7 @@ mod measures;
 mod view;
 
 use measures::{DecoderCurvesChart, DecoderImportance, TextSetPerplexity};
-use view::DecoderView;
+use view::{DecoderView, Stale};
 
 /// Everything the panel shows of a decoder.
 #[component]
@@ -78,9 +78,6 @@ fn DecoderText() -> impl IntoView {
     }
 }
 
-/// What a number computed for the reader's previous heads says until the one for these lands.
-const STALE: &str = " (for your previous heads: recomputing…)";
-
 /// A token's text as a chip shows it: spaces and line breaks made visible.
 fn visible(text: &str) -> String {
     text.replace(' ', "\u{2423}").replace('\n', "\u{21b5}")
@@ -100,7 +97,8 @@ fn NextTokens() -> impl IntoView {
         })
     };
     let percent = |p: f64| format!("{:.1} %", 100.0 * p);
-    let stale = move || view.run_is_stale();
+    let staleness = move || view.run_staleness();
+    let stale = move || staleness().is_some();
     view! {
         <h3>"The next token"</h3>
         {move || match table() {
@@ -108,7 +106,7 @@ fn NextTokens() -> impl IntoView {
             Some((t, sentence)) => view! {
                 <p data-testid="next-drift" class:stale=stale data-stale=move || stale().to_string() data-kl=t.drift.kl.to_string() data-changed=t.drift.top_changed().to_string()>
                     {sentence}
-                    {move || stale().then_some(STALE)}
+                    {move || staleness().map(Stale::note)}
                 </p>
                 <table class="next-tokens" class:stale=stale data-testid="next-tokens">
                     <thead><tr><th>"token"</th><th>"every head"</th><th>"your heads"</th></tr></thead>
@@ -132,7 +130,8 @@ fn NextTokens() -> impl IntoView {
 fn LossStrip() -> impl IntoView {
     let view = DecoderView::get();
     let strip = move || view.run_now().map(|r| view.decoder.with_value(|d| r.loss_strip(d)));
-    let stale = move || view.run_is_stale();
+    let staleness = move || view.run_staleness();
+    let stale = move || staleness().is_some();
     view! {
         <h3>"How surprised the model is by each token"</h3>
         <p class="legend">"Each token's loss (−log p, nats) given the tokens before it: upper bar every head, lower bar your heads; taller is more surprised."</p>
@@ -153,7 +152,7 @@ fn LossStrip() -> impl IntoView {
                         }
                     }).collect_view()}
                 </div>
-                <p data-testid="loss-summary" class:stale=stale>{s.sentence()}{move || stale().then_some(STALE)}</p>
+                <p data-testid="loss-summary" class:stale=stale>{s.sentence()}{move || staleness().map(Stale::note)}</p>
             }
         })}
     }

@@ -105,6 +105,24 @@ pub(super) struct DecoderView {
     pub(super) induction_job: Measurement,
 }
 
+/// Why the numbers on show are not yet the reader's: they were computed for the previous text,
+/// or for the previous heads.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Stale {
+    Text,
+    Heads,
+}
+
+impl Stale {
+    /// What a number on show says until the one for the reader's choice lands.
+    pub(super) fn note(self) -> &'static str {
+        match self {
+            Stale::Text => " (for your previous text: recomputing…)",
+            Stale::Heads => " (for your previous heads: recomputing…)",
+        }
+    }
+}
+
 /// What makes a measurement's plan on the engine, or says why it cannot be made.
 pub(super) type MakePlan = Box<dyn FnOnce(&Engine<Decoder>) -> Result<AnyPlan<Decoder>, String>>;
 
@@ -174,14 +192,16 @@ impl DecoderView {
         self.run.get().flatten()
     }
 
-    /// Whether the run on show was computed for other heads than the reader's (its numbers are
-    /// marked stale until the run for these lands).
-    pub(super) fn run_is_stale(&self) -> bool {
-        self.run.with(|r| {
-            r.as_ref()
-                .and_then(|r| r.as_ref())
-                .is_some_and(|r| self.choices.heads.with(|h| r.pruned.heads != *h))
-        })
+    /// What the run on show was computed for when it is not the reader's text and heads now (its
+    /// numbers are marked stale until the run for these lands).
+    pub(super) fn run_staleness(&self) -> Option<Stale> {
+        let run = self.run_now()?;
+        let ids = self.decoder.with_value(|d| self.choices.text.with(|t| d.tokens(t).ids));
+        if run.tokens.ids != ids {
+            Some(Stale::Text)
+        } else {
+            self.choices.heads.with(|h| run.pruned.heads != *h).then_some(Stale::Heads)
+        }
     }
 
     /// The engine, once the backend is chosen.
