@@ -58,7 +58,7 @@ pub fn DecoderPanel(decoder: Rc<Decoder>, shown: super::loader::Shown) -> impl I
 fn DecoderText() -> impl IntoView {
     let view = DecoderView::get();
     let text = view.choices.text;
-    let tokens = move || view.decoder.with_value(|d| d.tokens(&text.read()));
+    let tokens = move || view.tokens.get();
     let texts = move || {
         let ids = tokens().ids;
         view.decoder.with_value(|d| ids.iter().map(|&id| d.bpe.text_of(id)).collect::<Vec<_>>())

@@ -22,7 +22,7 @@ use crate::jobs::web::{auto_threads, now_ms, yield_to_browser, PageHost, WebWork
 use crate::model::decoder::gpt2::{DecoderOutput, Keep};
 use crate::model::decoder::induction::HalfLosses;
 use crate::model::decoder::texts::TextSet;
-use crate::model::decoder::Decoder;
+use crate::model::decoder::{Decoder, DecoderTokens};
 use crate::model::spec::ModelSpec;
 use crate::ui::state::{AppState, TrainedChoices};
 
@@ -76,6 +76,8 @@ impl Measurement {
 pub(super) struct DecoderView {
     pub(super) decoder: StoredValue<Rc<Decoder>, LocalStorage>,
     pub(super) choices: TrainedChoices,
+    /// The reader's text's tokens.
+    pub(super) tokens: Memo<DecoderTokens>,
     /// The decoder on the page's backend and its workers, once the backend is chosen.
     pub(super) engine: LocalResource<Option<Rc<Engine<Decoder>>>>,
     /// Where the measurements run, kept while the model is (the workers hold it).
@@ -149,7 +151,8 @@ impl DecoderView {
             let (session, decoder, workers) = (app.session.get(), decoder.get_value(), workers.get_value());
             async move { Some(Rc::new(Engine::new(decoder, &*session?, workers, Rc::new(PageHost)).await)) }
         });
-        let run = text_passes(engine, decoder, choices);
+        let tokens = Memo::new(move |_| decoder.with_value(|d| choices.text.with(|t| d.tokens(t))));
+        let run = text_passes(engine, decoder, choices, tokens);
         let induction = RwSignal::new_local(None::<Rc<InductionRun>>);
         let halves = LocalResource::new(move || {
             let (test, heads, decoder) = (induction.get(), choices.heads.get(), decoder.get_value());
@@ -163,6 +166,7 @@ impl DecoderView {
         DecoderView {
             decoder,
             choices,
+            tokens,
             engine,
             workers,
             workers_changed,
@@ -196,8 +200,7 @@ impl DecoderView {
     /// numbers are marked stale until the run for these lands).
     pub(super) fn run_staleness(&self) -> Option<Stale> {
         let run = self.run_now()?;
-        let ids = self.decoder.with_value(|d| self.choices.text.with(|t| d.tokens(t).ids));
-        if run.tokens.ids != ids {
+        if self.tokens.with(|t| run.tokens.ids != t.ids) {
             Some(Stale::Text)
         } else {
             self.choices.heads.with(|h| run.pruned.heads != *h).then_some(Stale::Heads)
@@ -308,6 +311,7 @@ fn text_passes(
     engine: LocalResource<Option<Rc<Engine<Decoder>>>>,
     decoder: StoredValue<Rc<Decoder>, LocalStorage>,
     choices: TrainedChoices,
+    tokens: Memo<DecoderTokens>,
 ) -> LocalResource<Option<Rc<DecoderRun>>> {
     let full = StoredValue::new_local(None::<Arc<DecoderOutput>>);
     // The last run, kept for as long as the panel is: passes whose text, heads or layer are
@@ -316,7 +320,7 @@ fn text_passes(
     LocalResource::new(move || {
         let engine = engine.get().flatten();
         let (text, heads, decoder) = (choices.text.get(), choices.heads.get(), decoder.get_value());
-        let tokens = decoder.tokens(&text);
+        let tokens = tokens.get();
         // A long text on a large model keeps only the layer on show (and reruns when it changes).
         let keep = keep_for(decoder.spec(), tokens.ids.len(), || choices.layer.get());
         async move {
