@@ -173,11 +173,20 @@ async function compareWithChromium(engine, session, key, value) {
  * thread is not run at all. On this 2-core machine (the page's thread and two busy workers) the
  * longest gaps were about 120 ms in Chromium and Firefox and 160-300 ms in WebKit, with
  * Chromium's now and then 310-470 ms after the switch to the trained model (BENCHMARKS.md
- * section 20, fifth round). The bound only catches work held in one call (seconds, as before
- * issue 53); each engine's longest gap is printed in the table.
+ * section 20, fifth and sixth rounds). This bound only catches seconds of it (as before issue
+ * 53); one computation's hold is CALL_MS's. Each engine's longest gap is printed in the table.
  * tests/e2e/hostile.test.mjs holds Chromium's long tasks to 250 ms.
  */
 const HELD_MS = 1000;
+/**
+ * The longest any one call into the page's wasm may take, ms: issue 53's "about 200 ms" for a
+ * computation holding the page's thread. A call counts everything it does (the DOM it changes,
+ * the messages it posts, a collection it sets off), not what the engine does between calls
+ * (timed by tests/engines/probe.js); calls chained in one task (promise continuations) are
+ * timed apart, and only the heartbeat sees them together. The longest calls were 44-95 ms in
+ * Chromium, 48-69 in Firefox and 92-100 in WebKit (BENCHMARKS.md section 20, sixth round).
+ */
+const CALL_MS = 200;
 const TRAINED_TEXT = 'The river bank was muddy after the storm.';
 const TRICKY_TEXT = 'Zoë’s café — “naïve” 東京 🙂 über-long\u00a0words';
 const TRAINED_PRUNED = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 29, 64];
@@ -444,7 +453,7 @@ for (const engine of engines) {
       // parent records every gap the app's work makes (the engine starting the page's wasm
       // aside: the heartbeat counts from the first heatmaps on).
       await driver.get(`${base}/__phone.html?src=about:blank`);
-      await driver.executeScript(`window.gaps = []; let last = performance.now();
+      await driver.executeScript(`window.gaps = []; let last = performance.now(); window.__headlabTimeWasm = true;
         setInterval(() => { const now = performance.now(); if (now - last > 60) window.gaps.push([Math.round(now - last), Date.now()]); last = now; }, 10);
         const frame = document.querySelector('[data-testid=phone]');
         frame.style.width = '1200px';
@@ -454,6 +463,7 @@ for (const engine of engines) {
       await driver.switchTo().defaultContent();
       await driver.executeScript('window.gaps = []');
       await driver.switchTo().frame(await driver.findElement(By.css('[data-testid=phone]')));
+      await driver.executeScript(`window.__headlabWasm.longest = [0, 'none']; window.__headlabWasm.calls = 0`);
       const marks = [];
       const mark = async (what) => marks.push([what, await driver.executeScript('return Date.now()')]);
       for (const [id, value] of [['preset', 'custom'], ['custom-d-model', '1024'], ['custom-heads', '256'], ['seq-number', '512']]) {
@@ -477,13 +487,17 @@ for (const engine of engines) {
       await assertNoTrap(driver, 'the switches');
       await assertClean(driver, 'hostile shapes and switches');
       assert.equal(await driver.executeScript(`return document.querySelector('[data-testid=panic-banner]').hidden`), true, 'no panic');
+      const { longest: [call, callName, callStacks], calls } = await driver.executeScript('return window.__headlabWasm');
       await driver.switchTo().defaultContent();
       const gaps = await driver.executeScript('return window.gaps.slice().sort((a, b) => b[0] - a[0])');
       const held = gaps[0]?.[0] ?? 0;
-      record(engine, { held });
+      record(engine, { held, call: `${Math.round(call)} (${calls} calls)` });
       // Each long gap with the step it came after: a failure says where to look.
       const after = ([, at]) => marks.filter(([, t]) => t <= at).at(-1)?.[0] ?? 'the first heatmaps';
       console.log(`${engine}: longest gaps ${gaps.slice(0, 3).map((g) => `${g[0]} ms (after ${after(g)})`).join(', ')}`);
+      console.log(`${engine}: longest call into the page's wasm ${call.toFixed(1)} ms (${callName}) of ${calls}${callStacks.map((s) => `\n  ${s}`).join('')}`);
+      assert.ok(calls > 0, 'the calls into the page\'s wasm were timed (tests/engines/probe.js)');
+      assert.ok(call <= CALL_MS, `a call into the page's wasm (${callName}) held its thread for ${call.toFixed(1)} ms; its stacks: ${callStacks.join('; ')}`);
       assert.ok(held <= HELD_MS, `the page's thread was held for ${gaps.slice(0, 5).map((g) => `${g[0]} ms (after ${after(g)})`).join(', ')}`);
     });
 
@@ -542,11 +556,11 @@ async function report() {
     const f = r.facts ?? {};
     const yes = (b) => (b === undefined ? '?' : b ? 'yes' : 'no');
     return `| ${engine} | ${r.version ?? '?'} | ${r.backend ?? '?'} | ${f.adapter ?? '?'} | ${yes(f.simd128)} | ${yes(f.relaxedSimd)} `
-      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${r.decoder ?? '?'} | ${r.patchWorst ?? '?'} | ${r.held ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
+      + `| ${r.clock ?? '?'} | ${f.cores ?? '?'} | ${r.trainedCosine ?? '?'} | ${r.quality ?? '?'} | ${r.checkpoint ?? '?'} | ${r.decoder ?? '?'} | ${r.patchWorst ?? '?'} | ${r.held ?? '?'} | ${r.call ?? '?'} | ${(r.passed ?? []).length} of ${planned.get(engine)}`
       + `${(r.failed ?? []).length ? ` (failed: ${r.failed.join('; ')})` : ''} |`;
   });
-  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | GPT-2 checkpoint: next-token KL, a head pruned | patching: worst share vs float64 | longest hold of the page’s thread, ms | tests passed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
+  const table = ['| engine | browser and version | backend the page chose | WebGPU | simd128 | relaxed SIMD | clock step | cores reported | trained cosine | task quality on 2 workers | checkpoint cosines (served / picked) | GPT-2 checkpoint: next-token KL, a head pruned | patching: worst share vs float64 | longest hold of the page’s thread, ms | longest call into its wasm, ms | tests passed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', ...rows].join('\n');
   const why = [...results].flatMap(([engine, r]) => [...(r.why ?? []), ...(r.notes ?? [])].map((w) => `${engine}, ${w}`));
   console.log(`\nEvery engine, side by side (${new Date().toISOString().slice(0, 10)}):\n${table}\n${why.join('\n')}`);
   await writeFile(join(artifacts, 'support.md'), `${table}\n`);
