@@ -102,14 +102,36 @@ fn panic_banner_shows_the_message() {
 }
 
 #[wasm_bindgen_test]
-async fn a_download_is_copied_into_the_page_whole_in_pieces() {
-    // No bytes, one, either side of a piece (8 MiB) and several pieces with an odd tail.
-    for len in [0usize, 1, (8 << 20) - 1, 8 << 20, (8 << 20) + 1, (20 << 20) + 3] {
+async fn a_download_arrives_whole_with_its_progress_and_a_failed_one_says_so() {
+    // No bytes, one, and several of the stream's pieces with an odd tail, served from a blob:
+    // address (the page's own origin).
+    for len in [0usize, 1, (1 << 20) + 7, (20 << 20) + 3] {
         let pattern: Vec<u8> = (0..len).map(|i| (i % 251) as u8 ^ (i >> 16) as u8).collect();
         let array = js_sys::Uint8Array::new_with_length(len as u32);
         array.copy_from(&pattern);
-        let copied = headlab::jobs::web::copy_in_turns(&array).await;
-        assert_eq!(copied.len(), len);
-        assert!(copied == pattern, "{len} bytes: the copy differs");
+        let blob = web_sys::Blob::new_with_u8_array_sequence(&js_sys::Array::of1(&array)).unwrap();
+        let url = web_sys::Url::create_object_url_with_blob(&blob).unwrap();
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::<(f64, Option<f64>)>::new()));
+        let log = seen.clone();
+        let fetched =
+            headlab::jobs::web::fetch_bytes(&url, move |got, total| log.borrow_mut().push((got, total)))
+                .await
+                .unwrap_or_else(|e| panic!("{len} bytes: {e}"));
+        assert_eq!(fetched.len(), len);
+        assert!(fetched == pattern, "{len} bytes: the download differs");
+        let seen = seen.take();
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{len} bytes: progress goes forward");
+        assert!(
+            seen.last().is_none_or(|&(got, _)| got == len as f64),
+            "{len} bytes: progress ends at the length"
+        );
+        assert!(
+            seen.iter().all(|&(_, total)| total.is_none_or(|t| t == len as f64)),
+            "{len} bytes: the total is the length"
+        );
+        web_sys::Url::revoke_object_url(&url).unwrap();
+        // The address gone, the download fails with a sentence.
+        let gone = headlab::jobs::web::fetch_bytes(&url, |_, _| {}).await;
+        assert_eq!(gone, Err("the download failed".to_string()));
     }
 }

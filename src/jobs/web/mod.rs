@@ -11,7 +11,7 @@ pub mod load;
 pub mod worker;
 mod workers;
 
-pub use download::{copy_in_turns, fetch_bytes, STALL_MS};
+pub use download::{fetch_bytes, STALL_MS};
 pub use host::{
     adopt_dot_form, choose_dot_form, clock_step_ms, now_ms, retime_dot_form, settled_dot_form, time_dot_form,
     timed_dot_form, wait_ms, yield_to_browser, PageHost,
