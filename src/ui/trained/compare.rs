@@ -60,7 +60,7 @@ pub fn ComparePanel() -> impl IntoView {
     });
     // A closure, not a Memo: the passes are not `Send`, and only the section's view reads it.
     let compared = move || {
-        let (first, second) = (view.current_for_heads()?, pass.get().flatten()?);
+        let (first, second) = (view.current_for_choices()?, pass.get().flatten()?);
         // While a new pass runs, a resource still holds the last one: only passes of the
         // sentences shown now, with the same heads, are compared.
         let second_ids: Vec<u32> = tokens.with(|t| t.iter().map(|t| t.id).collect());

@@ -215,7 +215,7 @@ fn Numbers() -> impl IntoView {
     let view = EncoderView::get();
     let heads = view.choices.heads;
     let last_pass = move || {
-        let pass = view.current_for_heads().filter(|_| heads.read().any_pruned())?;
+        let pass = view.current_for_choices().filter(|_| heads.read().any_pruned())?;
         Some(format!(
             "Last change recomputed layers {}-{} only (those after the first pruned head), in {}.",
             pass.out.first_computed + 1,

@@ -23,7 +23,7 @@ pub fn EncoderFlow() -> impl IntoView {
     let view = EncoderView::get();
     let too_long = move || view.tokens.with(|t| t.len() > MAX_FLOW_TOKENS);
     let computed = Memo::new(move |_| {
-        let (full, now) = (view.full_now()?, view.current_for_heads()?);
+        let (full, now) = (view.full_now()?, view.current_for_choices()?);
         // While a new sentence's passes run, the tokens are already the new sentence's (and
         // `now` is for them).
         if full.ids != now.ids || full.ids.len() > MAX_FLOW_TOKENS {

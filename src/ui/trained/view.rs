@@ -216,10 +216,11 @@ impl EncoderView {
 
     /// The pass with the reader's heads, once it is for the sentence the page shows and the heads
     /// it says are pruned: while a new pass runs, the resource still holds the last one.
-    pub fn current_for_heads(&self) -> Option<Rc<Pass>> {
+    pub fn current_for_choices(&self) -> Option<Rc<Pass>> {
         let pass = self.pass_now()?;
         let heads = self.choices.heads.with(|h| pass.out.heads == *h);
-        (heads && pass.ids == self.ids()).then_some(pass)
+        let sentence = self.tokens.with(|t| t.iter().map(|t| t.id).eq(pass.ids.iter().copied()));
+        (heads && sentence).then_some(pass)
     }
 
     /// What was cut from the reader's sentence to fit the model, if anything was.
@@ -231,7 +232,7 @@ impl EncoderView {
     /// Cosine of the pruned sentence embedding to the full one, for the sentence shown and the
     /// heads pruned now (never the last sentence's beside the new one's tokens).
     pub fn cosine(&self) -> Option<f64> {
-        let (full, now) = (self.full_now()?, self.current_for_heads()?);
+        let (full, now) = (self.full_now()?, self.current_for_choices()?);
         (full.ids == now.ids).then(|| cosine(&full.out.embedding, &now.out.embedding))
     }
 
