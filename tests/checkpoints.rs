@@ -227,7 +227,7 @@ fn a_folder_made_here_round_trips_through_the_page_file() {
     let model = Encoder::from_file(&loaded.file, loaded.id.clone()).unwrap();
     let round = |v: &[f32]| v.iter().map(|&x| half::f16::from_f32(x).to_f32()).collect::<Vec<_>>();
     assert_eq!(model.bert.word, round(&bert.word));
-    assert_eq!(model.bert.layers[1].ffn_in.w, round(&bert.layers[1].ffn_in.w));
+    assert_eq!(model.bert.layers[1].ffn_in.w[..], round(&bert.layers[1].ffn_in.w)[..]);
     assert_eq!(model.tokenizer.vocab_size(), 16);
     // The same folder gives the same file, so the same id; other weights another.
     assert_eq!(read(&files).unwrap().id, loaded.id);

@@ -303,8 +303,8 @@ fn induction_circuit() -> Gpt2 {
         }
         w
     };
-    m.word = one_hot(12, tok, tok_neg);
-    m.position = one_hot(16, pos, pos_neg);
+    m.word = one_hot(12, tok, tok_neg).into();
+    m.position = one_hot(16, pos, pos_neg).into();
     m.ln_f.w = vec![1.0; d];
     m.ln_f.b = vec![0.0; d];
     // LayerNorm scales the first layer's rows (four entries of +-1 among 80) by sqrt(20).
@@ -315,11 +315,11 @@ fn induction_circuit() -> Gpt2 {
             norm.b = vec![0.0; d];
         }
         for lin in [&mut block.qkv, &mut block.out, &mut block.ffn_in, &mut block.ffn_out] {
-            lin.w.iter_mut().for_each(|w| *w = 0.0);
+            lin.weights_mut().fill(0.0);
             lin.b.iter_mut().for_each(|b| *b = 0.0);
         }
         let (q, k, v) = (0, d, 2 * d);
-        let w = &mut block.qkv.w;
+        let w = block.qkv.weights_mut();
         for t in 0..12 {
             // Values: the key's token, and its negation.
             w[(v + t) * d + tok + t] = 1.0;
@@ -331,15 +331,15 @@ fn induction_circuit() -> Gpt2 {
                 w[(k + p) * d + pos + p] = 1.0;
             }
             for t in 0..12 {
-                block.out.w[(prev + t) * d + t] = 1.0 / s0;
-                block.out.w[(prev_neg + t) * d + 12 + t] = 1.0 / s0;
+                block.out.weights_mut()[(prev + t) * d + t] = 1.0 / s0;
+                block.out.weights_mut()[(prev_neg + t) * d + 12 + t] = 1.0 / s0;
             }
         } else {
             for t in 0..12 {
                 w[(q + t) * d + tok + t] = 10.0;
                 w[(k + t) * d + prev + t] = 1.0;
-                block.out.w[(tok + t) * d + t] = 3.0;
-                block.out.w[(tok_neg + t) * d + 12 + t] = 3.0;
+                block.out.weights_mut()[(tok + t) * d + t] = 3.0;
+                block.out.weights_mut()[(tok_neg + t) * d + 12 + t] = 3.0;
             }
         }
     }

@@ -75,7 +75,7 @@ fn minilms_folder_through_the_checkpoint_loader_is_the_checkpoint_in_f16() {
     assert_eq!(model.bert.word, round(&fp32.word));
     assert_eq!(model.bert.token_type, round(&fp32.token_type));
     for (got, want) in model.bert.layers.iter().zip(&fp32.layers) {
-        assert_eq!(got.qkv[1].w, round(&want.qkv[1].w));
+        assert_eq!(got.qkv[1].w[..], round(&want.qkv[1].w)[..]);
         assert_eq!(got.ffn_out.b, round(&want.ffn_out.b));
         assert_eq!(got.ln2.w, round(&want.ln2.w));
     }

@@ -38,7 +38,7 @@ pub fn tensors_of(bert: &Bert) -> Vec<(String, String, Vec<usize>, Vec<u8>)> {
     values.push(bert.ln_embed.b.clone());
     for layer in &bert.layers {
         for lin in layer.qkv.iter().chain([&layer.out, &layer.ffn_in, &layer.ffn_out]) {
-            values.push(lin.w.clone());
+            values.push(lin.w.to_vec());
             values.push(lin.b.clone());
         }
         for norm in [&layer.ln1, &layer.ln2] {

@@ -17,8 +17,10 @@
 
 use std::sync::Arc;
 
+use crate::attention::precision::Precision;
 use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
+use crate::cpu::int8::IntBits;
 use crate::cpu::{attend_in_turns, Kernel, Mask};
 use crate::model::layers::{activate, layer_norm, linear_in_turns, product_in_turns, seeded, Linear, Norm};
 use crate::model::load::names::decoder_names;
@@ -47,14 +49,18 @@ pub struct Block {
 pub struct Gpt2 {
     /// The shape: every size below is the spec's.
     pub spec: ModelSpec,
-    /// `vocab x d_model`: the token embedding, and the output head (tied).
-    pub word: Vec<f32>,
+    /// `vocab x d_model`: the token embedding, and the output head (tied); shared with the
+    /// model's copy at another precision.
+    pub word: Arc<[f32]>,
     /// `positions x d_model`.
-    pub position: Vec<f32>,
+    pub position: Arc<[f32]>,
     /// The blocks.
     pub blocks: Vec<Block>,
     /// The final LayerNorm.
     pub ln_f: Norm,
+    /// At [`Precision::Int8`], the output head quantized as a dense layer: `word` (shared) with
+    /// no bias and its 8-bit copy. `None` at f16: the logits are `word`'s f32 product.
+    pub head: Option<Linear>,
 }
 
 /// What a decoder's forward pass produces.
@@ -125,10 +131,11 @@ impl Gpt2 {
         }
         Ok(Gpt2 {
             spec,
-            word,
-            position,
+            word: word.into(),
+            position: position.into(),
             blocks,
             ln_f: Norm { w: take("ln_f.weight")?, b: take("ln_f.bias")? },
+            head: None,
         })
     }
 
@@ -153,10 +160,11 @@ impl Gpt2 {
             .collect();
         Gpt2 {
             spec,
-            word: values(spec.vocab * d, 1.0),
-            position: values(spec.positions * d, 0.3),
+            word: values(spec.vocab * d, 1.0).into(),
+            position: values(spec.positions * d, 0.3).into(),
             blocks,
             ln_f: norm(d),
+            head: None,
         }
     }
 
@@ -179,6 +187,88 @@ impl Gpt2 {
             })
             .sum();
         4 * (blocks + self.word.len() + self.position.len() + norm(&self.ln_f))
+    }
+
+    /// Bytes of the weights its passes read, as the page stores them: every weight in f16
+    /// ([`WEIGHT_BYTES`](crate::model::spec::WEIGHT_BYTES) each), except, at
+    /// [`Precision::Int8`], the blocks' dense matrices and the output head at 8 bits (their bytes,
+    /// `W_mlp`'s 12-bit words and the per-channel factors; the biases stay f16; the embedding rows
+    /// the first layer reads are the head's bytes).
+    pub fn stored_bytes(&self) -> u64 {
+        use crate::model::spec::WEIGHT_BYTES;
+        let lin = |l: &Linear| match &l.int8 {
+            Some(q) => q.bytes() as u64 + WEIGHT_BYTES * l.b.len() as u64,
+            None => WEIGHT_BYTES * (l.w.len() + l.b.len()) as u64,
+        };
+        let norm = |n: &Norm| WEIGHT_BYTES * (n.w.len() + n.b.len()) as u64;
+        let blocks: u64 = self
+            .blocks
+            .iter()
+            .map(|b| [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<u64>() + norm(&b.ln1) + norm(&b.ln2))
+            .sum();
+        let head = match self.head.as_ref().and_then(|h| h.int8.as_ref()) {
+            Some(q) => q.bytes() as u64,
+            None => WEIGHT_BYTES * self.word.len() as u64,
+        };
+        blocks + head + WEIGHT_BYTES * self.position.len() as u64 + norm(&self.ln_f)
+    }
+
+    /// The precision its dense layers run at.
+    pub fn precision(&self) -> Precision {
+        match self.blocks.first() {
+            Some(b) if b.out.int8.is_some() => Precision::Int8,
+            _ => Precision::F16,
+        }
+    }
+
+    /// A copy at `precision`: for [`Precision::Int8`] every block's four products and the
+    /// output head are quantized per output column (`W_attn`, `W_proj`, `W_fc` and the head at 8
+    /// bits, smoothed by the largest input each sees over `calibration`, token ids of a few
+    /// texts, as this model computes them in f32; `W_mlp`, whose inputs GELU leaves with long
+    /// tails, at 12 bits: the encoder's plan, [`crate::cpu::int8`]); for [`Precision::F16`] the
+    /// 8-bit copies are dropped. The f32 weights are shared with `self`, not copied: the copy
+    /// costs only its 8-bit bytes.
+    pub fn at_precision(&self, kernel: Kernel, precision: Precision, calibration: &[Vec<u32>]) -> Gpt2 {
+        let mut copy = self.clone();
+        if precision == self.precision() {
+            return copy;
+        }
+        if precision == Precision::F16 {
+            copy.blocks.iter_mut().flat_map(|b| [&mut b.qkv, &mut b.out, &mut b.ffn_in, &mut b.ffn_out]).for_each(|l| l.int8 = None);
+            copy.head = None;
+            return copy;
+        }
+        let seen = self.input_maxima(kernel, calibration);
+        for (block, m) in copy.blocks.iter_mut().zip(&seen.layers) {
+            block.qkv.quantize(&m[0], IntBits::Eight);
+            block.out.quantize(&m[1], IntBits::Eight);
+            block.ffn_in.quantize(&m[2], IntBits::Eight);
+            block.ffn_out.quantize(&vec![0.0; self.spec.ffn], IntBits::Twelve);
+        }
+        let mut head = Linear { w: self.word.clone(), b: vec![0.0; self.spec.vocab], int8: None };
+        head.quantize(&seen.head, IntBits::Eight);
+        copy.head = Some(head);
+        copy
+    }
+
+    /// The largest magnitude of each input feature of the 8-bit products over the texts `ids`,
+    /// every head active, in f32 ([`Seen`]).
+    fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>]) -> Seen {
+        let (spec, d) = (&self.spec, self.spec.d_model);
+        let mut seen = Seen { layers: vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers], head: vec![0.0; d] };
+        let all = HeadSet::all(spec.total_heads());
+        for text in ids.iter().filter(|t| (1..=spec.positions).contains(&t.len())) {
+            let mut x = self.embed(text);
+            let mut scratch = Scratch::new(spec, text.len());
+            scratch.seen = Some(std::mem::take(&mut seen.layers));
+            for l in 0..spec.layers {
+                at_once(self.layer_in_turns(kernel, l, &mut x, &all, &mut scratch, false, &AtOnce));
+            }
+            seen.layers = scratch.seen.take().unwrap_or_default();
+            layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
+            largest(&mut seen.head, &x);
+        }
+        seen
     }
 
     /// Runs the decoder on `ids` (1 to the spec's positions, each below the vocabulary size) with
@@ -314,6 +404,7 @@ impl Gpt2 {
         let (d, d_k, h, n) = (spec.d_model, spec.d_k(), spec.heads, s.n);
         s.a.copy_from_slice(x);
         layer_norm(&mut s.a, &block.ln1, spec.layer_norm_eps);
+        s.observe(l, 0, Input::Norm);
         linear_in_turns(kernel, &s.a, n, &block.qkv, &mut s.qkv, 3 * d, turns).await;
         // Kept weights go straight into their own buffer; else each head's pass through one.
         let kept = if keep {
@@ -328,10 +419,12 @@ impl Gpt2 {
         for p in heads.pruned_in_layer(l, h) {
             s.concat.chunks_exact_mut(d).for_each(|row| row[p * d_k..(p + 1) * d_k].fill(0.0));
         }
+        s.observe(l, 1, Input::Heads);
         linear_in_turns(kernel, &s.concat, n, &block.out, &mut s.tmp, d, turns).await;
         x.iter_mut().zip(&s.tmp).for_each(|(x, t)| *x += t);
         s.a.copy_from_slice(x);
         layer_norm(&mut s.a, &block.ln2, spec.layer_norm_eps);
+        s.observe(l, 2, Input::Norm);
         linear_in_turns(kernel, &s.a, n, &block.ffn_in, &mut s.hidden, spec.ffn, turns).await;
         activate(kernel, spec.activation, &mut s.hidden);
         linear_in_turns(kernel, &s.hidden, n, &block.ffn_out, &mut s.tmp, d, turns).await;
@@ -370,7 +463,10 @@ impl Gpt2 {
         let (d, vocab) = (self.spec.d_model, self.spec.vocab);
         let rows = hidden.len() / d;
         let mut out = vec![0.0f32; rows * vocab];
-        product_in_turns(kernel, hidden, rows, &self.word, &mut out, vocab, turns).await;
+        match &self.head {
+            Some(head) => linear_in_turns(kernel, hidden, rows, head, &mut out, vocab, turns).await,
+            None => product_in_turns(kernel, hidden, rows, &self.word, &mut out, vocab, turns).await,
+        }
         out
     }
 
@@ -442,8 +538,31 @@ pub struct Residuals {
 /// A layer's attention weights and its heads' outputs, as [`DecoderOutput`] keeps them.
 type LayerKept = (Arc<Vec<f32>>, Arc<Vec<f32>>);
 
+/// The largest magnitude of each input feature that the 8-bit products see: per layer, `W_attn`'s
+/// (after LayerNorm 1), `W_proj`'s (the heads' outputs) and `W_fc`'s (after LayerNorm 2); and the
+/// output head's (after the final LayerNorm).
+struct Seen {
+    layers: Vec<[Vec<f32>; 3]>,
+    head: Vec<f32>,
+}
+
+/// `max[k] <- max(max[k], |row[k]|)` over the rows of `values`.
+fn largest(max: &mut [f32], values: &[f32]) {
+    for row in values.chunks_exact(max.len()) {
+        max.iter_mut().zip(row).for_each(|(m, v)| *m = m.max(v.abs()));
+    }
+}
+
+/// Which scratch buffer holds a product's input when [`Scratch::observe`] is called.
+enum Input {
+    Norm,
+    Heads,
+}
+
 /// The buffers a pass over `n` tokens reuses from layer to layer.
 struct Scratch {
+    /// When calibrating, the largest inputs seen so far ([`Seen::layers`]).
+    seen: Option<Vec<[Vec<f32>; 3]>>,
     n: usize,
     a: Vec<f32>,
     qkv: Vec<f32>,
@@ -458,6 +577,7 @@ impl Scratch {
     fn new(spec: &ModelSpec, n: usize) -> Scratch {
         let d = spec.d_model;
         Scratch {
+            seen: None,
             n,
             a: vec![0.0; n * d],
             qkv: vec![0.0; n * 3 * d],
@@ -465,6 +585,19 @@ impl Scratch {
             concat: vec![0.0; n * d],
             tmp: vec![0.0; n * d],
             hidden: vec![0.0; n * spec.ffn],
+        }
+    }
+}
+
+impl Scratch {
+    /// When calibrating, takes the largest magnitudes of the input of layer `l`'s product `i`.
+    fn observe(&mut self, l: usize, i: usize, input: Input) {
+        if let Some(seen) = &mut self.seen {
+            let values = match input {
+                Input::Norm => &self.a,
+                Input::Heads => &self.concat,
+            };
+            largest(&mut seen[l][i], values);
         }
     }
 }
@@ -530,6 +663,62 @@ mod tests {
         }
     }
 
+    /// Texts of the small model's vocabulary for calibration and checks.
+    fn texts(count: usize, len: usize, seed: u32) -> Vec<Vec<u32>> {
+        let hash = crate::attention::synthetic::hash32;
+        (0..count).map(|t| (0..len).map(|i| hash(seed ^ (t * 131 + i) as u32) % 50).collect()).collect()
+    }
+
+    #[test]
+    fn an_8_bit_copy_shares_the_f32_weights_and_stays_near_them() {
+        use crate::model::decoder::next_token::kl;
+        let spec = ModelSpec { layers: 3, heads: 4, d_model: 64, ffn: 256, vocab: 50, positions: 40, ..small() };
+        let m = Gpt2::random(spec, 11);
+        let q = m.at_precision(Kernel::Simd, Precision::Int8, &texts(4, 30, 1));
+        assert_eq!((m.precision(), q.precision()), (Precision::F16, Precision::Int8));
+        assert!(Arc::ptr_eq(&m.word, &q.word) && Arc::ptr_eq(&m.blocks[2].ffn_in.w, &q.blocks[2].ffn_in.w));
+        assert!(q.head.as_ref().is_some_and(|h| Arc::ptr_eq(&h.w, &m.word)));
+        // One byte a weight (two for the 12-bit W_mlp) in place of f16's two, beside the same
+        // positions, norms and biases: about 0.74 of the bytes at this small shape.
+        assert!(q.stored_bytes() < m.stored_bytes() * 8 / 10, "{} of {}", q.stored_bytes(), m.stored_bytes());
+        let all = HeadSet::all(12);
+        let mut worst = 0.0f64;
+        for (ids, heads) in texts(3, 33, 9).iter().zip([all.clone(), HeadSet::with_pruned(12, [1, 6]), all]) {
+            let (f, g) = (m.forward(Kernel::Simd, ids, &heads), q.forward(Kernel::Simd, ids, &heads));
+            let drift = kl(&f.next_logits, &g.next_logits);
+            worst = worst.max(drift);
+            // Random weights have no outlier features for smoothing to take, and logits up to
+            // about 15 (losses near 10 nats): each of the four kinds of product adds 1e-5 to 1e-3
+            // of KL and 0.01 to 0.15 nats to the worst loss (measured one at a time); together
+            // 3.5e-3 and a mean change of 0.11 nats, about 1% of the loss.
+            let change = f.losses.iter().zip(&g.losses).map(|(a, b)| (a - b).abs()).sum::<f64>() / 32.0;
+            let mean = f.losses.iter().sum::<f64>() / 32.0;
+            assert!(drift < 1e-2 && change < 0.02 * mean, "KL {drift:.1e}, mean loss change {change:.1e} of {mean:.1}");
+            // The scalar twin runs the same integers.
+            assert_eq!(q.forward(Kernel::Scalar, ids, &heads).losses.len(), g.losses.len());
+        }
+        println!("8-bit decoder: next-token KL to f32 at most {worst:.1e}");
+        let back = q.at_precision(Kernel::Simd, Precision::F16, &[]);
+        assert_eq!(back, m, "dropping the 8-bit copies gives the f16 model back");
+    }
+
+    #[test]
+    fn an_8_bit_pass_in_steps_gives_the_bits_of_a_pass_at_once() {
+        use crate::attention::turns::{at_once, InSteps};
+        let m = Gpt2::random(ModelSpec { vocab: 77, ..small() }, 5);
+        let q = m.at_precision(Kernel::Simd, Precision::Int8, &texts(3, 20, 4));
+        let ids = [4, 9, 1, 33, 2, 7, 7, 40, 11, 0, 76];
+        let heads = HeadSet::with_pruned(8, [2]);
+        let whole = q.forward(Kernel::Simd, &ids, &heads);
+        for step in [1, 600, 5000] {
+            let cut = at_once(q.forward_in_turns(Kernel::Simd, &ids, &heads, Keep::All, &InSteps::of(step)));
+            assert_eq!(cut, whole, "steps of {step}");
+        }
+        let trace = q.residuals(Kernel::Simd, &ids);
+        assert_eq!(q.next_logits_from(Kernel::Simd, &trace, 1, &HeadSet::with_pruned(8, [5])),
+            q.forward(Kernel::Simd, &ids, &HeadSet::with_pruned(8, [5])).next_logits);
+    }
+
     #[test]
     fn a_pass_from_a_later_layer_equals_the_whole_pass() {
         let m = Gpt2::random(small(), 7);
@@ -575,8 +764,8 @@ mod tests {
         let m = Gpt2::random(small(), 5);
         let spec = m.spec;
         let mut named = std::collections::HashMap::new();
-        named.insert("wte.weight".to_string(), m.word.clone());
-        named.insert("wpe.weight".to_string(), m.position.clone());
+        named.insert("wte.weight".to_string(), m.word.to_vec());
+        named.insert("wpe.weight".to_string(), m.position.to_vec());
         named.insert("ln_f.weight".to_string(), m.ln_f.w.clone());
         named.insert("ln_f.bias".to_string(), m.ln_f.b.clone());
         for (l, b) in m.blocks.iter().enumerate() {

@@ -13,7 +13,12 @@ pub mod next_importance;
 pub mod next_token;
 pub mod texts;
 
+use std::rc::Rc;
+
+use crate::attention::precision::Precision;
 use crate::attention::turns::at_once;
+use crate::cpu::Kernel;
+use crate::model::layers::CALIBRATION;
 use crate::model::load::model_file;
 use crate::model::load::ModelError;
 use crate::model::spec::ModelSpec;
@@ -86,6 +91,35 @@ impl Decoder {
     /// The model's shape.
     pub fn spec(&self) -> &ModelSpec {
         &self.gpt2.spec
+    }
+
+    /// The precision its passes run at.
+    pub fn precision(&self) -> Precision {
+        self.gpt2.precision()
+    }
+
+    /// A copy of this decoder at `precision` ([`Gpt2::at_precision`]: an 8-bit copy is
+    /// calibrated on [`CALIBRATION`] in this model's tokens, and shares the f32 weights).
+    pub fn at_precision(&self, kernel: Kernel, precision: Precision) -> Decoder {
+        let calibration: Vec<Vec<u32>> = CALIBRATION.iter().map(|s| self.tokens(s).ids).collect();
+        Decoder { gpt2: self.gpt2.at_precision(kernel, precision, &calibration), ..self.clone() }
+    }
+
+    /// `model` at `precision`: itself, or its copy at it.
+    pub fn for_precision(model: &Rc<Decoder>, precision: Precision) -> Rc<Decoder> {
+        match model.precision() == precision {
+            true => model.clone(),
+            false => Rc::new(model.at_precision(Kernel::Simd, precision)),
+        }
+    }
+
+    /// What caches of its measured numbers know it by: its id, and its precision when that is
+    /// not the f16 weights' (an 8-bit model's curves are its own).
+    pub fn cache_id(&self) -> String {
+        match self.precision() {
+            Precision::F16 => self.id.clone(),
+            p => format!("{}-{}", self.id, p.key()),
+        }
     }
 
     /// `text`'s tokens, cut to the model's positions (the page says how many were cut).

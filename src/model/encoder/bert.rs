@@ -205,10 +205,11 @@ impl Bert {
                 [lin("attention.self.query")?, lin("attention.self.key")?, lin("attention.self.value")?];
             let (out, ffn_in, ffn_out) =
                 (lin("attention.output.dense")?, lin("intermediate.dense")?, lin("output.dense")?);
-            let ln1 = lin("attention.output.LayerNorm")?;
-            let ln2 = lin("output.LayerNorm")?;
-            let norm = |l: Linear| Norm { w: l.w, b: l.b };
-            layers.push(Layer { qkv, out, ln1: norm(ln1), ffn_in, ffn_out, ln2: norm(ln2) });
+            let mut norm = |name: &str| -> Result<Norm, LoadError> {
+                Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
+            };
+            let (ln1, ln2) = (norm("attention.output.LayerNorm")?, norm("output.LayerNorm")?);
+            layers.push(Layer { qkv, out, ln1, ffn_in, ffn_out, ln2 });
         }
         let token_types = take("embeddings.token_type_embeddings.weight")?;
         Ok(Bert {

@@ -175,16 +175,4 @@ impl Encoder {
     }
 }
 
-/// The text an 8-bit model is calibrated on: the largest input each dense layer sees here sets
-/// how its weights are quantized (which features are outliers). Plain English of several kinds;
-/// any text of a few hundred tokens would do, the outlier features are the model's, not the text's.
-pub const CALIBRATION: &[&str] = &[
-    "The bank raised its interest rates again this spring, and savers moved their money.",
-    "She sat on the river bank and watched the water run past the old mill.",
-    "A man is playing a guitar on the street while children dance around him.",
-    "Attention lets every token look at every other token and take what it needs.",
-    "In 1905 Einstein published four papers that changed physics; one explained the photoelectric effect.",
-    "Please send the report by Friday, or call me if anything is unclear!",
-    "The recipe needs two eggs, a cup of flour, some sugar and a pinch of salt.",
-    "Why do cats sleep so much? Nobody knows for sure, but they seem to enjoy it.",
-];
+pub use crate::model::layers::CALIBRATION;

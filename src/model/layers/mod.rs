@@ -20,8 +20,9 @@ use crate::model::spec::Activation;
 /// A dense layer `y = x W^T + b`, `W` stored `[out, in]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Linear {
-    /// `out x in`, row-major.
-    pub w: Vec<f32>,
+    /// `out x in`, row-major; shared between a model and its copy at another precision, which
+    /// differ only in `int8`.
+    pub w: Arc<[f32]>,
     /// `out`.
     pub b: Vec<f32>,
     /// `W` quantized to 8 bits, when the model runs at [`Precision::Int8`]: products use it.
@@ -31,7 +32,14 @@ pub struct Linear {
 impl Linear {
     /// A layer in f32 (no 8-bit copy).
     pub fn new(w: Vec<f32>, b: Vec<f32>) -> Linear {
-        Linear { w, b, int8: None }
+        Linear { w: w.into(), b, int8: None }
+    }
+
+    /// `W` to change in place (a copy of it first, if another model shares it); its 8-bit copy,
+    /// which would no longer be `W`'s, is dropped.
+    pub fn weights_mut(&mut self) -> &mut [f32] {
+        self.int8 = None;
+        Arc::make_mut(&mut self.w)
     }
 
     /// Output features.
@@ -77,6 +85,20 @@ impl Linear {
         }
     }
 }
+
+/// The text an 8-bit model of either family is calibrated on: the largest input each dense layer sees here sets
+/// how its weights are quantized (which features are outliers). Plain English of several kinds;
+/// any text of a few hundred tokens would do, the outlier features are the model's, not the text's.
+pub const CALIBRATION: &[&str] = &[
+    "The bank raised its interest rates again this spring, and savers moved their money.",
+    "She sat on the river bank and watched the water run past the old mill.",
+    "A man is playing a guitar on the street while children dance around him.",
+    "Attention lets every token look at every other token and take what it needs.",
+    "In 1905 Einstein published four papers that changed physics; one explained the photoelectric effect.",
+    "Please send the report by Friday, or call me if anything is unclear!",
+    "The recipe needs two eggs, a cup of flour, some sugar and a pinch of salt.",
+    "Why do cats sleep so much? Nobody knows for sure, but they seem to enjoy it.",
+];
 
 /// LayerNorm's scale and shift.
 #[derive(Clone, Debug, PartialEq)]
