@@ -12,6 +12,7 @@ use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
 use crate::jobs::work::{Done, Piece};
+use crate::model::decoder::Decoder;
 use crate::model::encoder::pruned::{PrunedAttention, PrunedBert};
 use crate::model::encoder::Encoder;
 use crate::model::Model;
@@ -23,6 +24,8 @@ use crate::model::Model;
 pub struct Copies {
     model: Model,
     other: OnceCell<Result<Rc<Encoder>, String>>,
+    /// A decoder's copy at the other precision, made the first time a piece asks for it.
+    other_decoder: OnceCell<Rc<Decoder>>,
     cut: RefCell<Option<Cut>>,
 }
 
@@ -36,7 +39,7 @@ struct Cut {
 impl Copies {
     /// `model`, with no copy made yet.
     pub fn new(model: Model) -> Copies {
-        Copies { model, other: OnceCell::new(), cut: RefCell::new(None) }
+        Copies { model, other: OnceCell::new(), other_decoder: OnceCell::new(), cut: RefCell::new(None) }
     }
 
     /// The model as it was loaded.
@@ -77,6 +80,12 @@ impl Copies {
             Model::Encoder(encoder) => encoder,
             Model::Decoder(decoder) => {
                 piece.check(&self.model).map_err(|e| e.to_string())?;
+                if let Piece::PrecisionDrift { .. } = piece {
+                    let other = self
+                        .other_decoder
+                        .get_or_init(|| Rc::new(decoder.at_precision(kernel, decoder.precision().other())));
+                    return Ok(piece.run_at_both_in_turns(decoder, other, kernel, turns).await);
+                }
                 return Ok(piece.run_on_decoder_in_turns(&decoder.gpt2, kernel, turns).await);
             }
         };

@@ -20,6 +20,7 @@
 //! tag 7 (Losses):        heads, count:u32 then count ids (the passages)
 //! tag 8 (GateGradients): heads, count:u32 then count ids (the passages)
 //! tag 9 (Induction):     ids, half:u32, start:u32
+//! tag 10 (PrecisionDrift): count:u32 then count ids (the passages)
 //! ```
 //!
 //! Decoding checks every length against what is left and against the limits below, so a
@@ -132,6 +133,11 @@ impl Piece {
                 w.u32(passages.len());
                 passages.iter().for_each(|p| w.ids(p));
             }
+            Piece::PrecisionDrift { passages } => {
+                w.u8(10);
+                w.u32(passages.len());
+                passages.iter().for_each(|p| w.ids(p));
+            }
             Piece::Induction { ids, half, start } => {
                 w.u8(9);
                 w.ids(ids);
@@ -216,6 +222,10 @@ impl Piece {
                 let ids = r.ids()?;
                 let (half, start) = (r.count(MAX_TOKENS)?, r.count(MAX_TOKENS)?);
                 Piece::Induction { ids, half, start }
+            }
+            10 => {
+                let count = r.count(MAX_ITEMS)?;
+                Piece::PrecisionDrift { passages: (0..count).map(|_| r.ids()).collect::<Result<_, _>>()? }
             }
             t => return Err(WireError::UnknownTag(t)),
         };
@@ -450,8 +460,8 @@ mod tests {
             assert_eq!(Done::decode(&bytes), Err(WireError::NotAMessage));
         }
         let mut bad_tag = samples()[0].encode();
-        bad_tag[4] = 10;
-        assert_eq!(Piece::decode(&bad_tag), Err(WireError::UnknownTag(10)));
+        bad_tag[4] = 11;
+        assert_eq!(Piece::decode(&bad_tag), Err(WireError::UnknownTag(11)));
         let mut bad_precision = samples()[0].encode();
         bad_precision[5] = 3;
         assert_eq!(Piece::decode(&bad_precision), Err(WireError::OutOfRange("a precision")));

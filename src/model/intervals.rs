@@ -81,16 +81,32 @@ pub struct Bootstrap {
     scores: Vec<f64>,
 }
 
+/// `count` resamples with replacement of `n` items (their indices), drawn from `seed`.
+fn resamples(n: usize, count: usize, seed: u32) -> Vec<Vec<u32>> {
+    (0..count as u32)
+        .map(|r| {
+            let stream = hash32(seed ^ hash32(r.wrapping_mul(0x9e37_79b9)));
+            (0..n as u32).map(|i| (hash32(stream ^ hash32(i)) as usize % n.max(1)) as u32).collect()
+        })
+        .collect()
+}
+
+/// A statistic of `n` items (a text set's passages) with its 95 % percentile-bootstrap interval:
+/// `statistic` of every item's index, then of the page's resamples ([`RESAMPLES`] from [`SEED`]).
+/// `None` when it is undefined on every item.
+pub fn resampled(
+    n: usize,
+    statistic: impl Fn(&mut dyn Iterator<Item = usize>) -> Option<f64>,
+) -> Option<Estimate> {
+    let value = statistic(&mut (0..n))?;
+    let each = resamples(n, RESAMPLES, SEED);
+    Some(interval(value, each.iter().map(|r| statistic(&mut r.iter().map(|&i| i as usize)))))
+}
+
 impl Bootstrap {
     /// `count` resamples of the pairs whose scores are `scores`, drawn from `seed`.
     pub fn new(scores: &[f64], count: usize, seed: u32) -> Bootstrap {
-        let n = scores.len();
-        let resamples: Vec<Vec<u32>> = (0..count as u32)
-            .map(|r| {
-                let stream = hash32(seed ^ hash32(r.wrapping_mul(0x9e37_79b9)));
-                (0..n as u32).map(|i| (hash32(stream ^ hash32(i)) as usize % n.max(1)) as u32).collect()
-            })
-            .collect();
+        let resamples = resamples(scores.len(), count, seed);
         let score_ranks = resamples.iter().map(|r| ranks(&gather(scores, r))).collect();
         Bootstrap { resamples, score_ranks, scores: scores.to_vec() }
     }

@@ -14,6 +14,8 @@ use crate::model::decoder::gpt2::{Gpt2, Keep};
 use crate::model::decoder::gradient::passage_gradients_in_turns;
 use crate::model::decoder::induction::{head_scores, HalfLosses, Repeated};
 use crate::model::decoder::next_importance::NextKl;
+use crate::model::decoder::precision::{passage_drift_in_turns, PassageDrift};
+use crate::model::decoder::Decoder;
 use crate::model::layers::backward::gates;
 use crate::model::spec::ModelSpec;
 
@@ -36,6 +38,11 @@ pub(super) fn flops(piece: &Piece, spec: &ModelSpec) -> u64 {
             next_logits_flops(spec, n, 0) + sets.iter().map(|h| next_kl_flops(spec, n, h)).sum::<u64>()
         }
         Piece::Losses { passages, .. } => passes(passages),
+        // Two passes, and the second precision's logits at every position.
+        Piece::PrecisionDrift { passages } => {
+            let head = |p: &Vec<u32>| 2 * p.len() as u64 * (spec.d_model * spec.vocab) as u64;
+            passages.iter().map(|p| 2 * pass_flops(spec, p.len()) + head(p)).sum()
+        }
         Piece::GateGradients { passages, .. } => GRADIENT_COST * passes(passages),
         Piece::Induction { ids, half, .. } => {
             // Each head's copying score: what it writes at each second-half position, through the
@@ -57,6 +64,7 @@ pub(super) fn accepts(piece: &Piece, spec: &ModelSpec, done: &Done) -> bool {
         Piece::Losses { passages, .. } => s.len() == passages.len(),
         Piece::GateGradients { passages, .. } => s.len() == passages.len() * spec.total_heads(),
         Piece::Induction { .. } => s.len() == INDUCTION_SCORES * spec.total_heads() + 2,
+        Piece::PrecisionDrift { passages } => s.len() == passages.len() * PassageDrift::SUMS,
         _ => false,
     }
 }
@@ -66,7 +74,8 @@ impl Piece {
     /// ([`Piece::check_on_decoder`]).
     ///
     /// # Panics
-    /// If it is an encoder's piece.
+    /// If it is an encoder's piece, or a [`Piece::PrecisionDrift`], which runs on two models
+    /// ([`Piece::run_at_both_in_turns`]).
     pub fn run_on_decoder(&self, gpt2: &Gpt2, kernel: Kernel) -> Done {
         at_once(self.run_on_decoder_in_turns(gpt2, kernel, &AtOnce))
     }
@@ -110,8 +119,37 @@ impl Piece {
                     .flat_map(|s| [s.previous_token, s.duplicate_token, s.prefix_matching, s.copying]);
                 Done::Sums(per_head.chain([halves.first, halves.repeated]).collect())
             }
+            Piece::PrecisionDrift { .. } => panic!("a piece of two precisions run on one model"),
             _ => panic!("an encoder's piece run on a decoder"),
         }
+    }
+
+    /// Runs a [`Piece::PrecisionDrift`] on `model` and `other`, its copy at the other precision.
+    pub fn run_at_both(&self, model: &Decoder, other: &Decoder, kernel: Kernel) -> Done {
+        at_once(self.run_at_both_in_turns(model, other, kernel, &AtOnce))
+    }
+
+    /// [`Piece::run_at_both`] with its passes in `turns`' steps: the same result.
+    ///
+    /// # Panics
+    /// If it is another piece.
+    pub async fn run_at_both_in_turns(
+        &self,
+        model: &Decoder,
+        other: &Decoder,
+        kernel: Kernel,
+        turns: &dyn Turns,
+    ) -> Done {
+        let Piece::PrecisionDrift { passages } = self else { panic!("a piece of one precision run on two") };
+        let (f16, int8) = match model.precision() {
+            crate::attention::precision::Precision::F16 => (&model.gpt2, &other.gpt2),
+            crate::attention::precision::Precision::Int8 => (&other.gpt2, &model.gpt2),
+        };
+        let mut sums = Vec::with_capacity(passages.len() * PassageDrift::SUMS);
+        for ids in passages {
+            sums.extend(passage_drift_in_turns(f16, int8, kernel, ids, turns).await.to_sums());
+        }
+        Done::Sums(sums)
     }
 
     /// Whether `gpt2` can run this decoder's piece: one flag per head in every head set, token
@@ -128,6 +166,7 @@ impl Piece {
             Piece::Losses { heads, passages } | Piece::GateGradients { heads, passages } => {
                 (vec![heads], passages.iter().collect(), 2)
             }
+            Piece::PrecisionDrift { passages } => (Vec::new(), passages.iter().collect(), 2),
             Piece::Induction { ids, half, start } => {
                 if *half < 2 || *start > 1 || ids.len() != start + 2 * half {
                     return Err(WireError::OutOfRange("an induction sequence's halves"));
@@ -149,6 +188,7 @@ impl Piece {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::attention::precision::Precision;
     use crate::model::decoder::gradient::passage_gradients;
     use crate::model::decoder::next_token::kl;
     use crate::model::spec::Activation;
@@ -178,14 +218,25 @@ pub(crate) mod tests {
             Piece::Losses { heads: heads.clone(), passages: vec![vec![1, 2, 3], vec![4, 5]] },
             Piece::GateGradients { heads, passages: vec![vec![9, 8, 7, 6, 5]] },
             Piece::Induction { ids: vec![29, 3, 8, 5, 3, 8, 5], half: 3, start: 1 },
+            Piece::PrecisionDrift { passages: vec![vec![4, 8, 15, 16, 23], vec![4, 2]] },
         ]
+    }
+
+    /// The decoder of `gpt2` with the tests' tiny tokenizer.
+    fn decoder(gpt2: Gpt2) -> Decoder {
+        Decoder {
+            name: "random".into(),
+            id: "random".into(),
+            gpt2,
+            bpe: crate::model::tokenize::bpe::tests::tiny(),
+        }
     }
 
     #[test]
     fn a_decoders_pieces_give_what_the_model_computes_directly() {
         let gpt2 = Gpt2::random(SPEC, 3);
         let kernel = Kernel::Scalar;
-        let [next, losses, gradients, induction] = <[Piece; 4]>::try_from(samples()).unwrap();
+        let [next, losses, gradients, induction, drift] = <[Piece; 5]>::try_from(samples()).unwrap();
         // The KL of the next token against the full model's, per set (0 with every head).
         let full = gpt2.forward(kernel, &[3, 7, 7, 2], &HeadSet::all(6)).next_logits;
         let Piece::NextKl { sets, .. } = &next else { unreachable!() };
@@ -225,12 +276,28 @@ pub(crate) mod tests {
             ]
         );
         assert_eq!(done.sums()[24..], [halves.first, halves.repeated]);
+        // Each passage at both precisions, as the model's own function gives it, whichever
+        // precision the model holding the piece was loaded at.
+        let (f16, int8) =
+            (decoder(gpt2.clone()), decoder(gpt2.clone()).at_precision(kernel, Precision::Int8));
+        let drifted = drift.run(&Model::Decoder(std::rc::Rc::new(f16.clone())), kernel).unwrap();
+        assert_eq!(drifted, drift.run_at_both(&int8, &f16, kernel));
+        let want = at_once(crate::model::decoder::precision::passage_drift_in_turns(
+            &f16.gpt2,
+            &int8.gpt2,
+            kernel,
+            &[4, 8, 15, 16, 23],
+            &AtOnce,
+        ));
+        assert_eq!(drifted.sums()[..PassageDrift::SUMS], want.to_sums());
+        assert!(want.kl > 0.0 && want.positions == 5);
         // Each result fits its piece, and no other.
         for (piece, done) in samples().iter().zip([
             got,
             losses.run_on_decoder(&gpt2, kernel),
             gradients.run_on_decoder(&gpt2, kernel),
             done,
+            drifted,
         ]) {
             assert!(piece.accepts(&SPEC, &done), "{piece:?}");
             assert!(!piece.accepts(&SPEC, &Done::Sums(vec![0.0; 1])), "{piece:?}");
@@ -256,6 +323,7 @@ pub(crate) mod tests {
             (Piece::Induction { ids: vec![1, 2, 1, 2], half: 2, start: 1 }, "an induction sequence's halves"),
             (Piece::Induction { ids: vec![1, 1], half: 1, start: 0 }, "an induction sequence's halves"),
             (Piece::Induction { ids: vec![0; 13], half: 6, start: 1 }, "a token id or text length"),
+            (Piece::PrecisionDrift { passages: vec![vec![1, 2], vec![3]] }, "a token id or text length"),
         ];
         for (piece, what) in refused {
             assert_eq!(piece.check_on_decoder(&gpt2), Err(WireError::OutOfRange(what)), "{piece:?}");
@@ -265,13 +333,7 @@ pub(crate) mod tests {
         assert_eq!(embed.check_on_decoder(&gpt2), Err(WireError::OtherFamily));
         let bert = crate::model::encoder::bert::Bert::random(ModelSpec { vocab: 30, ..SPEC }, 1);
         assert_eq!(samples()[1].check_on_encoder(&bert), Err(WireError::OtherFamily));
-        let decoder = crate::model::decoder::Decoder {
-            name: "random".into(),
-            id: "random".into(),
-            gpt2,
-            bpe: crate::model::tokenize::bpe::tests::tiny(),
-        };
-        let model = Model::Decoder(std::rc::Rc::new(decoder));
+        let model = Model::Decoder(std::rc::Rc::new(decoder(gpt2)));
         assert_eq!(embed.run(&model, Kernel::Simd), Err(WireError::OtherFamily));
         assert!(samples()[1].run(&model, Kernel::Simd).is_ok());
     }

@@ -175,6 +175,15 @@ pub enum Piece {
         /// Where the first half starts (1 after a beginning-of-text token, else 0).
         start: usize,
     },
+    /// A decoder's `passages` (2 tokens or more each) at f16 and at 8 bits, every head active
+    /// ([`crate::model::decoder::precision`]): per passage its positions, summed next-token KL,
+    /// positions whose top token agrees, and losses at both precisions ([`Done::Sums`],
+    /// [`PassageDrift::SUMS`](crate::model::decoder::precision::PassageDrift::SUMS) a passage).
+    /// It runs on the model and its copy at the other precision ([`crate::jobs::copies::Copies`]).
+    PrecisionDrift {
+        /// The passages' token ids.
+        passages: Vec<Vec<u32>>,
+    },
 }
 
 /// What a piece of work gave.
@@ -199,7 +208,8 @@ impl Piece {
             Piece::NextKl { .. }
             | Piece::Losses { .. }
             | Piece::GateGradients { .. }
-            | Piece::Induction { .. } => Family::Decoder,
+            | Piece::Induction { .. }
+            | Piece::PrecisionDrift { .. } => Family::Decoder,
         }
     }
 
@@ -235,7 +245,13 @@ impl Piece {
         self.check(model)?;
         Ok(match model {
             Model::Encoder(e) => self.run_on_encoder(&e.bert, kernel),
-            Model::Decoder(d) => self.run_on_decoder(&d.gpt2, kernel),
+            Model::Decoder(d) => match self {
+                Piece::PrecisionDrift { .. } => {
+                    let other = d.at_precision(kernel, d.precision().other());
+                    self.run_at_both(d, &other, kernel)
+                }
+                _ => self.run_on_decoder(&d.gpt2, kernel),
+            },
         })
     }
 

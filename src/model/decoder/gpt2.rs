@@ -204,7 +204,11 @@ impl Gpt2 {
         let blocks: u64 = self
             .blocks
             .iter()
-            .map(|b| [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<u64>() + norm(&b.ln1) + norm(&b.ln2))
+            .map(|b| {
+                [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<u64>()
+                    + norm(&b.ln1)
+                    + norm(&b.ln2)
+            })
             .sum();
         let head = match self.head.as_ref().and_then(|h| h.int8.as_ref()) {
             Some(q) => q.bytes() as u64,
@@ -234,7 +238,10 @@ impl Gpt2 {
             return copy;
         }
         if precision == Precision::F16 {
-            copy.blocks.iter_mut().flat_map(|b| [&mut b.qkv, &mut b.out, &mut b.ffn_in, &mut b.ffn_out]).for_each(|l| l.int8 = None);
+            copy.blocks
+                .iter_mut()
+                .flat_map(|b| [&mut b.qkv, &mut b.out, &mut b.ffn_in, &mut b.ffn_out])
+                .for_each(|l| l.int8 = None);
             copy.head = None;
             return copy;
         }
@@ -251,13 +258,19 @@ impl Gpt2 {
         copy
     }
 
-    /// The largest magnitude of each input feature of the 8-bit products over the texts `ids`,
-    /// every head active, in f32 ([`Seen`]).
+    /// The largest magnitude of each input feature of the 8-bit products over the texts `ids`
+    /// (those this model can read), every head active, in f32 ([`Seen`]).
     fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>]) -> Seen {
         let (spec, d) = (&self.spec, self.spec.d_model);
-        let mut seen = Seen { layers: vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers], head: vec![0.0; d] };
+        let mut seen = Seen {
+            layers: vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers],
+            head: vec![0.0; d],
+        };
         let all = HeadSet::all(spec.total_heads());
-        for text in ids.iter().filter(|t| (1..=spec.positions).contains(&t.len())) {
+        let fits = |t: &&Vec<u32>| {
+            (1..=spec.positions).contains(&t.len()) && t.iter().all(|&id| (id as usize) < spec.vocab)
+        };
+        for text in ids.iter().filter(fits) {
             let mut x = self.embed(text);
             let mut scratch = Scratch::new(spec, text.len());
             scratch.seen = Some(std::mem::take(&mut seen.layers));
@@ -672,7 +685,8 @@ mod tests {
     #[test]
     fn an_8_bit_copy_shares_the_f32_weights_and_stays_near_them() {
         use crate::model::decoder::next_token::kl;
-        let spec = ModelSpec { layers: 3, heads: 4, d_model: 64, ffn: 256, vocab: 50, positions: 40, ..small() };
+        let spec =
+            ModelSpec { layers: 3, heads: 4, d_model: 64, ffn: 256, vocab: 50, positions: 40, ..small() };
         let m = Gpt2::random(spec, 11);
         let q = m.at_precision(Kernel::Simd, Precision::Int8, &texts(4, 30, 1));
         assert_eq!((m.precision(), q.precision()), (Precision::F16, Precision::Int8));
@@ -693,7 +707,10 @@ mod tests {
             // 3.5e-3 and a mean change of 0.11 nats, about 1% of the loss.
             let change = f.losses.iter().zip(&g.losses).map(|(a, b)| (a - b).abs()).sum::<f64>() / 32.0;
             let mean = f.losses.iter().sum::<f64>() / 32.0;
-            assert!(drift < 1e-2 && change < 0.02 * mean, "KL {drift:.1e}, mean loss change {change:.1e} of {mean:.1}");
+            assert!(
+                drift < 1e-2 && change < 0.02 * mean,
+                "KL {drift:.1e}, mean loss change {change:.1e} of {mean:.1}"
+            );
             // The scalar twin runs the same integers.
             assert_eq!(q.forward(Kernel::Scalar, ids, &heads).losses.len(), g.losses.len());
         }
@@ -715,8 +732,10 @@ mod tests {
             assert_eq!(cut, whole, "steps of {step}");
         }
         let trace = q.residuals(Kernel::Simd, &ids);
-        assert_eq!(q.next_logits_from(Kernel::Simd, &trace, 1, &HeadSet::with_pruned(8, [5])),
-            q.forward(Kernel::Simd, &ids, &HeadSet::with_pruned(8, [5])).next_logits);
+        assert_eq!(
+            q.next_logits_from(Kernel::Simd, &trace, 1, &HeadSet::with_pruned(8, [5])),
+            q.forward(Kernel::Simd, &ids, &HeadSet::with_pruned(8, [5])).next_logits
+        );
     }
 
     #[test]

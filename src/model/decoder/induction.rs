@@ -330,7 +330,8 @@ mod tests {
     fn a_head_that_writes_the_attended_token_copies_and_one_that_writes_its_opposite_does_not() {
         let mut model = Gpt2::random(spec(1, 16), 3);
         let d = 16;
-        model.blocks[0].out.w = (0..d * d).map(|x| if x % (d + 1) == 0 { 1.0 } else { 0.0 }).collect::<Vec<_>>().into();
+        model.blocks[0].out.w =
+            (0..d * d).map(|x| if x % (d + 1) == 0 { 1.0 } else { 0.0 }).collect::<Vec<_>>().into();
         model.ln_f.w = vec![1.0; d];
         let seq = Repeated::random(60, 8, 5, None);
         let mut pass = model.forward(Kernel::Scalar, &seq.ids, &HeadSet::all(1));

@@ -11,6 +11,7 @@ pub mod gradient;
 pub mod induction;
 pub mod next_importance;
 pub mod next_token;
+pub mod precision;
 pub mod texts;
 
 use std::rc::Rc;
