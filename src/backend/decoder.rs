@@ -11,6 +11,7 @@ use super::placed::Placed;
 use super::placement::{Choice, Crossover, Place};
 use super::session::Session;
 use crate::attention::clock::Clock;
+use crate::attention::precision::Precision;
 use crate::attention::turns::{while_wanted, Turns};
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
@@ -50,6 +51,10 @@ impl DecoderRunner {
         turns: Rc<dyn Turns>,
     ) -> DecoderRunner {
         let Some(ctx) = session.gpu() else { return DecoderRunner::cpu(decoder, turns) };
+        if decoder.precision() == Precision::Int8 {
+            let why = "The 8-bit decoder runs on the CPU kernel: the GPU path multiplies the f16 weights.";
+            return DecoderRunner { decoder, placed: Placed::cpu(Some(why.to_string())), turns };
+        }
         let placed = match GpuGpt2::new(ctx, &decoder.gpt2).await {
             Ok(g) if session.measured => calibrate(&decoder, &g, clock).await.map(|c| (g, Some(c))),
             Ok(g) => Ok((g, None)),
@@ -84,7 +89,11 @@ impl DecoderRunner {
     /// Where a text of `tokens` tokens runs now, and why when a measurement chose.
     pub fn ran_on(&self, tokens: usize) -> String {
         let flops = self.flops(tokens);
-        self.placed.with_why(flops, self.placed.place_text(flops))
+        let on = match self.decoder.precision() {
+            Precision::F16 => self.placed.place_text(flops),
+            p => format!("{}, {}", self.placed.place_text(flops), p.label()),
+        };
+        self.placed.with_why(flops, on)
     }
 
     /// Why it is not on the page's GPU, when it was meant to be.

@@ -63,6 +63,19 @@ impl Copies {
         }
     }
 
+    /// The decoder at `precision`: itself, or its copy (made now if it is the first time; it
+    /// shares the f32 weights, [`crate::model::decoder::gpt2::Gpt2::at_precision`]); or why there
+    /// is none (an encoder: [`Copies::encoder_at`]).
+    pub fn decoder_at(&self, precision: Precision) -> Result<&Rc<Decoder>, String> {
+        let Model::Decoder(decoder) = &self.model else {
+            return Err("an encoder's copies are encoder_at's".into());
+        };
+        if precision == decoder.precision() {
+            return Ok(decoder);
+        }
+        Ok(self.other_decoder.get_or_init(|| Rc::new(decoder.at_precision(Kernel::Simd, precision))))
+    }
+
     /// Runs `piece` with `kernel` on the model (an encoder's at the precision it names, the
     /// loaded one's when it names none), checked against that model first.
     pub fn run(&self, piece: &Piece, kernel: Kernel) -> Result<Done, String> {
@@ -81,9 +94,7 @@ impl Copies {
             Model::Decoder(decoder) => {
                 piece.check(&self.model).map_err(|e| e.to_string())?;
                 if let Piece::PrecisionDrift { .. } = piece {
-                    let other = self
-                        .other_decoder
-                        .get_or_init(|| Rc::new(decoder.at_precision(kernel, decoder.precision().other())));
+                    let other = self.decoder_at(decoder.precision().other())?;
                     return Ok(piece.run_at_both_in_turns(decoder, other, kernel, turns).await);
                 }
                 return Ok(piece.run_on_decoder_in_turns(&decoder.gpt2, kernel, turns).await);

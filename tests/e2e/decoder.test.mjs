@@ -178,6 +178,26 @@ test("the perplexity on the shipped Moby-Dick passages equals the float64 refere
   await page.close();
 });
 
+test('at 8 bits the decoder runs on the CPU kernel and says so; its comparison with f16 on Moby-Dick gives the float64 perplexity at f16, a small KL and a pass timed at both', async () => {
+  const { set } = await reference('gpt2-odd');
+  const path = `${CHECKPOINTS_PATH}gpt2-odd`;
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&precision=int8`);
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  assert.equal(await trained.precision.inputValue(), 'int8');
+  await trained.backend.waitText(/^Your text runs on the CPU kernel \(wasm simd128[^)]*\), 8-bit/);
+  await decoder.precisionRun.click();
+  await decoder.precisionLine.waitText(/^8-bit weights instead of f16, every head kept: a pass over your text [\d.]+ ms -> [\d.]+ ms \([\d.]+x, on the CPU kernel in this page's turns\), weights [\d.]+ -> [\d.]+ [KM]iB; next-token KL to f16 [\d.]+e-?\d+ nats per position \(95 % interval .+\), the same top token at [\d.]+ % of \d+ positions .+, perplexity [\d.]+ \(.+\) -> [\d.]+ \(.+\), a change of [-+][\d.]+ % \(95 % interval .+\)\.$/, { timeout: 120000 });
+  const got = await decoder.precisionNumbers();
+  // The f16 side is the model itself: its perplexity is the float64 reference's.
+  assert.ok(Math.abs(got.f16 - set.full.perplexity) < 1e-4 * set.full.perplexity, `f16 ${got.f16}, float64 ${set.full.perplexity}`);
+  assert.ok(got.kl > 0 && got.kl < 0.05 && got.agree > 0.8, JSON.stringify(got));
+  assert.ok(Math.abs(got.int8 / got.f16 - 1) < 0.05, JSON.stringify(got));
+  assert.equal(await decoder.precisionStatus.textContent(), '');
+  console.log(`gpt2-odd at 8 bits on Moby-Dick: ${JSON.stringify(got)}`);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});
+
 test("Michel et al.'s three pruning curves on Moby-Dick: every head's end is the float64 loss, the orders meet at both ends, and the reader's set is a point", async () => {
   const { set } = await reference('gpt2-odd');
   const path = `${CHECKPOINTS_PATH}gpt2-odd`;

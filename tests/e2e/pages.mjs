@@ -627,6 +627,14 @@ class Decoder {
   get pruneRandom() { return element(this.root, 'decoder-prune-random'); }
   get driftChart() { return element(this.root, 'decoder-drift-chart'); }
   get setMeasure() { return element(this.root, 'set-measure'); }
+  get precisionRun() { return element(this.root, 'decoder-precision-run'); }
+  get precisionStatus() { return element(this.root, 'decoder-precision-status'); }
+  get precisionLine() { return element(this.root, 'decoder-precision'); }
+  /** The comparison's numbers: perplexity at f16 and at 8 bits, mean KL, top-1 agreement. */
+  async precisionNumbers() {
+    const [f16, int8, kl, agree] = await Promise.all(['data-f16', 'data-int8', 'data-kl', 'data-agree'].map((a) => this.precisionLine.getAttribute(a)));
+    return { f16: Number(f16), int8: Number(int8), kl: Number(kl), agree: Number(agree) };
+  }
   get curvesRun() { return element(this.root, 'decoder-curves-run'); }
   get curvesStatus() { return element(this.root, 'decoder-curves-status'); }
   get curvesSummary() { return element(this.root, 'decoder-curves-summary'); }

@@ -10,6 +10,7 @@ pub mod curves;
 pub mod engine;
 pub mod importance;
 pub mod induction;
+pub mod precision;
 pub mod text_set;
 
 use std::sync::Arc;

@@ -25,6 +25,7 @@ use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
 use crate::jobs::work::Piece;
+use crate::model::decoder::Decoder;
 use crate::model::Model;
 
 /// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
@@ -89,8 +90,7 @@ fn load(message: &Array) -> Result<Model, String> {
             encoder.set_precision(Kernel::Simd, precision);
             Ok(Model::Encoder(Rc::new(encoder)))
         }
-        // A decoder runs its f16 weights widened to f32 (it has no 8-bit path yet).
-        decoder => Ok(decoder),
+        Model::Decoder(decoder) => Ok(Model::Decoder(Decoder::for_precision(&decoder, precision))),
     }
 }
 

@@ -114,15 +114,6 @@ impl Decoder {
         }
     }
 
-    /// What caches of its measured numbers know it by: its id, and its precision when that is
-    /// not the f16 weights' (an 8-bit model's curves are its own).
-    pub fn cache_id(&self) -> String {
-        match self.precision() {
-            Precision::F16 => self.id.clone(),
-            p => format!("{}-{}", self.id, p.key()),
-        }
-    }
-
     /// `text`'s tokens, cut to the model's positions (the page says how many were cut).
     pub fn tokens(&self, text: &str) -> DecoderTokens {
         let (tokens, cut) = self.bpe.encode_within(text, self.spec().positions);

@@ -85,7 +85,9 @@ pub fn TrainedModel() -> impl IntoView {
                     Model::Encoder(encoder) => {
                         view! { <ModelPanel encoder=encoder shown=shown precision=precision /> }.into_any()
                     }
-                    Model::Decoder(decoder) => view! { <DecoderPanel decoder=decoder shown=shown /> }.into_any(),
+                    Model::Decoder(decoder) => {
+                        view! { <DecoderPanel decoder=decoder shown=shown precision=precision /> }.into_any()
+                    }
                 })
             }}
         </section>

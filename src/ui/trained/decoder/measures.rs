@@ -16,6 +16,7 @@ use crate::attention::HeadSet;
 use crate::jobs::decoder::curves::{DecoderCurves, TextSetCurves};
 use crate::jobs::decoder::importance::NextTokenImportance;
 use crate::jobs::decoder::induction::InductionTest;
+use crate::jobs::decoder::precision::{precision_text, SetAtBoth};
 use crate::jobs::decoder::text_set::{TextSetGradient, TextSetLoss};
 use crate::jobs::decoder::{
     random_heads, set_passages, DecoderMeasure, InductionRun, SetPerplexity, TextImportance,
@@ -23,6 +24,7 @@ use crate::jobs::decoder::{
 use crate::jobs::driver::{boxed, Status};
 use crate::jobs::engine::Engine;
 use crate::model::decoder::next_importance::SweepPlan;
+use crate::model::decoder::precision::PrecisionDrift;
 use crate::model::decoder::texts::NAME as TEXTS_NAME;
 use crate::model::decoder::Decoder;
 use crate::model::spec::ModelSpec;
@@ -149,6 +151,30 @@ impl DecoderView {
                 let pruned = found.next().unwrap_or_else(|| full.clone());
                 self.set_perplexity.try_set(Some((full, pruned)));
             }
+        });
+    }
+
+    /// Compares the model at f16 and at 8 bits: the text set at both on the workers, then a pass
+    /// over the reader's text timed at both on the page's thread.
+    fn compare_precisions(self) {
+        let (decoder, ids) = (self.decoder.get_value(), self.tokens.get_untracked().ids);
+        let job = self.precision_job;
+        self.start(job, format!("Loading the {TEXTS_NAME} passages…"), async move {
+            let Some(passages) = self.passages(job, &decoder).await else { return };
+            let of = passages.len();
+            let words = Box::new(move |status: &Status| {
+                let at = (status.done + 1).min(of);
+                format!("Reading passage {at} of {of} at f16 and at 8 bits{}…", estimate(status))
+            });
+            let make = move |_: &Engine<Decoder>| Ok(boxed(SetAtBoth::new(&passages)));
+            let found = self.run_job(job, Box::new(|| true), Box::new(make), words).await;
+            let Some(drift) = found.and_then(|f| f.downcast::<PrecisionDrift>().ok()) else { return };
+            self.precisions.try_set((Some(Rc::new(*drift)), None));
+            if ids.is_empty() {
+                return;
+            }
+            let cost = self.time_precisions(job, ids).await;
+            self.precisions.try_update(|p| p.1 = cost);
         });
     }
 
@@ -307,6 +333,39 @@ pub(super) fn TextSetPerplexity() -> impl IntoView {
         </p>
         <p data-testid="set-perplexity" class:stale=stale data-full=move || view.set_perplexity.get().map(|(f, _)| f.perplexity.to_string()) data-pruned=move || view.set_perplexity.get().map(|(_, p)| p.perplexity.to_string())>
             {found}
+        </p>
+    }
+}
+
+/// What 8 bits change beside what pruning changes: the text set's next tokens and perplexity at
+/// f16 and at 8 bits, a pass's time and the weights' bytes.
+#[component]
+pub(super) fn DecoderPrecision() -> impl IntoView {
+    let view = DecoderView::get();
+    let line = move || {
+        view.precisions.with(|(drift, cost)| {
+            (drift.is_some() || cost.is_some()).then(|| precision_text(drift.as_deref(), cost.as_ref()))
+        })
+    };
+    view! {
+        <h3>"What 8 bits change"</h3>
+        <p class="explain">
+            {format!("The model with 8-bit weights and activations (12 bits for the feed-forward output) against its f16 weights, every head kept: on each position of the {TEXTS_NAME} passages, how far the next token's distribution moves (KL) and whether its most likely token stays; the perplexity at both, each with its 95 % interval over the passages; then a pass over your text timed at both on this page's thread. Set it beside what pruning heads costs above.")}
+        </p>
+        <p class="buttons">
+            <button data-testid="decoder-precision-run" disabled=move || view.precision_job.running.get() || view.engine_now().is_none() on:click=move |_| view.compare_precisions()>
+                "Compare f16 and 8 bits"
+            </button>
+        </p>
+        <p class="muted" data-testid="decoder-precision-status" aria-live="polite">{move || view.precision_job.status.get()}</p>
+        <p
+            data-testid="decoder-precision"
+            data-f16=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(0)).map(|e| e.value.to_string()))
+            data-int8=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(1)).map(|e| e.value.to_string()))
+            data-kl=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.kl()).map(|e| e.value.to_string()))
+            data-agree=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.agreement()).map(|e| e.value.to_string()))
+        >
+            {line}
         </p>
     }
 }

@@ -10,12 +10,12 @@ use std::rc::Rc;
 use leptos::html;
 use leptos::prelude::*;
 
+use crate::attention::precision::Precision;
 use crate::attention::{HeadSet, Mask};
 use crate::jobs::web::clock_step_ms;
 use crate::model::decoder::induction::DecoderRole;
 use crate::model::decoder::Decoder;
 use crate::ui::canvas::{draw_masked_heatmap, draw_soon};
-use crate::ui::state::AppState;
 use crate::viz::colormap::viridis_css_gradient;
 
 use super::TextWithExamples;
@@ -23,30 +23,32 @@ use super::TextWithExamples;
 mod measures;
 mod view;
 
-use measures::{DecoderCurvesChart, DecoderImportance, TextSetPerplexity};
+use measures::{DecoderCurvesChart, DecoderImportance, DecoderPrecision, TextSetPerplexity};
 use view::{DecoderView, Stale};
 
 /// Everything the panel shows of a decoder.
 #[component]
-pub fn DecoderPanel(decoder: Rc<Decoder>, shown: super::loader::Shown) -> impl IntoView {
-    let view = DecoderView::new(decoder, &shown);
+pub fn DecoderPanel(
+    decoder: Rc<Decoder>,
+    shown: super::loader::Shown,
+    precision: Precision,
+) -> impl IntoView {
+    let view = DecoderView::new(Decoder::for_precision(&decoder, precision), &shown);
     provide_context(view);
-    let precision = AppState::get().settings.with_untracked(|s| s.precision);
     view! {
+        <super::PrecisionChoice />
         <p class="muted" data-testid="trained-backend">{move || view.backend_sentence()}</p>
         {move || view.run_now().and_then(|r| r.note.clone()).map(|n| view! {
             <p class="backend-note" data-testid="decoder-backend-note">{n}</p>
         })}
         {move || view.workers_note().map(|n| view! { <p class="backend-note" data-testid="workers-note">{n}</p> })}
-        {(precision != crate::attention::precision::Precision::F16).then(|| view! {
-            <p class="backend-note" data-testid="precision-note">"The 8-bit path is the encoders' so far: this decoder runs with its f16 weights."</p>
-        })}
         <DecoderText />
         <NextTokens />
         <LossStrip />
         <DecoderHeatmaps />
         <DecoderImportance />
         <TextSetPerplexity />
+        <DecoderPrecision />
         <DecoderCurvesChart />
         <DecoderGrid />
         <InductionTest />

@@ -11,16 +11,20 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use super::super::loader::Shown;
+use crate::attention::precision::Precision;
+use crate::backend::precision_speed::PrecisionCost;
 use crate::jobs::decoder::curves::DecoderCurves;
+use crate::jobs::decoder::precision::TimePrecisions;
 use crate::jobs::decoder::{
     keep_for, DecoderRun, InductionRun, SetPerplexity, TextImportance, DECODER_KERNEL,
 };
-use crate::jobs::driver::{drive_any, AnyPlan, Status};
+use crate::jobs::driver::{drive, drive_any, AnyPlan, Status};
 use crate::jobs::engine::{Engine, Workers};
 use crate::jobs::ticket::{Slot, Ticket};
 use crate::jobs::web::{auto_threads, now_ms, yield_to_browser, PageHost, WebWorkers};
 use crate::model::decoder::gpt2::{DecoderOutput, Keep};
 use crate::model::decoder::induction::HalfLosses;
+use crate::model::decoder::precision::PrecisionDrift;
 use crate::model::decoder::texts::TextSet;
 use crate::model::decoder::{Decoder, DecoderTokens};
 use crate::model::spec::ModelSpec;
@@ -99,12 +103,16 @@ pub(super) struct DecoderView {
     pub(super) set_perplexity: RwSignal<Option<SetPair>, LocalStorage>,
     /// The three pruning curves on the text set, once computed.
     pub(super) curves: RwSignal<Option<Rc<DecoderCurves>>, LocalStorage>,
+    /// The text set at both precisions, and a pass over the reader's text timed at both, once
+    /// measured.
+    pub(super) precisions: RwSignal<(Option<Rc<PrecisionDrift>>, Option<PrecisionCost>), LocalStorage>,
     /// The measurements: every head's importance, the text set's perplexity, the curves, the
     /// induction test.
     pub(super) importance_job: Measurement,
     pub(super) set_job: Measurement,
     pub(super) curves_job: Measurement,
     pub(super) induction_job: Measurement,
+    pub(super) precision_job: Measurement,
 }
 
 /// Why the numbers on show are not yet the reader's: they were computed for the previous text,
@@ -136,11 +144,8 @@ impl DecoderView {
         let app = AppState::get();
         let choices = app.trained;
         let threads = app.settings.with_untracked(|s| s.threads.count(auto_threads()));
-        let workers = Rc::new(Workers::new(Rc::new(WebWorkers::new(
-            threads,
-            shown.file.clone(),
-            crate::attention::precision::Precision::F16,
-        ))));
+        let workers =
+            Rc::new(Workers::new(Rc::new(WebWorkers::new(threads, shown.file.clone(), decoder.precision()))));
         let workers_changed = Trigger::new();
         workers.watch(move || workers_changed.notify());
         let workers = StoredValue::new_local(workers);
@@ -177,10 +182,12 @@ impl DecoderView {
             texts: StoredValue::new_local(None),
             set_perplexity: RwSignal::new_local(None),
             curves: RwSignal::new_local(None),
+            precisions: RwSignal::new_local((None, None)),
             importance_job: Measurement::new(),
             set_job: Measurement::new(),
             curves_job: Measurement::new(),
             induction_job: Measurement::new(),
+            precision_job: Measurement::new(),
         }
     }
 
@@ -275,6 +282,24 @@ impl DecoderView {
         let found = drive_any(&engine, plan, &ticket, &mut publish).await;
         measurement.end(&mine, None);
         found
+    }
+
+    /// A pass over `ids` with every head at f16 and at 8 bits, timed against each other on the
+    /// page's thread ([`TimePrecisions`]) as a job of `measurement`: `None` when it stopped.
+    pub(super) async fn time_precisions(
+        self,
+        measurement: Measurement,
+        ids: Vec<u32>,
+    ) -> Option<PrecisionCost> {
+        let engine = self.engine.try_get_untracked().flatten().flatten()?;
+        let of = engine.clone();
+        let (ticket, mine) = measurement.ticket(move || self.engine_is(&of))?;
+        measurement.running.try_set(true);
+        measurement.say(&mine, Some("Timing a pass over your text at f16 and at 8 bits…".into()));
+        let (f16, int8) = (engine.model_at(Precision::F16), engine.model_at(Precision::Int8));
+        let cost = drive(&engine, TimePrecisions::new(f16, int8, ids), &ticket, |_, _| {}).await;
+        measurement.end(&mine, None);
+        cost
     }
 
     /// Starts `job` (an async block that runs jobs of `measurement`), saying `status` until its
