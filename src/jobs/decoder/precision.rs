@@ -19,7 +19,7 @@ use crate::model::decoder::precision::{PassageDrift, PrecisionDrift};
 use crate::model::decoder::Decoder;
 use crate::model::digits::bytes_change_text;
 
-use super::DECODER_KERNEL;
+use super::{perplexity_text, DECODER_KERNEL};
 
 /// The text set's passages at f16 and at 8 bits, every head active: one piece per passage.
 pub struct SetAtBoth {
@@ -121,14 +121,15 @@ impl Job<Decoder> for TimePrecisions {
 /// What the decoder panel says of 8 bits against f16, from what is measured so far.
 pub fn precision_text(drift: Option<&PrecisionDrift>, cost: Option<&PrecisionCost>) -> String {
     let pct = |v: f64| format!("{:.1} %", 100.0 * v);
+    let ppl = perplexity_text;
     let quality = match drift {
         None => "next token and perplexity: measuring…".to_string(),
         Some(d) => match (d.kl(), d.agreement(), d.perplexity(0), d.perplexity(1), d.perplexity_change()) {
             (Some(kl), Some(agree), Some(f16), Some(int8), Some(change)) => format!(
-                "next-token KL to f16 {:.1e} nats per position (95 % interval {:.1e} to {:.1e}), the same top token at {} of {} positions ({} to {}), perplexity {:.2} ({:.2} to {:.2}) -> {:.2} ({:.2} to {:.2}), a change of {:+.2} % (95 % interval {:+.2} to {:+.2} %)",
+                "next-token KL to f16 {:.1e} nats per position (95 % interval {:.1e} to {:.1e}), the same top token at {} of {} positions ({} to {}), perplexity {} ({} to {}) -> {} ({} to {}), a change of {:+.2} % (95 % interval {:+.2} to {:+.2} %)",
                 kl.value, kl.lo, kl.hi,
                 pct(agree.value), d.passages.iter().map(|p| p.positions).sum::<usize>(), pct(agree.lo), pct(agree.hi),
-                f16.value, f16.lo, f16.hi, int8.value, int8.lo, int8.hi,
+                ppl(f16.value), ppl(f16.lo), ppl(f16.hi), ppl(int8.value), ppl(int8.lo), ppl(int8.hi),
                 100.0 * change.value, 100.0 * change.lo, 100.0 * change.hi,
             ),
             _ => "no passage to compare".to_string(),

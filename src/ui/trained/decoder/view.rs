@@ -231,8 +231,12 @@ impl DecoderView {
         let on = self.run_now().map_or_else(cpu, |r| r.ran_on.clone());
         self.workers_changed.track();
         let measures = self.workers.with_value(|w| w.place().describe());
+        let widened = match self.decoder.with_value(|d| d.precision()) {
+            Precision::F16 => ", f16 weights widened to f32",
+            Precision::Int8 => "",
+        };
         format!(
-            "Your text runs on {on}, f16 weights widened to f32; the measurements below (importance, perplexity, the curves, the induction test) run on the CPU kernel, on {measures}. A decoder: each token reads only the tokens before it."
+            "Your text runs on {on}{widened}; the measurements below (importance, perplexity, the curves, the induction test) run on the CPU kernel, on {measures}. A decoder: each token reads only the tokens before it."
         )
     }
 
