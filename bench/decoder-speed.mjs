@@ -12,7 +12,8 @@
 //   node --experimental-wasm-relaxed-simd bench/decoder-speed.mjs [ROUNDS] [smoke] [--model=DIR]
 //
 // Both sides compute the same thing: every layer over the text's tokens and the output head's
-// logits at every position (headlab also each position's loss). The text is the reference's
+// logits at every position (headlab also each position's loss). headlab runs at f16 (its weights
+// widened to f32) and at 8 bits (the page's Decoder::at_precision), each build. The text is the reference's
 // 128-token case (its ids: both sides read the same tokens); each side's next-token logits are
 // compared with the float64 numpy reference (tests/reference/decoders.py). headlab's decoder has
 // no pass cut across threads yet: its one-thread time stands beside transformers.js's on 1 and 2.
@@ -53,6 +54,17 @@ function referenceCase() {
   return { ids: found.ids, logits: found.next_logits };
 }
 
+/** KL(p || q) in nats of the next-token distributions of the logits `p` (float64) and `q`. */
+function klFrom(p, q) {
+  const logSoftmax = (l) => {
+    const max = Math.max(...l);
+    const z = max + Math.log(l.reduce((s, v) => s + Math.exp(v - max), 0));
+    return l.map((v) => v - z);
+  };
+  const [lp, lq] = [logSoftmax(p), logSoftmax(q)];
+  return Math.max(0, lp.reduce((s, a, i) => s + Math.exp(a) * (a - lq[i]), 0));
+}
+
 const cosine = (a, b) => {
   let ab = 0, aa = 0, bb = 0;
   for (let i = 0; i < a.length; i++) { ab += a[i] * b[i]; aa += a[i] * a[i]; bb += b[i] * b[i]; }
@@ -68,7 +80,15 @@ async function child(threads) {
     q8: await AutoModelForCausalLM.from_pretrained(modelName, options('q8')),
   };
   const bytes = readFileSync(assetFile);
-  const builds = headlabBuilds().map((b) => ({ name: b.name, label: b.label, model: new b.lib.DecoderCase(bytes) }));
+  // Each build at f16 (its weights widened to f32) and at 8 bits (Decoder::at_precision, as the page makes it).
+  const builds = headlabBuilds().flatMap((b) => {
+    const int8 = new b.lib.DecoderCase(bytes);
+    int8.set_precision('int8');
+    return [
+      { name: b.name, label: `${b.label} f16`, model: new b.lib.DecoderCase(bytes) },
+      { name: `${b.name}-int8`, label: `${b.label} 8-bit`, model: int8, int8: true },
+    ];
+  });
   const idsU32 = Uint32Array.from(ids);
   const inputs = {
     input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
@@ -94,9 +114,10 @@ async function child(threads) {
     ratio: Object.fromEntries(builds.map((b) => [b.name, { fp32: median(ratios[`${b.name}/fp32`]), q8: median(ratios[`${b.name}/q8`]) }])),
     error: Object.fromEntries(Object.keys(runs).map((k) => [k, relativeDifference(out[k], want)])),
     cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], want)])),
+    kl: Object.fromEntries(Object.keys(runs).map((k) => [k, klFrom(want, out[k])])),
   };
   console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);
-  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label }) => ({ name, label })), row }));
+  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), row }));
 }
 
 /** The folder's model in a few words, from its config.json. */
@@ -118,13 +139,15 @@ async function main() {
   const each = (f) => builds.map(f).join(' | ');
   console.log(`${modelName} (${describe()}), a ${TOKENS}-token text, every position's logits: headlab (the page's CPU pass, 1 thread) against transformers.js ${version(transformersDir)} AutoModelForCausalLM on ${ortVersion} (wasm); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side; ${cpuLine()}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(buildsNote(builds));
-  console.log(`| transformers.js threads | ${each((b) => `headlab ${b.label} ms`)} | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${each((b) => `${b.label} / q8`)} | logits error: headlab | fp32 | q8 | cos f64: q8 |`);
-  console.log(`|---:|${'---:|'.repeat(3 * builds.length + 6)}`);
+  console.log(`| transformers.js threads | ${each((b) => `headlab ${b.label} ms`)} | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${each((b) => `${b.label} / q8`)} | logits error: headlab f16 | fp32 | next-token KL to f64: ${each((b) => b.label)} | q8 |`);
+  console.log(`|---:|${'---:|'.repeat(4 * builds.length + 5)}`);
+  const f16Builds = builds.filter((b) => !b.int8);
   for (const { row: r } of results) {
-    const worstHeadlab = Math.max(...builds.map((b) => r.error[b.name]));
-    console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${r.error.q8.toExponential(1)} | ${r.cos.q8.toFixed(5)} |`);
+    const worstHeadlab = Math.max(...f16Builds.map((b) => r.error[b.name]));
+    console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${each((b) => r.kl[b.name].toExponential(1))} | ${r.kl.q8.toExponential(1)} |`);
   }
-  const worst = Math.max(...results.map(({ row }) => Math.max(...builds.map((b) => row.error[b.name]))));
+  console.log('(random weights: the KL figures say the quantizers work, not what they cost a trained model)');
+  const worst = Math.max(...results.map(({ row }) => Math.max(...f16Builds.map((b) => row.error[b.name]))));
   console.log(`next-token logits against the float64 reference (largest difference over the largest logit): headlab ${worst.toExponential(1)} (< 1e-5: ${worst < 1e-5 ? 'yes' : 'NO'})`);
   if (!(worst < 1e-5)) process.exitCode = 1;
 }

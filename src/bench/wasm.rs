@@ -574,6 +574,15 @@ impl DecoderCase {
         Ok(DecoderCase { decoder })
     }
 
+    /// The decoder at another precision (`"f16"` or `"int8"`: [`crate::model::decoder::Decoder::at_precision`],
+    /// calibrated as the page calibrates it), the relaxed build's 8-bit form timed as the page times it.
+    pub fn set_precision(&mut self, key: &str) -> Result<(), String> {
+        let precision = precision_of(key)?;
+        choose_dot_form();
+        self.decoder = self.decoder.at_precision(Kernel::Simd, precision);
+        Ok(())
+    }
+
     /// The next token's logits after a pass over `ids` with every head (the pass makes every
     /// position's logits and loss, as the page's does).
     pub fn forward(&self, ids: &[u32]) -> Result<Vec<f32>, String> {

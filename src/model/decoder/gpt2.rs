@@ -502,7 +502,7 @@ impl Gpt2 {
                 let t = c * READ_OUT_ROWS + r;
                 match ids.get(t + 1) {
                     Some(&target) => {
-                        losses.push(crate::model::decoder::next_token::loss(row, target as usize))
+                        losses.push(crate::model::decoder::next_token::loss(kernel, row, target as usize))
                     }
                     None => next = row.to_vec(),
                 }

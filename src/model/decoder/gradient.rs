@@ -12,6 +12,7 @@
 
 use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
+use crate::cpu::softmax::softmax_rows;
 use crate::cpu::{attend_in_turns, Kernel, Mask};
 use crate::model::decoder::gpt2::{Gpt2, READ_OUT_ROWS};
 use crate::model::layers::backward::{
@@ -98,14 +99,14 @@ async fn loss_and_gradient(
                 row.fill(0.0);
                 continue;
             };
-            // d(-log p_target)/d logit_j = p_j - [j = target], over the passage's mean.
-            let max = row.iter().fold(f64::NEG_INFINITY, |m, &l| m.max(l as f64));
-            let sum: f64 = row.iter().map(|&l| (l as f64 - max).exp()).sum();
-            loss += max + sum.ln() - row[target as usize] as f64;
-            for (j, l) in row.iter_mut().enumerate() {
-                let p = (*l as f64 - max).exp() / sum;
-                *l = ((p - if j == target as usize { 1.0 } else { 0.0 }) / count) as f32;
-            }
+            // d(-log p_target)/d logit_j = p_j - [j = target], over the passage's mean; the
+            // loss and the probabilities on `kernel`'s exp (a vocabulary's f64 exps, twice, took
+            // much of a short passage's backward pass).
+            loss += crate::model::decoder::next_token::loss(kernel, row, target as usize);
+            softmax_rows(kernel, row, vocab);
+            row[target as usize] -= 1.0;
+            let inv = (1.0 / count) as f32;
+            row.iter_mut().for_each(|l| *l *= inv);
         }
         let rows_here = rows.len() / d;
         let d_rows = matmul_in_turns(kernel, &logits, &model.word, rows_here, vocab, d, turns).await;

@@ -172,8 +172,8 @@ mod tests {
             want_kl += kl(p, q);
             agree += usize::from(top(p, 1)[0].0 == top(q, 1)[0].0);
             if let Some(&next) = ids.get(t + 1) {
-                losses[0] += loss(p, next as usize);
-                losses[1] += loss(q, next as usize);
+                losses[0] += loss(Kernel::Simd, p, next as usize);
+                losses[1] += loss(Kernel::Simd, q, next as usize);
             }
         }
         assert_eq!(got.positions, 41);
