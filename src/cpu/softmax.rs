@@ -39,7 +39,7 @@ const LSE_BLOCK: usize = 256;
 /// adds each lane's [`LSE_BLOCK`]` / 4` terms in f32 (at most 64 roundings of 6e-8 each) and the
 /// blocks in f64: the result is within 1e-5 of the f64 value, absolutely, and within 2e-6 in the
 /// tests' table of rows. A decoder's pass over 128 tokens of GPT-2's 50 257-piece vocabulary
-/// took about a sixth of its 8-bit time in f64 `exp`s (BENCHMARKS.md section 21). A value that
+/// took about a quarter of its 8-bit time in f64 `exp`s (BENCHMARKS.md section 21). A value that
 /// is NaN or infinite gives NaN; no values give negative infinity.
 pub fn log_sum_exp(kernel: Kernel, values: &[f32]) -> f64 {
     if values.iter().any(|v| !v.is_finite()) {
