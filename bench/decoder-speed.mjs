@@ -116,6 +116,11 @@ async function child(threads) {
     cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], want)])),
     kl: Object.fromEntries(Object.keys(runs).map((k) => [k, klFrom(want, out[k])])),
   };
+  // Where headlab's pass goes, stage by stage, for the last build at both precisions (one thread: its pass has one).
+  if (threads === 1) {
+    const last = builds.slice(-2);
+    row.profiles = last.map((b) => `${b.label}: ${b.model.profile(idsU32, rounds)}`);
+  }
   console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), row }));
 }
@@ -147,6 +152,7 @@ async function main() {
     console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${each((b) => r.kl[b.name].toExponential(1))} | ${r.kl.q8.toExponential(1)} |`);
   }
   console.log('(random weights: the KL figures say the quantizers work, not what they cost a trained model)');
+  for (const profile of results[0].row.profiles ?? []) console.log(`\n${profile}`);
   const worst = Math.max(...results.map(({ row }) => Math.max(...f16Builds.map((b) => row.error[b.name]))));
   console.log(`next-token logits against the float64 reference (largest difference over the largest logit): headlab ${worst.toExponential(1)} (< 1e-5: ${worst < 1e-5 ? 'yes' : 'NO'})`);
   if (!(worst < 1e-5)) process.exitCode = 1;

@@ -4,6 +4,7 @@
 //! generated weights ([`run`], [`profile`], [`generated_report`]; natively `bench/native/mha.rs`, as
 //! wasm in Node through [`wasm`]), and the GPU path per dispatch ([`gpu`]; `bench/native/gpu.rs`).
 
+pub mod decoder;
 pub mod encoder;
 pub mod gpu;
 #[cfg(target_arch = "wasm32")]

@@ -598,6 +598,11 @@ impl DecoderCase {
             .next_logits)
     }
 
+    /// Where a pass over `ids` goes, stage by stage ([`super::decoder::pass_profile`]), as a table.
+    pub fn profile(&self, ids: &[u32], rounds: usize) -> String {
+        super::decoder::pass_profile(&now, &self.decoder.gpt2, ids, rounds)
+    }
+
     /// Every position's loss of that pass (the text's token after it), in f64.
     pub fn losses(&self, ids: &[u32]) -> Vec<f64> {
         let all = HeadSet::all(self.decoder.spec().total_heads());
