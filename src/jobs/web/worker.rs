@@ -21,6 +21,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::attention::precision::Precision;
+use crate::attention::turns::AtOnce;
 use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
@@ -90,7 +91,10 @@ fn load(message: &Array) -> Result<Model, String> {
             encoder.set_precision(Kernel::Simd, precision);
             Ok(Model::Encoder(Rc::new(encoder)))
         }
-        Model::Decoder(decoder) => Ok(Model::Decoder(Decoder::for_precision(&decoder, precision))),
+        Model::Decoder(decoder) => {
+            let copy = crate::attention::turns::at_once(Decoder::for_precision(&decoder, precision, &AtOnce));
+            Ok(Model::Decoder(copy))
+        }
     }
 }
 

@@ -233,6 +233,20 @@ impl Gpt2 {
     /// 8-bit copies are dropped. The f32 weights are shared with `self`, not copied: the copy
     /// costs only its 8-bit bytes.
     pub fn at_precision(&self, kernel: Kernel, precision: Precision, calibration: &[Vec<u32>]) -> Gpt2 {
+        at_once(self.at_precision_in_turns(kernel, precision, calibration, &AtOnce))
+    }
+
+    /// [`Gpt2::at_precision`] in `turns`' steps: the calibration passes' products and heads, and
+    /// a turn after each block's four products are quantized and after the head's (GPT-2 small's
+    /// calibration and 85 M weights at once held the page's thread for most of a second). The
+    /// same copy.
+    pub async fn at_precision_in_turns(
+        &self,
+        kernel: Kernel,
+        precision: Precision,
+        calibration: &[Vec<u32>],
+        turns: &dyn Turns,
+    ) -> Gpt2 {
         let mut copy = self.clone();
         if precision == self.precision() {
             return copy;
@@ -245,22 +259,24 @@ impl Gpt2 {
             copy.head = None;
             return copy;
         }
-        let seen = self.input_maxima(kernel, calibration);
+        let seen = self.input_maxima(kernel, calibration, turns).await;
         for (block, m) in copy.blocks.iter_mut().zip(&seen.layers) {
             block.qkv.quantize(&m[0], IntBits::Eight);
             block.out.quantize(&m[1], IntBits::Eight);
             block.ffn_in.quantize(&m[2], IntBits::Eight);
             block.ffn_out.quantize(&vec![0.0; self.spec.ffn], IntBits::Twelve);
+            turns.turn().await;
         }
         let mut head = Linear { w: self.word.clone(), b: vec![0.0; self.spec.vocab], int8: None };
         head.quantize(&seen.head, IntBits::Eight);
         copy.head = Some(head);
+        turns.turn().await;
         copy
     }
 
     /// The largest magnitude of each input feature of the 8-bit products over the texts `ids`
     /// (those this model can read), every head active, in f32 ([`Seen`]).
-    fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>]) -> Seen {
+    async fn input_maxima(&self, kernel: Kernel, ids: &[Vec<u32>], turns: &dyn Turns) -> Seen {
         let (spec, d) = (&self.spec, self.spec.d_model);
         let mut seen = Seen {
             layers: vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers],
@@ -275,7 +291,7 @@ impl Gpt2 {
             let mut scratch = Scratch::new(spec, text.len());
             scratch.seen = Some(std::mem::take(&mut seen.layers));
             for l in 0..spec.layers {
-                at_once(self.layer_in_turns(kernel, l, &mut x, &all, &mut scratch, false, &AtOnce));
+                self.layer_in_turns(kernel, l, &mut x, &all, &mut scratch, false, turns).await;
             }
             seen.layers = scratch.seen.take().unwrap_or_default();
             layer_norm(&mut x, &self.ln_f, spec.layer_norm_eps);
@@ -731,6 +747,12 @@ mod tests {
             let cut = at_once(q.forward_in_turns(Kernel::Simd, &ids, &heads, Keep::All, &InSteps::of(step)));
             assert_eq!(cut, whole, "steps of {step}");
         }
+        // The copy made in steps is the copy made at once, with a turn after each block at least.
+        let steps = InSteps::of(600);
+        let stepped =
+            at_once(m.at_precision_in_turns(Kernel::Simd, Precision::Int8, &texts(3, 20, 4), &steps));
+        assert_eq!(stepped, q);
+        assert!(steps.taken() > 2 * 3, "{} turns", steps.taken());
         let trace = q.residuals(Kernel::Simd, &ids);
         assert_eq!(
             q.next_logits_from(Kernel::Simd, &trace, 1, &HeadSet::with_pruned(8, [5])),

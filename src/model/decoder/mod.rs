@@ -17,7 +17,7 @@ pub mod texts;
 use std::rc::Rc;
 
 use crate::attention::precision::Precision;
-use crate::attention::turns::at_once;
+use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::cpu::Kernel;
 use crate::model::layers::CALIBRATION;
 use crate::model::load::model_file;
@@ -102,15 +102,26 @@ impl Decoder {
     /// A copy of this decoder at `precision` ([`Gpt2::at_precision`]: an 8-bit copy is
     /// calibrated on [`CALIBRATION`] in this model's tokens, and shares the f32 weights).
     pub fn at_precision(&self, kernel: Kernel, precision: Precision) -> Decoder {
-        let calibration: Vec<Vec<u32>> = CALIBRATION.iter().map(|s| self.tokens(s).ids).collect();
-        Decoder { gpt2: self.gpt2.at_precision(kernel, precision, &calibration), ..self.clone() }
+        at_once(self.at_precision_in_turns(kernel, precision, &AtOnce))
     }
 
-    /// `model` at `precision`: itself, or its copy at it.
-    pub fn for_precision(model: &Rc<Decoder>, precision: Precision) -> Rc<Decoder> {
+    /// [`Decoder::at_precision`] in `turns`' steps ([`Gpt2::at_precision_in_turns`]).
+    pub async fn at_precision_in_turns(
+        &self,
+        kernel: Kernel,
+        precision: Precision,
+        turns: &dyn Turns,
+    ) -> Decoder {
+        let calibration: Vec<Vec<u32>> = CALIBRATION.iter().map(|s| self.tokens(s).ids).collect();
+        let gpt2 = self.gpt2.at_precision_in_turns(kernel, precision, &calibration, turns).await;
+        Decoder { gpt2, ..self.clone() }
+    }
+
+    /// `model` at `precision`: itself, or its copy at it, made in `turns`' steps.
+    pub async fn for_precision(model: &Rc<Decoder>, precision: Precision, turns: &dyn Turns) -> Rc<Decoder> {
         match model.precision() == precision {
             true => model.clone(),
-            false => Rc::new(model.at_precision(Kernel::Simd, precision)),
+            false => Rc::new(model.at_precision_in_turns(Kernel::Simd, precision, turns).await),
         }
     }
 

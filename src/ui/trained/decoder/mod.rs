@@ -26,17 +26,44 @@ mod view;
 use measures::{DecoderCurvesChart, DecoderImportance, DecoderPrecision, TextSetPerplexity};
 use view::{DecoderView, Stale};
 
-/// Everything the panel shows of a decoder.
+/// Everything the panel shows of a decoder, at the reader's precision.
 #[component]
 pub fn DecoderPanel(
     decoder: Rc<Decoder>,
     shown: super::loader::Shown,
     precision: Precision,
 ) -> impl IntoView {
-    let view = DecoderView::new(Decoder::for_precision(&decoder, precision), &shown);
-    provide_context(view);
+    let copying = decoder.precision() != precision;
+    let shown = StoredValue::new_local(shown);
+    // The model at the reader's precision: itself, or its copy made between the page's turns.
+    let model = LocalResource::new(move || {
+        let decoder = decoder.clone();
+        async move {
+            let turns = crate::jobs::host::HostTurns::new(Rc::new(crate::jobs::web::PageHost));
+            Decoder::for_precision(&decoder, precision, &turns).await
+        }
+    });
     view! {
         <super::PrecisionChoice />
+        {move || match model.get() {
+            Some(decoder) => view! { <DecoderModel decoder=decoder shown=shown.get_value() /> }.into_any(),
+            None => copying
+                .then(|| view! {
+                    <p class="muted" data-testid="decoder-quantizing" aria-live="polite">
+                        "Making the model's 8-bit copy (a few calibration sentences, then each block's weights)…"
+                    </p>
+                })
+                .into_any(),
+        }}
+    }
+}
+
+/// Everything the panel shows of a decoder at the precision it runs at.
+#[component]
+fn DecoderModel(decoder: Rc<Decoder>, shown: super::loader::Shown) -> impl IntoView {
+    let view = DecoderView::new(decoder, &shown);
+    provide_context(view);
+    view! {
         <p class="muted" data-testid="trained-backend">{move || view.backend_sentence()}</p>
         {move || view.run_now().and_then(|r| r.note.clone()).map(|n| view! {
             <p class="backend-note" data-testid="decoder-backend-note">{n}</p>
