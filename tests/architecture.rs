@@ -58,7 +58,7 @@ const MODEL_ALLOWED: [(&str, &[&str]); 9] = [
     ("layers", &["spec"]),
     ("load", &["spec", "tokenize"]),
     ("encoder", &["spec", "digits", "intervals", "layers", "load", "tokenize"]),
-    ("decoder", &["spec", "layers", "load", "tokenize"]),
+    ("decoder", &["spec", "intervals", "layers", "load", "tokenize"]),
     ("mod", &["spec", "digits", "intervals", "tokenize", "layers", "load", "encoder", "decoder"]),
 ];
 
