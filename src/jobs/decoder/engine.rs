@@ -42,10 +42,10 @@ impl FullPass {
 
 impl Engine<Decoder> {
     /// The decoder at `precision` on the page's thread: the model itself, or the copy the page's
-    /// thread runs pieces at that precision on (made the first time, between the page's turns).
-    pub async fn model_at(&self, precision: crate::attention::precision::Precision) -> Rc<Decoder> {
-        match self.page_thread().copies().decoder_at(precision, self.turns()).await {
-            Ok(model) => model,
+    /// thread runs pieces at that precision on (made the first time).
+    pub fn model_at(&self, precision: crate::attention::precision::Precision) -> Rc<Decoder> {
+        match self.page_thread().copies().decoder_at(precision) {
+            Ok(model) => model.clone(),
             Err(_) => unreachable!("a decoder's engine holds a decoder"),
         }
     }

@@ -300,7 +300,7 @@ impl DecoderView {
         let (ticket, mine) = measurement.ticket(move || self.engine_is(&of))?;
         measurement.running.try_set(true);
         measurement.say(&mine, Some("Timing a pass over your text at f16 and at 8 bits…".into()));
-        let (f16, int8) = (engine.model_at(Precision::F16).await, engine.model_at(Precision::Int8).await);
+        let (f16, int8) = (engine.model_at(Precision::F16), engine.model_at(Precision::Int8));
         let cost = drive(&engine, TimePrecisions::new(f16, int8, ids), &ticket, |_, _| {}).await;
         measurement.end(&mine, None);
         cost
