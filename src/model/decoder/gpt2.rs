@@ -196,25 +196,20 @@ impl Gpt2 {
     /// the first layer reads are the head's bytes).
     pub fn stored_bytes(&self) -> u64 {
         use crate::model::spec::WEIGHT_BYTES;
-        let lin = |l: &Linear| match &l.int8 {
-            Some(q) => q.bytes() as u64 + WEIGHT_BYTES * l.b.len() as u64,
-            None => WEIGHT_BYTES * (l.w.len() + l.b.len()) as u64,
-        };
-        let norm = |n: &Norm| WEIGHT_BYTES * (n.w.len() + n.b.len()) as u64;
         let blocks: u64 = self
             .blocks
             .iter()
             .map(|b| {
-                [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<u64>()
-                    + norm(&b.ln1)
-                    + norm(&b.ln2)
+                [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(Linear::stored_bytes).sum::<u64>()
+                    + b.ln1.stored_bytes()
+                    + b.ln2.stored_bytes()
             })
             .sum();
         let head = match self.head.as_ref().and_then(|h| h.int8.as_ref()) {
             Some(q) => q.bytes() as u64,
             None => WEIGHT_BYTES * self.word.len() as u64,
         };
-        blocks + head + WEIGHT_BYTES * self.position.len() as u64 + norm(&self.ln_f)
+        blocks + head + WEIGHT_BYTES * self.position.len() as u64 + self.ln_f.stored_bytes()
     }
 
     /// The precision its dense layers run at.

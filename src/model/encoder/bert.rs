@@ -106,22 +106,17 @@ impl Bert {
     /// [`Bert::weight_bytes`]'s.
     pub fn stored_bytes(&self) -> u64 {
         use crate::model::spec::WEIGHT_BYTES;
-        let lin = |l: &Linear| match &l.int8 {
-            Some(q) => q.bytes() as u64 + WEIGHT_BYTES * l.b.len() as u64,
-            None => WEIGHT_BYTES * (l.w.len() + l.b.len()) as u64,
-        };
-        let norm = |n: &Norm| WEIGHT_BYTES * (n.w.len() + n.b.len()) as u64;
         let layers: u64 = self
             .layers
             .iter()
             .map(|l| {
-                l.qkv.iter().chain([&l.out, &l.ffn_in, &l.ffn_out]).map(lin).sum::<u64>()
-                    + norm(&l.ln1)
-                    + norm(&l.ln2)
+                l.qkv.iter().chain([&l.out, &l.ffn_in, &l.ffn_out]).map(Linear::stored_bytes).sum::<u64>()
+                    + l.ln1.stored_bytes()
+                    + l.ln2.stored_bytes()
             })
             .sum();
         let embeddings = self.word.len() + self.position.len() + self.token_type.len();
-        layers + WEIGHT_BYTES * embeddings as u64 + norm(&self.ln_embed)
+        layers + WEIGHT_BYTES * embeddings as u64 + self.ln_embed.stored_bytes()
     }
 
     /// The precision its dense layers run at.

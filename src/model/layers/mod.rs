@@ -42,6 +42,16 @@ impl Linear {
         Arc::make_mut(&mut self.w)
     }
 
+    /// Bytes it takes as the page stores it: its 8-bit copy's bytes (12-bit words and factors
+    /// included) when it has one, else every weight in f16; the biases in f16 either way.
+    pub fn stored_bytes(&self) -> u64 {
+        use crate::model::spec::WEIGHT_BYTES;
+        match &self.int8 {
+            Some(q) => q.bytes() as u64 + WEIGHT_BYTES * self.b.len() as u64,
+            None => WEIGHT_BYTES * (self.w.len() + self.b.len()) as u64,
+        }
+    }
+
     /// Output features.
     pub fn out(&self) -> usize {
         self.b.len()
@@ -107,6 +117,13 @@ pub struct Norm {
     pub w: Vec<f32>,
     /// Shift.
     pub b: Vec<f32>,
+}
+
+impl Norm {
+    /// Bytes its scale and shift take as the page stores them (f16).
+    pub fn stored_bytes(&self) -> u64 {
+        crate::model::spec::WEIGHT_BYTES * (self.w.len() + self.b.len()) as u64
+    }
 }
 
 /// The feed-forward activation `activation`, in place.
