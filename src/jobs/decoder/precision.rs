@@ -124,7 +124,7 @@ pub fn precision_text(drift: Option<&PrecisionDrift>, cost: Option<&PrecisionCos
     let ppl = perplexity_text;
     let quality = match drift {
         None => "next token and perplexity: measuring…".to_string(),
-        Some(d) => match (d.kl(), d.agreement(), d.perplexity(0), d.perplexity(1), d.perplexity_change()) {
+        Some(d) => match (d.kl(), d.agreement(), d.perplexity(Precision::F16), d.perplexity(Precision::Int8), d.perplexity_change()) {
             (Some(kl), Some(agree), Some(f16), Some(int8), Some(change)) => format!(
                 "next-token KL to f16 {:.1e} nats per position (95 % interval {:.1e} to {:.1e}), the same top token at {} of {} positions ({} to {}), perplexity {} ({} to {}) -> {} ({} to {}), a change of {:+.2} % (95 % interval {:+.2} to {:+.2} %)",
                 kl.value, kl.lo, kl.hi,

@@ -6,6 +6,7 @@
 
 use super::gpt2::{Gpt2, Keep, READ_OUT_ROWS};
 use super::next_token::{kl, top};
+use crate::attention::precision::Precision;
 use crate::attention::turns::Turns;
 use crate::attention::HeadSet;
 use crate::cpu::Kernel;
@@ -86,8 +87,9 @@ impl PrecisionDrift {
         self.ratio(|p| p.agree as f64, |p| p.positions as f64)
     }
 
-    /// The set's perplexity at f16 (`0`) or 8 bits (`1`), with its interval over the passages.
-    pub fn perplexity(&self, at: usize) -> Option<Estimate> {
+    /// The set's perplexity at `precision`, with its interval over the passages.
+    pub fn perplexity(&self, precision: Precision) -> Option<Estimate> {
+        let at = usize::from(precision == Precision::Int8);
         self.ratio(|p| p.loss[at], |p| (p.positions - 1) as f64).map(|e| Estimate {
             value: e.value.exp(),
             lo: e.lo.exp(),
@@ -130,7 +132,6 @@ impl PrecisionDrift {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::precision::Precision;
     use crate::attention::turns::{at_once, AtOnce};
     use crate::model::decoder::next_token::loss;
     use crate::model::spec::{Activation, ModelSpec};
@@ -207,7 +208,7 @@ mod tests {
         let kl = set.kl().unwrap();
         assert!((kl.value - 0.06 / 37.0).abs() < 1e-15 && kl.lo <= kl.value && kl.value <= kl.hi, "{kl:?}");
         assert!((set.agreement().unwrap().value - 35.0 / 37.0).abs() < 1e-15);
-        let (a, b) = (set.perplexity(0).unwrap(), set.perplexity(1).unwrap());
+        let (a, b) = (set.perplexity(Precision::F16).unwrap(), set.perplexity(Precision::Int8).unwrap());
         assert!((a.value - (90.0f64 / 34.0).exp()).abs() < 1e-12 && a.lo <= a.value && a.value <= a.hi);
         let change = set.perplexity_change().unwrap();
         assert!((change.value - (b.value / a.value - 1.0)).abs() < 1e-12, "{change:?}");

@@ -12,6 +12,7 @@ use plotters_canvas::CanvasBackend;
 
 use super::view::{DecoderView, Measurement};
 use crate::attention::importance::Ranking;
+use crate::attention::precision::Precision;
 use crate::attention::HeadSet;
 use crate::jobs::decoder::curves::{DecoderCurves, TextSetCurves};
 use crate::jobs::decoder::importance::NextTokenImportance;
@@ -360,8 +361,8 @@ pub(super) fn DecoderPrecision() -> impl IntoView {
         <p class="muted" data-testid="decoder-precision-status" aria-live="polite">{move || view.precision_job.status.get()}</p>
         <p
             data-testid="decoder-precision"
-            data-f16=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(0)).map(|e| e.value.to_string()))
-            data-int8=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(1)).map(|e| e.value.to_string()))
+            data-f16=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(Precision::F16)).map(|e| e.value.to_string()))
+            data-int8=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(Precision::Int8)).map(|e| e.value.to_string()))
             data-kl=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.kl()).map(|e| e.value.to_string()))
             data-agree=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.agreement()).map(|e| e.value.to_string()))
         >
