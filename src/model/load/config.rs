@@ -1,10 +1,9 @@
 //! A Hugging Face model folder's `config.json`, read into the page's [`ModelSpec`]: which
 //! architecture it is (BERT or DistilBERT: the same post-LayerNorm encoder, named differently;
-//! GPT-2: a pre-LayerNorm decoder) and its shape. Each family's config is its own struct, read
-//! with serde's derive and mapped onto [`ModelSpec`]. Untrusted input: every field is checked
-//! against the limits below, and each refusal names the field and what is wrong with it.
+//! GPT-2: a pre-LayerNorm decoder) and its shape. Each family is a table of its fields' names,
+//! read by name from the JSON and mapped onto [`ModelSpec`]. Untrusted input: every field is
+//! checked against the limits below, and each refusal names the field and what is wrong with it.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::load::fields::Field;
@@ -76,142 +75,61 @@ pub struct CheckpointConfig {
     pub name: Option<String>,
 }
 
-/// What every family's config says of itself: its family, its name, and the position schemes
-/// headlab does not run.
-#[derive(Deserialize)]
-struct Common {
-    #[serde(default)]
-    model_type: Field<String>,
-    #[serde(default)]
-    architectures: Field<Vec<Value>>,
-    #[serde(default, rename = "_name_or_path")]
-    name_or_path: Field<String>,
-    #[serde(default)]
-    position_embedding_type: Field<String>,
-    #[serde(default)]
-    sinusoidal_pos_embds: Field<bool>,
+/// A family's config fields as the family names them: the six sizes in [`LIMITS`]' order, the
+/// activation and the LayerNorm epsilon, with the defaults the family takes when either is
+/// absent. Each family is a table of names; the fields are read by name from the JSON object,
+/// not through a derived deserializer per family (BENCHMARKS.md section 19: the derives cost
+/// the page's wasm several kilobytes for the same result).
+struct Names {
+    sizes: [&'static str; 6],
+    activation: (&'static str, Activation),
+    eps: (&'static str, f64),
 }
 
-/// BERT's own fields (BertConfig).
-#[derive(Deserialize)]
-struct BertConfig {
-    #[serde(default)]
-    num_hidden_layers: Field<u64>,
-    #[serde(default)]
-    num_attention_heads: Field<u64>,
-    #[serde(default)]
-    hidden_size: Field<u64>,
-    #[serde(default)]
-    intermediate_size: Field<u64>,
-    #[serde(default)]
-    vocab_size: Field<u64>,
-    #[serde(default)]
-    max_position_embeddings: Field<u64>,
-    #[serde(default)]
-    hidden_act: Field<String>,
-    #[serde(default)]
-    layer_norm_eps: Field<f64>,
-}
+/// BERT's (BertConfig).
+const BERT: Names = Names {
+    sizes: [
+        "num_hidden_layers",
+        "num_attention_heads",
+        "hidden_size",
+        "intermediate_size",
+        "vocab_size",
+        "max_position_embeddings",
+    ],
+    activation: ("hidden_act", Activation::Gelu),
+    eps: ("layer_norm_eps", 1e-12),
+};
 
-/// DistilBERT's (DistilBertConfig).
-#[derive(Deserialize)]
-struct DistilBertConfig {
-    #[serde(default)]
-    n_layers: Field<u64>,
-    #[serde(default)]
-    n_heads: Field<u64>,
-    #[serde(default)]
-    dim: Field<u64>,
-    #[serde(default)]
-    hidden_dim: Field<u64>,
-    #[serde(default)]
-    vocab_size: Field<u64>,
-    #[serde(default)]
-    max_position_embeddings: Field<u64>,
-    #[serde(default)]
-    activation: Field<String>,
-    #[serde(default)]
-    layer_norm_eps: Field<f64>,
-}
+/// DistilBERT's (DistilBertConfig): its LayerNorms use PyTorch's 1e-12 without saying so.
+const DISTILBERT: Names = Names {
+    sizes: ["n_layers", "n_heads", "dim", "hidden_dim", "vocab_size", "max_position_embeddings"],
+    activation: ("activation", Activation::Gelu),
+    eps: ("layer_norm_eps", 1e-12),
+};
 
 /// GPT-2's (GPT2Config): `n_inner` null is 4 × `n_embd`.
-#[derive(Deserialize)]
-struct Gpt2Config {
-    #[serde(default)]
-    n_layer: Field<u64>,
-    #[serde(default)]
-    n_head: Field<u64>,
-    #[serde(default)]
-    n_embd: Field<u64>,
-    #[serde(default)]
-    n_inner: Field<u64>,
-    #[serde(default)]
-    vocab_size: Field<u64>,
-    #[serde(default)]
-    n_positions: Field<u64>,
-    #[serde(default)]
-    activation_function: Field<String>,
-    #[serde(default)]
-    layer_norm_epsilon: Field<f64>,
+const GPT2: Names = Names {
+    sizes: ["n_layer", "n_head", "n_embd", "n_inner", "vocab_size", "n_positions"],
+    activation: ("activation_function", Activation::GeluTanh),
+    eps: ("layer_norm_epsilon", 1e-5),
+};
+
+/// A family's config as the page reads it: each field by its name, as it is in the file.
+struct Raw {
+    sizes: [(&'static str, Field<u64>); 6],
+    activation: (&'static str, Field<String>, Activation),
+    eps: (&'static str, Field<f64>, f64),
 }
 
-/// A family's config as the page reads it: six sizes in [`LIMITS`]' order (each named as the
-/// family names it), its activation, its LayerNorm epsilon and the defaults the family takes
-/// when a field is absent.
-struct Raw<'a> {
-    sizes: [(&'static str, &'a Field<u64>); 6],
-    activation: (&'static str, &'a Field<String>, Activation),
-    eps: (&'static str, &'a Field<f64>, f64),
-}
-
-impl BertConfig {
-    fn raw(&self) -> Raw<'_> {
+impl Names {
+    /// The family's fields in the JSON object `config`.
+    fn read(&self, config: &Value) -> Raw {
+        let (activation, default_activation) = self.activation;
+        let (eps, default_eps) = self.eps;
         Raw {
-            sizes: [
-                ("num_hidden_layers", &self.num_hidden_layers),
-                ("num_attention_heads", &self.num_attention_heads),
-                ("hidden_size", &self.hidden_size),
-                ("intermediate_size", &self.intermediate_size),
-                ("vocab_size", &self.vocab_size),
-                ("max_position_embeddings", &self.max_position_embeddings),
-            ],
-            activation: ("hidden_act", &self.hidden_act, Activation::Gelu),
-            eps: ("layer_norm_eps", &self.layer_norm_eps, 1e-12),
-        }
-    }
-}
-
-impl DistilBertConfig {
-    fn raw(&self) -> Raw<'_> {
-        Raw {
-            sizes: [
-                ("n_layers", &self.n_layers),
-                ("n_heads", &self.n_heads),
-                ("dim", &self.dim),
-                ("hidden_dim", &self.hidden_dim),
-                ("vocab_size", &self.vocab_size),
-                ("max_position_embeddings", &self.max_position_embeddings),
-            ],
-            activation: ("activation", &self.activation, Activation::Gelu),
-            // DistilBERT's LayerNorms use PyTorch's 1e-12 without saying so.
-            eps: ("layer_norm_eps", &self.layer_norm_eps, 1e-12),
-        }
-    }
-}
-
-impl Gpt2Config {
-    fn raw(&self) -> Raw<'_> {
-        Raw {
-            sizes: [
-                ("n_layer", &self.n_layer),
-                ("n_head", &self.n_head),
-                ("n_embd", &self.n_embd),
-                ("n_inner", &self.n_inner),
-                ("vocab_size", &self.vocab_size),
-                ("n_positions", &self.n_positions),
-            ],
-            activation: ("activation_function", &self.activation_function, Activation::GeluTanh),
-            eps: ("layer_norm_epsilon", &self.layer_norm_epsilon, 1e-5),
+            sizes: self.sizes.map(|name| (name, Field::of(config, name))),
+            activation: (activation, Field::of(config, activation), default_activation),
+            eps: (eps, Field::of(config, eps), default_eps),
         }
     }
 }
@@ -223,50 +141,42 @@ pub fn parse(text: &str) -> Result<CheckpointConfig, ConfigError> {
         return Err(ConfigError("not a JSON object".into()));
     }
     // Fields of the wrong type are kept as they are (`Field::Invalid`): reading never fails here.
-    let read = |what| ConfigError(format!("could not read its {what}"));
-    let common: Common = serde_json::from_value(value.clone()).map_err(|_| read("name"))?;
-    let architecture = architecture(&common)?;
-    let spec = match architecture {
-        Architecture::Bert => {
-            serde_json::from_value::<BertConfig>(value).map(|c| spec(architecture, c.raw()))
-        }
-        Architecture::DistilBert => {
-            serde_json::from_value::<DistilBertConfig>(value).map(|c| spec(architecture, c.raw()))
-        }
-        Architecture::Gpt2 => {
-            serde_json::from_value::<Gpt2Config>(value).map(|c| spec(architecture, c.raw()))
-        }
-    }
-    .map_err(|_| read("sizes"))??;
-    if let Some(kind) = common.position_embedding_type.valid() {
+    let architecture = architecture(&Field::of(&value, "model_type"), &Field::of(&value, "architectures"))?;
+    let names = match architecture {
+        Architecture::Bert => &BERT,
+        Architecture::DistilBert => &DISTILBERT,
+        Architecture::Gpt2 => &GPT2,
+    };
+    let spec = spec(architecture, names.read(&value))?;
+    if let Some(kind) = Field::<String>::of(&value, "position_embedding_type").valid() {
         if kind != "absolute" {
             return Err(ConfigError(format!(
                 "position_embedding_type {kind:?}: headlab runs absolute positions only"
             )));
         }
     }
-    if common.sinusoidal_pos_embds.valid() == Some(true) {
+    if Field::<bool>::of(&value, "sinusoidal_pos_embds").valid() == Some(true) {
         return Err(ConfigError("sinusoidal_pos_embds: headlab runs learned positions only".into()));
     }
-    let name = common.name_or_path.valid().and_then(|n| last_part(&n));
+    let name = Field::<String>::of(&value, "_name_or_path").valid().and_then(|n| last_part(&n));
     Ok(CheckpointConfig { architecture, spec, name })
 }
 
 /// A family's shape from its raw config, every size within [`LIMITS`] and the whole validated.
-fn spec(architecture: Architecture, raw: Raw<'_>) -> Result<ModelSpec, ConfigError> {
+fn spec(architecture: Architecture, raw: Raw) -> Result<ModelSpec, ConfigError> {
     let size = |i: usize| {
-        let (name, field) = raw.sizes[i];
+        let (name, field) = &raw.sizes[i];
         field.size(name, LIMITS[i].0, LIMITS[i].1).map_err(ConfigError)
     };
-    let (eps_field, eps, default_eps) = raw.eps;
+    let (eps_field, eps, default_eps) = &raw.eps;
     let layer_norm_eps = match eps {
         Field::Valid(v) => *v,
         Field::Invalid(_) => return Err(ConfigError(format!("{eps_field} is not a number"))),
-        Field::Missing => default_eps,
+        Field::Missing => *default_eps,
     };
     let d_model = size(2)?;
     // GPT-2's n_inner is null for "4 x n_embd".
-    let ffn = match (architecture, raw.sizes[3].1) {
+    let ffn = match (architecture, &raw.sizes[3].1) {
         (Architecture::Gpt2, Field::Missing | Field::Invalid(Value::Null)) => 4 * d_model,
         _ => size(3)?,
     };
@@ -277,7 +187,7 @@ fn spec(architecture: Architecture, raw: Raw<'_>) -> Result<ModelSpec, ConfigErr
         ffn,
         vocab: size(4)?,
         positions: size(5)?,
-        activation: activation(raw.activation)?,
+        activation: activation(&raw.activation)?,
         pooling: Pooling::Mean { normalize: true },
         layer_norm_eps,
     };
@@ -286,9 +196,12 @@ fn spec(architecture: Architecture, raw: Raw<'_>) -> Result<ModelSpec, ConfigErr
 }
 
 /// BERT, DistilBERT or GPT-2, from `model_type` (or, without one, the first of `architectures`).
-fn architecture(common: &Common) -> Result<Architecture, ConfigError> {
-    let named = common.model_type.valid().or_else(|| {
-        let Field::Valid(list) = &common.architectures else { return None };
+fn architecture(
+    model_type: &Field<String>,
+    architectures: &Field<Vec<Value>>,
+) -> Result<Architecture, ConfigError> {
+    let named = model_type.valid().or_else(|| {
+        let Field::Valid(list) = architectures else { return None };
         Some(list.first()?.as_str()?.to_lowercase())
     });
     match named.as_deref() {
@@ -306,10 +219,10 @@ fn architecture(common: &Common) -> Result<Architecture, ConfigError> {
 /// The feed-forward activation a field names (absent: the family's default, GELU for the
 /// encoders, its tanh approximation for GPT-2).
 fn activation(
-    (field, value, default): (&str, &Field<String>, Activation),
+    (field, value, default): &(&str, Field<String>, Activation),
 ) -> Result<Activation, ConfigError> {
     match value {
-        Field::Missing => Ok(default),
+        Field::Missing => Ok(*default),
         Field::Valid(name) => match name.as_str() {
             "gelu" => Ok(Activation::Gelu),
             "gelu_new" | "gelu_pytorch_tanh" | "gelu_fast" => Ok(Activation::GeluTanh),

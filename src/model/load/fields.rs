@@ -1,17 +1,20 @@
-//! JSON fields of untrusted files read with serde's derive, and still refused by name. A derived
-//! struct's fields are [`Field`]s: what the field should hold, or whatever else it holds, so that
-//! the mapping onto the page's own types says which field is wrong and how ("hidden_size is not a
-//! whole number (\"big\")"), where serde alone would say "invalid type at line 1 column 40".
-//! A field the file lacks is [`Field::Missing`], one that is there but `null` is not. A valid
-//! field writes as its value (the model file's header is written through the same struct it is
-//! read with).
+//! JSON fields of untrusted files, read by name and refused by name. Each is a [`Field`]: what
+//! the field should hold, or whatever else it holds, so that the mapping onto the page's own types
+//! says which field is wrong and how ("hidden_size is not a whole number (\"big\")"), where a
+//! derived deserializer would say "invalid type at line 1 column 40". A field the file lacks is
+//! [`Field::Missing`], one that is there but `null` is not. A valid field writes as its value
+//! (the model file's header is written through the same struct it is read into).
+//!
+//! The fields are read from the parsed [`Value`] by name ([`Field::of`]), not through serde's
+//! derive: a derived struct's deserializer is compiled again for every struct, and the config's
+//! and the model file's cost the page's wasm kilobytes for the same result (BENCHMARKS.md
+//! section 19).
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 /// A field's value: absent, of the type it should be, or anything else (kept, for the message).
-/// As a struct's field, `#[serde(default)]`: a field the file lacks is [`Field::Missing`], one
-/// that holds `null` is [`Field::Invalid`].
+/// A field the file lacks is [`Field::Missing`], one that holds `null` is [`Field::Invalid`].
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum Field<T> {
@@ -60,16 +63,17 @@ impl FromJson for Vec<Value> {
     }
 }
 
-/// Read as JSON, then as `T` by [`FromJson`] (serde's untagged enums, or `T`'s own
-/// deserializer from the JSON, made again for every `T` and every field, cost the page's wasm
-/// tens of kilobytes for the same result).
-impl<'de, T: FromJson> Deserialize<'de> for Field<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        Ok(match T::from_json(&value) {
-            Some(v) => Field::Valid(v),
-            None => Field::Invalid(value),
-        })
+impl<T: FromJson> Field<T> {
+    /// The field `name` of the JSON object `object` (of anything else than an object, every field
+    /// is missing).
+    pub fn of(object: &Value, name: &str) -> Field<T> {
+        match object.get(name) {
+            None => Field::Missing,
+            Some(value) => match T::from_json(value) {
+                Some(v) => Field::Valid(v),
+                None => Field::Invalid(value.clone()),
+            },
+        }
     }
 }
 
@@ -111,17 +115,17 @@ impl<T: Clone> Field<T> {
 mod tests {
     use super::*;
 
-    #[derive(Deserialize)]
     struct Sample {
-        #[serde(default)]
         n: Field<u64>,
-        #[serde(default)]
         s: Field<String>,
     }
 
     #[test]
     fn a_field_is_its_value_or_what_it_holds_instead_and_null_is_not_missing() {
-        let read = |text: &str| serde_json::from_str::<Sample>(text).unwrap();
+        let read = |text: &str| {
+            let json: Value = serde_json::from_str(text).unwrap();
+            Sample { n: Field::of(&json, "n"), s: Field::of(&json, "s") }
+        };
         let s = read(r#"{"n": 12, "s": "gelu"}"#);
         assert_eq!((s.n, s.s), (Field::Valid(12), Field::Valid("gelu".to_string())));
         let s = read(r#"{"n": -1, "s": null}"#);
@@ -138,5 +142,7 @@ mod tests {
             Err("n claims 0 things; headlab reads 1 to 100".into())
         );
         assert_eq!(shown(&Value::from("x".repeat(60))).chars().count(), 41);
+        // Of anything but an object, every field is missing.
+        assert_eq!(Field::<u64>::of(&Value::from(vec![12]), "n"), Field::Missing);
     }
 }

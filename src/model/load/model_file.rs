@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use half::f16;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::load::config::{Architecture, LIMITS};
@@ -406,53 +406,61 @@ impl<'b> Decoding<'b> {
 }
 
 /// The model file's header as JSON, field for field: its order is the bytes' (and so the file's
-/// id), the derive writes the fields in the order they are declared.
-#[derive(Serialize, Deserialize)]
+/// id), the derive writes the fields in the order they are declared. Read by name
+/// ([`Header::read`], `crate::model::load::fields`).
+#[derive(Serialize)]
 struct Header {
-    #[serde(default)]
     name: Field<String>,
-    #[serde(default)]
     architecture: Field<String>,
-    #[serde(default)]
     casing: Field<String>,
-    #[serde(default)]
     vocab_bytes: Field<u64>,
-    #[serde(default)]
     spec: Field<HeaderSpec>,
 }
 
 /// The header's `spec`.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize)]
 struct HeaderSpec {
-    #[serde(default)]
     layers: Field<u64>,
-    #[serde(default)]
     heads: Field<u64>,
-    #[serde(default)]
     d_model: Field<u64>,
-    #[serde(default)]
     ffn: Field<u64>,
-    #[serde(default)]
     vocab: Field<u64>,
-    #[serde(default)]
     positions: Field<u64>,
-    #[serde(default)]
     activation: Field<String>,
-    #[serde(default)]
     pooling: Field<String>,
-    #[serde(default)]
     normalize: Field<bool>,
-    #[serde(default)]
     layer_norm_eps: Field<f64>,
 }
 
 impl crate::model::load::fields::FromJson for HeaderSpec {
     fn from_json(json: &Value) -> Option<HeaderSpec> {
-        json.is_object().then(|| serde_json::from_value(json.clone()).ok()).flatten()
+        json.is_object().then(|| HeaderSpec {
+            layers: Field::of(json, "layers"),
+            heads: Field::of(json, "heads"),
+            d_model: Field::of(json, "d_model"),
+            ffn: Field::of(json, "ffn"),
+            vocab: Field::of(json, "vocab"),
+            positions: Field::of(json, "positions"),
+            activation: Field::of(json, "activation"),
+            pooling: Field::of(json, "pooling"),
+            normalize: Field::of(json, "normalize"),
+            layer_norm_eps: Field::of(json, "layer_norm_eps"),
+        })
     }
 }
 
 impl Header {
+    /// The header in the JSON object `json`.
+    fn read(json: &Value) -> Header {
+        Header {
+            name: Field::of(json, "name"),
+            architecture: Field::of(json, "architecture"),
+            casing: Field::of(json, "casing"),
+            vocab_bytes: Field::of(json, "vocab_bytes"),
+            spec: Field::of(json, "spec"),
+        }
+    }
+
     /// The header of `d`'s model with a vocabulary of `vocab_bytes`.
     fn of(d: &Description, vocab_bytes: usize) -> Header {
         let spec = &d.spec;
@@ -525,8 +533,8 @@ impl HeaderSpec {
 /// The header's description and vocabulary length, every size within [`LIMITS`].
 fn read_header(text: &str) -> Result<(Description, u64), String> {
     let root: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let header: Header = match root.is_object() {
-        true => serde_json::from_value(root).map_err(|e| format!("not a header: {e}"))?,
+    let header = match root.is_object() {
+        true => Header::read(&root),
         false => return Err("not JSON: not an object".into()),
     };
     let text = |field: &Field<String>| field.valid();
