@@ -38,12 +38,13 @@ if ! diff <(exports "$out/bindgen/headlab.js") <(exports "$staging/$stem.js") >/
   exit 1
 fi
 cp "$out/bindgen/headlab.js" "$staging/$stem-relaxed.js"
-# Both builds through wasm-opt -O3 at once, one per core (about a minute each; trunk's own pass
-# is off in www/index.html, so that its build's does not run alone first). The simd128 wasm's
+# Both builds through wasm-opt -O3 twice at once, one per core (about a minute and a half each;
+# trunk's own pass is off in www/index.html, so that its build's does not run alone first). The
+# second -O3 takes 4.7 KB more off the gzipped wasm for 24 s (BENCHMARKS.md section 19). The simd128 wasm's
 # preload, the one link trunk gave an integrity hash, is dropped by relaxed-loader.py below.
-wasm-opt -O3 "$out/bindgen/headlab_bg.wasm" -o "$staging/$stem-relaxed_bg.wasm" &
+wasm-opt -O3 -O3 "$out/bindgen/headlab_bg.wasm" -o "$staging/$stem-relaxed_bg.wasm" &
 relaxed_opt=$!
-wasm-opt -O3 "$staging/$plain" -o "$out/plain_bg.wasm"
+wasm-opt -O3 -O3 "$staging/$plain" -o "$out/plain_bg.wasm"
 wait "$relaxed_opt"
 mv "$out/plain_bg.wasm" "$staging/$plain"
 if ! wasm-opt "$staging/$stem-relaxed_bg.wasm" --print-features 2>/dev/null | grep -q -- --enable-relaxed-simd; then

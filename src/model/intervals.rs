@@ -93,10 +93,11 @@ fn resamples(n: usize, count: usize, seed: u32) -> Vec<Vec<u32>> {
 
 /// A statistic of `n` items (a text set's passages) with its 95 % percentile-bootstrap interval:
 /// `statistic` of every item's index, then of the page's resamples ([`RESAMPLES`] from [`SEED`]).
-/// `None` when it is undefined on every item.
+/// `None` when it is undefined on every item. (`statistic` is a trait object: one copy of this
+/// in the page's wasm for every statistic.)
 pub fn resampled(
     n: usize,
-    statistic: impl Fn(&mut dyn Iterator<Item = usize>) -> Option<f64>,
+    statistic: &dyn Fn(&mut dyn Iterator<Item = usize>) -> Option<f64>,
 ) -> Option<Estimate> {
     let value = statistic(&mut (0..n))?;
     let each = resamples(n, RESAMPLES, SEED);

@@ -34,6 +34,16 @@ impl PassageDrift {
         [self.positions as f64, self.kl, self.agree as f64, self.loss[0], self.loss[1]]
     }
 
+    /// Its positions, as a count to divide by.
+    fn positions(&self) -> f64 {
+        self.positions as f64
+    }
+
+    /// Its tokens with a loss (all but the first), as a count to divide by.
+    fn predicted(&self) -> f64 {
+        (self.positions - 1) as f64
+    }
+
     /// From the wire's sums (`None` unless there are [`Self::SUMS`] of them, whole counts).
     pub fn from_sums(s: &[f64]) -> Option<PassageDrift> {
         let &[positions, kl, agree, f16, int8] = s else { return None };
@@ -79,18 +89,18 @@ pub struct PrecisionDrift {
 impl PrecisionDrift {
     /// Mean KL(f16 || 8-bit) per position over the set, with its interval over the passages.
     pub fn kl(&self) -> Option<Estimate> {
-        self.ratio(|p| p.kl, |p| p.positions as f64)
+        self.ratio(&|p| p.kl, PassageDrift::positions)
     }
 
     /// The share of positions whose most likely token is the same, with its interval.
     pub fn agreement(&self) -> Option<Estimate> {
-        self.ratio(|p| p.agree as f64, |p| p.positions as f64)
+        self.ratio(&|p| p.agree as f64, PassageDrift::positions)
     }
 
     /// The set's perplexity at `precision`, with its interval over the passages.
     pub fn perplexity(&self, precision: Precision) -> Option<Estimate> {
         let at = usize::from(precision == Precision::Int8);
-        self.ratio(|p| p.loss[at], |p| (p.positions - 1) as f64).map(|e| Estimate {
+        self.ratio(&|p| p.loss[at], PassageDrift::predicted).map(|e| Estimate {
             value: e.value.exp(),
             lo: e.lo.exp(),
             hi: e.hi.exp(),
@@ -104,19 +114,16 @@ impl PrecisionDrift {
             for i in items {
                 let p = &self.passages[i];
                 diff += p.loss[1] - p.loss[0];
-                count += (p.positions - 1) as f64;
+                count += p.predicted();
             }
             (count > 0.0).then(|| (diff / count).exp() - 1.0)
         };
-        resampled(self.passages.len(), stat)
+        resampled(self.passages.len(), &stat)
     }
 
-    /// `sum top / sum bottom` over the passages, with its interval.
-    fn ratio(
-        &self,
-        top: impl Fn(&PassageDrift) -> f64,
-        bottom: impl Fn(&PassageDrift) -> f64,
-    ) -> Option<Estimate> {
+    /// `sum top / sum bottom` over the passages, with its interval (functions, not closures:
+    /// one copy of this for every ratio).
+    fn ratio(&self, top: &dyn Fn(&PassageDrift) -> f64, bottom: fn(&PassageDrift) -> f64) -> Option<Estimate> {
         let stat = |items: &mut dyn Iterator<Item = usize>| {
             let (mut t, mut b) = (0.0, 0.0);
             for i in items {
@@ -125,7 +132,7 @@ impl PrecisionDrift {
             }
             (b > 0.0).then(|| t / b)
         };
-        resampled(self.passages.len(), stat)
+        resampled(self.passages.len(), &stat)
     }
 }
 

@@ -28,6 +28,7 @@ use crate::model::decoder::next_importance::SweepPlan;
 use crate::model::decoder::precision::PrecisionDrift;
 use crate::model::decoder::texts::NAME as TEXTS_NAME;
 use crate::model::decoder::Decoder;
+use crate::model::intervals::Estimate;
 use crate::model::spec::ModelSpec;
 use crate::ui::canvas::{fit_to_screen, palette};
 use crate::ui::panels::DriftChart;
@@ -348,6 +349,10 @@ pub(super) fn DecoderPrecision() -> impl IntoView {
             (drift.is_some() || cost.is_some()).then(|| precision_text(drift.as_deref(), cost.as_ref()))
         })
     };
+    // One closure type for the four figures (each its own would be its own code in the wasm).
+    let figure = move |f: fn(&PrecisionDrift) -> Option<Estimate>| {
+        move || view.precisions.with(|(d, _)| d.as_deref().and_then(f).map(|e| e.value.to_string()))
+    };
     view! {
         <h3>"What 8 bits change"</h3>
         <p class="explain">
@@ -361,10 +366,10 @@ pub(super) fn DecoderPrecision() -> impl IntoView {
         <p class="muted" data-testid="decoder-precision-status" aria-live="polite">{move || view.precision_job.status.get()}</p>
         <p
             data-testid="decoder-precision"
-            data-f16=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(Precision::F16)).map(|e| e.value.to_string()))
-            data-int8=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.perplexity(Precision::Int8)).map(|e| e.value.to_string()))
-            data-kl=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.kl()).map(|e| e.value.to_string()))
-            data-agree=move || view.precisions.with(|(d, _)| d.as_ref().and_then(|d| d.agreement()).map(|e| e.value.to_string()))
+            data-f16=figure(|d| d.perplexity(Precision::F16))
+            data-int8=figure(|d| d.perplexity(Precision::Int8))
+            data-kl=figure(PrecisionDrift::kl)
+            data-agree=figure(PrecisionDrift::agreement)
         >
             {line}
         </p>

@@ -7,12 +7,16 @@
 
 use std::rc::Rc;
 
+use leptos::either::Either;
 use leptos::html;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 
 use crate::attention::precision::Precision;
+use crate::attention::turns::while_wanted;
 use crate::attention::{HeadSet, Mask};
-use crate::jobs::web::clock_step_ms;
+use crate::jobs::host::HostTurns;
+use crate::jobs::web::{clock_step_ms, PageHost};
 use crate::model::decoder::induction::DecoderRole;
 use crate::model::decoder::Decoder;
 use crate::ui::canvas::{draw_masked_heatmap, draw_soon};
@@ -33,27 +37,29 @@ pub fn DecoderPanel(
     shown: super::loader::Shown,
     precision: Precision,
 ) -> impl IntoView {
-    let copying = decoder.precision() != precision;
     let shown = StoredValue::new_local(shown);
-    // The model at the reader's precision: itself, or its copy made between the page's turns.
-    let model = LocalResource::new(move || {
-        let decoder = decoder.clone();
-        async move {
-            let turns = crate::jobs::host::HostTurns::new(Rc::new(crate::jobs::web::PageHost));
-            Decoder::for_precision(&decoder, precision, &turns).await
-        }
-    });
+    // The model at the reader's precision: itself, or its copy made between the page's turns
+    // (given up once the panel is gone).
+    let copying = decoder.precision() != precision;
+    let model = RwSignal::new_local((!copying).then(|| decoder.clone()));
+    if copying {
+        spawn_local(async move {
+            let turns = HostTurns::new(Rc::new(PageHost));
+            let copy = while_wanted(Decoder::for_precision(&decoder, precision, &turns), move || !model.is_disposed());
+            if let Some(copy) = copy.await {
+                model.try_set(Some(copy));
+            }
+        });
+    }
     view! {
         <super::PrecisionChoice />
         {move || match model.get() {
-            Some(decoder) => view! { <DecoderModel decoder=decoder shown=shown.get_value() /> }.into_any(),
-            None => copying
-                .then(|| view! {
-                    <p class="muted" data-testid="decoder-quantizing" aria-live="polite">
-                        "Making the model's 8-bit copy (a few calibration sentences, then each block's weights)…"
-                    </p>
-                })
-                .into_any(),
+            Some(decoder) => Either::Left(view! { <DecoderModel decoder=decoder shown=shown.get_value() /> }),
+            None => Either::Right(view! {
+                <p class="muted" data-testid="decoder-quantizing" aria-live="polite">
+                    "Making the model's 8-bit copy (a few calibration sentences, then each block's weights)…"
+                </p>
+            }),
         }}
     }
 }
