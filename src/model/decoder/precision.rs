@@ -121,9 +121,13 @@ impl PrecisionDrift {
         resampled(self.passages.len(), &stat)
     }
 
-    /// `sum top / sum bottom` over the passages, with its interval (functions, not closures:
-    /// one copy of this for every ratio).
-    fn ratio(&self, top: &dyn Fn(&PassageDrift) -> f64, bottom: fn(&PassageDrift) -> f64) -> Option<Estimate> {
+    /// `sum top / sum bottom` over the passages, with its interval (a trait object and a
+    /// function, not generic closures: one copy of this for every ratio).
+    fn ratio(
+        &self,
+        top: &dyn Fn(&PassageDrift) -> f64,
+        bottom: fn(&PassageDrift) -> f64,
+    ) -> Option<Estimate> {
         let stat = |items: &mut dyn Iterator<Item = usize>| {
             let (mut t, mut b) = (0.0, 0.0);
             for i in items {

@@ -45,7 +45,9 @@ pub fn DecoderPanel(
     if copying {
         spawn_local(async move {
             let turns = HostTurns::new(Rc::new(PageHost));
-            let copy = while_wanted(Decoder::for_precision(&decoder, precision, &turns), move || !model.is_disposed());
+            let copy = while_wanted(Decoder::for_precision(&decoder, precision, &turns), move || {
+                !model.is_disposed()
+            });
             if let Some(copy) = copy.await {
                 model.try_set(Some(copy));
             }
