@@ -37,7 +37,9 @@
 // scripts/quantize.py calls it for q8) makes of that graph, written directly (bench/onnx-graph.mjs,
 // shared with bench/onnx-bert.mjs): every MatMul with a constant weight (the four Conv1Ds of each
 // layer and the head) becomes DynamicQuantizeLinear (activations uint8, per tensor) ->
-// MatMulInteger with the weight in int8 (per output column, symmetric, reduced range [-64, 64]) ->
+// MatMulInteger with the weight in int8 (symmetric, per tensor over [-127, 127]: transformers.js's
+// scripts/convert.py lists gpt2 among the models it quantizes without per_channel and
+// reduce_range) ->
 // Cast -> Mul by both scales; wte and wpe become uint8 tables (per tensor, asymmetric) with
 // Gather -> DequantizeLinear. MatMuls of two activations (scores, weighted values) stay float.
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
@@ -88,7 +90,8 @@ function checkShapes(w, { d, layers, ffn, vocab, tied }, dir) {
 
 /** The GPT-2 graph of `w`; `quantized` gives the 8-bit form. */
 function gpt2Graph(w, { d: D, heads: HEADS, dk: DK, layers: LAYERS, vocab: VOCAB, eps: LN_EPS, tied }, quantized) {
-  const g = new Graph(quantized);
+  // transformers.js's conversion lists gpt2 among the models quantized per tensor, full range.
+  const g = new Graph(quantized, { perChannel: false });
   // A Conv1D: weight `[in, out]`, the MatMul's right as stored.
   const conv1d = (x, prefix) => {
     const { shape: [, out], data } = w[`${prefix}.weight`];

@@ -8,11 +8,14 @@
 // With `new Graph(true)`, `matmul` and `lookup` write what onnxruntime's dynamic quantisation
 // (ONNXQuantizer, IntegerOps, as transformers.js's scripts/quantize.py calls it for q8) makes of a
 // MatMul with a constant weight and of an embedding table: DynamicQuantizeLinear (activations
-// uint8, per tensor) -> MatMulInteger with the weight in int8 (per output column, symmetric,
-// reduced range [-64, 64]: transformers.js's conversion sets per_channel and reduce_range, and
-// picks int8 weights for q8 where the graph has no Conv) -> Cast -> Mul by both scales; the table
-// in uint8 (per tensor, asymmetric) with Gather -> DequantizeLinear. MatMuls of two activations
-// stay float.
+// uint8, per tensor) -> MatMulInteger with the weight in int8 (symmetric; per output column with
+// the reduced range [-64, 64] where transformers.js's conversion sets per_channel and
+// reduce_range, as for BERT, and per tensor over [-127, 127] where it does not, as for GPT-2; int8
+// weights for q8 where the graph has no Conv) -> Cast -> Mul by both scales; the table in uint8
+// (per tensor, asymmetric) with Gather -> DequantizeLinear. MatMuls of two activations stay
+// float. The benchmarks' full runs have the peer's own tools make these graphs instead
+// (bench/peer/convert.py); the hand-written ones serve the smoke runs, whose tools CI does not
+// install.
 import { readFileSync, writeFileSync, mkdirSync, copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { homedir } from 'node:os';
@@ -41,9 +44,12 @@ function tensorFields(w, name, dims, type, data) {
 /** A graph under construction: nodes and initializers in order; `quantized` gives the 8-bit forms
  * of `matmul` and `lookup`. */
 export class Graph {
-  constructor(quantized = false) {
+  /** `quantized`: the 8-bit graph; `perChannel`: its weights per output column in the reduced
+   * range (false: per tensor, full range). */
+  constructor(quantized = false, { perChannel = true } = {}) {
     this.nodes = []; this.inits = []; this.count = 0;
     this.quantized = quantized;
+    this.perChannel = perChannel;
     // The activations already quantized: each once, however many products read it.
     this.quantizedOnce = new Set();
   }
@@ -61,10 +67,11 @@ export class Graph {
    * `outputs[0]` where given. */
   matmul(x, name, weight, out, outputs = null) {
     if (!this.quantized) return this.op('MatMul', [x, this.init(name, [weight.length / out, out], FLOAT, weight)], {}, outputs);
-    const { q, scale, zero } = quantizeInt8Columns(weight, out);
+    const { q, scale, zero } = this.perChannel ? quantizeInt8Columns(weight, out) : quantizeInt8Tensor(weight);
     const wq = this.init(`${name}_quantized`, [weight.length / out, out], INT8, q);
-    const ws = this.init(`${name}_scale`, [out], FLOAT, scale);
-    const wz = this.init(`${name}_zero_point`, [out], INT8, zero);
+    const dims = this.perChannel ? [out] : [];
+    const ws = this.init(`${name}_scale`, dims, FLOAT, scale);
+    const wz = this.init(`${name}_zero_point`, dims, INT8, zero);
     const [xq, xs, xz] = [`${x}_quantized`, `${x}_scale`, `${x}_zero_point`];
     if (!this.quantizedOnce.has(x)) this.op('DynamicQuantizeLinear', [x], {}, [xq, xs, xz]);
     this.quantizedOnce.add(x);
@@ -256,6 +263,19 @@ export function quantizeInt8Columns(w, out) {
   const q = new Int8Array(w.length);
   for (let i = 0; i < w.length; i++) q[i] = Math.max(-64, Math.min(64, roundEven(Math.fround(w[i] / scale[i % out]))));
   return { q, scale, zero: new Int8Array(out) };
+}
+
+/**
+ * int8 per tensor, symmetric over the full range [-127, 127] (neither `per_channel` nor
+ * `reduce_range`: transformers.js's conversion for GPT-2): scale = max|w| / 127, zero point 0.
+ */
+export function quantizeInt8Tensor(w) {
+  let absmax = 0;
+  for (const v of w) absmax = Math.max(absmax, Math.abs(v));
+  const scale = absmax > 0 ? Math.fround(absmax / 127) : 1;
+  const q = new Int8Array(w.length);
+  for (let i = 0; i < w.length; i++) q[i] = Math.max(-127, Math.min(127, roundEven(Math.fround(w[i] / scale))));
+  return { q, scale: [scale], zero: [0] };
 }
 
 /** uint8 per tensor, asymmetric over [min(w, 0), max(w, 0)]. */
