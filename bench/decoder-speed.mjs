@@ -7,7 +7,10 @@
 // d_model 768, GPT-2's 50257-row vocabulary) by default, or any GPT-2 folder with a float64
 // reference and a 128-token case (--model=DIR),
 // converted to the page's model file by the page's loader (convert-model) and exported by
-// bench/onnx-gpt2.mjs, both made here when missing.
+// bench/onnx-gpt2.mjs, both made here when missing. The full run has the peer's own tools remake
+// the graphs (bench/peer/convert.py: onnxslim, onnxruntime's quantizer as transformers.js's
+// conversion calls it, and a third side, onnxruntime's transformer optimizer then quantized,
+// `fused q8`); the smoke run keeps the hand-written ones. The table says which ran.
 //
 //   node --experimental-wasm-relaxed-simd bench/decoder-speed.mjs [ROUNDS] [smoke] [--model=DIR]
 //
@@ -26,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { interleaved, median, relativeDifference } from './stats.mjs';
 import { buildsNote, headlabBuilds } from './builds.mjs';
 import { cpuLine } from './machine.mjs';
-import { prepareModel, transformersDir, transformersOn, version } from './peer.mjs';
+import { graphsLine, peerToolGraphs, prepareModel, transformersDir, transformersOn, version } from './peer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const args = process.argv.slice(2);
@@ -75,10 +78,15 @@ const cosine = (a, b) => {
 async function child(threads) {
   const { ids, logits: want } = referenceCase();
   const { transformers: { AutoModelForCausalLM, Tensor }, ortVersion, options } = await transformersOn('web', threads, modelsDir);
+  // The peer's tools' graphs (bench/peer/convert.py) where the full run made them, with
+  // onnxruntime's optimizer's quantized as a third side; else the hand-written export's.
+  const peerTools = flag('peer-tools') === '1';
+  const name = peerTools ? `${modelName}-peer` : modelName;
   const peers = {
-    fp32: await AutoModelForCausalLM.from_pretrained(modelName, options('fp32')),
-    q8: await AutoModelForCausalLM.from_pretrained(modelName, options('q8')),
+    fp32: await AutoModelForCausalLM.from_pretrained(name, options('fp32')),
+    q8: await AutoModelForCausalLM.from_pretrained(name, options('q8')),
   };
+  if (peerTools) peers['fused-q8'] = await AutoModelForCausalLM.from_pretrained(name, { ...options('q8'), model_file_name: 'model_fused', device: { model_fused: '' } });
   const bytes = readFileSync(assetFile);
   // Each build at f16 (its weights widened to f32) and at 8 bits (Decoder::at_precision, as the page makes it).
   const builds = headlabBuilds().flatMap((b) => {
@@ -98,20 +106,19 @@ async function child(threads) {
   const lastRow = (t) => t.data.subarray((ids.length - 1) * vocab, ids.length * vocab);
   const runs = {
     ...Object.fromEntries(builds.map((b) => [b.name, async () => b.model.forward(idsU32)])),
-    fp32: async () => lastRow((await peers.fp32(inputs)).logits),
-    q8: async () => lastRow((await peers.q8(inputs)).logits),
+    ...Object.fromEntries(Object.entries(peers).map(([k, peer]) => [k, async () => lastRow((await peer(inputs)).logits)])),
   };
   const out = {};
   for (const [k, run] of Object.entries(runs)) {
     const t0 = performance.now();
     do out[k] = Array.from(await run()); while (performance.now() - t0 < warmupMs);
   }
-  const pairs = builds.flatMap((b) => [[b.name, 'fp32'], [b.name, 'q8']]);
+  const pairs = builds.flatMap((b) => Object.keys(peers).map((k) => [b.name, k]));
   const { times, ratios } = await interleaved(runs, rounds, pairs);
   const row = {
     threads,
     ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
-    ratio: Object.fromEntries(builds.map((b) => [b.name, { fp32: median(ratios[`${b.name}/fp32`]), q8: median(ratios[`${b.name}/q8`]) }])),
+    ratio: Object.fromEntries(builds.map((b) => [b.name, Object.fromEntries(Object.keys(peers).map((k) => [k, median(ratios[`${b.name}/${k}`])]))])),
     error: Object.fromEntries(Object.keys(runs).map((k) => [k, relativeDifference(out[k], want)])),
     cos: Object.fromEntries(Object.keys(runs).map((k) => [k, cosine(out[k], want)])),
     kl: Object.fromEntries(Object.keys(runs).map((k) => [k, klFrom(want, out[k])])),
@@ -122,7 +129,7 @@ async function child(threads) {
     row.profiles = last.map((b) => `${b.label}: ${b.model.profile(idsU32, rounds)}`);
   }
   console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);
-  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), row }));
+  console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), peers: Object.keys(peers), row }));
 }
 
 /** The folder's model in a few words, from its config.json. */
@@ -132,24 +139,32 @@ function describe() {
 }
 
 async function main() {
-  prepareModel({ root, folder, assetFile, exporter: 'onnx-gpt2.mjs', exportDir: join(modelsDir, modelName) });
+  const exportDir = join(modelsDir, modelName);
+  prepareModel({ root, folder, assetFile, exporter: 'onnx-gpt2.mjs', exportDir });
+  // The full run's peer graphs are the peer's own tools' (a venv made on first use); the smoke
+  // run keeps the hand-written ones.
+  const made = smoke ? null : peerToolGraphs({ root, folder, handDir: exportDir, peerDir: `${exportDir}-peer` });
   const results = [];
   for (const threads of smoke ? [1] : [1, 2]) {
-    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--model=${folder}`],
+    const run = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), String(rounds), smoke ? 'smoke' : 'all', `--threads=${threads}`, `--model=${folder}`, ...(made ? ['--peer-tools=1'] : [])],
       { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8', maxBuffer: 1 << 24 });
     if (run.status !== 0) throw new Error(`the run with ${threads} thread(s) failed (exit ${run.status}): ${run.stdout}`);
     results.push(JSON.parse(run.stdout.trim().split('\n').at(-1)));
   }
-  const { builds, ortVersion } = results[0];
+  const { builds, ortVersion, peers } = results[0];
   const each = (f) => builds.map(f).join(' | ');
+  const eachPeer = (f) => peers.map(f).join(' | ');
+  const name = (k) => k.replace('-', ' ');
+  const eightBit = peers.filter((k) => k !== 'fp32');
   console.log(`${modelName} (${describe()}), a ${TOKENS}-token text, every position's logits: headlab (the page's CPU pass, 1 thread) against transformers.js ${version(transformersDir)} AutoModelForCausalLM on ${ortVersion} (wasm); ${rounds} interleaved rounds after ${warmupMs / 1000} s of warm-up per side; ${cpuLine()}; Node ${process.version}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(buildsNote(builds));
-  console.log(`| transformers.js threads | ${each((b) => `headlab ${b.label} ms`)} | fp32 ms | q8 ms | ${each((b) => `${b.label} / fp32`)} | ${each((b) => `${b.label} / q8`)} | logits error: headlab f16 | fp32 | next-token KL to f64: ${each((b) => b.label)} | q8 |`);
-  console.log(`|---:|${'---:|'.repeat(4 * builds.length + 5)}`);
+  console.log(graphsLine(made));
+  console.log(`| transformers.js threads | ${each((b) => `headlab ${b.label} ms`)} | ${eachPeer((k) => `${name(k)} ms`)} | ${peers.map((k) => each((b) => `${b.label} / ${name(k)}`)).join(' | ')} | logits error: headlab f16 | fp32 | next-token KL to f64: ${each((b) => b.label)} | ${eightBit.map(name).join(' | ')} |`);
+  console.log(`|---:|${'---:|'.repeat(builds.length * (2 + peers.length) + peers.length + 2 + eightBit.length)}`);
   const f16Builds = builds.filter((b) => !b.int8);
   for (const { row: r } of results) {
     const worstHeadlab = Math.max(...f16Builds.map((b) => r.error[b.name]));
-    console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${r.ms.fp32.toFixed(1)} | ${r.ms.q8.toFixed(1)} | ${each((b) => r.ratio[b.name].fp32.toFixed(2))} | ${each((b) => r.ratio[b.name].q8.toFixed(2))} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${each((b) => r.kl[b.name].toExponential(1))} | ${r.kl.q8.toExponential(1)} |`);
+    console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${eachPeer((k) => r.ms[k].toFixed(1))} | ${peers.map((k) => each((b) => r.ratio[b.name][k].toFixed(2))).join(' | ')} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${each((b) => r.kl[b.name].toExponential(1))} | ${eightBit.map((k) => r.kl[k].toExponential(1)).join(' | ')} |`);
   }
   console.log('(random weights: the KL figures say the quantizers work, not what they cost a trained model)');
   for (const profile of results[0].row.profiles ?? []) console.log(`\n${profile}`);

@@ -2,7 +2,11 @@
 // into one page of headless Chromium (its V8 lowers relaxed SIMD's integer dot product to the
 // CPU's own; Node 20's does not, so bench/transformers.mjs's 8-bit columns understate it), beside
 // transformers.js on onnxruntime-web's wasm backend in the same page (fp32 and its default q8,
-// the ONNX export bench/onnx-bert.mjs makes in target/transformers/), rounds interleaved.
+// the ONNX export bench/onnx-bert.mjs makes in target/transformers/), rounds interleaved. The
+// full runs put the graphs the peer's own tools make there instead (bench/peer/convert.py:
+// optimum's export, onnxruntime's quantizer as transformers.js's conversion calls it) and add
+// a third side, onnxruntime's transformer optimizer's graph quantized (`fused q8`); the smoke
+// run keeps the hand-written export. The output names which graphs ran.
 // bench/run.sh builds both of headlab's builds into target/bench-web/ first.
 //   node bench/int8.mjs [ROUNDS] [smoke|threads] [--without-peer]
 // (default 7 rounds; smoke: 2 rounds, 128 tokens only, 1 s of warm-up; threads: every side on
@@ -19,6 +23,8 @@ import { extname, join } from 'node:path';
 import { homedir } from 'node:os';
 import { launch, openPage, root, serveDist } from '../tests/e2e/harness.mjs';
 import { cpuLine } from './machine.mjs';
+import { graphsLine, peerToolGraphs } from './peer.mjs';
+import { execFileSync } from 'node:child_process';
 
 const rounds = Number(process.argv[2] ?? 7);
 const smoke = process.argv[3] === 'smoke';
@@ -40,15 +46,19 @@ const benchLib = `window.bench = {
     const words = 'the river bank was steep and she sat on it to watch the water run past the old mill after rain'.split(' ');
     return Array.from({ length: n - 2 }, (_, i) => words[i % words.length]).join(' ');
   },
-  /** transformers.js's fp32 and q8 feature extraction on onnxruntime-web's wasm backend. */
-  async peer(numThreads) {
+  /** transformers.js's fp32 and q8 feature extraction on onnxruntime-web's wasm backend: on the
+   * graphs the peer's own tools made (peerTools: bench/peer/convert.py), with onnxruntime's
+   * optimizer's graph quantized as a third side, or on the hand-written export's. */
+  async peer(numThreads, peerTools) {
     const { pipeline, env } = await import('/tjs/transformers.web.js');
     Object.assign(env, { allowRemoteModels: false, allowLocalModels: true, localModelPath: '/models/', useBrowserCache: false });
     Object.assign(env.backends.onnx.wasm, { wasmPaths: '/ort/', numThreads, proxy: false });
+    const model = peerTools ? 'all-MiniLM-L6-v2-peer' : 'all-MiniLM-L6-v2';
     const sides = {};
-    for (const dtype of ['fp32', 'q8']) {
-      const pipe = await pipeline('feature-extraction', 'all-MiniLM-L6-v2', { dtype, device: 'wasm' });
-      sides['transformers.js ' + dtype] = async (text) => (await pipe(text, { pooling: 'mean', normalize: true })).data;
+    const graphs = [['fp32', 'fp32', 'model'], ['q8', 'q8', 'model'], ...(peerTools ? [['fused q8', 'q8', 'model_fused']] : [])];
+    for (const [name, dtype, model_file_name] of graphs) {
+      const pipe = await pipeline('feature-extraction', model, { dtype, device: 'wasm', model_file_name });
+      sides['transformers.js ' + name] = async (text) => (await pipe(text, { pooling: 'mean', normalize: true })).data;
     }
     return sides;
   },
@@ -121,6 +131,13 @@ const exportDir = join(root, 'target/transformers');
 // --without-peer: headlab's sides alone in the page (what another library's threads cost them).
 const peer = !process.argv.includes('--without-peer') && existsSync(join(exportDir, 'all-MiniLM-L6-v2/onnx/model_quantized.onnx')) && existsSync(join(transformersDir, 'dist/transformers.web.js'));
 if (!peer) console.log('transformers.js or its export is missing (scripts/install-tools.sh, node bench/onnx-bert.mjs): headlab alone');
+// The full run's peer graphs are the peer's own tools' (a venv made on first use); the smoke run
+// keeps the hand-written export's.
+const made = peer && !smoke
+  ? peerToolGraphs({ root, folder: execFileSync(join(root, 'scripts/fetch-model.sh'), { encoding: 'utf8' }).trim(), handDir: join(exportDir, 'all-MiniLM-L6-v2'), peerDir: join(exportDir, 'all-MiniLM-L6-v2-peer') })
+  : null;
+const peerTools = !!made;
+if (peer) console.log(graphsLine(made));
 // Its bare imports, resolved for the browser.
 const importMap = { imports: { 'onnxruntime-web/webgpu': '/ort/ort.webgpu.bundle.min.mjs', 'onnxruntime-common': '/ort-common/index.js' } };
 const folders = [
@@ -164,7 +181,7 @@ try {
 
 /** Every side on one thread: the dense layer's products, then the sentence at four lengths. */
 async function oneThread(page) {
-  const result = await page.evaluate(async ({ rounds, smoke, peer }) => {
+  const result = await page.evaluate(async ({ rounds, smoke, peer, peerTools }) => {
     const { cosine, measure } = window.bench;
     const bytes = await bench.model();
     const out = { products: [], profiles: [], rows: [], forms: {}, agent: navigator.userAgent };
@@ -194,7 +211,7 @@ async function oneThread(page) {
       sides[`${build} 8-bit`] = async (text) => int8.embed(text);
       tokens ??= (text) => f16.ids(text).length;
     }
-    if (peer) Object.assign(sides, await bench.peer(1));
+    if (peer) Object.assign(sides, await bench.peer(1, peerTools));
     const names = Object.keys(sides);
     for (const n of smoke ? [128] : [8, 32, 128, 512]) {
       const text = bench.text(n);
@@ -204,28 +221,31 @@ async function oneThread(page) {
         ms,
         vsF16: Object.fromEntries(['simd128', 'relaxed'].map((b) => [b, ratio(`${b} 8-bit`, `${b} f16`)])),
         vsQ8: peer ? Object.fromEntries(['simd128', 'relaxed'].map((b) => [b, ratio(`${b} 8-bit`, 'transformers.js q8')])) : null,
+        vsFused: peerTools ? ratio('relaxed 8-bit', 'transformers.js fused q8') : null,
         cos: Object.fromEntries(names.map((k) => [k, cosine(embeddings[k], embeddings['relaxed f16'])])),
       });
     }
     return { ...out, names };
-  }, { rounds, smoke, peer });
+  }, { rounds, smoke, peer, peerTools });
   console.log(`The 8-bit path in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), one thread, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(`the relaxed build's 8-bit products in the ${result.forms.relaxed} form (timed faster on this CPU: src/cpu/int8.rs DotForm)`);
   console.log('\nOne dense layer, y = x W^T + b, median milliseconds:');
   for (const line of result.products) console.log(`- ${line}`);
   for (const profile of result.profiles) console.log(`\n${profile}`);
   console.log('\nall-MiniLM-L6-v2, one sentence, text to normalised embedding, median ms (cosine to headlab f16):');
-  console.log(`| tokens | ${result.names.join(' | ')} | simd128 8-bit / f16 | relaxed 8-bit / f16 |${peer ? ' simd128 8-bit / q8 | relaxed 8-bit / q8 |' : ''}`);
-  console.log(`|---:|${'---:|'.repeat(result.names.length + (peer ? 4 : 2))}`);
+  console.log(`| tokens | ${result.names.join(' | ')} | simd128 8-bit / f16 | relaxed 8-bit / f16 |${peer ? ' simd128 8-bit / q8 | relaxed 8-bit / q8 |' : ''}${peerTools ? ' relaxed 8-bit / fused q8 |' : ''}`);
+  console.log(`|---:|${'---:|'.repeat(result.names.length + (peer ? 4 : 2) + (peerTools ? 1 : 0))}`);
   for (const r of result.rows) {
     const cells = result.names.map((k) => `${r.ms[k].toFixed(1)} (${r.cos[k].toFixed(5)})`);
-    const vs = [r.vsF16.simd128, r.vsF16.relaxed, ...(peer ? [r.vsQ8.simd128, r.vsQ8.relaxed] : [])].map((x) => x.toFixed(2));
+    const vs = [r.vsF16.simd128, r.vsF16.relaxed, ...(peer ? [r.vsQ8.simd128, r.vsQ8.relaxed] : []), ...(peerTools ? [r.vsFused] : [])].map((x) => x.toFixed(2));
     console.log(`| ${r.n} | ${cells.join(' | ')} | ${vs.join(' | ')} |`);
   }
   if (peer) {
     const at128 = result.rows.find((r) => r.n === 128)?.vsQ8.relaxed;
     const worst = Math.max(...result.rows.map((r) => r.vsQ8.relaxed));
     console.log(`targets, relaxed SIMD 8-bit against transformers.js q8 (1 thread): 128 tokens ${at128?.toFixed(2)}x (<= 0.70: ${at128 <= 0.7 ? 'holds' : 'misses'}); every length at most ${worst.toFixed(2)}x (<= 1.0: ${worst <= 1 ? 'holds' : 'misses'})`);
+    const fused = result.rows.find((r) => r.n === 128)?.vsFused;
+    if (fused != null) console.log(`against onnxruntime's optimized graph, quantized (1 thread): 128 tokens ${fused.toFixed(2)}x (<= 0.70: ${fused <= 0.7 ? 'holds' : 'misses'})`);
   }
   const low = Math.min(...result.rows.flatMap((r) => [r.cos['simd128 8-bit'], r.cos['relaxed 8-bit']]));
   if (!(low >= 0.999)) {
@@ -238,7 +258,7 @@ async function oneThread(page) {
  * at 8 bits, each sentence cut across the page's thread and one worker; transformers.js fp32 and
  * q8 with onnxruntime-web's two threads. 128 and 512 tokens, the issue's two-thread lengths. */
 async function twoThreads(page) {
-  const result = await page.evaluate(async ({ rounds, peer }) => {
+  const result = await page.evaluate(async ({ rounds, peer, peerTools }) => {
     if (!crossOriginIsolated) throw new Error('the page is not cross-origin isolated: no threads for onnxruntime-web');
     const { cosine, measure } = window.bench;
     const bytes = await bench.model();
@@ -298,7 +318,7 @@ async function twoThreads(page) {
         return model.split_embedding();
       };
     }
-    if (peer) Object.assign(sides, await bench.peer(2));
+    if (peer) Object.assign(sides, await bench.peer(2, peerTools));
     const names = Object.keys(sides);
     const rows = [];
     for (const n of [128, 512]) {
@@ -310,6 +330,7 @@ async function twoThreads(page) {
         ms,
         vsQ8: peer ? ratio('headlab 8-bit', 'transformers.js q8') : null,
         vsFp32: peer ? ratio('headlab f16', 'transformers.js fp32') : null,
+        vsFused: peerTools ? ratio('headlab 8-bit', 'transformers.js fused q8') : null,
         cutGain: ['f16', '8-bit'].map((p) => ratio(`headlab ${p}, 1 thread`, `headlab ${p}`)),
         cos: Object.fromEntries(names.map((k) => [k, cosine(embeddings[k], f16)])),
         // The cut f16 pass against the pass on one thread (the same sums in another order); the
@@ -322,15 +343,15 @@ async function twoThreads(page) {
     Atomics.notify(words, 0);
     worker.terminate();
     return { rows, names, form, agent: navigator.userAgent, cores: navigator.hardwareConcurrency };
-  }, { rounds, peer });
+  }, { rounds, peer, peerTools });
   console.log(`The 8-bit path on two threads in headless Chromium (${/Chrom(e|ium)\/[\d.]+/.exec(result.agent)?.[0]}), cross-origin isolated page, ${rounds} interleaved rounds; ${cpuLine()}; ${new Date().toISOString().slice(0, 10)}`);
   console.log(`headlab: the relaxed-SIMD build, each sentence cut across the page thread and one web worker (src/model/sharded.rs), the rows of each step passed in shared memory; transformers.js: onnxruntime-web wasm, numThreads 2; headlab's 8-bit products in the ${result.form} form on both threads\n`);
-  console.log(`| tokens | ${result.names.join(' | ')} | speed-up of the cut, f16 / 8-bit | headlab f16 / fp32 | headlab 8-bit / q8 |`);
-  console.log(`|---:|${'---:|'.repeat(result.names.length + 3)}`);
+  console.log(`| tokens | ${result.names.join(' | ')} | speed-up of the cut, f16 / 8-bit | headlab f16 / fp32 | headlab 8-bit / q8 | headlab 8-bit / fused q8 |`);
+  console.log(`|---:|${'---:|'.repeat(result.names.length + 4)}`);
   for (const r of result.rows) {
     const cells = result.names.map((k) => `${r.ms[k].toFixed(1)} (${r.cos[k].toFixed(5)})`);
     const gain = r.cutGain.map((g) => `${g.toFixed(2)}x`).join(' / ');
-    console.log(`| ${r.n} | ${cells.join(' | ')} | ${gain} | ${r.vsFp32?.toFixed(2) ?? '-'} | ${r.vsQ8?.toFixed(2) ?? '-'} |`);
+    console.log(`| ${r.n} | ${cells.join(' | ')} | ${gain} | ${r.vsFp32?.toFixed(2) ?? '-'} | ${r.vsQ8?.toFixed(2) ?? '-'} | ${r.vsFused?.toFixed(2) ?? '-'} |`);
   }
   if (peer) {
     const worst = Math.max(...result.rows.map((r) => r.vsQ8));

@@ -3,7 +3,7 @@
 // test), its own onnxruntime-web (the WebAssembly backend its browser users get) or onnxruntime-node,
 // and local model folders only (no hub).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -72,4 +72,39 @@ export function prepareModel({ root, folder, assetFile, exporter, exportDir }) {
   if (stale(join(exportDir, 'onnx/model_quantized.onnx'))) {
     execFileSync(process.execPath, [join(root, 'bench', exporter), folder, exportDir], { stdio: ['ignore', 'ignore', 'inherit'] });
   }
+}
+
+/**
+ * The checkpoint `folder` converted by the peer's own tools into `peerDir` (bench/peer/convert.py,
+ * in the venv bench/peer/setup.sh makes on first use): optimum's export slimmed by onnxslim,
+ * its q8 made by onnxruntime's quantizer with transformers.js's settings for the model type, and
+ * a third graph, onnxruntime's transformer optimizer's then quantized
+ * (model_fused_quantized.onnx); beside them the hand export's (`handDir`) config and tokenizer
+ * files. Done once per checkpoint (again when make-checkpoints.sh remade it); returns what made
+ * each graph (`graphs.json`).
+ */
+export function peerToolGraphs({ root, folder, handDir, peerDir }) {
+  const record = join(peerDir, 'onnx/graphs.json');
+  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+  if (!existsSync(record) || statSync(record).mtimeMs < newest) {
+    const python = execFileSync(join(root, 'bench/peer/setup.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+    mkdirSync(join(peerDir, 'onnx'), { recursive: true });
+    for (const f of readdirSync(handDir)) if (f.endsWith('.json')) copyFileSync(join(handDir, f), join(peerDir, f));
+    console.error(`converting ${folder} with the peer's tools (bench/peer/convert.py)…`);
+    execFileSync(python, [join(root, 'bench/peer/convert.py'), folder, join(peerDir, 'onnx')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  }
+  return JSON.parse(readFileSync(record, 'utf8'));
+}
+
+/** Which graph each of the peer's columns ran, and what made it, in a line. */
+export function graphsLine(made) {
+  if (!made) {
+    return 'graphs: fp32 and q8 as bench/onnx-*.mjs writes them (a hand-written export, and a hand emulation of onnxruntime\'s quantizer that gives its bytes; the smoke run does not install the peer\'s tools)';
+  }
+  const { tools, graphs } = made;
+  const q = (g) => `${g.weights} weights${g.per_channel ? ' per column, reduced range' : ' per tensor, full range'}`;
+  const fused = Object.entries(graphs['model_fused.onnx'].fused_operators).map(([op, n]) => `${n} ${op}`).join(', ') || 'nothing';
+  return `graphs (bench/peer/convert.py: optimum ${tools.optimum}, transformers ${tools.transformers}, torch ${tools.torch}, onnxruntime ${tools.onnxruntime}, onnxslim ${tools.onnxslim}): `
+    + `fp32 = ${graphs['model.onnx'].made_by}; q8 = onnxruntime's dynamic quantizer on it as transformers.js's conversion calls it (${q(graphs['model_quantized.onnx'])}); `
+    + `fused q8 = ${graphs['model_fused.onnx'].made_by} (fused: ${fused}), then the same quantizer`;
 }
