@@ -104,7 +104,7 @@ export function graphsLine(made) {
   const { tools, graphs } = made;
   const q = (g) => `${g.weights} weights${g.per_channel ? ' per column, reduced range' : ' per tensor, full range'}`;
   const fused = Object.entries(graphs['model_fused.onnx'].fused_operators).map(([op, n]) => `${n} ${op}`).join(', ') || 'nothing';
-  return `graphs (bench/peer/convert.py: optimum ${tools.optimum}, transformers ${tools.transformers}, torch ${tools.torch}, onnxruntime ${tools.onnxruntime}, onnxslim ${tools.onnxslim}): `
+  return `graphs (\`${made.command}\`: optimum ${tools.optimum}, transformers ${tools.transformers}, torch ${tools.torch}, onnxruntime ${tools.onnxruntime}, onnxslim ${tools.onnxslim}): `
     + `fp32 = ${graphs['model.onnx'].made_by}; q8 = onnxruntime's dynamic quantizer on it as transformers.js's conversion calls it (${q(graphs['model_quantized.onnx'])}); `
     + `fused q8 = ${graphs['model_fused.onnx'].made_by} (fused: ${fused}), then the same quantizer`;
 }
