@@ -99,7 +99,7 @@ export function peerToolGraphs({ root, folder, handDir, peerDir }) {
 /** Which graph each of the peer's columns ran, and what made it, in a line. */
 export function graphsLine(made) {
   if (!made) {
-    return 'graphs: fp32 and q8 as bench/onnx-*.mjs writes them (a hand-written export, and a hand emulation of onnxruntime\'s quantizer that gives its bytes; the smoke run does not install the peer\'s tools)';
+    return 'graphs: fp32 and q8 as bench/onnx-*.mjs writes them (a hand-written export, and a hand emulation of onnxruntime\'s quantizer checked against it: BENCHMARKS.md section 22; the smoke run does not install the peer\'s tools)';
   }
   const { tools, graphs } = made;
   const q = (g) => `${g.weights} weights${g.per_channel ? ' per column, reduced range' : ' per tensor, full range'}`;
