@@ -21,7 +21,8 @@
 // compared with the float64 numpy reference (tests/reference/decoders.py). headlab's decoder has
 // no pass cut across threads yet: its one-thread time stands beside transformers.js's on 1 and 2.
 // Full: 1 and 2 threads, 5 s of warm-up per side, ROUNDS (default 5) interleaved rounds, medians of
-// times and of per-round ratios. Smoke: 1 thread, 2 rounds, 1 s of warm-up.
+// times and of per-round ratios; then, one thread, headlab's 8-bit pass against the peer's 8-bit
+// graphs at 8, 32 and 512 tokens. Smoke: 1 thread, 2 rounds, 1 s of warm-up.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -39,6 +40,8 @@ const rounds = Number(positional[0] ?? 5);
 const smoke = positional[1] === 'smoke';
 const warmupMs = smoke ? 1000 : 5000;
 const TOKENS = 128;
+// The full run's other lengths for the 8-bit sides, one thread (the issue's 8 to 512 tokens).
+const SWEEP = [8, 32, 512];
 
 // GPT-2 small's every size (its 50 257 embedding rows too: the output head is a third of a short
 // text's work) from `make-checkpoints.sh bench`; the smoke run takes the tests' GPT-2-small-shaped
@@ -128,8 +131,39 @@ async function child(threads) {
     const last = builds.slice(-2);
     row.profiles = last.map((b) => `${b.label}: ${b.model.profile(idsU32, rounds)}`);
   }
+  if (threads === 1 && !smoke) row.sweep = await sweep(builds.filter((b) => b.int8).at(-1), peers, ids, Tensor, vocab);
   console.error(`  ${threads} thread(s): ${Object.keys(runs).map((k) => `${k} ${row.ms[k].toFixed(1)} ms`).join(', ')}`);
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), peers: Object.keys(peers), row }));
+}
+
+/** The last build at 8 bits against the peer's 8-bit graphs at the sweep's other lengths (the
+ * reference text's ids repeated or cut; speed only), one thread: `[{ n, ms, ratio }]`. */
+async function sweep(int8, peers, ids, Tensor, vocab) {
+  const rows = [];
+  for (const n of SWEEP) {
+    const each = Array.from({ length: n }, (_, i) => ids[i % ids.length]);
+    const idsU32 = Uint32Array.from(each);
+    const inputs = {
+      input_ids: new Tensor('int64', BigInt64Array.from(each, BigInt), [1, n]),
+      attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+    };
+    const eightBit = Object.keys(peers).filter((k) => k !== 'fp32');
+    const runs = {
+      [int8.name]: async () => int8.model.forward(idsU32),
+      ...Object.fromEntries(eightBit.map((k) => [k, async () => (await peers[k](inputs)).logits.data.subarray((n - 1) * vocab)])),
+    };
+    for (const run of Object.values(runs)) {
+      const t0 = performance.now();
+      do await run(); while (performance.now() - t0 < warmupMs / 2);
+    }
+    const { times, ratios } = await interleaved(runs, rounds, eightBit.map((k) => [int8.name, k]));
+    rows.push({
+      n,
+      ms: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)])),
+      ratio: Object.fromEntries(eightBit.map((k) => [k, median(ratios[`${int8.name}/${k}`])])),
+    });
+  }
+  return rows;
 }
 
 /** The folder's model in a few words, from its config.json. */
@@ -167,6 +201,18 @@ async function main() {
     console.log(`| ${r.threads} | ${each((b) => r.ms[b.name].toFixed(1))} | ${eachPeer((k) => r.ms[k].toFixed(1))} | ${peers.map((k) => each((b) => r.ratio[b.name][k].toFixed(2))).join(' | ')} | ${worstHeadlab.toExponential(1)} | ${r.error.fp32.toExponential(1)} | ${each((b) => r.kl[b.name].toExponential(1))} | ${eightBit.map((k) => r.kl[k].toExponential(1)).join(' | ')} |`);
   }
   console.log('(random weights: the KL figures say the quantizers work, not what they cost a trained model)');
+  const swept = results[0].row.sweep;
+  if (swept) {
+    const int8 = builds.filter((b) => b.int8).at(-1);
+    const eightBit = Object.keys(swept[0].ratio);
+    console.log(`\nheadlab ${int8.label} against the peer's 8-bit graphs at other lengths, one thread each (the reference text's ids repeated or cut; median ms):`);
+    console.log(`| tokens | headlab ${int8.label} | ${eightBit.map(name).join(' | ')} | ${eightBit.map((k) => `/ ${name(k)}`).join(' | ')} |`);
+    console.log(`|---:|${'---:|'.repeat(1 + 2 * eightBit.length)}`);
+    const at128 = { n: TOKENS, ms: results[0].row.ms, ratio: results[0].row.ratio[int8.name] };
+    for (const r of [...swept, at128].sort((a, b) => a.n - b.n)) {
+      console.log(`| ${r.n} | ${r.ms[int8.name].toFixed(1)} | ${eightBit.map((k) => r.ms[k].toFixed(1)).join(' | ')} | ${eightBit.map((k) => r.ratio[k].toFixed(2)).join(' | ')} |`);
+    }
+  }
   for (const profile of results[0].row.profiles ?? []) console.log(`\n${profile}`);
   const worst = Math.max(...results.map(({ row }) => Math.max(...f16Builds.map((b) => row.error[b.name]))));
   console.log(`next-token logits against the float64 reference (largest difference over the largest logit): headlab ${worst.toExponential(1)} (< 1e-5: ${worst < 1e-5 ? 'yes' : 'NO'})`);
