@@ -9,7 +9,9 @@
 // (--model=DIR). Prints the CPU model and the ratio workers / page's thread (target: at most
 // 0.55 with two workers). Needs the release build (`trunk build --release`).
 //
-//   node bench/decoder-curves.mjs [ROUNDS] [smoke] [--model=DIR]
+//   node bench/decoder-curves.mjs [ROUNDS] [smoke] [--model=DIR] [--precision=int8]
+//
+// --precision=int8: the page at 8 bits (?precision=int8: its workers hold the 8-bit copy).
 //
 // Smoke: the tests' gpt2-odd folder (2 layers of 4 heads, seconds a run), one round: the script
 // and the page's controls still work.
@@ -36,7 +38,8 @@ const LONG = 3_600_000;
 
 /** One run of the curves with `threads` threads: seconds from the click to the curves, and their JSON. */
 async function run(browser, base, threads) {
-  const query = `?backend=cpu&threads=${threads}&model=${encodeURIComponent(CHECKPOINTS_PATH + basename(folder))}`;
+  const precision = flag('precision') ? `&precision=${flag('precision')}` : '';
+  const query = `?backend=cpu&threads=${threads}${precision}&model=${encodeURIComponent(CHECKPOINTS_PATH + basename(folder))}`;
   const { page, problems } = await openPage(browser, `${base}/${query}`);
   const run = page.getByTestId('decoder-curves-run');
   await run.waitFor({ timeout: LONG });
@@ -62,7 +65,7 @@ const server = await serveDist();
 const browser = await launch({ webgpu: false });
 try {
   console.log(cpuLine());
-  console.log(`Chromium ${browser.version()} headless; ${basename(folder)}; ${rounds} round${rounds === 1 ? '' : 's'}, the page's thread and two workers interleaved`);
+  console.log(`Chromium ${browser.version()} headless; ${basename(folder)} at ${flag('precision') ?? 'f16'}; ${rounds} round${rounds === 1 ? '' : 's'}, the page's thread and two workers interleaved`);
   const times = { 1: [], 2: [] };
   let first;
   for (let r = 0; r < rounds; r++) {
