@@ -7,10 +7,11 @@
 // d_model 768, GPT-2's 50257-row vocabulary) by default, or any GPT-2 folder with a float64
 // reference and a 128-token case (--model=DIR),
 // converted to the page's model file by the page's loader (convert-model) and exported by
-// bench/onnx-gpt2.mjs, both made here when missing. The full run has the peer's own tools remake
-// the graphs (bench/peer/convert.py: onnxslim, onnxruntime's quantizer as transformers.js's
-// conversion calls it, and a third side, onnxruntime's transformer optimizer then quantized,
-// `fused q8`); the smoke run keeps the hand-written ones. The table says which ran.
+// bench/onnx-gpt2.mjs, both made here when missing. The full run has the peer's own tools make
+// the graphs instead (bench/peer/convert.py: optimum's export and onnxslim, onnxruntime's
+// quantizer as transformers.js's conversion calls it, and a third side, onnxruntime's transformer
+// optimizer then quantized, `fused q8`); the smoke run keeps the hand-written ones. The table
+// says which ran.
 //
 //   node --experimental-wasm-relaxed-simd bench/decoder-speed.mjs [ROUNDS] [smoke] [--model=DIR]
 //
@@ -100,22 +101,15 @@ async function child(threads) {
       { name: `${b.name}-int8`, label: `${b.label} 8-bit`, model: int8, int8: true },
     ];
   });
-  const idsU32 = Uint32Array.from(ids);
-  const inputs = {
-    input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, ids.length]),
-    attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
-  };
+  const { idsU32, inputs } = sideInputs(ids, Tensor);
   const vocab = want.length;
   const lastRow = (t) => t.data.subarray((ids.length - 1) * vocab, ids.length * vocab);
   const runs = {
     ...Object.fromEntries(builds.map((b) => [b.name, async () => b.model.forward(idsU32)])),
     ...Object.fromEntries(Object.entries(peers).map(([k, peer]) => [k, async () => lastRow((await peer(inputs)).logits)])),
   };
-  const out = {};
-  for (const [k, run] of Object.entries(runs)) {
-    const t0 = performance.now();
-    do out[k] = Array.from(await run()); while (performance.now() - t0 < warmupMs);
-  }
+  const last = await warmUp(runs, warmupMs);
+  const out = Object.fromEntries(Object.entries(last).map(([k, v]) => [k, Array.from(v)]));
   const pairs = builds.flatMap((b) => Object.keys(peers).map((k) => [b.name, k]));
   const { times, ratios } = await interleaved(runs, rounds, pairs);
   const row = {
@@ -136,26 +130,40 @@ async function child(threads) {
   console.log(JSON.stringify({ ortVersion, builds: builds.map(({ name, label, int8 }) => ({ name, label, int8: !!int8 })), peers: Object.keys(peers), row }));
 }
 
+/** `ids` as each side takes them: headlab's u32 ids, transformers.js's int64 tensors. */
+function sideInputs(ids, Tensor) {
+  const n = ids.length;
+  return {
+    idsU32: Uint32Array.from(ids),
+    inputs: {
+      input_ids: new Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]),
+      attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+    },
+  };
+}
+
+/** Each of `runs` again and again for `ms` of warm-up; each one's last output. */
+async function warmUp(runs, ms) {
+  const last = {};
+  for (const [k, run] of Object.entries(runs)) {
+    const t0 = performance.now();
+    do last[k] = await run(); while (performance.now() - t0 < ms);
+  }
+  return last;
+}
+
 /** The last build at 8 bits against the peer's 8-bit graphs at the sweep's other lengths (the
  * reference text's ids repeated or cut; speed only), one thread: `[{ n, ms, ratio }]`. */
 async function sweep(int8, peers, ids, Tensor, vocab) {
   const rows = [];
   for (const n of SWEEP) {
-    const each = Array.from({ length: n }, (_, i) => ids[i % ids.length]);
-    const idsU32 = Uint32Array.from(each);
-    const inputs = {
-      input_ids: new Tensor('int64', BigInt64Array.from(each, BigInt), [1, n]),
-      attention_mask: new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
-    };
+    const { idsU32, inputs } = sideInputs(Array.from({ length: n }, (_, i) => ids[i % ids.length]), Tensor);
     const eightBit = Object.keys(peers).filter((k) => k !== 'fp32');
     const runs = {
       [int8.name]: async () => int8.model.forward(idsU32),
       ...Object.fromEntries(eightBit.map((k) => [k, async () => (await peers[k](inputs)).logits.data.subarray((n - 1) * vocab)])),
     };
-    for (const run of Object.values(runs)) {
-      const t0 = performance.now();
-      do await run(); while (performance.now() - t0 < warmupMs / 2);
-    }
+    await warmUp(runs, warmupMs / 2);
     const { times, ratios } = await interleaved(runs, rounds, eightBit.map((k) => [int8.name, k]));
     rows.push({
       n,

@@ -56,6 +56,11 @@ export async function transformersOn(runtime, threads, modelsDir) {
   return { transformers, ortVersion, options };
 }
 
+/** When the newest file of `folder` was written (make-checkpoints.sh remakes a folder whole). */
+function newestIn(folder) {
+  return Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+}
+
 /**
  * The page's model file of the checkpoint `folder` (`assetFile`, made by the page's loader,
  * convert-model) and its ONNX export for transformers.js (`bench/<exporter>` into `exportDir`),
@@ -63,7 +68,7 @@ export async function transformersOn(runtime, threads, modelsDir) {
  * remade it). `root`: the repository.
  */
 export function prepareModel({ root, folder, assetFile, exporter, exportDir }) {
-  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
+  const newest = newestIn(folder);
   const stale = (path) => !existsSync(path) || statSync(path).mtimeMs < newest;
   if (stale(assetFile)) {
     // The test profile, as scripts/build-model-asset.sh: the native tests have built the converter there.
@@ -85,8 +90,7 @@ export function prepareModel({ root, folder, assetFile, exporter, exportDir }) {
  */
 export function peerToolGraphs({ root, folder, handDir, peerDir }) {
   const record = join(peerDir, 'onnx/graphs.json');
-  const newest = Math.max(...readdirSync(folder).map((f) => statSync(join(folder, f)).mtimeMs));
-  if (!existsSync(record) || statSync(record).mtimeMs < newest) {
+  if (!existsSync(record) || statSync(record).mtimeMs < newestIn(folder)) {
     const python = execFileSync(join(root, 'bench/peer/setup.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
     mkdirSync(join(peerDir, 'onnx'), { recursive: true });
     for (const f of readdirSync(handDir)) if (f.endsWith('.json')) copyFileSync(join(handDir, f), join(peerDir, f));
