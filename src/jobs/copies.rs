@@ -228,6 +228,16 @@ mod tests {
                 let empty = matches!(piece, Piece::Embed { ids, .. } if ids.is_empty());
                 assert!(empty || turns.taken() > 1, "{piece:?} in one step");
             }
+            if let Model::Decoder(_) = model {
+                // The drift piece made the 8-bit copy once; it is the one every later piece gets.
+                use crate::attention::precision::Precision;
+                let at = |p| in_steps.decoder_at(p).unwrap().clone();
+                assert!(Rc::ptr_eq(&at(Precision::Int8), &at(Precision::Int8)));
+                assert_eq!(
+                    (at(Precision::Int8).precision(), at(Precision::F16).precision()),
+                    (Precision::Int8, Precision::F16)
+                );
+            }
         }
     }
 }
