@@ -12,6 +12,7 @@ pub mod induction;
 pub mod next_importance;
 pub mod next_token;
 pub mod precision;
+pub mod sharded;
 pub mod texts;
 
 use std::rc::Rc;

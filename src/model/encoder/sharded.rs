@@ -21,37 +21,9 @@ use crate::cpu::head_shards::even_ranges;
 use crate::cpu::Kernel;
 use crate::model::encoder::bert::{pool, Bert, Layer};
 use crate::model::encoder::pruned::PrunedAttention;
+use crate::model::layers::split::Step;
 use crate::model::layers::{activate, layer_norm, linear, Linear};
 use crate::model::spec::ModelSpec;
-
-/// One step of a layer: what every shard computes next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
-    /// Layer `l`'s attention branch.
-    Attention(usize),
-    /// Layer `l`'s feed-forward branch.
-    FeedForward(usize),
-}
-
-impl Step {
-    /// The step as one number, for a message: `2 l` or `2 l + 1`.
-    pub fn code(self) -> u32 {
-        match self {
-            Step::Attention(l) => 2 * l as u32,
-            Step::FeedForward(l) => 2 * l as u32 + 1,
-        }
-    }
-
-    /// The step a [`Step::code`] names in a model of `layers` layers; `None` past the last.
-    pub fn from_code(code: u32, layers: usize) -> Option<Step> {
-        let l = (code / 2) as usize;
-        (l < layers).then_some(if code.is_multiple_of(2) { Step::Attention(l) } else { Step::FeedForward(l) })
-    }
-
-    fn next(self, layers: usize) -> Option<Step> {
-        Step::from_code(self.code() + 1, layers)
-    }
-}
 
 /// One layer's share of a shard, without biases (the driver adds them once).
 #[derive(Clone, Debug)]
@@ -189,19 +161,6 @@ impl<'m> SplitPass<'m> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn steps_count_through_every_layer_and_stop() {
-        for layers in [1, 2, 6, 24] {
-            let steps: Vec<Step> =
-                std::iter::successors(Some(Step::Attention(0)), |s| s.next(layers)).collect();
-            assert_eq!(steps.len(), 2 * layers);
-            assert_eq!(steps[1], Step::FeedForward(0));
-            assert_eq!(steps.last(), Some(&Step::FeedForward(layers - 1)));
-            assert!(steps.iter().all(|s| Step::from_code(s.code(), layers) == Some(*s)));
-            assert_eq!(Step::from_code(2 * layers as u32, layers), None);
-        }
-    }
 
     #[test]
     fn an_8_bit_pass_cut_across_shards_is_as_close_to_f16_as_the_whole_pass() {

@@ -6,6 +6,7 @@
 //! (`super::encoder`, `super::decoder`) arranges these into its blocks and names its tensors.
 
 pub mod backward;
+pub mod split;
 
 use std::sync::Arc;
 
