@@ -9,6 +9,8 @@ pub mod encoder;
 pub mod gpu;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm_decoder;
 
 use crate::attention::{drift, HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};

@@ -7,13 +7,14 @@ use super::{generated_report, normwise_error, profile, run};
 use crate::attention::{HeadSet, Inputs, ModelConfig, Weights};
 use crate::cpu::{self, Forward, Kernel};
 use crate::jobs::web::choose_dot_form;
-use crate::model::encoder::sharded::{BertShard, SplitPass, Step};
+use crate::model::encoder::sharded::{BertShard, SplitPass};
+use crate::model::layers::split::Step;
 
 #[wasm_bindgen]
 extern "C" {
     /// `performance.now()`: milliseconds from the page's or process's time origin.
     #[wasm_bindgen(js_namespace = performance)]
-    fn now() -> f64;
+    pub(super) fn now() -> f64;
 }
 
 /// Runs the CPU benchmark and returns the report as text.
@@ -269,7 +270,7 @@ pub fn even_ranges(len: usize, count: usize) -> Vec<u32> {
 }
 
 /// The precision a benchmark names (`"f16"` or `"int8"`).
-fn precision_of(key: &str) -> Result<crate::attention::precision::Precision, String> {
+pub(super) fn precision_of(key: &str) -> Result<crate::attention::precision::Precision, String> {
     crate::attention::precision::Precision::from_key(key).ok_or_else(|| format!("no precision {key:?}"))
 }
 
@@ -355,7 +356,7 @@ impl EncoderCase {
         Ok(())
     }
 
-    /// The current step's code ([`crate::model::encoder::sharded::Step::code`]), or -1 once the pass is done.
+    /// The current step's code ([`Step::code`]), or -1 once the pass is done.
     pub fn split_step(&self) -> i32 {
         self.split.as_ref().and_then(|s| s.pass.step()).map_or(-1, |step| step.code() as i32)
     }
@@ -554,61 +555,4 @@ pub fn bench_dot_form(how: &str) -> Result<String, String> {
         }
     };
     Ok(form.key().to_string())
-}
-
-/// A GPT-2-family decoder from its page model file (a checkpoint folder converted by the page's
-/// loader), for `bench/decoder-speed.mjs`: the page's pass over a text (every layer, the output
-/// head's logits at every position and each position's loss) on the CPU kernel.
-#[wasm_bindgen]
-pub struct DecoderCase {
-    decoder: crate::model::decoder::Decoder,
-}
-
-#[wasm_bindgen]
-impl DecoderCase {
-    /// The decoder in a model file, checked and decoded once.
-    #[wasm_bindgen(constructor)]
-    pub fn new(asset: &[u8]) -> Result<DecoderCase, String> {
-        let id = crate::model::load::model_file::sha256_hex(asset)[..16].to_string();
-        let decoder = crate::model::decoder::Decoder::from_file(asset, id).map_err(|e| e.to_string())?;
-        Ok(DecoderCase { decoder })
-    }
-
-    /// The decoder at another precision (`"f16"` or `"int8"`: [`crate::model::decoder::Decoder::at_precision`],
-    /// calibrated as the page calibrates it), the relaxed build's 8-bit form timed as the page times it.
-    pub fn set_precision(&mut self, key: &str) -> Result<(), String> {
-        let precision = precision_of(key)?;
-        choose_dot_form();
-        self.decoder = self.decoder.at_precision(Kernel::Simd, precision);
-        Ok(())
-    }
-
-    /// The next token's logits after a pass over `ids` with every head (the pass makes every
-    /// position's logits and loss, as the page's does).
-    pub fn forward(&self, ids: &[u32]) -> Result<Vec<f32>, String> {
-        let spec = self.decoder.spec();
-        if ids.is_empty() || ids.len() > spec.positions || ids.iter().any(|&id| id as usize >= spec.vocab) {
-            return Err(format!("1 to {} ids below {}", spec.positions, spec.vocab));
-        }
-        let all = HeadSet::all(spec.total_heads());
-        Ok(self
-            .decoder
-            .gpt2
-            .forward_keeping(Kernel::Simd, ids, &all, crate::model::decoder::gpt2::Keep::Layer(0))
-            .next_logits)
-    }
-
-    /// Where a pass over `ids` goes, stage by stage ([`super::decoder::pass_profile`]), as a table.
-    pub fn profile(&self, ids: &[u32], rounds: usize) -> String {
-        super::decoder::pass_profile(&now, &self.decoder.gpt2, ids, rounds)
-    }
-
-    /// Every position's loss of that pass (the text's token after it), in f64.
-    pub fn losses(&self, ids: &[u32]) -> Vec<f64> {
-        let all = HeadSet::all(self.decoder.spec().total_heads());
-        self.decoder
-            .gpt2
-            .forward_keeping(Kernel::Simd, ids, &all, crate::model::decoder::gpt2::Keep::Layer(0))
-            .losses
-    }
 }
