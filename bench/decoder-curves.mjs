@@ -9,9 +9,12 @@
 // (--model=DIR). Prints the CPU model and the ratio workers / page's thread (target: at most
 // 0.55 with two workers). Needs the release build (`trunk build --release`).
 //
-//   node bench/decoder-curves.mjs [ROUNDS] [smoke] [--model=DIR] [--precision=int8]
+//   node bench/decoder-curves.mjs [ROUNDS] [smoke] [--model=DIR] [--precision=int8] [--threads=2]
 //
 // --precision=int8: the page at 8 bits (?precision=int8: its workers hold the 8-bit copy).
+// --threads=N: one side only (1: the page's thread; 2: two workers), no ratio: for a model whose
+// page-thread run would take the better part of an hour (gpt2-medium's shape:
+// `scripts/make-checkpoints.sh large`).
 //
 // Smoke: the tests' gpt2-odd folder (2 layers of 4 heads, seconds a run), one round: the script
 // and the page's controls still work.
@@ -65,11 +68,14 @@ const server = await serveDist();
 const browser = await launch({ webgpu: false });
 try {
   console.log(cpuLine());
-  console.log(`Chromium ${browser.version()} headless; ${basename(folder)} at ${flag('precision') ?? 'f16'}; ${rounds} round${rounds === 1 ? '' : 's'}, the page's thread and two workers interleaved`);
+  const only = flag('threads') ? [Number(flag('threads'))] : null;
+  if (only && ![1, 2].includes(only[0])) throw new Error(`--threads=${flag('threads')}: 1 or 2`);
+  const sides = only ? (only[0] === 1 ? "the page's thread only" : 'two workers only') : "the page's thread and two workers interleaved";
+  console.log(`Chromium ${browser.version()} headless; ${basename(folder)} at ${flag('precision') ?? 'f16'}; ${rounds} round${rounds === 1 ? '' : 's'}, ${sides}`);
   const times = { 1: [], 2: [] };
   let first;
   for (let r = 0; r < rounds; r++) {
-    for (const threads of r % 2 === 0 ? [1, 2] : [2, 1]) {
+    for (const threads of only ?? (r % 2 === 0 ? [1, 2] : [2, 1])) {
       const done = await run(browser, server.base, threads);
       first ??= done.curves;
       if (done.curves !== first) throw new Error(`${threads} thread(s) gave other curves than the first run:\n${done.curves}\n${first}`);
@@ -77,12 +83,14 @@ try {
       console.log(`round ${r + 1}, ${threads === 1 ? "the page's thread" : 'two workers'}: ${done.seconds.toFixed(1)} s (${done.where.replace(/^Your text runs on .*?; the measurements/, 'the measurements')})`);
     }
   }
-  const ratios = times[2].map((t, i) => t / times[1][i]);
   const summary = JSON.parse(first);
+  const side = (t) => (t.length ? `${median(t).toFixed(1)} s` : '-');
+  const ratios = only ? [] : times[2].map((t, i) => t / times[1][i]);
+  const ratio = only ? '-' : `${median(ratios).toFixed(3)} (each round: ${ratios.map((x) => x.toFixed(3)).join(', ')})`;
   console.log(`\n| curves (${summary.ks.length} points x 3 orders, ${summary.passages} passages) | page's thread | two workers | workers / page's thread |`);
   console.log('|---|---|---|---|');
-  console.log(`| ${basename(folder)} | ${median(times[1]).toFixed(1)} s | ${median(times[2]).toFixed(1)} s | ${median(ratios).toFixed(3)} (each round: ${ratios.map((x) => x.toFixed(3)).join(', ')}) |`);
-  console.log('\nthe same curves, bit for bit, on both');
+  console.log(`| ${basename(folder)} | ${side(times[1])} | ${side(times[2])} | ${ratio} |`);
+  if (!only) console.log('\nthe same curves, bit for bit, on both');
 } finally {
   await browser.close();
   server.server.close();
