@@ -39,9 +39,9 @@ pub fn bench_pruned(asset: &[u8], lengths: Vec<u32>, rounds: usize) -> Result<St
     Ok(super::encoder::pruned_report(&now, &model, &lengths, rounds))
 }
 
-/// The model in a model file ([`model_file`]: the built-in asset or a converted checkpoint) at
-/// `precision` (`"f16"` or `"int8"`), its 8-bit products
-/// in the form the page would pick on this CPU.
+/// The encoder in a model file ([`model_file`]: the built-in asset or a converted checkpoint)
+/// at `precision` (`"f16"` or `"int8"`), its 8-bit products in the form the page would pick on
+/// this CPU.
 fn model_at(asset: &[u8], precision: &str) -> Result<crate::model::encoder::Encoder, String> {
     let precision = precision_of(precision)?;
     choose_dot_form();
