@@ -58,8 +58,31 @@ pub fn bytes_change_text(before: u64, after: u64) -> String {
     format!("{:.1} -> {:.1} {name}", before as f64 / unit, after as f64 / unit)
 }
 
+/// A relative change `share` (0.01 is one per cent) as a signed percentage: two decimals, up to
+/// two more where two would round a change that is not zero to "-0.00" or "+0.00", so its
+/// sign shows ("-0.003", not "-0.00"); a change too small even for four decimals reads "0.00".
+pub fn signed_percent_text(share: f64) -> String {
+    let pct = 100.0 * share;
+    let shows = |decimals: i32| pct.abs() >= 0.5 * 10f64.powi(-decimals);
+    match (2..=4).find(|&d| shows(d)) {
+        Some(d) => format!("{pct:+.prec$}", prec = d as usize),
+        None if pct.is_nan() => "NaN".into(),
+        None => "0.00".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_change_in_per_cent_keeps_its_sign_and_never_reads_minus_zero() {
+        use super::signed_percent_text as t;
+        assert_eq!((t(0.0123), t(-0.0123)), ("+1.23".into(), "-1.23".into()));
+        // Two decimals would show "-0.00" and "+0.00": one and two more.
+        assert_eq!((t(-3.1e-5), t(2e-6)), ("-0.003".into(), "+0.0002".into()));
+        assert_eq!((t(0.0), t(-0.0), t(1e-9)), ("0.00".into(), "0.00".into(), "0.00".into()));
+        assert_eq!((t(0.5), t(f64::NAN)), ("+50.00".into(), "NaN".into()));
+    }
+
     #[test]
     fn sizes_change_in_the_unit_of_the_larger() {
         assert_eq!(super::bytes_change_text(89_456_640, 83_886_080), "85.3 -> 80.0 MiB");

@@ -186,7 +186,7 @@ test('at 8 bits the decoder runs on the CPU kernel and says so; its comparison w
   assert.equal(await trained.precision.inputValue(), 'int8');
   await trained.backend.waitText(/^Your text runs on the CPU kernel \(wasm simd128[^)]*\), 8-bit/);
   await decoder.precisionRun.click();
-  await decoder.precisionLine.waitText(/^8-bit weights instead of f16, every head kept: a pass over your text [\d.]+ ms -> [\d.]+ ms \([\d.]+x, on the CPU kernel in this page's turns\), weights [\d.]+ -> [\d.]+ [KM]iB; next-token KL to f16 [\d.]+e-?\d+ nats per position \(95 % interval .+\), the same top token at [\d.]+ % of \d+ positions .+, perplexity [\d.e]+ \(.+\) -> [\d.e]+ \(.+\), a change of [-+][\d.]+ % \(95 % interval .+\)\.$/, { timeout: 120000 });
+  await decoder.precisionLine.waitText(/^8-bit weights instead of f16, every head kept: a pass over your text [\d.]+ ms -> [\d.]+ ms \([\d.]+x, on the CPU kernel in this page's turns\), weights [\d.]+ -> [\d.]+ [KM]iB; next-token KL to f16 [\d.]+e-?\d+ nats per position \(95 % interval .+\), the same top token at [\d.]+ % of \d+ positions .+, perplexity [\d.e]+ \(.+\) -> [\d.e]+ \(.+\), a change of [-+]?[\d.]+ % \(95 % interval .+\)\.$/, { timeout: 120000 });
   const got = await decoder.precisionNumbers();
   // The f16 side is the model itself: its perplexity is the float64 reference's.
   assert.ok(Math.abs(got.f16 - set.full.perplexity) < 1e-4 * set.full.perplexity, `f16 ${got.f16}, float64 ${set.full.perplexity}`);

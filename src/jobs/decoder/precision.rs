@@ -17,7 +17,7 @@ use crate::jobs::work::{Done, Piece};
 use crate::model::decoder::gpt2::Keep;
 use crate::model::decoder::precision::{PassageDrift, PrecisionDrift};
 use crate::model::decoder::Decoder;
-use crate::model::digits::bytes_change_text;
+use crate::model::digits::{bytes_change_text, signed_percent_text};
 
 use super::{perplexity_text, DECODER_KERNEL};
 
@@ -126,11 +126,11 @@ pub fn precision_text(drift: Option<&PrecisionDrift>, cost: Option<&PrecisionCos
         None => "next token and perplexity: measuring…".to_string(),
         Some(d) => match (d.kl(), d.agreement(), d.perplexity(Precision::F16), d.perplexity(Precision::Int8), d.perplexity_change()) {
             (Some(kl), Some(agree), Some(f16), Some(int8), Some(change)) => format!(
-                "next-token KL to f16 {:.1e} nats per position (95 % interval {:.1e} to {:.1e}), the same top token at {} of {} positions ({} to {}), perplexity {} ({} to {}) -> {} ({} to {}), a change of {:+.2} % (95 % interval {:+.2} to {:+.2} %)",
+                "next-token KL to f16 {:.1e} nats per position (95 % interval {:.1e} to {:.1e}), the same top token at {} of {} positions ({} to {}), perplexity {} ({} to {}) -> {} ({} to {}), a change of {} % (95 % interval {} to {} %)",
                 kl.value, kl.lo, kl.hi,
                 pct(agree.value), d.passages.iter().map(|p| p.positions).sum::<usize>(), pct(agree.lo), pct(agree.hi),
                 ppl(f16.value), ppl(f16.lo), ppl(f16.hi), ppl(int8.value), ppl(int8.lo), ppl(int8.hi),
-                100.0 * change.value, 100.0 * change.lo, 100.0 * change.hi,
+                signed_percent_text(change.value), signed_percent_text(change.lo), signed_percent_text(change.hi),
             ),
             _ => "no passage to compare".to_string(),
         },

@@ -18,10 +18,11 @@
 //! The products into the residual stream sum over heads and units: each shard sums its own and
 //! the driver adds the shards' sums, the single-thread pass's terms grouped differently (rounding
 //! only; at 8 bits each shard quantizes its own part of `W_proj`'s and `W_mlp`'s input rows). The
-//! read-out's logits are the whole pass's, column for column: only their log-sum-exp is joined.
-//! With a shard per worker, each holds about `1/S` of the weights: the cut is what lets a model
-//! too large for one instance run at all, and what puts a second thread on one text's pass
-//! (BENCHMARKS.md section 23).
+//! read-out's logits are each a whole sum over `d_model`, as in the single-thread pass: only
+//! their log-sum-exp is joined. The cut puts a second thread on one text's pass (BENCHMARKS.md
+//! section 23); with a shard per worker each would hold about `1/S` of the weights, which is
+//! how a model too large for one instance could run, once a worker builds its share straight
+//! from the file ([`Gpt2Shard::new`] cuts a whole model today).
 
 use std::ops::Range;
 
