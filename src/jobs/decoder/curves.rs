@@ -7,7 +7,9 @@
 //! Each measurement is one pass over the passages (`super::text_set`'s, a piece per passage):
 //! the ends (no head pruned, every head pruned) are the same for the three orders and measured
 //! once, and the iterative order's first step is the one-shot's (the same gradients), measured
-//! once.
+//! once. A gradients pass's forward pass gives the loss where it is taken, so the iterative
+//! order's points come with its gradients: 9 gradient and 19 loss passes for 11 points (28
+//! loss passes before; BENCHMARKS.md section 23).
 
 use super::text_set::SetPass;
 use crate::attention::importance::random_order;
@@ -110,12 +112,12 @@ impl TextSetCurves {
     }
 
     /// Passes over the set in all, of each kind: the gradients of the full model and of each
-    /// iterative step before the last, and each order's points between the shared ends.
+    /// iterative step but the last two (whose next steps need none), and the points no
+    /// gradients pass gives: the last iterative step's, the one-shot and random orders' between
+    /// the shared ends, and every head pruned.
     fn planned(&self) -> [usize; 2] {
         let points = self.ks.len();
-        let gradients = 1 + points.saturating_sub(3);
-        let shared_first_step = usize::from(points >= 3);
-        [gradients, 2 + 3 * points.saturating_sub(2) - shared_first_step]
+        [points.saturating_sub(2).max(1), (2 * points).saturating_sub(3).max(1)]
     }
 
     /// Passage passes in all.
@@ -129,46 +131,60 @@ impl TextSetCurves {
         self.made.iter().sum::<usize>() * self.passages.len() + in_flight
     }
 
-    /// The next pass over the set, or `None` when every point is measured.
+    /// Which point of the curves `heads` (the iterative order's so far) stands at.
+    fn step_of(&self, heads: &HeadSet) -> usize {
+        let pruned = heads.pruned_count();
+        self.ks.iter().position(|&k| k == pruned).expect("the iterative order stops at the curves' points")
+    }
+
+    /// The next pass over the set, or `None` when every point is measured. The iterative order
+    /// first: a gradients pass at the heads pruned so far gives the loss there (its forward
+    /// pass's) and the next step's heads; then the other orders' points, then every head pruned.
     fn next_pass(&self) -> Option<(Measure, HeadSet)> {
         let (ks, total, last) = (&self.ks, self.total, self.ks.len() - 1);
         let Some(one_shot) = &self.one_shot else { return Some((Measure::Gradients, HeadSet::all(total))) };
         let loss = |heads: HeadSet| Some((Measure::Loss, heads));
-        if self.values[0].len() == ks.len() {
-            return None;
+        let [iterative, shot, random] = [0, 1, 2].map(|o| self.values[o].len());
+        if iterative < last {
+            // The step before every head is pruned needs no next step: its loss alone.
+            return match self.step_of(&self.iterative_heads) + 1 < last {
+                true => Some((Measure::Gradients, self.iterative_heads.clone())),
+                false => loss(self.iterative_heads.clone()),
+            };
         }
-        if self.values[0].is_empty() {
-            return loss(HeadSet::all(total));
+        if shot < last {
+            return loss(HeadSet::with_pruned(total, one_shot[..ks[shot]].iter().copied()));
         }
-        if self.values[0].len() == last && self.values[1].len() == last && self.values[2].len() == last {
-            return loss(HeadSet::with_pruned(total, 0..total));
+        if random < last {
+            return loss(HeadSet::with_pruned(total, self.random[..ks[random]].iter().copied()));
         }
-        if self.values[1].len() < last {
-            return loss(HeadSet::with_pruned(total, one_shot[..ks[self.values[1].len()]].iter().copied()));
-        }
-        if self.values[2].len() < last {
-            return loss(HeadSet::with_pruned(
-                total,
-                self.random[..ks[self.values[2].len()]].iter().copied(),
-            ));
-        }
-        let i = self.values[0].len();
-        if self.iterative_heads.pruned_count() < ks[i] {
-            return Some((Measure::Gradients, self.iterative_heads.clone()));
-        }
-        loss(self.iterative_heads.clone())
+        (iterative < ks.len()).then(|| (Measure::Loss, HeadSet::with_pruned(total, 0..total)))
     }
 
-    /// Takes a finished pass: gradients order the next step, a loss is a point.
+    /// The iterative order's next point: its first is every order's (no head pruned), its
+    /// second the one-shot order's too (the full model's gradients pick both).
+    fn record_iterative(&mut self, v: f64) {
+        match self.values[0].len() {
+            0 => self.values.iter_mut().for_each(|c| c.push(v)),
+            1 => self.values[..2].iter_mut().for_each(|c| c.push(v)),
+            _ => self.values[0].push(v),
+        }
+    }
+
+    /// Takes a finished pass: gradients give the iterative order's point where they were taken
+    /// and order its next step; a loss is a point.
     fn finish(&mut self, measure: Measure, pass: &SetPass) {
         let heads = pass.heads().cloned().unwrap_or_default();
+        let last = self.ks.len() - 1;
         match measure {
             Measure::Gradients => {
+                let step = self.step_of(&heads);
+                debug_assert_eq!(self.values[0].len(), step, "gradients where the iterative order stands");
+                self.record_iterative(pass.perplexity().mean_loss);
                 let order = pass.ranking().ranked;
                 // The full model's gradients are the one-shot order and the iterative order's
                 // first step; later ones prune the iterative order's next step.
-                let i = if self.one_shot.is_none() { 1 } else { self.values[0].len() };
-                let need = self.ks[i] - heads.pruned_count();
+                let need = self.ks[step + 1] - heads.pruned_count();
                 let next: Vec<usize> =
                     order.iter().copied().filter(|&h| heads.is_active(h)).take(need).collect();
                 self.iterative_heads = HeadSet::with_pruned(self.total, heads.pruned().chain(next));
@@ -177,18 +193,12 @@ impl TextSetCurves {
             }
             Measure::Loss => {
                 let v = pass.perplexity().mean_loss;
-                match heads.pruned_count() {
-                    0 => self.values.iter_mut().for_each(|c| c.push(v)),
-                    n if n == self.total => self.values.iter_mut().for_each(|c| c.push(v)),
-                    _ if self.values[1].len() < self.ks.len() - 1 => {
-                        // The first step is the iterative order's too (the same gradients).
-                        if self.values[1].len() == 1 {
-                            self.values[0].push(v);
-                        }
-                        self.values[1].push(v)
-                    }
-                    _ if self.values[2].len() < self.ks.len() - 1 => self.values[2].push(v),
-                    _ => self.values[0].push(v),
+                match self.values.each_ref().map(Vec::len) {
+                    [i, ..] if i < last => self.record_iterative(v),
+                    [_, shot, _] if shot < last => self.values[1].push(v),
+                    [_, _, random] if random < last => self.values[2].push(v),
+                    // Every head pruned: the end of all three.
+                    _ => self.values.iter_mut().for_each(|c| c.push(v)),
                 }
                 self.made[1] += 1;
             }

@@ -61,19 +61,28 @@ impl SetPass {
         }
     }
 
-    /// The perplexity of a losses pass, once every passage is in: the passages' sums added in
-    /// their order, over the tokens predicted.
+    /// The perplexity of a pass (of losses, or of gradients, whose forward pass gives each
+    /// passage's loss too), once every passage is in: the passages' sums added in their order,
+    /// over the tokens predicted.
     pub(super) fn perplexity(&self) -> SetPerplexity {
         let heads = self.heads().cloned().unwrap_or_default();
         let count: usize = self
             .pieces
             .iter()
             .map(|p| match p {
-                Piece::Losses { passages, .. } => passages.iter().map(|ids| ids.len() - 1).sum(),
+                Piece::Losses { passages, .. } | Piece::GateGradients { passages, .. } => {
+                    passages.iter().map(|ids| ids.len() - 1).sum()
+                }
                 _ => 0,
             })
             .sum();
-        let sum = self.results.iter().flat_map(Done::sums).fold(0.0, |sum, s| sum + s);
+        // A gradients piece's sums: per passage its loss, then one per head.
+        let stride = match self.pieces.first() {
+            Some(Piece::GateGradients { .. }) => 1 + heads.len(),
+            _ => 1,
+        };
+        let losses = self.results.iter().flat_map(|d| d.sums().iter().step_by(stride));
+        let sum = losses.fold(0.0, |sum, s| sum + s);
         let mean_loss = if count > 0 { sum / count as f64 } else { f64::NAN };
         SetPerplexity {
             heads,
@@ -90,8 +99,9 @@ impl SetPass {
         let heads = self.heads().cloned().unwrap_or_default();
         let mut sums = vec![0.0; heads.len()];
         for done in &self.results {
-            for per_passage in done.sums().chunks_exact(heads.len().max(1)) {
-                sums.iter_mut().zip(per_passage).for_each(|(s, g)| *s += g);
+            // Per passage: its loss, then one gradient per head.
+            for per_passage in done.sums().chunks_exact(1 + heads.len()) {
+                sums.iter_mut().zip(&per_passage[1..]).for_each(|(s, g)| *s += g);
             }
         }
         let count = self.pieces.len().max(1) as f64;

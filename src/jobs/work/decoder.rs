@@ -62,7 +62,7 @@ pub(super) fn accepts(piece: &Piece, spec: &ModelSpec, done: &Done) -> bool {
     match piece {
         Piece::NextKl { sets, .. } => s.len() == sets.len(),
         Piece::Losses { passages, .. } => s.len() == passages.len(),
-        Piece::GateGradients { passages, .. } => s.len() == passages.len() * spec.total_heads(),
+        Piece::GateGradients { passages, .. } => s.len() == passages.len() * (1 + spec.total_heads()),
         Piece::Induction { .. } => s.len() == INDUCTION_SCORES * spec.total_heads() + 2,
         Piece::PrecisionDrift { passages } => s.len() == passages.len() * PassageDrift::SUMS,
         _ => false,
@@ -101,9 +101,11 @@ impl Piece {
             }
             Piece::GateGradients { heads, passages } => {
                 let g = gates(heads);
-                let mut sums = Vec::with_capacity(passages.len() * gpt2.spec.total_heads());
+                let mut sums = Vec::with_capacity(passages.len() * (1 + gpt2.spec.total_heads()));
                 for ids in passages {
-                    let (_, grads) = passage_gradients_in_turns(gpt2, kernel, ids, &g, turns).await;
+                    let (loss, grads) = passage_gradients_in_turns(gpt2, kernel, ids, &g, turns).await;
+                    // The passage's summed loss, as a losses piece gives it: the mean back to a sum.
+                    sums.push(loss * (ids.len() - 1) as f64);
                     sums.extend(grads.into_iter().map(f64::abs));
                 }
                 Done::Sums(sums)
@@ -254,11 +256,14 @@ pub(crate) mod tests {
             .map(|p| gpt2.forward(kernel, p, &heads).losses.iter().sum::<f64>())
             .collect();
         assert_eq!(losses.run_on_decoder(&gpt2, kernel), Done::Sums(sums));
-        let (_, grads) = passage_gradients(&gpt2, kernel, &[9, 8, 7, 6, 5], &gates(&heads));
-        assert_eq!(
-            gradients.run_on_decoder(&gpt2, kernel),
-            Done::Sums(grads.iter().map(|g| g.abs()).collect())
-        );
+        // A gradients piece: the passage's summed loss (the same as a losses piece's, to
+        // rounding: the mean loss times the tokens), then every head's |gradient|.
+        let ids = [9, 8, 7, 6, 5];
+        let (_, grads) = passage_gradients(&gpt2, kernel, &ids, &gates(&heads));
+        let graded = gradients.run_on_decoder(&gpt2, kernel).sums().to_vec();
+        assert_eq!(graded[1..], grads.iter().map(|g| g.abs()).collect::<Vec<_>>());
+        let summed = gpt2.forward(kernel, &ids, &heads).losses.iter().sum::<f64>();
+        assert!((graded[0] - summed).abs() <= 1e-12 * summed, "{} vs {summed}", graded[0]);
         // Four scores a head, then the halves' losses: as the test's own functions give them.
         let sequence = Repeated { ids: vec![29, 3, 8, 5, 3, 8, 5], half: 3, start: 1 };
         let pass = gpt2.forward(kernel, &sequence.ids, &HeadSet::all(6));

@@ -156,7 +156,8 @@ pub enum Piece {
         passages: Vec<Vec<u32>>,
     },
     /// A decoder's head-gate gradients of each passage's mean loss with `heads` kept (Michel et
-    /// al.): per passage, every head's `|∂L/∂ξ_h|` ([`Done::Sums`], passages × heads).
+    /// al.): per passage, the sum of its tokens' losses (as [`Piece::Losses`] gives it, from the
+    /// same forward pass), then every head's `|∂L/∂ξ_h|` ([`Done::Sums`], passages × (1 + heads)).
     GateGradients {
         /// The heads kept.
         heads: HeadSet,
