@@ -101,7 +101,7 @@ async function child(threads) {
     const int8 = new b.lib.DecoderCase(bytes);
     int8.set_precision('int8');
     return [
-      { name: b.name, label: `${b.label} f16`, model: new b.lib.DecoderCase(bytes) },
+      { name: b.name, label: `${b.label} f16`, model: new b.lib.DecoderCase(bytes), build: b },
       { name: `${b.name}-int8`, label: `${b.label} 8-bit`, model: int8, int8: true },
     ];
   });
@@ -177,9 +177,10 @@ async function cutSides(models, bytes, idsU32) {
   const words = new Int32Array(new SharedArrayBuffer(6 * 4));
   const values = new Float32Array(new SharedArrayBuffer(2 * capacity * 4));
   const targets = new Uint32Array(new SharedArrayBuffer(4 * c.n_positions));
-  const lib = headlabBuilds().find((b) => b.name === models[0].name).lib;
+  // The build both shards run (the f16 entry carries it).
+  const { lib, folder: buildDir } = models[0].build;
   const form = lib.bench_dot_form('retime');
-  const path = join(root, 'target', headlabBuilds().find((b) => b.name === models[0].name).folder, 'headlab.js');
+  const path = join(root, 'target', buildDir, 'headlab.js');
   const worker = new Worker(shardWorker, { eval: true, workerData: { path, bytes, form, words, values, targets, capacity } });
   const failures = [];
   await new Promise((resolve, reject) => {
