@@ -223,6 +223,8 @@ pub struct SplitPass<'m> {
     base: &'m Gpt2,
     ids: Vec<u32>,
     count: usize,
+    /// Each shard's rows of the vocabulary (its part of the read-out).
+    vocab: Vec<Range<usize>>,
     /// The residual stream.
     x: Vec<f32>,
     /// The next step's input: `x` through the LayerNorm before it.
@@ -240,6 +242,7 @@ impl<'m> SplitPass<'m> {
             base,
             ids: ids.to_vec(),
             count,
+            vocab: even_ranges(base.spec.vocab, count),
             input: Vec::new(),
             x,
             next: Some(DecoderStep::Layer(Step::Attention(0))),
@@ -267,9 +270,7 @@ impl<'m> SplitPass<'m> {
     /// How many values shard `index`'s part of the current step has.
     pub fn part_len(&self, index: usize) -> usize {
         match self.next {
-            Some(DecoderStep::ReadOut) => {
-                read_out_len(self.ids.len(), even_ranges(self.base.spec.vocab, self.count)[index].len())
-            }
+            Some(DecoderStep::ReadOut) => read_out_len(self.ids.len(), self.vocab[index].len()),
             _ => self.x.len(),
         }
     }
@@ -323,12 +324,11 @@ impl<'m> SplitPass<'m> {
 
     fn join_read_out(&self, parts: &[&[f32]]) -> SplitOutput {
         let n = self.ids.len();
-        let ranges = even_ranges(self.base.spec.vocab, self.count);
         let losses = (0..n - 1)
             .map(|t| {
                 let max = parts.iter().map(|p| p[t] as f64).fold(f64::NEG_INFINITY, f64::max);
                 let lse = max + parts.iter().map(|p| (p[t] as f64 - max).exp()).sum::<f64>().ln();
-                let owner = ranges.iter().position(|r| r.contains(&(self.ids[t + 1] as usize)));
+                let owner = self.vocab.iter().position(|r| r.contains(&(self.ids[t + 1] as usize)));
                 lse - owner.map_or(f64::NAN, |s| parts[s][n - 1 + t] as f64)
             })
             .collect();
