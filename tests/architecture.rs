@@ -46,9 +46,9 @@ const ALLOWED: [(&str, &[&str]); 13] = [
 ];
 
 /// Inside `model`, by concern (the folder under `src/model/`, or the file for one that is alone;
-/// `mod` is `model/mod.rs`): what each may import of the others. The tokenizers and the shape
-/// stand alone; the shared layers know only the shape; loading knows the shape and the
-/// tokenizers (a family's tensors are data in `load/names.rs`, not code of the family); each
+/// `mod` is `model/mod.rs`): what each may import of the others. The tokenizers, the shape and
+/// the figures' wording (`digits`) stand alone; the shared layers know only the shape; loading
+/// knows the shape, the wording and the tokenizers (a family's tensors are data in `load/names.rs`, not code of the family); each
 /// family builds on those, and neither imports the other's folder.
 const MODEL_ALLOWED: [(&str, &[&str]); 9] = [
     ("spec", &[]),
@@ -56,9 +56,9 @@ const MODEL_ALLOWED: [(&str, &[&str]); 9] = [
     ("intervals", &["digits"]),
     ("tokenize", &[]),
     ("layers", &["spec"]),
-    ("load", &["spec", "tokenize"]),
+    ("load", &["spec", "digits", "tokenize"]),
     ("encoder", &["spec", "digits", "intervals", "layers", "load", "tokenize"]),
-    ("decoder", &["spec", "intervals", "layers", "load", "tokenize"]),
+    ("decoder", &["spec", "digits", "intervals", "layers", "load", "tokenize"]),
     ("mod", &["spec", "digits", "intervals", "tokenize", "layers", "load", "encoder", "decoder"]),
 ];
 

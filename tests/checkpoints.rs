@@ -25,7 +25,7 @@ use headlab::model::spec::{Activation, Pooling};
 use headlab::model::tokenize::wordpiece::Casing;
 use serde_json::Value;
 
-const UNLIMITED: Options = Options { name: None, budget: u64::MAX };
+const UNLIMITED: Options = Options { name: None, budget: u64::MAX, room: None };
 
 fn floats(v: &Value) -> Vec<f64> {
     v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect()
@@ -197,7 +197,7 @@ impl Files for Counting<'_> {
 fn a_model_too_big_for_the_page_is_refused_from_its_header() {
     let (files, _) = tiny_folder(1);
     let counting = Counting { inner: &files, bytes: Cell::new(0) };
-    let options = Options { name: None, budget: 10_000 };
+    let options = Options { name: None, budget: 10_000, room: None };
     let err = now(load(&counting, &options, &mut |_| {})).unwrap_err();
     assert_eq!(err.file, "tiny/model.safetensors");
     assert!(
@@ -213,7 +213,16 @@ fn a_model_too_big_for_the_page_is_refused_from_its_header() {
         "read {} bytes, tensors included, before refusing",
         counting.bytes.get()
     );
-    let enough = Options { name: Some("mine".into()), budget: 1 << 20 };
+    // Within the budget, but the engine would not give the page the room: refused the same way.
+    let counting = Counting { inner: &files, bytes: Cell::new(0) };
+    let options = Options { name: None, budget: 1 << 20, room: Some(|bytes| bytes < 1000) };
+    let err = now(load(&counting, &options, &mut |_| {})).unwrap_err();
+    assert!(
+        err.problem.starts_with("the model needs about 19 KB in the page (its f16 file and f32 weights), and this browser would not give the page that much more memory"),
+        "{err}"
+    );
+    assert!(counting.bytes.get() <= all - data, "read {} bytes, tensors included", counting.bytes.get());
+    let enough = Options { name: Some("mine".into()), budget: 1 << 20, room: Some(|bytes| bytes < 1 << 20) };
     let loaded = now(load(&files, &enough, &mut |_| {})).unwrap();
     assert_eq!(loaded.description.name, "mine");
 }

@@ -498,7 +498,7 @@ fn load(
 ) -> Result<headlab::model::load::checkpoint::Loaded, String> {
     use headlab::model::load::checkpoint::{load, Options};
     use headlab::model::load::files::now;
-    now(load(files, &Options { name: None, budget }, &mut |_| {})).map_err(|e| e.to_string())
+    now(load(files, &Options { name: None, budget, room: None }, &mut |_| {})).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -996,4 +996,89 @@ fn a_perplexity_is_written_with_one_decimal_or_in_powers_of_ten() {
         ("23.5".to_string(), "9999.9".to_string())
     );
     assert_eq!(perplexity_text(7.348e23), "7.35e23");
+}
+
+/// A GPT-2 folder of `layers` blocks of width `d_model` whose `model.safetensors` has only its
+/// header: its tensors' bytes are announced (the entry has the whole file's size) but a read of
+/// them fails, so a load gets as far as its first tensor at most.
+struct HeaderOnly {
+    entries: Vec<headlab::model::load::files::Entry>,
+    bytes: Vec<Vec<u8>>,
+}
+
+impl HeaderOnly {
+    fn gpt2(layers: usize, heads: usize, d_model: usize) -> HeaderOnly {
+        let small = memory_copy(&folder("gpt2-odd"));
+        let config = String::from_utf8(small.get("config.json").unwrap().to_vec()).unwrap();
+        let config = config
+            .replace("\"n_layer\": 2", &format!("\"n_layer\": {layers}"))
+            .replace("\"n_head\": 4", &format!("\"n_head\": {heads}"))
+            .replace("\"n_embd\": 36", &format!("\"n_embd\": {d_model}"))
+            .replace("\"n_inner\": 37", "\"n_inner\": null")
+            .replace("\"n_positions\": 40", "\"n_positions\": 1024")
+            .replace("\"vocab_size\": 427", "\"vocab_size\": 50257");
+        let spec = config::parse(&config).unwrap().spec;
+        let mut header = serde_json::Map::new();
+        let mut at = 0u64;
+        for (name, shape) in decoder_names(&spec) {
+            let len = 2 * shape.iter().product::<usize>() as u64;
+            header.insert(
+                name,
+                serde_json::json!({"dtype": "F16", "shape": shape, "data_offsets": [at, at + len]}),
+            );
+            at += len;
+        }
+        let json = Value::Object(header).to_string().into_bytes();
+        let mut weights = (json.len() as u64).to_le_bytes().to_vec();
+        weights.extend_from_slice(&json);
+        let size = weights.len() as u64 + at;
+        let mut files = HeaderOnly { entries: Vec::new(), bytes: Vec::new() };
+        for (path, bytes, size) in [
+            ("config.json", config.into_bytes(), None),
+            ("vocab.json", small.get("vocab.json").unwrap().to_vec(), None),
+            ("merges.txt", small.get("merges.txt").unwrap().to_vec(), None),
+            ("model.safetensors", weights, Some(size)),
+        ] {
+            let size = size.unwrap_or(bytes.len() as u64);
+            files.entries.push(headlab::model::load::files::Entry { path: path.into(), size });
+            files.bytes.push(bytes);
+        }
+        files
+    }
+}
+
+impl headlab::model::load::files::Files for HeaderOnly {
+    fn entries(&self) -> &[headlab::model::load::files::Entry] {
+        &self.entries
+    }
+
+    fn read(&self, index: usize, start: u64, len: u64) -> headlab::model::load::files::Read<'_> {
+        let bytes = &self.bytes[index];
+        let read = match start + len <= bytes.len() as u64 {
+            true => Ok(bytes[start as usize..(start + len) as usize].to_vec()),
+            false => Err("a tensor's bytes, which this test does not hold".to_string()),
+        };
+        Box::pin(std::future::ready(read))
+    }
+}
+
+/// GPT-2 Large fits in a page at 8 bits only, and gets past the budget to its tensors; GPT-2 XL
+/// does not fit even so, and is refused from its header with what it would need.
+#[test]
+fn gpt2_large_is_let_in_at_8_bits_and_xl_is_refused_before_a_tensor_is_read() {
+    use headlab::model::spec::PAGE_BYTES;
+    let large = load(&HeaderOnly::gpt2(36, 20, 1280), PAGE_BYTES).unwrap_err();
+    assert!(large.contains("which this test does not hold"), "past the budget, to the tensors: {large}");
+    let xl = load(&HeaderOnly::gpt2(48, 25, 1600), PAGE_BYTES).unwrap_err();
+    assert!(
+        xl.starts_with("model.safetensors: the model has 1558 M weights and would need about 5.1 GB in the page (its f16 file and its weights at 8 bits, the least it can be held in); this page can give it 3.0 GB"),
+        "{xl}"
+    );
+    // Medium is held in f32 as before, and what it needs says so.
+    let medium = load(&HeaderOnly::gpt2(24, 16, 1024), 1 << 30).unwrap_err();
+    assert!(
+        medium
+            .contains("355 M weights and would need about 2.0 GB in the page (its f16 file and f32 weights)"),
+        "{medium}"
+    );
 }

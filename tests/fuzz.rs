@@ -504,7 +504,7 @@ fn mutated_folders_load_or_are_refused_with_the_file_named() {
     use headlab::model::load::files::now;
     let (files, _) = common::folder::tiny_folder(5);
     let weights = files.get("tiny/model.safetensors").unwrap().to_vec();
-    let options = Options { name: None, budget: 1 << 30 };
+    let options = Options { name: None, budget: 1 << 30, room: None };
     let mut g = Gen(12);
     let mut loaded = 0;
     for case in 0..CASES {

@@ -61,7 +61,7 @@ fn minilms_folder_through_the_checkpoint_loader_is_the_checkpoint_in_f16() {
     use headlab::model::load::files::{now, DirFiles};
     let files = DirFiles::new(&model_dir()).unwrap();
     let mut reports = Vec::new();
-    let options = Options { name: None, budget: u64::MAX };
+    let options = Options { name: None, budget: u64::MAX, room: None };
     let loaded = now(load(&files, &options, &mut |p: Progress| reports.push(p))).unwrap();
     assert_eq!(loaded.description.spec, SPEC);
     assert_eq!(loaded.description.name, "model", "the folder's own name (the wheel keeps it in model/)");

@@ -43,7 +43,7 @@ fn convert(
     name: Option<String>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let files = DirFiles::new(model_dir)?;
-    let options = Options { name, budget: u64::MAX };
+    let options = Options { name, budget: u64::MAX, room: None };
     let loaded = now(load(&files, &options, &mut |_| {}))?;
     for note in &loaded.notes {
         println!("note: {note}");

@@ -127,14 +127,14 @@ impl GpuGpt2 {
         for b in &model.blocks {
             blocks.push(BlockBuffers {
                 ln1: upload("ln_1", &norm(&b.ln1))?,
-                w_qkv: upload("c_attn", &b.qkv.w)?,
+                w_qkv: upload("c_attn", &b.qkv.weights())?,
                 b_qkv: upload("c_attn bias", &b.qkv.b)?,
-                w_out: upload("c_proj", &b.out.w)?,
+                w_out: upload("c_proj", &b.out.weights())?,
                 b_out: upload("c_proj bias", &b.out.b)?,
                 ln2: upload("ln_2", &norm(&b.ln2))?,
-                w_in: upload("c_fc", &b.ffn_in.w)?,
+                w_in: upload("c_fc", &b.ffn_in.weights())?,
                 b_in: upload("c_fc bias", &b.ffn_in.b)?,
-                w_ffn_out: upload("mlp c_proj", &b.ffn_out.w)?,
+                w_ffn_out: upload("mlp c_proj", &b.ffn_out.weights())?,
                 b_ffn_out: upload("mlp c_proj bias", &b.ffn_out.b)?,
             });
         }

@@ -140,6 +140,12 @@ impl Workers {
         ))
     }
 
+    /// What the page and these workers hold in memory, as a sentence ([`memory_note`]), `page`
+    /// being the page's own bytes.
+    pub fn memory_note(&self, page: u64) -> String {
+        memory_note(page, &self.pool.memory())
+    }
+
     /// Threads the last batch ran on (0 before any ran).
     pub fn used(&self) -> usize {
         self.used.get()
@@ -328,5 +334,44 @@ impl<F: Family> Engine<F> {
     pub async fn run_on_page_thread(&self, piece: &Piece) -> Done {
         let done = self.here.run_one_in_turns(piece, &*self.turns).await;
         done.unwrap_or_else(|e| panic!("a piece of this engine's own job: {e}"))
+    }
+}
+
+/// The memory the page's wasm holds (`page` bytes) and each worker's (`workers`, as they last
+/// said; none before they started), as the page says it: each browser tab and each worker has a
+/// wasm memory of its own, of at most 4 GiB, which only grows.
+pub fn memory_note(page: u64, workers: &[u64]) -> String {
+    use crate::model::digits::bytes_text;
+    let page = format!("Memory: this page's wasm holds {}", bytes_text(page));
+    match workers {
+        [] => format!("{page}; the workers start with the first measurement."),
+        [one] => format!("{page}; its worker {}.", bytes_text(*one)),
+        [rest @ .., last] => format!(
+            "{page}; its {} workers {} and {} (each its own copy of the model).",
+            workers.len(),
+            rest.iter().map(|b| bytes_text(*b)).collect::<Vec<_>>().join(", "),
+            bytes_text(*last)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_memory_note_names_the_page_and_each_worker() {
+        use super::memory_note;
+        let gb = |x: f64| (x * (1u64 << 30) as f64) as u64;
+        assert_eq!(
+            memory_note(gb(2.9), &[]),
+            "Memory: this page's wasm holds 2.9 GB; the workers start with the first measurement."
+        );
+        assert_eq!(
+            memory_note(90 << 20, &[80 << 20]),
+            "Memory: this page's wasm holds 90 MB; its worker 80 MB."
+        );
+        assert_eq!(
+            memory_note(gb(2.9), &[gb(2.8), gb(2.75), 512 << 20]),
+            "Memory: this page's wasm holds 2.9 GB; its 3 workers 2.8 GB, 2.8 GB and 512 MB (each its own copy of the model)."
+        );
     }
 }

@@ -35,6 +35,11 @@ pub trait Pool {
     /// waiting, results in their order; an error says why the pool stopped working (its pieces
     /// are then run elsewhere).
     fn run(&self, pieces: Vec<Piece>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>>;
+    /// Bytes of memory each of its threads holds, as they last said (empty for a pool whose
+    /// threads share the page's memory, or before they started).
+    fn memory(&self) -> Vec<u64> {
+        Vec::new()
+    }
 }
 
 /// The page's own thread: each piece runs to its end before the browser gets its turn, so the

@@ -47,6 +47,15 @@ pub fn quality_text(q: f64) -> String {
     format!("{q:.3}")
 }
 
+/// A size in bytes in the largest unit it reaches ("1.4 GB", "85 MB", "12 KB"; units of 1024).
+pub fn bytes_text(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.0} MB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.0} KB", b as f64 / 1024.0),
+    }
+}
+
 /// Two sizes in bytes, before and after ("85.3 -> 80.1 MiB"), in the unit of the larger: KiB
 /// below a MiB, so a small model's weights do not read "0.0 -> 0.0 MiB".
 pub fn bytes_change_text(before: u64, after: u64) -> String {

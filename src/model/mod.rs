@@ -48,12 +48,13 @@ impl Model {
         id: String,
         mut between: impl AsyncFnMut(),
     ) -> Result<Model, ModelError> {
-        let asset = model_file::decode_in_steps(bytes, &mut between).await.map_err(ModelError::Asset)?;
-        if asset.description.architecture.is_decoder() {
-            Ok(Model::Decoder(Rc::new(Decoder::from_decoded_in_steps(asset, id, between).await?)))
-        } else {
-            Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
+        // A decoder converts each tensor as its block is built (it may be too large to hold in
+        // f32 at once, [`decoder::Holding`]); an encoder's file is converted whole.
+        if model_file::describe(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
+            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(bytes, id, between).await?)));
         }
+        let asset = model_file::decode_in_steps(bytes, &mut between).await.map_err(ModelError::Asset)?;
+        Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
     }
 
     /// What the page calls it.

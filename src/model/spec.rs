@@ -8,6 +8,56 @@ use crate::attention::HeadSet;
 /// Bytes per stored weight in the page's asset (f16).
 pub const WEIGHT_BYTES: u64 = 2;
 
+/// How a thread holds a decoder's weights (`crate::model::decoder`): in f32 (the page's "f16"
+/// precision, f16 weights widened, with an 8-bit copy made beside them on demand), or at 8 bits
+/// only, when its file and its f32 weights would not fit in a page's memory together
+/// ([`PAGE_BYTES`]): GPT-2 Large's 774 M weights are 1.5 GB in the file and would be 3.1 GB more
+/// in f32, at 8 bits about 1.3 GB. A model held at 8 bits only has no f16 form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holding {
+    /// f32 weights (and an 8-bit copy beside them when asked for).
+    F32,
+    /// The blocks' products and the output head at 8 bits only, built a block at a time.
+    Int8Only,
+}
+
+/// The most bytes a model may take in a page: its file and its weights together. A wasm page
+/// has 4 GiB of memory, and the page, the previous model until the new one is ready, and the
+/// passes need the rest.
+pub const PAGE_BYTES: u64 = 3 << 30;
+
+impl Holding {
+    /// How a decoder of shape `spec` is held: in f32 if its file and f32 weights fit in
+    /// [`PAGE_BYTES`] together, else at 8 bits only.
+    pub fn for_spec(spec: &ModelSpec) -> Holding {
+        match Holding::F32.page_bytes(spec) <= PAGE_BYTES {
+            true => Holding::F32,
+            false => Holding::Int8Only,
+        }
+    }
+
+    /// Bytes a page needs to hold a decoder of shape `spec` this way, its model file (f16)
+    /// included: in f32, 6 bytes a weight; at 8 bits only, the file, each block weight's byte
+    /// (two for `W_mlp`'s 12-bit words), and the embedding in f32 beside the head's 8-bit copy.
+    pub fn page_bytes(self, spec: &ModelSpec) -> u64 {
+        let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
+        let (vocab, positions) = (spec.vocab as u64, spec.positions as u64);
+        // Per block: W_attn, W_proj, W_fc, W_mlp, their biases, two LayerNorms; and the final one.
+        let weights = (vocab + positions) * d + layers * (4 * d * d + 2 * d * ffn + 9 * d + ffn) + 2 * d;
+        let file = WEIGHT_BYTES * weights;
+        match self {
+            Holding::F32 => file + 4 * weights,
+            Holding::Int8Only => {
+                // W_attn, W_proj and W_fc a byte a weight, W_mlp two; each output's scale and
+                // sum and each input's smoothing factor; the biases and norms in f32.
+                let products = 4 * d * d + d * ffn + 2 * ffn * d + 8 * (5 * d + ffn) + 4 * (3 * d + ffn);
+                let others = 4 * (9 * d + ffn);
+                file + layers * (products + others) + (4 + 1) * vocab * d + 4 * positions * d
+            }
+        }
+    }
+}
+
 /// The feed-forward layer's activation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Activation {

@@ -40,7 +40,7 @@ pub fn simulate_trap() {
 /// Bytes of wasm linear memory: it only grows, so a leak shows as growth.
 #[wasm_bindgen]
 pub fn wasm_memory_bytes() -> f64 {
-    (core::arch::wasm32::memory_size::<0>() * 65536) as f64
+    crate::jobs::web::memory_bytes() as f64
 }
 
 /// The form the relaxed build's 8-bit products run in on this CPU (`fused` or `split`,

@@ -94,7 +94,8 @@ pub fn f16_model() -> (Bert, WordPiece, Vec<u8>) {
     use headlab::model::load::checkpoint::{load, Options};
     use headlab::model::load::files::{now, DirFiles};
     let files = DirFiles::new(&model_dir()).unwrap();
-    let options = Options { name: Some(headlab::model::encoder::BUILT_IN_NAME.into()), budget: u64::MAX };
+    let options =
+        Options { name: Some(headlab::model::encoder::BUILT_IN_NAME.into()), budget: u64::MAX, room: None };
     let loaded = now(load(&files, &options, &mut |_| {})).unwrap();
     let model = Encoder::from_file(&loaded.file, loaded.id).unwrap();
     (model.bert, model.tokenizer, loaded.file)

@@ -148,3 +148,9 @@ impl Host for PageHost {
         Box::pin(yield_to_browser())
     }
 }
+
+/// Bytes of this thread's wasm memory (the page's, or a worker's own instance's): it only
+/// grows, so it is the most the thread has held at once.
+pub fn memory_bytes() -> u64 {
+    core::arch::wasm32::memory_size::<0>() as u64 * 65536
+}

@@ -12,15 +12,11 @@ use super::{fetch_bytes, now_ms, yield_to_browser};
 use crate::model::load::checkpoint::{self, Options};
 use crate::model::load::files::{last_part, Entry, Files, Read};
 use crate::model::load::model_file;
+use crate::model::spec::PAGE_BYTES;
 use crate::model::Model;
 
 /// Where the page finds the built-in model's file (copied next to index.html by trunk).
 pub const BUILT_IN_URL: &str = "minilm-f16.bin";
-
-/// The most bytes a model may take in the page (its f16 file and its f32 weights together):
-/// a wasm page has 4 GiB of memory, and the page, the previous model until the new one is
-/// ready, and the passes need the rest.
-pub const PAGE_BYTES: u64 = 3 << 30;
 
 /// Where a model comes from.
 pub enum Source {
@@ -106,7 +102,7 @@ pub async fn load(
         Source::Served(path) => last_part(path),
         _ => None,
     };
-    let options = Options { name, budget: PAGE_BYTES.saturating_sub(held) };
+    let options = Options { name, budget: PAGE_BYTES.saturating_sub(held), room: Some(room) };
     let (bytes, id, notes, bytes_read) = match source {
         Source::BuiltIn => {
             // The built-in file is built with the page: whatever failed happened on the way.
@@ -137,6 +133,13 @@ pub async fn load(
         .map_err(|e| LoadFailure::new(format!("the model file: {e}"), false))?;
     let seconds = (now_ms() - started) / 1000.0;
     Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })
+}
+
+/// Whether the engine gives this page `bytes` more memory now: asked by reserving them at once
+/// before a tensor is read (the memory stays the page's, free for the model that asked: a wasm
+/// memory never shrinks, and the model is about to fill it).
+fn room(bytes: u64) -> bool {
+    usize::try_from(bytes).is_ok_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok())
 }
 
 /// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the

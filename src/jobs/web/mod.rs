@@ -13,7 +13,7 @@ mod workers;
 
 pub use download::{fetch_bytes, STALL_MS};
 pub use host::{
-    adopt_dot_form, choose_dot_form, clock_step_ms, now_ms, retime_dot_form, settled_dot_form, time_dot_form,
-    timed_dot_form, wait_ms, yield_to_browser, PageHost,
+    adopt_dot_form, choose_dot_form, clock_step_ms, memory_bytes, now_ms, retime_dot_form, settled_dot_form,
+    time_dot_form, timed_dot_form, wait_ms, yield_to_browser, PageHost,
 };
 pub use workers::{auto_threads, ModelFile, WebWorkers, AUTO_MAX};

@@ -6,9 +6,10 @@
 //! (its model file, which the page fetched or converted: the worker reads nothing itself; the
 //! precision the page runs it at, `"f16"` or `"int8"`; and the form of the 8-bit micro-kernel
 //! the page timed as faster on this CPU, [`crate::cpu::int8::DotForm`]), and the worker answers
-//! `"loaded"` once it has decoded it (and quantized it, calibrated as the page's own copy, so
-//! both give the same bits); then each piece of work comes as an `ArrayBuffer` and goes back as
-//! one (a piece that asks for the other precision runs on a copy the worker makes the first
+//! `"loaded <bytes>"` once it has decoded it (and quantized it, calibrated as the page's own
+//! copy, so both give the same bits), with the bytes of wasm memory it then holds; then each
+//! piece of work comes as an `ArrayBuffer` and goes back as `[ArrayBuffer, bytes of memory]` (a
+//! piece that asks for the other precision runs on a copy the worker makes the first
 //! time: [`Copies`]). Anything that goes wrong is answered with a string that starts with
 //! `"error: "` and says what, and the worker keeps serving.
 
@@ -25,6 +26,7 @@ use crate::attention::turns::AtOnce;
 use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
+use crate::jobs::web::memory_bytes;
 use crate::jobs::work::Piece;
 use crate::model::decoder::Decoder;
 use crate::model::Model;
@@ -45,7 +47,7 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
             let answer = match load(message) {
                 Ok(m) => {
                     *model.borrow_mut() = Some(Copies::new(m));
-                    "loaded".to_string()
+                    format!("loaded {}", memory_bytes())
                 }
                 Err(e) => format!("error: {e}"),
             };
@@ -53,7 +55,7 @@ pub fn serve(scope: DedicatedWorkerGlobalScope) {
         } else if let Some(buffer) = data.dyn_ref::<ArrayBuffer>() {
             let bytes = Uint8Array::new(buffer).to_vec();
             match work(model.borrow().as_ref(), &bytes) {
-                Ok(answer) => post_bytes(&reply_to, &answer),
+                Ok(answer) => post_result(&reply_to, &answer),
                 Err(e) => post_text(&reply_to, &format!("error: {e}")),
             }
         } else {
@@ -103,7 +105,10 @@ fn post_text(scope: &DedicatedWorkerGlobalScope, text: &str) {
     let _ = scope.post_message(&JsValue::from_str(text));
 }
 
-fn post_bytes(scope: &DedicatedWorkerGlobalScope, bytes: &[u8]) {
+/// Posts a piece's result, `[ArrayBuffer, memory]`: its bytes, moved, and the worker's memory
+/// after it ([`memory_bytes`]), which the page shows.
+fn post_result(scope: &DedicatedWorkerGlobalScope, bytes: &[u8]) {
     let array = Uint8Array::from(bytes);
-    let _ = scope.post_message_with_transfer(&array.buffer(), &Array::of1(&array.buffer()));
+    let message = Array::of2(&array.buffer(), &JsValue::from_f64(memory_bytes() as f64));
+    let _ = scope.post_message_with_transfer(&message, &Array::of1(&array.buffer()));
 }

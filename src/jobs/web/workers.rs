@@ -39,6 +39,8 @@ pub const AUTO_MAX: usize = 4;
 /// One worker and the answer it owes.
 struct Member {
     worker: Worker,
+    /// Bytes of wasm memory it last said it holds.
+    memory: std::cell::Cell<u64>,
     reply: Rc<RefCell<Option<oneshot::Sender<JsValue>>>>,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(Event)>,
@@ -71,7 +73,8 @@ impl Member {
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        Ok(Member { worker, reply, _on_message: on_message, _on_error: on_error })
+        let memory = std::cell::Cell::new(0);
+        Ok(Member { worker, memory, reply, _on_message: on_message, _on_error: on_error })
     }
 
     /// Posts `message` (moving `transfer`'s buffers) and waits for the worker's answer.
@@ -102,12 +105,30 @@ impl Member {
         }
     }
 
+    /// Sends the model (`message`, moving `transfer`'s buffers) and waits for `"loaded <bytes>"`,
+    /// noting the worker's memory.
+    async fn load(&self, message: &JsValue, transfer: &Array) -> Result<(), String> {
+        let answer = self.call(message, Some(transfer)).await?;
+        let bytes = answer.as_string().and_then(|t| t.strip_prefix("loaded ")?.parse::<u64>().ok());
+        let bytes =
+            bytes.ok_or_else(|| format!("a worker answered {answer:?} where it should say it loaded"))?;
+        self.memory.set(bytes);
+        Ok(())
+    }
+
     /// Runs `work` in this worker.
     async fn run(&self, work: &Piece) -> Result<Done, String> {
         let bytes = Uint8Array::from(work.encode().as_slice());
         let answer = self.call(&bytes.buffer(), Some(&Array::of1(&bytes.buffer()))).await?;
-        let buffer =
-            answer.dyn_into::<ArrayBuffer>().map_err(|_| "a worker answered with no result".to_string())?;
+        let answer =
+            answer.dyn_into::<Array>().map_err(|_| "a worker answered with no result".to_string())?;
+        if let Some(memory) = answer.get(1).as_f64() {
+            self.memory.set(memory as u64);
+        }
+        let buffer = answer
+            .get(0)
+            .dyn_into::<ArrayBuffer>()
+            .map_err(|_| "a worker answered with no result".to_string())?;
         // The engine checks that the result fits the piece.
         Done::decode(&Uint8Array::new(&buffer).to_vec()).map_err(|e| e.to_string())
     }
@@ -128,6 +149,8 @@ struct Task {
 
 /// Running workers, each with the model loaded, and the pieces waiting for them.
 struct Crew {
+    /// Every worker, busy or not.
+    members: Vec<Rc<Member>>,
     queue: Rc<RefCell<VecDeque<Task>>>,
     idle: Rc<RefCell<Vec<Rc<Member>>>>,
     /// Why the pool stopped working, once it has.
@@ -165,7 +188,7 @@ impl Crew {
                                 &JsValue::from_str(precision.key()),
                                 &JsValue::from_str(form.key()),
                             );
-                            m.expect(&message, Some(&Array::of1(&bytes.buffer())), "loaded").await
+                            m.load(&message, &Array::of1(&bytes.buffer())).await
                         }
                         Err(e) => Err(e),
                     };
@@ -177,7 +200,8 @@ impl Crew {
         for rx in started {
             rx.await.map_err(|_| "a worker stopped starting".to_string())??;
         }
-        Ok(Crew { queue: Rc::default(), idle: Rc::new(RefCell::new(members)), broken: Rc::default() })
+        let idle = Rc::new(RefCell::new(members.clone()));
+        Ok(Crew { members, queue: Rc::default(), idle, broken: Rc::default() })
     }
 
     /// Runs `pieces` on the workers, as many at once as there are workers, `priority` among the
@@ -334,6 +358,13 @@ impl Pool for WebWorkers {
 
     fn ready(&self) -> LocalFuture<'_, Result<(), String>> {
         Box::pin(async move { self.crew().await.map(drop) })
+    }
+
+    fn memory(&self) -> Vec<u64> {
+        match &*self.state.borrow() {
+            PoolState::Ready(crew) => crew.members.iter().map(|m| m.memory.get()).collect(),
+            _ => Vec::new(),
+        }
     }
 
     fn run(&self, pieces: Vec<Piece>, priority: Priority) -> LocalFuture<'_, Result<Vec<Done>, String>> {

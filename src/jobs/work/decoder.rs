@@ -168,6 +168,8 @@ impl Piece {
             Piece::Losses { heads, passages } | Piece::GateGradients { heads, passages } => {
                 (vec![heads], passages.iter().collect(), 2)
             }
+            // A model held at 8 bits only has no f16 form to compare with.
+            Piece::PrecisionDrift { .. } if !gpt2.holds_f32() => return Err(WireError::NoOtherPrecision),
             Piece::PrecisionDrift { passages } => (Vec::new(), passages.iter().collect(), 2),
             Piece::Induction { ids, half, start } => {
                 if *half < 2 || *start > 1 || ids.len() != start + 2 * half {

@@ -48,6 +48,9 @@ pub enum WireError {
     /// Work for the other family of model than the one the worker holds (an encoder's piece
     /// sent to a decoder, or the reverse).
     OtherFamily,
+    /// A comparison of two precisions for a model held at one only (a decoder held at 8 bits
+    /// only, [`crate::model::spec::Holding`]).
+    NoOtherPrecision,
 }
 
 impl std::fmt::Display for WireError {
@@ -59,6 +62,9 @@ impl std::fmt::Display for WireError {
             WireError::OutOfRange(what) => write!(f, "a worker message has {what} out of range"),
             WireError::TrailingBytes => write!(f, "a worker message has bytes after its end"),
             WireError::OtherFamily => write!(f, "a worker message holds work for the other kind of model"),
+            WireError::NoOtherPrecision => {
+                write!(f, "a worker message compares two precisions of a model held at 8 bits only")
+            }
         }
     }
 }

@@ -107,36 +107,102 @@ impl Gpt2 {
     ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
         let mut take = checked(decoder_names(&spec), get);
-        let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
-        let mut blocks = Vec::with_capacity(spec.layers);
+        let mut model = Gpt2::without_blocks(spec, &mut take)?;
         for l in 0..spec.layers {
-            let p = format!("h.{l}.");
-            let mut conv = |name: &str, inp: usize| -> Result<Linear, LoadError> {
-                let w = take(&format!("{p}{name}.weight"))?;
-                let b = take(&format!("{p}{name}.bias"))?;
-                Ok(Linear::new(transpose(&w, inp, b.len()), b))
-            };
-            let (d, ffn) = (spec.d_model, spec.ffn);
-            let (qkv, out, ffn_in, ffn_out) = (
-                conv("attn.c_attn", d)?,
-                conv("attn.c_proj", d)?,
-                conv("mlp.c_fc", d)?,
-                conv("mlp.c_proj", ffn)?,
-            );
-            let mut norm = |name: &str| -> Result<Norm, LoadError> {
-                Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
-            };
-            blocks.push(Block { ln1: norm("ln_1")?, qkv, out, ln2: norm("ln_2")?, ffn_in, ffn_out });
+            model.blocks.push(block_from(&spec, l, &mut take)?);
             between().await;
         }
+        Ok(model)
+    }
+
+    /// [`Gpt2::from_tensors_in_steps`] held at 8 bits only: each block is built in f32, calibrated
+    /// on `calibration` (token ids of a few texts, carried through the blocks built so far),
+    /// quantized as [`Gpt2::at_precision`] quantizes it, and its f32 weights dropped before the
+    /// next block is taken; `between()` is awaited after each block. The model never holds more
+    /// than one block in f32: GPT-2 Large's 3.1 GB of f32 weights would not fit beside its file in
+    /// a page's 4 GiB ([`super::Holding`]). Its passes give the bits of
+    /// `from_tensors(..).at_precision(kernel, Precision::Int8, calibration)`'s, whose
+    /// calibration passes see the same f32 inputs.
+    pub async fn held_at_8_bits_in_steps(
+        spec: ModelSpec,
+        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        kernel: Kernel,
+        calibration: &[Vec<u32>],
+        mut between: impl AsyncFnMut(),
+    ) -> Result<Gpt2, LoadError> {
+        spec.validate().map_err(|e| LoadError(e.0))?;
+        let mut take = checked(decoder_names(&spec), get);
+        let mut model = Gpt2::without_blocks(spec, &mut take)?;
+        let d = spec.d_model;
+        let texts: Vec<&Vec<u32>> = calibration.iter().filter(|t| model.reads(t)).collect();
+        // Each calibration text's stream as it leaves the blocks built so far, in f32.
+        let mut streams: Vec<Vec<f32>> = texts.iter().map(|t| model.embed(t)).collect();
+        let all = HeadSet::all(spec.total_heads());
+        let mut seen = vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers];
+        for l in 0..spec.layers {
+            model.blocks.push(block_from(&spec, l, &mut take)?);
+            for x in streams.iter_mut() {
+                let mut scratch = Scratch::new(&spec, x.len() / d);
+                scratch.seen = Some(std::mem::take(&mut seen));
+                model.layer_in_turns(kernel, l, x, &all, &mut scratch, false, &AtOnce).await;
+                seen = scratch.seen.take().unwrap_or_default();
+                between().await;
+            }
+            let block = &mut model.blocks[l];
+            block.quantize(&seen[l], spec.ffn);
+            [&mut block.qkv, &mut block.out, &mut block.ffn_in, &mut block.ffn_out]
+                .into_iter()
+                .for_each(Linear::drop_f32);
+            between().await;
+        }
+        let mut head_max = vec![0.0; d];
+        for x in streams.iter_mut() {
+            layer_norm(x, &model.ln_f, spec.layer_norm_eps);
+            largest(&mut head_max, x);
+        }
+        model.head = Some(model.quantized_head(&head_max));
+        Ok(model)
+    }
+
+    /// The model's embeddings and final LayerNorm from `take`, with no block yet.
+    fn without_blocks(
+        spec: ModelSpec,
+        take: &mut impl FnMut(&str) -> Result<Vec<f32>, LoadError>,
+    ) -> Result<Gpt2, LoadError> {
+        let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
         Ok(Gpt2 {
             spec,
             word: word.into(),
             position: position.into(),
-            blocks,
+            blocks: Vec::with_capacity(spec.layers),
             ln_f: Norm { w: take("ln_f.weight")?, b: take("ln_f.bias")? },
             head: None,
         })
+    }
+
+    /// Whether a pass can read `ids`: 1 to the spec's positions, each below the vocabulary size.
+    fn reads(&self, ids: &[u32]) -> bool {
+        (1..=self.spec.positions).contains(&ids.len())
+            && ids.iter().all(|&id| (id as usize) < self.spec.vocab)
+    }
+
+    /// The output head at 8 bits: the word embedding (shared) smoothed by `input_max`, the
+    /// largest magnitude of each feature after the final LayerNorm.
+    fn quantized_head(&self, input_max: &[f32]) -> Linear {
+        let mut head = Linear { w: self.word.clone(), b: vec![0.0; self.spec.vocab], int8: None };
+        head.quantize(input_max, IntBits::Eight);
+        head
+    }
+
+    /// How many weights it has (the checkpoint's values, biases and norms included).
+    pub fn values(&self) -> u64 {
+        decoder_names(&self.spec).iter().map(|(_, s)| s.iter().product::<usize>() as u64).sum()
+    }
+
+    /// Whether its blocks hold their f32 weights (else they are held at 8 bits only, and the
+    /// model has no f16 form: [`super::Holding::Int8Only`]).
+    pub fn holds_f32(&self) -> bool {
+        self.blocks.iter().all(|b| b.qkv.holds_f32())
     }
 
     /// A decoder of shape `spec` with seeded random weights (as [`crate::model::encoder::bert::Bert::random`]):
@@ -225,7 +291,8 @@ impl Gpt2 {
     /// bits, smoothed by the largest input each sees over `calibration`, token ids of a few
     /// texts, as this model computes them in f32; `W_mlp`, whose inputs GELU leaves with long
     /// tails, at 12 bits: the encoder's plan, [`crate::cpu::int8`]); for [`Precision::F16`] the
-    /// 8-bit copies are dropped. The f32 weights are shared with `self`, not copied: the copy
+    /// 8-bit copies are dropped (a model held at 8 bits only has no f16 form and stays as it is,
+    /// [`super::Holding`]). The f32 weights are shared with `self`, not copied: the copy
     /// costs only its 8-bit bytes.
     pub fn at_precision(&self, kernel: Kernel, precision: Precision, calibration: &[Vec<u32>]) -> Gpt2 {
         at_once(self.at_precision_in_turns(kernel, precision, calibration, &AtOnce))
@@ -243,7 +310,8 @@ impl Gpt2 {
         turns: &dyn Turns,
     ) -> Gpt2 {
         let mut copy = self.clone();
-        if precision == self.precision() {
+        // A model held at 8 bits only has no f32 weights to run at f16 with.
+        if precision == self.precision() || !self.holds_f32() {
             return copy;
         }
         if precision == Precision::F16 {
@@ -256,15 +324,10 @@ impl Gpt2 {
         }
         let seen = self.input_maxima(kernel, calibration, turns).await;
         for (block, m) in copy.blocks.iter_mut().zip(&seen.layers) {
-            block.qkv.quantize(&m[0], IntBits::Eight);
-            block.out.quantize(&m[1], IntBits::Eight);
-            block.ffn_in.quantize(&m[2], IntBits::Eight);
-            block.ffn_out.quantize(&vec![0.0; self.spec.ffn], IntBits::Twelve);
+            block.quantize(m, self.spec.ffn);
             turns.turn().await;
         }
-        let mut head = Linear { w: self.word.clone(), b: vec![0.0; self.spec.vocab], int8: None };
-        head.quantize(&seen.head, IntBits::Eight);
-        copy.head = Some(head);
+        copy.head = Some(self.quantized_head(&seen.head));
         turns.turn().await;
         copy
     }
@@ -278,10 +341,7 @@ impl Gpt2 {
             head: vec![0.0; d],
         };
         let all = HeadSet::all(spec.total_heads());
-        let fits = |t: &&Vec<u32>| {
-            (1..=spec.positions).contains(&t.len()) && t.iter().all(|&id| (id as usize) < spec.vocab)
-        };
-        for text in ids.iter().filter(fits) {
+        for text in ids.iter().filter(|t| self.reads(t)) {
             let mut x = self.embed(text);
             let mut scratch = Scratch::new(spec, text.len());
             scratch.seen = Some(std::mem::take(&mut seen.layers));
@@ -559,6 +619,40 @@ pub struct Residuals {
     pub next_logits: Vec<f32>,
 }
 
+/// Block `l` from `take`: its four `Conv1D` products transposed from the checkpoint's
+/// `[in, out]` to `[out, in]`, and its two LayerNorms.
+fn block_from(
+    spec: &ModelSpec,
+    l: usize,
+    take: &mut impl FnMut(&str) -> Result<Vec<f32>, LoadError>,
+) -> Result<Block, LoadError> {
+    let p = format!("h.{l}.");
+    let mut conv = |name: &str, inp: usize| -> Result<Linear, LoadError> {
+        let w = take(&format!("{p}{name}.weight"))?;
+        let b = take(&format!("{p}{name}.bias"))?;
+        Ok(Linear::new(transpose(&w, inp, b.len()), b))
+    };
+    let (d, ffn) = (spec.d_model, spec.ffn);
+    let (qkv, out, ffn_in, ffn_out) =
+        (conv("attn.c_attn", d)?, conv("attn.c_proj", d)?, conv("mlp.c_fc", d)?, conv("mlp.c_proj", ffn)?);
+    let mut norm = |name: &str| -> Result<Norm, LoadError> {
+        Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
+    };
+    Ok(Block { ln1: norm("ln_1")?, qkv, out, ln2: norm("ln_2")?, ffn_in, ffn_out })
+}
+
+impl Block {
+    /// Its four products quantized per output column, smoothed by `seen`, the largest input of
+    /// `W_attn`, `W_proj` and `W_fc`: those at 8 bits, `W_mlp` (its `ffn` inputs GELU leaves with
+    /// long tails) at 12 ([`Gpt2::at_precision`]).
+    fn quantize(&mut self, seen: &[Vec<f32>; 3], ffn: usize) {
+        self.qkv.quantize(&seen[0], IntBits::Eight);
+        self.out.quantize(&seen[1], IntBits::Eight);
+        self.ffn_in.quantize(&seen[2], IntBits::Eight);
+        self.ffn_out.quantize(&vec![0.0; ffn], IntBits::Twelve);
+    }
+}
+
 /// A layer's attention weights and its heads' outputs, as [`DecoderOutput`] keeps them.
 type LayerKept = (Arc<Vec<f32>>, Arc<Vec<f32>>);
 
@@ -630,7 +724,7 @@ impl Scratch {
 pub const READ_OUT_ROWS: usize = 32;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::spec::Activation;
 
@@ -799,6 +893,21 @@ mod tests {
     fn the_tensors_round_trip_through_the_checkpoint_layout() {
         let m = Gpt2::random(small(), 5);
         let spec = m.spec;
+        let mut named = checkpoint_tensors(&m);
+        let shapes: std::collections::HashMap<_, _> =
+            crate::model::load::names::decoder_names(&spec).into_iter().collect();
+        let back = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap();
+        assert_eq!(back, m);
+        named.remove("h.1.mlp.c_fc.bias");
+        let e = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap_err();
+        assert!(e.to_string().contains("h.1.mlp.c_fc.bias is missing"), "{e}");
+        let e = Gpt2::from_tensors(spec, |n| Some((vec![1], named.get(n).cloned().unwrap_or_default())))
+            .unwrap_err();
+        assert!(e.to_string().contains("wte.weight has shape [1], expected [50, 20]"), "{e}");
+    }
+
+    /// `m`'s weights by the checkpoint's names, in its `[in, out]` layout.
+    pub(crate) fn checkpoint_tensors(m: &Gpt2) -> std::collections::HashMap<String, Vec<f32>> {
         let mut named = std::collections::HashMap::new();
         named.insert("wte.weight".to_string(), m.word.to_vec());
         named.insert("wpe.weight".to_string(), m.position.to_vec());
@@ -819,15 +928,61 @@ mod tests {
                 named.insert(format!("h.{l}.{name}.bias"), norm.b.clone());
             }
         }
-        let shapes: std::collections::HashMap<_, _> =
-            crate::model::load::names::decoder_names(&spec).into_iter().collect();
-        let back = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap();
-        assert_eq!(back, m);
-        named.remove("h.1.mlp.c_fc.bias");
-        let e = Gpt2::from_tensors(spec, |n| Some((shapes[n].clone(), named.get(n)?.clone()))).unwrap_err();
-        assert!(e.to_string().contains("h.1.mlp.c_fc.bias is missing"), "{e}");
-        let e = Gpt2::from_tensors(spec, |n| Some((vec![1], named.get(n).cloned().unwrap_or_default())))
-            .unwrap_err();
-        assert!(e.to_string().contains("wte.weight has shape [1], expected [50, 20]"), "{e}");
+        named
+    }
+
+    #[test]
+    fn a_model_held_at_8_bits_gives_the_bits_of_the_8_bit_copy_with_no_f32_weights() {
+        // Odd widths, a vocabulary wider than a strip, a calibration text too long to read.
+        let shapes = [
+            (ModelSpec { layers: 3, heads: 4, d_model: 64, ffn: 256, ..small() }, 11),
+            (ModelSpec { vocab: 77, ..small() }, 5),
+            (ModelSpec { layers: 2, heads: 3, d_model: 27, ffn: 41, vocab: 93, positions: 48, ..small() }, 7),
+        ];
+        for (spec, seed) in shapes {
+            let m = Gpt2::random(spec, seed);
+            let mut calibration = texts(4, 30, seed);
+            calibration.push(vec![1; spec.positions + 1]);
+            let copy = m.at_precision(Kernel::Simd, Precision::Int8, &calibration);
+            let (held, turns) = held_at_8_bits(&m, &calibration);
+            // A turn after each readable text's pass through a block, and after each block.
+            assert_eq!(turns, spec.layers * 5, "{spec:?}");
+            assert!(copy.holds_f32() && !held.holds_f32());
+            let products = |g: &Gpt2| -> Vec<usize> {
+                g.blocks
+                    .iter()
+                    .flat_map(|b| [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out])
+                    .map(|l| l.w.len())
+                    .collect()
+            };
+            assert!(products(&held).iter().all(|&len| len == 0), "no f32 weights in a block");
+            assert_eq!((held.precision(), held.stored_bytes()), (Precision::Int8, copy.stored_bytes()));
+            assert_eq!(held.blocks[1].ffn_out.inp(), spec.ffn);
+            let ids: Vec<u32> = (0..33).map(|i| (i * 7 + 3) % 50).collect();
+            for (kernel, pruned) in [(Kernel::Simd, vec![]), (Kernel::Scalar, vec![1, 5])] {
+                let heads = HeadSet::with_pruned(spec.total_heads(), pruned);
+                assert_eq!(
+                    held.forward(kernel, &ids, &heads),
+                    copy.forward(kernel, &ids, &heads),
+                    "{spec:?}"
+                );
+            }
+            assert_eq!(held.at_precision(Kernel::Simd, Precision::F16, &[]), held, "no f16 form");
+        }
+    }
+
+    /// `m` held at 8 bits only, built from its checkpoint tensors and calibrated on `calibration`
+    /// ([`Gpt2::held_at_8_bits_in_steps`]), and the number of turns it took.
+    pub(crate) fn held_at_8_bits(m: &Gpt2, calibration: &[Vec<u32>]) -> (Gpt2, usize) {
+        use crate::attention::turns::at_once;
+        let (named, names) = (checkpoint_tensors(m), crate::model::load::names::decoder_names(&m.spec));
+        let shapes: std::collections::HashMap<_, _> = names.into_iter().collect();
+        let get = |n: &str| Some((shapes[n].clone(), named.get(n)?.clone()));
+        let mut turns = 0;
+        let held =
+            at_once(Gpt2::held_at_8_bits_in_steps(m.spec, get, Kernel::Simd, calibration, async || {
+                turns += 1
+            }));
+        (held.unwrap(), turns)
     }
 }

@@ -140,13 +140,15 @@ pub async fn passage_gradients_in_turns(
     let mut grads = vec![0.0f64; spec.total_heads()];
     for (l, (block, t)) in model.blocks.iter().zip(&traces).enumerate().rev() {
         // x_out = x_mid + W2 GELU(W1 LN2(x_mid) + b1) + b2
-        let mut d_hidden = matmul_in_turns(kernel, &dx, &block.ffn_out.w, n, d, spec.ffn, turns).await;
+        let mut d_hidden =
+            matmul_in_turns(kernel, &dx, &block.ffn_out.weights(), n, d, spec.ffn, turns).await;
         d_hidden.iter_mut().zip(&t.pre).for_each(|(g, &p)| *g *= activation_grad(spec.activation, p));
-        let mut d_b = matmul_in_turns(kernel, &d_hidden, &block.ffn_in.w, n, spec.ffn, d, turns).await;
+        let mut d_b =
+            matmul_in_turns(kernel, &d_hidden, &block.ffn_in.weights(), n, spec.ffn, d, turns).await;
         layer_norm_backward(&mut d_b, &block.ln2, &t.norm2);
         dx.iter_mut().zip(&d_b).for_each(|(a, b)| *a += b);
         // x_mid = x_in + W_o (gates * heads) + b_o
-        let mut d_heads = matmul_in_turns(kernel, &dx, &block.out.w, n, d, d, turns).await;
+        let mut d_heads = matmul_in_turns(kernel, &dx, &block.out.weights(), n, d, d, turns).await;
         gates_backward(
             &mut d_heads,
             &t.heads,
@@ -162,7 +164,7 @@ pub async fn passage_gradients_in_turns(
         let layer_gates = &gates[l * h..(l + 1) * h];
         let d_qkv =
             attention_backward_in_turns(spec, &t.qkv, &t.probs, &d_heads, n, layer_gates, turns).await;
-        let mut d_a = matmul_in_turns(kernel, &d_qkv, &block.qkv.w, n, 3 * d, d, turns).await;
+        let mut d_a = matmul_in_turns(kernel, &d_qkv, &block.qkv.weights(), n, 3 * d, d, turns).await;
         layer_norm_backward(&mut d_a, &block.ln1, &t.norm1);
         dx.iter_mut().zip(&d_a).for_each(|(a, b)| *a += b);
     }
@@ -185,8 +187,45 @@ pub fn head_importance(model: &Gpt2, kernel: Kernel, passages: &[Vec<u32>], head
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attention::precision::Precision;
     use crate::attention::turns::InSteps;
     use crate::model::spec::{Activation, ModelSpec};
+
+    #[test]
+    fn gradients_of_a_model_held_at_8_bits_stay_near_those_through_f32_weights() {
+        use crate::model::decoder::gpt2::tests::held_at_8_bits;
+        let spec = ModelSpec {
+            layers: 3,
+            heads: 4,
+            d_model: 64,
+            ffn: 256,
+            vocab: 50,
+            positions: 40,
+            activation: Activation::GeluTanh,
+            layer_norm_eps: 1e-5,
+            ..ModelSpec::MINILM_L6_V2
+        };
+        let m = Gpt2::random(spec, 11);
+        let calibration: Vec<Vec<u32>> =
+            (0..4).map(|t| (0..30).map(|i| (i * 7 + t * 13) % 50).collect()).collect();
+        let copy = m.at_precision(Kernel::Simd, Precision::Int8, &calibration);
+        let held = held_at_8_bits(&m, &calibration).0;
+        // Through its 8-bit weights, widened, against the f32 weights the copy keeps beside its
+        // 8-bit ones: the same forward pass, so the same loss; the backward products differ by
+        // the weights' rounding.
+        let ids: Vec<u32> = (0..33).map(|i| (i * 11 + 3) % 50).collect();
+        let mut gates = vec![1.0f32; spec.total_heads()];
+        gates[5] = 0.0;
+        let (a, b) = (
+            passage_gradients(&held, Kernel::Simd, &ids, &gates),
+            passage_gradients(&copy, Kernel::Simd, &ids, &gates),
+        );
+        assert_eq!(a.0, b.0, "the same loss");
+        let (diff, size): (f64, f64) =
+            a.1.iter().zip(&b.1).fold((0.0, 0.0), |(d, s), (x, y)| (d + (x - y).abs(), s + y.abs()));
+        assert!(diff < 0.05 * size && diff > 0.0, "gradients {diff:.2e} apart of {size:.2e}");
+        println!("8-bit-held gradients: {:.2e} of their size from the f32 weights'", diff / size);
+    }
 
     #[test]
     fn gradients_in_steps_give_the_bits_of_gradients_at_once() {

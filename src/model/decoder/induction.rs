@@ -165,6 +165,7 @@ pub fn copying_scores(model: &Gpt2, pass: &DecoderOutput, seq: &Repeated) -> Vec
     let mut scores = Vec::with_capacity(spec.total_heads());
     for (l, block) in model.blocks.iter().enumerate() {
         let outs = &pass.head_outputs[l];
+        let w_out = block.out.weights();
         for h in 0..spec.heads {
             let cols = h * d_k..(h + 1) * d_k;
             let mut share = 0.0;
@@ -173,7 +174,7 @@ pub fn copying_scores(model: &Gpt2, pass: &DecoderOutput, seq: &Repeated) -> Vec
                 // What the head writes into the residual stream: W_O's columns of head h times o.
                 let mut written: Vec<f64> = (0..d)
                     .map(|r| {
-                        block.out.w[r * d + cols.start..r * d + cols.end]
+                        w_out[r * d + cols.start..r * d + cols.end]
                             .iter()
                             .zip(o)
                             .map(|(&w, &v)| w as f64 * v as f64)

@@ -23,7 +23,7 @@ use crate::cpu::Kernel;
 use crate::model::layers::CALIBRATION;
 use crate::model::load::model_file;
 use crate::model::load::ModelError;
-use crate::model::spec::ModelSpec;
+use crate::model::spec::{Holding, ModelSpec};
 use crate::model::tokenize::bpe::Bpe;
 use crate::model::tokenize::VocabError;
 use gpt2::Gpt2;
@@ -53,41 +53,73 @@ pub struct DecoderTokens {
 impl Decoder {
     /// The decoder in a model file (`bytes`), known as `id`.
     pub fn from_file(bytes: &[u8], id: String) -> Result<Decoder, ModelError> {
-        Decoder::from_decoded(model_file::decode(bytes).map_err(ModelError::Asset)?, id)
+        at_once(Decoder::from_file_in_steps(bytes, id, async || {}))
     }
 
-    /// The decoder in a decoded model file ([`model_file::decode`]).
-    pub fn from_decoded(a: model_file::Asset, id: String) -> Result<Decoder, ModelError> {
-        at_once(Decoder::from_decoded_in_steps(a, id, async || {}))
-    }
-
-    /// [`Decoder::from_decoded`] with `between()` awaited after each block is built.
-    pub async fn from_decoded_in_steps(
-        mut a: model_file::Asset,
+    /// [`Decoder::from_file`] with `between()` awaited after each block is built. Each tensor is
+    /// converted from the file when its block is built ([`model_file::open`]); a model held at
+    /// 8 bits only ([`Holding::for_spec`]) is quantized a block at a time, calibrated on
+    /// [`CALIBRATION`] ([`Gpt2::held_at_8_bits_in_steps`]), so no thread ever holds all its
+    /// weights in f32.
+    pub async fn from_file_in_steps(
+        bytes: &[u8],
         id: String,
         between: impl AsyncFnMut(),
     ) -> Result<Decoder, ModelError> {
-        let d = a.description;
+        Decoder::from_file_held(bytes, id, Holding::for_spec, between).await
+    }
+
+    /// [`Decoder::from_file_in_steps`], held as `holding` says for its shape.
+    async fn from_file_held(
+        bytes: &[u8],
+        id: String,
+        holding: impl FnOnce(&ModelSpec) -> Holding,
+        mut between: impl AsyncFnMut(),
+    ) -> Result<Decoder, ModelError> {
+        let mut opened = model_file::open(bytes).map_err(ModelError::Asset)?;
+        let d = opened.description.clone();
         if !d.architecture.is_decoder() {
-            return Err(ModelError::Kind(format!(
-                "{} is a {} encoder, not a decoder",
-                d.name,
-                d.architecture.model_type()
-            )));
+            return Err(not_a_decoder(&d));
         }
-        let gpt2 = Gpt2::from_tensors_in_steps(d.spec, |name| a.tensors.remove(name), between)
-            .await
-            .map_err(ModelError::Weights)?;
-        let bpe =
-            Bpe::from_tokenizer_json(&a.vocab).map_err(|e| ModelError::Vocab(VocabError(e.to_string())))?;
-        if bpe.vocab_size() > d.spec.vocab {
-            return Err(ModelError::Vocab(VocabError(format!(
-                "it has {} pieces, the model's embeddings {} rows",
-                bpe.vocab_size(),
-                d.spec.vocab
-            ))));
+        let bpe = tokenizer(&opened.vocab, &d.spec)?;
+        let take = |name: &str| opened.take(name);
+        let gpt2 = match holding(&d.spec) {
+            Holding::F32 => Gpt2::from_tensors_in_steps(d.spec, take, between).await,
+            Holding::Int8Only => {
+                let calibration: Vec<Vec<u32>> =
+                    CALIBRATION.iter().map(|s| encode(&bpe, &d.spec, s)).collect();
+                Gpt2::held_at_8_bits_in_steps(d.spec, take, Kernel::Simd, &calibration, &mut between).await
+            }
+        };
+        Ok(Decoder { name: d.name, id, gpt2: gpt2.map_err(ModelError::Weights)?, bpe })
+    }
+
+    /// How it holds its weights ([`Holding`]).
+    pub fn holding(&self) -> Holding {
+        match self.gpt2.holds_f32() {
+            true => Holding::F32,
+            false => Holding::Int8Only,
         }
-        Ok(Decoder { name: d.name, id, gpt2, bpe })
+    }
+
+    /// The precisions it can run at: both, or only 8 bits when it is held at 8 bits only.
+    pub fn precisions(&self) -> &'static [Precision] {
+        match self.holding() {
+            Holding::F32 => &[Precision::F16, Precision::Int8],
+            Holding::Int8Only => &[Precision::Int8],
+        }
+    }
+
+    /// Why it cannot run at `precision`, as a sentence; `None` if it can.
+    pub fn precision_refused(&self, precision: Precision) -> Option<String> {
+        (!self.precisions().contains(&precision)).then(|| {
+            format!(
+                "{} is held at 8 bits only: its file and its f32 weights ({}) would not fit in a page's memory together, so it has no {} form to compare with.",
+                self.name,
+                crate::model::digits::bytes_text(4 * self.gpt2.values()),
+                precision.short()
+            )
+        })
     }
 
     /// The model's shape.
@@ -118,9 +150,10 @@ impl Decoder {
         Decoder { gpt2, ..self.clone() }
     }
 
-    /// `model` at `precision`: itself, or its copy at it, made in `turns`' steps.
+    /// `model` at `precision`: itself, or its copy at it, made in `turns`' steps; itself when it
+    /// cannot run at `precision` ([`Decoder::precision_refused`] says why).
     pub async fn for_precision(model: &Rc<Decoder>, precision: Precision, turns: &dyn Turns) -> Rc<Decoder> {
-        match model.precision() == precision {
+        match model.precision() == precision || !model.precisions().contains(&precision) {
             true => model.clone(),
             false => Rc::new(model.at_precision_in_turns(Kernel::Simd, precision, turns).await),
         }
@@ -143,5 +176,119 @@ impl Decoder {
                 tokens.cut
             )
         })
+    }
+}
+
+/// The refusal of a file that holds an encoder.
+fn not_a_decoder(d: &model_file::Description) -> ModelError {
+    ModelError::Kind(format!("{} is a {} encoder, not a decoder", d.name, d.architecture.model_type()))
+}
+
+/// The byte-level BPE tokenizer in `vocab` (tokenizer.json's text), which must fit the model's
+/// embedding rows.
+fn tokenizer(vocab: &str, spec: &ModelSpec) -> Result<Bpe, ModelError> {
+    let bpe = Bpe::from_tokenizer_json(vocab).map_err(|e| ModelError::Vocab(VocabError(e.to_string())))?;
+    if bpe.vocab_size() > spec.vocab {
+        return Err(ModelError::Vocab(VocabError(format!(
+            "it has {} pieces, the model's embeddings {} rows",
+            bpe.vocab_size(),
+            spec.vocab
+        ))));
+    }
+    Ok(bpe)
+}
+
+/// `text`'s token ids as a decoder of shape `spec` reads them (cut to its positions).
+fn encode(bpe: &Bpe, spec: &ModelSpec, text: &str) -> Vec<u32> {
+    bpe.encode_within(text, spec.positions).0.iter().map(|t| t.id).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::load::config::Architecture;
+    use crate::model::load::model_file::Description;
+    use crate::model::spec::Activation;
+    use crate::model::spec::PAGE_BYTES;
+
+    /// GPT-2's shapes by name: layers, heads, d_model (ffn 4 d_model, 50257 pieces, 1024 positions).
+    fn gpt2(layers: usize, heads: usize, d_model: usize) -> ModelSpec {
+        ModelSpec {
+            layers,
+            heads,
+            d_model,
+            ffn: 4 * d_model,
+            vocab: 50257,
+            positions: 1024,
+            activation: Activation::GeluTanh,
+            layer_norm_eps: 1e-5,
+            ..ModelSpec::MINILM_L6_V2
+        }
+    }
+
+    #[test]
+    fn small_and_medium_are_held_in_f32_large_at_8_bits_and_xl_does_not_fit() {
+        let (small, medium, large, xl) =
+            (gpt2(12, 12, 768), gpt2(24, 16, 1024), gpt2(36, 20, 1280), gpt2(48, 25, 1600));
+        // The published parameter counts: 124 M, 355 M, 774 M, 1558 M.
+        for (spec, millions) in [(small, 124), (medium, 355), (large, 774), (xl, 1558)] {
+            let weights = Holding::F32.page_bytes(&spec) / 6;
+            assert_eq!((weights as f64 / 1e6).round() as u64, millions, "{spec:?}");
+        }
+        assert_eq!(Holding::for_spec(&small), Holding::F32);
+        assert_eq!(Holding::for_spec(&medium), Holding::F32);
+        assert_eq!(Holding::for_spec(&large), Holding::Int8Only);
+        let at_8 = Holding::Int8Only.page_bytes(&large);
+        // Its 1.5 GB file and about 1.3 GB of 8-bit blocks and embeddings.
+        assert!(at_8 < PAGE_BYTES && at_8 > 2_700_000_000, "{at_8}");
+        assert!(Holding::Int8Only.page_bytes(&xl) > PAGE_BYTES, "XL's 3.1 GB file alone nearly fills a page");
+    }
+
+    #[test]
+    fn a_file_held_at_8_bits_runs_as_the_8_bit_copy_of_the_file_in_f32() {
+        use crate::attention::HeadSet;
+        use crate::model::load::model_file;
+        let spec = ModelSpec {
+            layers: 2,
+            heads: 4,
+            d_model: 32,
+            ffn: 64,
+            vocab: 300,
+            positions: 64,
+            activation: Activation::GeluTanh,
+            layer_norm_eps: 1e-5,
+            ..ModelSpec::MINILM_L6_V2
+        };
+        let m = Gpt2::random(spec, 3);
+        let description = Description {
+            name: "tiny".into(),
+            architecture: Architecture::Gpt2,
+            casing: crate::model::tokenize::wordpiece::Casing::Cased,
+            spec,
+        };
+        let vocab = crate::model::tokenize::bpe::tests::tiny().canonical_json();
+        let named = crate::model::decoder::gpt2::tests::checkpoint_tensors(&m);
+        let file = model_file::encode(&description, &vocab, |name| named[name].clone());
+        let f32 = Decoder::from_file(&file, "id".into()).unwrap();
+        assert_eq!((f32.holding(), f32.precisions().len()), (Holding::F32, 2));
+        let held =
+            at_once(Decoder::from_file_held(&file, "id".into(), |_| Holding::Int8Only, async || {})).unwrap();
+        assert_eq!((held.holding(), held.precisions()), (Holding::Int8Only, &[Precision::Int8][..]));
+        let copy = f32.at_precision(Kernel::Simd, Precision::Int8);
+        let ids = held.tokens("hello world, hello world").ids;
+        let heads = HeadSet::with_pruned(8, [2]);
+        assert_eq!(
+            held.gpt2.forward(Kernel::Simd, &ids, &heads),
+            copy.gpt2.forward(Kernel::Simd, &ids, &heads)
+        );
+        // It has no f16 form: asked for one, it stays as it is and says why.
+        assert!(
+            held.precision_refused(Precision::Int8).is_none()
+                && f32.precision_refused(Precision::F16).is_none()
+        );
+        let why = held.precision_refused(Precision::F16).unwrap();
+        assert!(why.starts_with("tiny is held at 8 bits only") && why.contains("no f16 form"), "{why}");
+        let again = at_once(Decoder::for_precision(&Rc::new(held.clone()), Precision::F16, &AtOnce));
+        assert_eq!(again.precision(), Precision::Int8);
     }
 }

@@ -22,7 +22,7 @@ use crate::model::spec::Activation;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Linear {
     /// `out x in`, row-major; shared between a model and its copy at another precision, which
-    /// differ only in `int8`.
+    /// differ only in `int8`. Empty in a layer held at 8 bits only ([`Linear::held_at_8_bits`]).
     pub w: Arc<[f32]>,
     /// `out`.
     pub b: Vec<f32>,
@@ -34,6 +34,36 @@ impl Linear {
     /// A layer in f32 (no 8-bit copy).
     pub fn new(w: Vec<f32>, b: Vec<f32>) -> Linear {
         Linear { w: w.into(), b, int8: None }
+    }
+
+    /// A layer held at 8 bits only: its 8-bit copy `q` and bias `b`, no f32 weights (a model
+    /// whose f32 weights would not fit in the page, [`crate::model::decoder::Holding`]).
+    pub fn held_at_8_bits(q: QuantizedWeights, b: Vec<f32>) -> Linear {
+        assert_eq!(q.out(), b.len(), "one bias per output");
+        Linear { w: Arc::from(Vec::new()), b, int8: Some(Arc::new(q)) }
+    }
+
+    /// Whether it holds its f32 weights (not only its 8-bit copy).
+    pub fn holds_f32(&self) -> bool {
+        !self.w.is_empty() || self.int8.is_none()
+    }
+
+    /// `W` in f32: the weights held, or, in a layer held at 8 bits only, its 8-bit copy's
+    /// ([`QuantizedWeights::dequantized`], made now: a backward pass's product reads it once).
+    pub fn weights(&self) -> std::borrow::Cow<'_, [f32]> {
+        match (&self.int8, self.holds_f32()) {
+            (Some(q), false) => q.dequantized().into(),
+            _ => (&self.w[..]).into(),
+        }
+    }
+
+    /// Drops its f32 weights, keeping its 8-bit copy, which the products already use.
+    ///
+    /// # Panics
+    /// Without an 8-bit copy.
+    pub fn drop_f32(&mut self) {
+        assert!(self.int8.is_some(), "a layer held at 8 bits has its 8-bit copy");
+        self.w = Arc::from(Vec::new());
     }
 
     /// `W` to change in place (a copy of it first, if another model shares it); its 8-bit copy,
@@ -60,7 +90,10 @@ impl Linear {
 
     /// Input features.
     pub fn inp(&self) -> usize {
-        self.w.len() / self.b.len().max(1)
+        match (&self.int8, self.holds_f32()) {
+            (Some(q), false) => q.inp(),
+            _ => self.w.len() / self.b.len().max(1),
+        }
     }
 
     /// The quantized copy of this layer (integers of `bits`), its activations' outliers moved
@@ -75,8 +108,12 @@ impl Linear {
     /// and scales.
     pub fn select_outputs(&self, rows: &[usize]) -> Linear {
         let inp = self.inp();
+        let w = match self.holds_f32() {
+            true => rows.iter().flat_map(|&o| self.w[o * inp..(o + 1) * inp].iter().copied()).collect(),
+            false => Vec::new(),
+        };
         Linear {
-            w: rows.iter().flat_map(|&o| self.w[o * inp..(o + 1) * inp].iter().copied()).collect(),
+            w: w.into(),
             b: rows.iter().map(|&o| self.b[o]).collect(),
             int8: self.int8.as_ref().map(|q| Arc::new(q.select_channels(rows))),
         }
@@ -90,6 +127,7 @@ impl Linear {
             .chunks_exact(self.inp())
             .flat_map(|row| ranges.iter().flat_map(move |r| row[r.clone()].iter().copied()));
         Linear {
+            // A layer held at 8 bits has no rows to select from: it stays held at 8 bits.
             w: w.collect(),
             b: bias,
             int8: self.int8.as_ref().map(|q| Arc::new(q.select_inputs(ranges))),

@@ -25,11 +25,12 @@ use half::f16;
 use safetensors::tensor::{Dtype, Metadata, TensorInfo};
 use serde_json::Value;
 
+use crate::model::digits::bytes_text;
 use crate::model::load::config::{self, Architecture, CheckpointConfig};
 use crate::model::load::files::{last_part, Entry, Files};
 use crate::model::load::model_file::{Description, FileHasher, Writer};
 use crate::model::load::names::{tensor_names, Table};
-use crate::model::spec::Pooling;
+use crate::model::spec::{Holding, Pooling};
 use crate::model::tokenize::bpe::Bpe;
 use crate::model::tokenize::wordpiece::{self, Casing, WordPiece};
 
@@ -54,14 +55,19 @@ fn fail<T>(file: &str, problem: impl Into<String>) -> Result<T, CheckpointError>
     Err(CheckpointError { file: file.to_string(), problem: problem.into() })
 }
 
-/// What a load is told: the name to give the model (else the folder's or the config's), and how
-/// many bytes the page can give it (its f16 file and its f32 weights together).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a load is told: the name to give the model (else the folder's or the config's), how
+/// many bytes the page can give it (its f16 file and its weights together), and how to ask the
+/// engine whether it can have them.
+#[derive(Clone, Debug)]
 pub struct Options {
     /// The model's name in the page, overriding the folder's and the config's.
     pub name: Option<String>,
     /// The most bytes the model may take in the page.
     pub budget: u64,
+    /// Whether the engine gives the page this many bytes more now (a browser may give a page
+    /// less than the 4 GiB a wasm page can address: WebKit, a phone); asked before a tensor is
+    /// read. `None`: no need to ask (natively).
+    pub room: Option<fn(u64) -> bool>,
 }
 
 /// Bytes of the checkpoint's tensors read so far, of all the model needs.
@@ -144,17 +150,43 @@ pub async fn load_in_steps(
     let shards = shards(&folder, files).await?;
     let plan = plan(architecture, &spec, &shards, &mut notes)?;
     let values: u64 = plan.iter().map(|s| s.count).sum();
-    let need = 6 * values;
+    // A decoder too large for f32 weights beside its file is held at 8 bits only (Holding).
+    let (need, how) = match architecture.is_decoder() {
+        true => match Holding::for_spec(&spec) {
+            Holding::F32 => (Holding::F32.page_bytes(&spec), "its f16 file and f32 weights"),
+            Holding::Int8Only => (
+                Holding::Int8Only.page_bytes(&spec),
+                "its f16 file and its weights at 8 bits, the least it can be held in",
+            ),
+        },
+        false => (6 * values, "its f16 file and f32 weights"),
+    };
     if need > options.budget {
         return fail(
             &shards[0].path,
             format!(
-                "the model has {:.0} M weights and would need about {} in the page (f16 copy and f32 weights); this page can give it {}",
+                "the model has {:.0} M weights and would need about {} in the page ({how}); this page can give it {}",
                 values as f64 / 1e6,
-                megabytes(need),
-                megabytes(options.budget)
+                bytes_text(need),
+                bytes_text(options.budget)
             ),
         );
+    }
+    if options.room.is_some_and(|room| !room(need)) {
+        return fail(
+            &shards[0].path,
+            format!(
+                "the model needs about {} in the page ({how}), and this browser would not give the page that much more memory (a page can address 4 GiB; WebKit and phones give it less)",
+                bytes_text(need)
+            ),
+        );
+    }
+    if architecture.is_decoder() && Holding::for_spec(&spec) == Holding::Int8Only {
+        notes.push(format!(
+            "Its {:.0} M weights are held at 8 bits only: in f32 beside the file they would need {}, more than a page has; so it has no f16 form to compare with.",
+            values as f64 / 1e6,
+            bytes_text(Holding::F32.page_bytes(&spec))
+        ));
     }
     // Never a bare "model": loose files whose config names nothing are named by their family.
     let name = options
@@ -227,14 +259,6 @@ async fn write(
 /// How many bytes of tensors may be read ahead of the one being converted (at least one tensor
 /// is, whatever its size).
 const READ_AHEAD_BYTES: u64 = 32 << 20;
-
-fn megabytes(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.0} MB", b as f64 / (1u64 << 20) as f64),
-        b => format!("{:.0} KB", b as f64 / 1024.0),
-    }
-}
 
 /// The files, seen from the folder that holds `config.json` (the shallowest one: a
 /// sentence-transformers folder has another in `1_Pooling/`).

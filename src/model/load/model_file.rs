@@ -310,6 +310,35 @@ pub async fn decode_in_steps(bytes: &[u8], mut between: impl AsyncFnMut()) -> Re
     Ok(decoding.finish())
 }
 
+/// A model file checked but not converted: each tensor is converted to f32 when it is taken
+/// ([`Opened::take`]), so a model built a block at a time never holds every weight in f32 at once
+/// (GPT-2 Large's would take 3.1 GB beside its 1.5 GB file).
+pub struct Opened<'b> {
+    /// What the model is.
+    pub description: Description,
+    /// The tokenizer's text.
+    pub vocab: String,
+    tensors: HashMap<String, (Vec<usize>, &'b [u8])>,
+}
+
+impl Opened<'_> {
+    /// The tensor `name`, converted to f32 now; `None` if the file has none of that name (or it
+    /// was taken already).
+    pub fn take(&mut self, name: &str) -> Option<(Vec<usize>, Vec<f32>)> {
+        let (shape, raw) = self.tensors.remove(name)?;
+        let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
+        Some((shape, values))
+    }
+}
+
+/// Opens a model file: the header's sizes checked against [`LIMITS`] and every range against the
+/// file's length, as [`decode`] checks them, and nothing converted yet.
+pub fn open(bytes: &[u8]) -> Result<Opened<'_>, AssetError> {
+    let decoding = Decoding::new(bytes)?;
+    let tensors = decoding.left.map(|(name, shape, raw)| (name, (shape, raw))).collect();
+    Ok(Opened { description: decoding.description, vocab: decoding.vocab, tensors })
+}
+
 /// A model file checked and being converted, a tensor per [`Decoding::step`].
 struct Decoding<'b> {
     description: Description,

@@ -344,6 +344,7 @@ pub(super) fn TextSetPerplexity() -> impl IntoView {
 #[component]
 pub(super) fn DecoderPrecision() -> impl IntoView {
     let view = DecoderView::get();
+    let refused = view.decoder.with_value(|d| d.precision_refused(Precision::F16));
     let line = move || {
         view.precisions.with(|(drift, cost)| {
             (drift.is_some() || cost.is_some()).then(|| precision_text(drift.as_deref(), cost.as_ref()))
@@ -358,8 +359,9 @@ pub(super) fn DecoderPrecision() -> impl IntoView {
         <p class="explain">
             {format!("The model with 8-bit weights and activations (12 bits for the feed-forward output) against its f16 weights, every head kept: on each position of the {TEXTS_NAME} passages, how far the next token's distribution moves (KL) and whether its most likely token stays; the perplexity at both, each with its 95 % interval over the passages; then a pass over your text timed at both on this page's thread. Set it beside what pruning heads costs above.")}
         </p>
+        {refused.clone().map(|why| view! { <p class="backend-note" data-testid="decoder-precision-refused">{why}</p> })}
         <p class="buttons">
-            <button data-testid="decoder-precision-run" disabled=move || view.precision_job.running.get() || view.engine_now().is_none() on:click=move |_| view.compare_precisions()>
+            <button data-testid="decoder-precision-run" disabled=move || refused.is_some() || view.precision_job.running.get() || view.engine_now().is_none() on:click=move |_| view.compare_precisions()>
                 "Compare f16 and 8 bits"
             </button>
         </p>

@@ -38,6 +38,10 @@ pub fn DecoderPanel(
     precision: Precision,
 ) -> impl IntoView {
     let shown = StoredValue::new_local(shown);
+    // A model held at 8 bits only runs at 8 bits whatever the reader chose; the choice is kept,
+    // and the page says why it does not apply.
+    let refused = decoder.precision_refused(precision);
+    let precision = if refused.is_some() { decoder.precision() } else { precision };
     // The model at the reader's precision: itself, or its copy made between the page's turns
     // (given up once the panel is gone).
     let copying = decoder.precision() != precision;
@@ -55,6 +59,9 @@ pub fn DecoderPanel(
     }
     view! {
         <super::PrecisionChoice />
+        {refused.map(|why| view! {
+            <p class="backend-note" data-testid="precision-note">{format!("{why} This panel runs it at 8 bits.")}</p>
+        })}
         {move || match model.get() {
             Some(decoder) => Either::Left(view! { <DecoderModel decoder=decoder shown=shown.get_value() /> }),
             None => Either::Right(view! {
@@ -77,6 +84,7 @@ fn DecoderModel(decoder: Rc<Decoder>, shown: super::loader::Shown) -> impl IntoV
             <p class="backend-note" data-testid="decoder-backend-note">{n}</p>
         })}
         {move || view.workers_note().map(|n| view! { <p class="backend-note" data-testid="workers-note">{n}</p> })}
+        <p class="muted" data-testid="memory-note">{move || view.memory_note()}</p>
         <DecoderText />
         <NextTokens />
         <LossStrip />

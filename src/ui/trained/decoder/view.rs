@@ -246,6 +246,12 @@ impl DecoderView {
         self.workers.with_value(|w| w.note())
     }
 
+    /// What the page and each worker hold in memory ([`Workers::memory_note`]).
+    pub(super) fn memory_note(&self) -> String {
+        self.workers_changed.track();
+        self.workers.with_value(|w| w.memory_note(crate::jobs::web::memory_bytes()))
+    }
+
     /// The importance measured on the reader's text as it is now.
     pub(super) fn importance_now(&self) -> Option<Rc<TextImportance>> {
         let found = self.importance.get()?;
