@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Makes the random checkpoints the loader's and the decoder's tests read (tests/reference/
 # checkpoints.py: BERT, DistilBERT, bf16 shards, a BERT-base-shaped one; tests/reference/
-# decoders.py: GPT-2 with odd sizes, in F16 with a tokenizer.json, a GPT-2-small-shaped one;
-# about 350 MB) with their float64 references, into target/checkpoints, unless the scripts that
+# decoders.py: GPT-2 with odd sizes, in F16 with a tokenizer.json, a GPT-2-small-shaped one, a
+# GPT-2-Large-shaped one of 1.5 GB that the end-to-end tests load once; about 1.9 GB, made in
+# about a minute and a half) with their float64 references, into target/checkpoints, unless the scripts that
 # make them are unchanged since they were made.
 # Prints the directory. Needs the venv scripts/install-tools.sh test makes.
 #   scripts/make-checkpoints.sh          the tests' folders

@@ -51,7 +51,7 @@ impl Model {
         // A decoder converts each tensor as its block is built (it may be too large to hold in
         // f32 at once, [`decoder::Holding`]); an encoder's file is converted whole.
         if model_file::describe(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
-            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(bytes, id, between).await?)));
+            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(&bytes, id, between).await?)));
         }
         let asset = model_file::decode_in_steps(bytes, &mut between).await.map_err(ModelError::Asset)?;
         Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))

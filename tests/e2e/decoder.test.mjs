@@ -313,3 +313,42 @@ test("the reader's GPT-2 files: a tokenizer.json folder loads; merges that do no
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test("GPT-2 Large's shape (774 M weights) loads from a served folder at 8 bits only: its losses near the float64 reference, a head pruned, the induction test on the workers, each thread's memory shown", async () => {
+  const ref = (await reference('gpt2-large-shaped')).page;
+  const path = `${CHECKPOINTS_PATH}gpt2-large-shaped`;
+  const started = Date.now();
+  const { page, problems, lab: { trained, decoder } } = await app.open(`?model=${encodeURIComponent(path)}&backend=cpu&threads=2&text=${encodeURIComponent(ref.text)}`);
+  await trained.modelLoad.waitText(/^gpt2-large-shaped \(gpt2, weights [0-9a-f]{16}\): 36 layers × 20 heads of 64, d_model 1280, FFN 5120, 1024 positions/, { timeout: 300000 });
+  await decoder.lossStrip.waitFor({ timeout: 300000 });
+  const loaded = (Date.now() - started) / 1000;
+  await trained.modelNotes.waitText(/Its 774 M weights are held at 8 bits only: in f32 beside the file they would need 4\.3 GB/);
+  // The reader's precision stays f16 in the link; the panel says why it runs at 8 bits.
+  await trained.precisionNote.waitText(/^gpt2-large-shaped is held at 8 bits only: .* so it has no f16 form to compare with\. This panel runs it at 8 bits\.$/);
+  await trained.backend.waitText(/^Your text runs on the CPU kernel \(wasm simd128/);
+  assert.ok(await decoder.precisionRun.isDisabled(), 'no f16 to compare with');
+  assert.equal(await trained.shownTokens.count(), ref.ids.length);
+  // At 8 bits, each token's loss stays near the float64 reference's (random weights: losses of
+  // about 10 nats; measured here 2026-12-07, see docs/decoders.md).
+  const full = (await decoder.losses()).map((l) => l[0]);
+  const off = full.reduce((s, l, i) => s + Math.abs(l - ref.losses[i]), 0) / full.length;
+  const mean = ref.losses.reduce((s, l) => s + l, 0) / ref.losses.length;
+  assert.ok(off < 0.05 * mean, `mean |8-bit - float64| ${off} nats of ${mean}`);
+  await decoder.head(1).click();
+  await decoder.waitPruned(1, 720, { timeout: 300000 });
+  const pruned = (await decoder.losses()).map((l) => l[1]);
+  const offPruned = pruned.reduce((s, l, i) => s + Math.abs(l - ref.losses_pruned[i]), 0) / pruned.length;
+  assert.ok(offPruned < 0.05 * mean, `pruned: mean |8-bit - float64| ${offPruned} nats`);
+  // The induction test runs on the two workers, which read the file a tensor at a time: each
+  // then holds the model at 8 bits, not the file beside it.
+  await decoder.inductionRun.click();
+  await decoder.inductionResult.waitText(/^On \d+ random tokens repeated once: /, { timeout: 600000 });
+  const memory = decoder.memoryNote;
+  await memory.waitText(/^Memory: this page's wasm holds \d\.\d GB; its 2 workers \d\.\d GB and \d\.\d GB/, { timeout: 60000 });
+  const note = await memory.textContent();
+  const [pageGb, ...workersGb] = [...note.matchAll(/(\d\.\d) GB/g)].map((m) => Number(m[1]));
+  assert.ok(pageGb <= 3.5 && workersGb.every((w) => w < 2.0 && w > 1.0), note);
+  console.log(`gpt2-large-shaped: loaded in ${loaded.toFixed(0)} s; mean loss ${mean.toFixed(2)} nats, 8-bit off by ${off.toFixed(3)} (pruned ${offPruned.toFixed(3)}); ${note}`);
+  assert.deepEqual(withoutProbes(problems), []);
+  await page.close();
+});

@@ -627,6 +627,7 @@ class Decoder {
   get pruneRandom() { return element(this.root, 'decoder-prune-random'); }
   get driftChart() { return element(this.root, 'decoder-drift-chart'); }
   get setMeasure() { return element(this.root, 'set-measure'); }
+  get memoryNote() { return element(this.root, 'memory-note'); }
   get precisionRun() { return element(this.root, 'decoder-precision-run'); }
   get precisionStatus() { return element(this.root, 'decoder-precision-status'); }
   get precisionLine() { return element(this.root, 'decoder-precision'); }

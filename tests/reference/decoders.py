@@ -70,6 +70,12 @@ CASES = {
     "gpt2-small-shaped": dict(layers=12, heads=12, d=768, ffn=None, positions=1024, dtype="F16",
                               prefix="transformer.", tokenizer="files", buffers=False, head=False,
                               seed=13, lengths=[128]),
+    # GPT-2 Large's every size (36 x 20 heads of 64, FFN 5120, 1024 positions, GPT-2's 50 257
+    # embedding rows): 774 M weights, 1.5 GB in f16, more than a page holds in f32 beside its
+    # file, so the page holds it at 8 bits only. The end-to-end tests load it once.
+    "gpt2-large-shaped": dict(layers=36, heads=20, d=1280, ffn=None, positions=1024, dtype="F16",
+                              prefix="transformer.", tokenizer="files", buffers=False, head=False,
+                              seed=16, lengths=[24], vocab_rows=50257, draw=np.float32),
 }
 
 
@@ -206,32 +212,38 @@ def save_tokenizer(folder, case, vocab, merges):
     return [{"text": t, "ids": tok.encode(t).ids} for t in TEXTS]
 
 
-def exact(rng, shape, scale, mean=0.0):
-    """Normal values of `scale` about `mean`, rounded to what f16 holds exactly."""
-    return (mean + rng.standard_normal(shape) * scale).astype(np.float16).astype(np.float32)
+def exact(rng, shape, scale, mean=0.0, dtype=np.float64):
+    """Normal values of `scale` about `mean`, rounded to what f16 holds exactly (drawn in `dtype`:
+    float32 draws GPT-2 Large's 774 M weights in half the time)."""
+    return (mean + rng.standard_normal(shape, dtype=dtype) * scale).astype(np.float16).astype(np.float32)
 
 
 def weights(case, vocab_rows):
     """Every tensor of the case, by checkpoint name (Conv1D weights `[in, out]`)."""
     rng = np.random.default_rng(case["seed"])
+    draw = case.get("draw", np.float64)
+
+    def normal(shape, scale, mean=0.0):
+        return exact(rng, shape, scale, mean, draw)
+
     d, p = case["d"], case["prefix"]
     ffn = case["ffn"] or 4 * d
-    w = {p + "wte.weight": exact(rng, [vocab_rows, d], 0.5),
-         p + "wpe.weight": exact(rng, [case["positions"], d], 0.3)}
+    w = {p + "wte.weight": normal([vocab_rows, d], 0.5),
+         p + "wpe.weight": normal([case["positions"], d], 0.3)}
     for l in range(case["layers"]):
         h = f"{p}h.{l}."
         for name in ("ln_1", "ln_2"):
-            w[h + name + ".weight"] = exact(rng, [d], 0.1, mean=1.0)
-            w[h + name + ".bias"] = exact(rng, [d], 0.1)
+            w[h + name + ".weight"] = normal([d], 0.1, mean=1.0)
+            w[h + name + ".bias"] = normal([d], 0.1)
         for name, inp, out in (("attn.c_attn", d, 3 * d), ("attn.c_proj", d, d), ("mlp.c_fc", d, ffn), ("mlp.c_proj", ffn, d)):
-            w[h + name + ".weight"] = exact(rng, [inp, out], 1.0 / math.sqrt(inp))
-            w[h + name + ".bias"] = exact(rng, [out], 0.05)
+            w[h + name + ".weight"] = normal([inp, out], 1.0 / math.sqrt(inp))
+            w[h + name + ".bias"] = normal([out], 0.05)
         if case["buffers"]:
             n = case["positions"]
             w[h + "attn.bias"] = np.tril(np.ones((n, n), dtype=np.float32)).reshape(1, 1, n, n)
             w[h + "attn.masked_bias"] = np.array(-1e4, dtype=np.float32)
-    w[p + "ln_f.weight"] = exact(rng, [d], 0.1, mean=1.0)
-    w[p + "ln_f.bias"] = exact(rng, [d], 0.1)
+    w[p + "ln_f.weight"] = normal([d], 0.1, mean=1.0)
+    w[p + "ln_f.bias"] = normal([d], 0.1)
     if case["head"]:
         w["lm_head.weight"] = w[p + "wte.weight"]
     return w

@@ -135,11 +135,23 @@ pub async fn load(
     Ok(LoadedModel { model, file: Rc::new(ModelFile { id, bytes }), notes, bytes_read, seconds })
 }
 
-/// Whether the engine gives this page `bytes` more memory now: asked by reserving them at once
-/// before a tensor is read (the memory stays the page's, free for the model that asked: a wasm
+/// Whether the engine gives this page `bytes` more memory now: asked by reserving them before a
+/// tensor is read, in pieces of at most 1 GiB (one allocation on wasm32 is below 2 GiB), all held
+/// at once, then let go (the memory stays the page's, free for the model that asked: a wasm
 /// memory never shrinks, and the model is about to fill it).
 fn room(bytes: u64) -> bool {
-    usize::try_from(bytes).is_ok_and(|b| Vec::<u8>::new().try_reserve_exact(b).is_ok())
+    const PIECE: u64 = 1 << 30;
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    let mut left = bytes;
+    while left > 0 {
+        let mut piece = Vec::new();
+        if piece.try_reserve_exact(left.min(PIECE) as usize).is_err() {
+            return false;
+        }
+        left -= left.min(PIECE);
+        held.push(piece);
+    }
+    true
 }
 
 /// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the

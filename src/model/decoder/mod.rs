@@ -21,7 +21,7 @@ use crate::attention::precision::Precision;
 use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::cpu::Kernel;
 use crate::model::layers::CALIBRATION;
-use crate::model::load::model_file;
+use crate::model::load::model_file::{self, FileBytes};
 use crate::model::load::ModelError;
 use crate::model::spec::{Holding, ModelSpec};
 use crate::model::tokenize::bpe::Bpe;
@@ -53,7 +53,7 @@ pub struct DecoderTokens {
 impl Decoder {
     /// The decoder in a model file (`bytes`), known as `id`.
     pub fn from_file(bytes: &[u8], id: String) -> Result<Decoder, ModelError> {
-        at_once(Decoder::from_file_in_steps(bytes, id, async || {}))
+        at_once(Decoder::from_file_in_steps(&bytes, id, async || {}))
     }
 
     /// [`Decoder::from_file`] with `between()` awaited after each block is built. Each tensor is
@@ -62,7 +62,7 @@ impl Decoder {
     /// [`CALIBRATION`] ([`Gpt2::held_at_8_bits_in_steps`]), so no thread ever holds all its
     /// weights in f32.
     pub async fn from_file_in_steps(
-        bytes: &[u8],
+        bytes: &dyn FileBytes,
         id: String,
         between: impl AsyncFnMut(),
     ) -> Result<Decoder, ModelError> {
@@ -71,7 +71,7 @@ impl Decoder {
 
     /// [`Decoder::from_file_in_steps`], held as `holding` says for its shape.
     async fn from_file_held(
-        bytes: &[u8],
+        bytes: &dyn FileBytes,
         id: String,
         holding: impl FnOnce(&ModelSpec) -> Holding,
         mut between: impl AsyncFnMut(),
@@ -114,8 +114,9 @@ impl Decoder {
     pub fn precision_refused(&self, precision: Precision) -> Option<String> {
         (!self.precisions().contains(&precision)).then(|| {
             format!(
-                "{} is held at 8 bits only: its file and its f32 weights ({}) would not fit in a page's memory together, so it has no {} form to compare with.",
+                "{} is held at 8 bits only: its {} file and its {} of f32 weights would not fit in a page's memory together, so it has no {} form to compare with.",
                 self.name,
+                crate::model::digits::bytes_text(2 * self.gpt2.values()),
                 crate::model::digits::bytes_text(4 * self.gpt2.values()),
                 precision.short()
             )
@@ -271,8 +272,13 @@ mod tests {
         let file = model_file::encode(&description, &vocab, |name| named[name].clone());
         let f32 = Decoder::from_file(&file, "id".into()).unwrap();
         assert_eq!((f32.holding(), f32.precisions().len()), (Holding::F32, 2));
-        let held =
-            at_once(Decoder::from_file_held(&file, "id".into(), |_| Holding::Int8Only, async || {})).unwrap();
+        let held = at_once(Decoder::from_file_held(
+            &file.as_slice(),
+            "id".into(),
+            |_| Holding::Int8Only,
+            async || {},
+        ))
+        .unwrap();
         assert_eq!((held.holding(), held.precisions()), (Holding::Int8Only, &[Precision::Int8][..]));
         let copy = f32.at_precision(Kernel::Simd, Precision::Int8);
         let ids = held.tokens("hello world, hello world").ids;

@@ -310,33 +310,81 @@ pub async fn decode_in_steps(bytes: &[u8], mut between: impl AsyncFnMut()) -> Re
     Ok(decoding.finish())
 }
 
-/// A model file checked but not converted: each tensor is converted to f32 when it is taken
-/// ([`Opened::take`]), so a model built a block at a time never holds every weight in f32 at once
-/// (GPT-2 Large's would take 3.1 GB beside its 1.5 GB file).
+/// Where a model file's bytes are: in this thread's memory (`&[u8]`), or elsewhere (a worker's
+/// file, in a JavaScript buffer outside its wasm memory), read a range at a time.
+pub trait FileBytes {
+    /// The file's length in bytes.
+    fn byte_len(&self) -> usize;
+    /// Bytes `range` (within [`FileBytes::byte_len`]).
+    fn get(&self, range: std::ops::Range<usize>) -> std::borrow::Cow<'_, [u8]>;
+}
+
+impl FileBytes for &[u8] {
+    fn byte_len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Borrowed(&self[range])
+    }
+}
+
+/// A model file checked but not converted: each tensor is read and converted to f32 when it is
+/// taken ([`Opened::take`]), so a model built a block at a time never holds every weight in f32
+/// at once (GPT-2 Large's would take 3.1 GB beside its 1.5 GB file), nor, when the file lies
+/// outside its memory, the file.
 pub struct Opened<'b> {
     /// What the model is.
     pub description: Description,
     /// The tokenizer's text.
     pub vocab: String,
-    tensors: HashMap<String, (Vec<usize>, &'b [u8])>,
+    tensors: HashMap<String, (Vec<usize>, std::ops::Range<usize>)>,
+    bytes: &'b dyn FileBytes,
 }
 
 impl Opened<'_> {
     /// The tensor `name`, converted to f32 now; `None` if the file has none of that name (or it
     /// was taken already).
     pub fn take(&mut self, name: &str) -> Option<(Vec<usize>, Vec<f32>)> {
-        let (shape, raw) = self.tensors.remove(name)?;
+        let (shape, range) = self.tensors.remove(name)?;
+        let raw = self.bytes.get(range);
         let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
         Some((shape, values))
     }
 }
 
 /// Opens a model file: the header's sizes checked against [`LIMITS`] and every range against the
-/// file's length, as [`decode`] checks them, and nothing converted yet.
-pub fn open(bytes: &[u8]) -> Result<Opened<'_>, AssetError> {
-    let decoding = Decoding::new(bytes)?;
-    let tensors = decoding.left.map(|(name, shape, raw)| (name, (shape, raw))).collect();
-    Ok(Opened { description: decoding.description, vocab: decoding.vocab, tensors })
+/// file's length, as [`decode`] checks them, reading only the header and the vocabulary.
+pub fn open(bytes: &dyn FileBytes) -> Result<Opened<'_>, AssetError> {
+    let got = bytes.byte_len();
+    // The header is at most MAX_HEADER bytes: what it says is checked against the whole file's
+    // length when the file is shorter than that.
+    let prefix = bytes.get(0..got.min(MAGIC.len() + 4 + MAX_HEADER as usize));
+    let (description, vocab_len, header_len) = header(&prefix)?;
+    let tensors = tensor_names(description.architecture, &description.spec);
+    let values: u64 = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>() as u64).sum();
+    let vocab_start = 20 + header_len as u64;
+    let expected = vocab_start + vocab_len + 2 * values;
+    if (got as u64) < expected {
+        return Err(AssetError::Truncated { expected, got: got as u64 });
+    }
+    if got as u64 > expected {
+        return Err(AssetError::BadHeader(format!("{} bytes after the last weight", got as u64 - expected)));
+    }
+    let vocab = bytes.get(vocab_start as usize..(vocab_start + vocab_len) as usize);
+    let vocab = std::str::from_utf8(&vocab)
+        .map_err(|_| AssetError::BadHeader("the vocabulary is not UTF-8".into()))?
+        .to_string();
+    let mut at = (vocab_start + vocab_len) as usize;
+    let tensors = tensors
+        .into_iter()
+        .map(|(name, shape)| {
+            let len = 2 * shape.iter().product::<usize>();
+            at += len;
+            (name, (shape, at - len..at))
+        })
+        .collect();
+    Ok(Opened { description, vocab, tensors, bytes })
 }
 
 /// A model file checked and being converted, a tensor per [`Decoding::step`].
@@ -705,6 +753,49 @@ mod tests {
             let err = decode(&bad).unwrap_err();
             assert!(matches!(&err, AssetError::BadHeader(e) if e.contains(why)), "{from} -> {to}: {err:?}");
         }
+    }
+
+    /// A file outside this thread's memory, as a worker holds it: each read is counted.
+    struct Counted<'a>(&'a [u8], std::cell::Cell<usize>);
+
+    impl FileBytes for Counted<'_> {
+        fn byte_len(&self) -> usize {
+            self.0.len()
+        }
+
+        fn get(&self, range: std::ops::Range<usize>) -> std::borrow::Cow<'_, [u8]> {
+            self.1.set(self.1.get() + range.len());
+            std::borrow::Cow::Owned(self.0[range].to_vec())
+        }
+    }
+
+    #[test]
+    fn an_opened_file_gives_each_tensor_as_decoded_reading_only_its_header_and_vocabulary_first() {
+        let names = tensor_names(tiny().architecture, &tiny().spec);
+        let mut n = 0.0f32;
+        let bytes = encode(&tiny(), "[UNK]\nä\n", |name| {
+            let count: usize = names.iter().find(|(t, _)| t == name).unwrap().1.iter().product();
+            (0..count).map(|_| (n += 0.37, n).1).collect()
+        });
+        let asset = decode(&bytes).unwrap();
+        let source = Counted(&bytes, std::cell::Cell::new(0));
+        let mut opened = open(&source).unwrap();
+        assert_eq!((&opened.description, opened.vocab.as_str()), (&asset.description, "[UNK]\nä\n"));
+        // The header's most (here the whole small file) and the vocabulary, never a tensor more.
+        let most = MAGIC.len() + 4 + MAX_HEADER as usize;
+        assert_eq!(source.1.get(), bytes.len().min(most) + "[UNK]\nä\n".len());
+        // Any order, each once.
+        for (name, _) in names.iter().rev() {
+            assert_eq!(opened.take(name).as_ref(), Some(&asset.tensors[name]), "{name}");
+            assert_eq!(opened.take(name), None, "{name} taken twice");
+        }
+        // The refusals are decode's.
+        for cut in [0, 17, 30, bytes.len() - 1] {
+            assert_eq!(open(&&bytes[..cut]).err(), decode(&bytes[..cut]).err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert_eq!(open(&longer.as_slice()).err(), decode(&longer).err());
     }
 
     #[test]
