@@ -118,9 +118,10 @@ impl Gpt2 {
     /// [`Gpt2::from_tensors_in_steps`] held at 8 bits only: each block is built in f32, calibrated
     /// on `calibration` (token ids of a few texts, carried through the blocks built so far),
     /// quantized as [`Gpt2::at_precision`] quantizes it, and its f32 weights dropped before the
-    /// next block is taken; `between()` is awaited after each block. The model never holds more
+    /// next block is taken; `between()` is awaited after each text's pass through a block and
+    /// after each block. The model never holds more
     /// than one block in f32: GPT-2 Large's 3.1 GB of f32 weights would not fit beside its file in
-    /// a page's 4 GiB ([`super::Holding`]). Its passes give the bits of
+    /// a page's 4 GiB ([`crate::model::spec::Holding`]). Its passes give the bits of
     /// `from_tensors(..).at_precision(kernel, Precision::Int8, calibration)`'s, whose
     /// calibration passes see the same f32 inputs.
     pub async fn held_at_8_bits_in_steps(
@@ -200,7 +201,7 @@ impl Gpt2 {
     }
 
     /// Whether its blocks hold their f32 weights (else they are held at 8 bits only, and the
-    /// model has no f16 form: [`super::Holding::Int8Only`]).
+    /// model has no f16 form: [`crate::model::spec::Holding::Int8Only`]).
     pub fn holds_f32(&self) -> bool {
         self.blocks.iter().all(|b| b.qkv.holds_f32())
     }
@@ -292,7 +293,7 @@ impl Gpt2 {
     /// texts, as this model computes them in f32; `W_mlp`, whose inputs GELU leaves with long
     /// tails, at 12 bits: the encoder's plan, [`crate::cpu::int8`]); for [`Precision::F16`] the
     /// 8-bit copies are dropped (a model held at 8 bits only has no f16 form and stays as it is,
-    /// [`super::Holding`]). The f32 weights are shared with `self`, not copied: the copy
+    /// [`crate::model::spec::Holding`]). The f32 weights are shared with `self`, not copied: the copy
     /// costs only its 8-bit bytes.
     pub fn at_precision(&self, kernel: Kernel, precision: Precision, calibration: &[Vec<u32>]) -> Gpt2 {
         at_once(self.at_precision_in_turns(kernel, precision, calibration, &AtOnce))

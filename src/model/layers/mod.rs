@@ -37,7 +37,7 @@ impl Linear {
     }
 
     /// A layer held at 8 bits only: its 8-bit copy `q` and bias `b`, no f32 weights (a model
-    /// whose f32 weights would not fit in the page, [`crate::model::decoder::Holding`]).
+    /// whose f32 weights would not fit in the page, [`crate::model::spec::Holding`]).
     pub fn held_at_8_bits(q: QuantizedWeights, b: Vec<f32>) -> Linear {
         assert_eq!(q.out(), b.len(), "one bias per output");
         Linear { w: Arc::from(Vec::new()), b, int8: Some(Arc::new(q)) }
