@@ -22,7 +22,7 @@ use crate::model::spec::Activation;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Linear {
     /// `out x in`, row-major; shared between a model and its copy at another precision, which
-    /// differ only in `int8`. Empty in a layer held at 8 bits only ([`Linear::held_at_8_bits`]).
+    /// differ only in `int8`. Empty in a layer held at 8 bits only ([`Linear::drop_f32`]).
     pub w: Arc<[f32]>,
     /// `out`.
     pub b: Vec<f32>,
@@ -34,13 +34,6 @@ impl Linear {
     /// A layer in f32 (no 8-bit copy).
     pub fn new(w: Vec<f32>, b: Vec<f32>) -> Linear {
         Linear { w: w.into(), b, int8: None }
-    }
-
-    /// A layer held at 8 bits only: its 8-bit copy `q` and bias `b`, no f32 weights (a model
-    /// whose f32 weights would not fit in the page, [`crate::model::spec::Holding`]).
-    pub fn held_at_8_bits(q: QuantizedWeights, b: Vec<f32>) -> Linear {
-        assert_eq!(q.out(), b.len(), "one bias per output");
-        Linear { w: Arc::from(Vec::new()), b, int8: Some(Arc::new(q)) }
     }
 
     /// Whether it holds its f32 weights (not only its 8-bit copy).
@@ -68,7 +61,11 @@ impl Linear {
 
     /// `W` to change in place (a copy of it first, if another model shares it); its 8-bit copy,
     /// which would no longer be `W`'s, is dropped.
+    ///
+    /// # Panics
+    /// In a layer held at 8 bits only: it has no f32 weights to change.
     pub fn weights_mut(&mut self) -> &mut [f32] {
+        assert!(self.holds_f32(), "a layer held at 8 bits only has no f32 weights to change");
         self.int8 = None;
         Arc::make_mut(&mut self.w)
     }
