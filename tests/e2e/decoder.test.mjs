@@ -327,6 +327,7 @@ test("GPT-2 Large's shape (774 M weights) loads from a served folder at 8 bits o
   await trained.precisionNote.waitText(/^gpt2-large-shaped is held at 8 bits only: .* so it has no f16 form to compare with\. This panel runs it at 8 bits\.$/);
   await trained.backend.waitText(/^Your text runs on the CPU kernel \(wasm simd128/);
   assert.ok(await decoder.precisionRun.isDisabled(), 'no f16 to compare with');
+  assert.ok(await trained.precision.locator('option[value=f16]').isDisabled(), 'f16 offered greyed');
   assert.equal(await trained.shownTokens.count(), ref.ids.length);
   // At 8 bits, each token's loss stays near the float64 reference's (random weights: losses of
   // about 10 nats; measured here 2026-12-07, see docs/decoders.md).

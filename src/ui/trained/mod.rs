@@ -318,7 +318,12 @@ fn Exports() -> impl IntoView {
 /// builds the panel again at that precision (the sentence and heads stay, the numbers are
 /// measured again); the link keeps it.
 #[component]
-fn PrecisionChoice() -> impl IntoView {
+fn PrecisionChoice(
+    /// A precision the model on show has no form at (a decoder held at 8 bits only): offered
+    /// greyed, the reader's choice of it kept.
+    #[prop(default = None)]
+    unavailable: Option<Precision>,
+) -> impl IntoView {
     let app = AppState::get();
     let chosen = move || app.settings.with(|s| s.precision);
     view! {
@@ -334,7 +339,7 @@ fn PrecisionChoice() -> impl IntoView {
                     }
                 }
             >
-                {Precision::ALL.map(|p| view! { <option value=p.key()>{p.label()}</option> }).into_iter().collect_view()}
+                {Precision::ALL.map(|p| view! { <option value=p.key() disabled=unavailable == Some(p)>{p.label()}</option> }).into_iter().collect_view()}
             </select>
         </label>
         <span class="muted">" Every number in this panel comes from the model at this precision."</span>

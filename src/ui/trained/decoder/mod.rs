@@ -41,6 +41,7 @@ pub fn DecoderPanel(
     // A model held at 8 bits only runs at 8 bits whatever the reader chose; the choice is kept,
     // and the page says why it does not apply.
     let refused = decoder.precision_refused(precision);
+    let unavailable = Precision::ALL.into_iter().find(|&p| decoder.precision_refused(p).is_some());
     let precision = if refused.is_some() { decoder.precision() } else { precision };
     // The model at the reader's precision: itself, or its copy made between the page's turns
     // (given up once the panel is gone).
@@ -58,7 +59,7 @@ pub fn DecoderPanel(
         });
     }
     view! {
-        <super::PrecisionChoice />
+        <super::PrecisionChoice unavailable=unavailable />
         {refused.map(|why| view! {
             <p class="backend-note" data-testid="precision-note">{format!("{why} This panel runs it at 8 bits.")}</p>
         })}
