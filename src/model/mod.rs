@@ -57,6 +57,16 @@ impl Model {
         Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
     }
 
+    /// Bytes it takes in a page with its model file of `file_bytes` (f16): an encoder, and a
+    /// decoder held in f32, the file and f32 weights (three times the file); a decoder held at 8
+    /// bits only, the file and its 8-bit weights ([`spec::Holding::page_bytes`]).
+    pub fn page_bytes(&self, file_bytes: u64) -> u64 {
+        match self {
+            Model::Decoder(d) if d.holding() == spec::Holding::Int8Only => d.holding().page_bytes(d.spec()),
+            _ => 3 * file_bytes,
+        }
+    }
+
     /// What the page calls it.
     pub fn name(&self) -> &str {
         match self {

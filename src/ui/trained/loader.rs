@@ -11,6 +11,7 @@ use leptos::task::spawn_local;
 
 use crate::jobs::web::load::{load, LoadedModel, Source};
 use crate::jobs::web::ModelFile;
+use crate::model::spec::Holding;
 use crate::model::Model;
 use crate::ui::browser::Alive;
 
@@ -133,18 +134,28 @@ impl Loader {
 }
 
 impl Shown {
-    /// Bytes the model takes in the page: its file and its f32 weights.
+    /// Bytes the model takes in the page: its file and its weights ([`Model::page_bytes`]).
     pub fn bytes(&self) -> u64 {
-        self.file.bytes.len() as u64 * 3
+        self.model.page_bytes(self.file.bytes.len() as u64)
     }
 }
 
 fn shown(done: LoadedModel) -> Shown {
-    let summary = format!(
-        "Read {:.1} MB of weights in {:.1} s ({:.0} MB/s), converted to f16 in this page.",
-        done.bytes_read as f64 / 1e6,
-        done.seconds,
-        done.megabytes_per_second()
-    );
+    let held_at_8_bits = matches!(&done.model, Model::Decoder(d) if d.holding() == Holding::Int8Only);
+    let summary = match held_at_8_bits {
+        false => format!(
+            "Read {:.1} MB of weights in {:.1} s ({:.0} MB/s), converted to f16 in this page.",
+            done.bytes_read as f64 / 1e6,
+            done.seconds,
+            done.megabytes_per_second()
+        ),
+        true => format!(
+            "Read {:.1} MB of weights in {:.1} s ({:.0} MB/s), converted to f16 in this page, then built at 8 bits a block at a time in {:.1} s.",
+            done.bytes_read as f64 / 1e6,
+            done.seconds - done.build_seconds,
+            done.read_megabytes_per_second(),
+            done.build_seconds
+        ),
+    };
     Shown { model: done.model, file: done.file, notes: done.notes, summary }
 }
