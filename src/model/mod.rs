@@ -103,3 +103,27 @@ impl From<Rc<Decoder>> for Model {
         Model::Decoder(decoder)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attention::turns::at_once;
+    use spec::Holding;
+
+    #[test]
+    fn a_model_takes_its_file_and_its_weights_as_it_holds_them() {
+        let file = decoder::tests::small_file();
+        let f32 = Model::from_file(&file, "id".into()).unwrap();
+        assert_eq!(f32.page_bytes(file.len() as u64), 3 * file.len() as u64);
+        let held = at_once(Decoder::from_file_held(
+            &file.as_slice(),
+            "id".into(),
+            |_| Holding::Int8Only,
+            async || {},
+        ));
+        let held = Model::Decoder(Rc::new(held.unwrap()));
+        let want = Holding::Int8Only.page_bytes(held.spec());
+        assert_eq!(held.page_bytes(file.len() as u64), want);
+        assert!(want < 3 * file.len() as u64, "{want} bytes at 8 bits, {} in f32", 3 * file.len());
+    }
+}

@@ -70,7 +70,7 @@ impl Decoder {
     }
 
     /// [`Decoder::from_file_in_steps`], held as `holding` says for its shape.
-    async fn from_file_held(
+    pub(crate) async fn from_file_held(
         bytes: &dyn FileBytes,
         id: String,
         holding: impl FnOnce(&ModelSpec) -> Holding,
@@ -205,7 +205,7 @@ fn encode(bpe: &Bpe, spec: &ModelSpec, text: &str) -> Vec<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::load::config::Architecture;
     use crate::model::load::model_file::Description;
@@ -245,9 +245,8 @@ mod tests {
         assert!(Holding::Int8Only.page_bytes(&xl) > PAGE_BYTES, "XL's 3.1 GB file alone nearly fills a page");
     }
 
-    #[test]
-    fn a_file_held_at_8_bits_runs_as_the_8_bit_copy_of_the_file_in_f32() {
-        use crate::attention::HeadSet;
+    /// A small random GPT-2's model file, with the tests' byte-level tokenizer.
+    pub(crate) fn small_file() -> Vec<u8> {
         use crate::model::load::model_file;
         let spec = ModelSpec {
             layers: 2,
@@ -269,7 +268,13 @@ mod tests {
         };
         let vocab = crate::model::tokenize::bpe::tests::tiny().canonical_json();
         let named = crate::model::decoder::gpt2::tests::checkpoint_tensors(&m);
-        let file = model_file::encode(&description, &vocab, |name| named[name].clone());
+        model_file::encode(&description, &vocab, |name| named[name].clone())
+    }
+
+    #[test]
+    fn a_file_held_at_8_bits_runs_as_the_8_bit_copy_of_the_file_in_f32() {
+        use crate::attention::HeadSet;
+        let file = small_file();
         let f32 = Decoder::from_file(&file, "id".into()).unwrap();
         assert_eq!((f32.holding(), f32.precisions().len()), (Holding::F32, 2));
         let held = at_once(Decoder::from_file_held(
