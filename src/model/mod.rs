@@ -16,6 +16,8 @@ pub mod tokenize;
 
 use std::rc::Rc;
 
+use crate::attention::turns::Turns;
+
 use decoder::Decoder;
 use encoder::Encoder;
 use load::model_file;
@@ -41,19 +43,21 @@ impl Model {
         }
     }
 
-    /// [`Model::from_file`] with `between()` awaited after each step of the decoding and after
-    /// each of a decoder's blocks is built (the page's thread gives the browser a turn there).
+    /// [`Model::from_file`] with a turn of `turns` after each step of the decoding and after
+    /// each of a decoder's blocks is built (the page's thread gives the browser its turns there).
     pub async fn from_file_in_steps(
         bytes: &[u8],
         id: String,
-        mut between: impl AsyncFnMut(),
+        turns: &dyn Turns,
     ) -> Result<Model, ModelError> {
         // A decoder converts each tensor as its block is built (it may be too large to hold in
-        // f32 at once, [`decoder::Holding`]); an encoder's file is converted whole.
+        // f32 at once, [`spec::Holding`]); an encoder's file is converted whole.
         if model_file::describe(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
-            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(&bytes, id, between).await?)));
+            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(&bytes, id, turns).await?)));
         }
-        let asset = model_file::decode_in_steps(bytes, &mut between).await.map_err(ModelError::Asset)?;
+        let asset = model_file::decode_in_steps(bytes, async || turns.turn().await)
+            .await
+            .map_err(ModelError::Asset)?;
         Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
     }
 
@@ -107,7 +111,7 @@ impl From<Rc<Decoder>> for Model {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::turns::at_once;
+    use crate::attention::turns::{at_once, AtOnce};
     use spec::Holding;
 
     #[test]
@@ -115,12 +119,8 @@ mod tests {
         let file = decoder::tests::small_file();
         let f32 = Model::from_file(&file, "id".into()).unwrap();
         assert_eq!(f32.page_bytes(file.len() as u64), 3 * file.len() as u64);
-        let held = at_once(Decoder::from_file_held(
-            &file.as_slice(),
-            "id".into(),
-            |_| Holding::Int8Only,
-            async || {},
-        ));
+        let held =
+            at_once(Decoder::from_file_held(&file.as_slice(), "id".into(), Some(Holding::Int8Only), &AtOnce));
         let held = Model::Decoder(Rc::new(held.unwrap()));
         let want = Holding::Int8Only.page_bytes(held.spec());
         assert_eq!(held.page_bytes(file.len() as u64), want);

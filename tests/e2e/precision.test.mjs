@@ -65,6 +65,8 @@ test('the precision switch rebuilds the panel at the new precision and keeps the
   const { page, problems, lab: { trained } } = await app.open(`?preset=minilm&backend=cpu&pruned=${pruned}`);
   await trained.waitReady({ timeout: 60000 });
   await trained.setText('The river bank was muddy after the rain.');
+  // The new sentence's cosine, once its pass is done (the box runs it as it loses focus).
+  await page.waitForFunction((selector) => /^0\.\d+$/.test(document.querySelector(selector)?.dataset.value ?? ''), '[data-testid="trained-cosine"]', { timeout: 60000 });
   const before = await trained.cosineValue();
   await trained.precision.selectOption('int8');
   await trained.backend.waitText(/8-bit weights and activations/, { timeout: 60000 });

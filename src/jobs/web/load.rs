@@ -137,7 +137,8 @@ pub async fn load(
     // Decoding takes a moment: let the progress bar show the end first.
     yield_to_browser().await;
     let building = now_ms();
-    let model = Model::from_file_in_steps(&bytes, id.clone(), yield_to_browser)
+    let turns = crate::jobs::host::HostTurns::new(Rc::new(super::PageHost));
+    let model = Model::from_file_in_steps(&bytes, id.clone(), &turns)
         .await
         .map_err(|e| LoadFailure::new(format!("the model file: {e}"), false))?;
     let (seconds, build_seconds) = ((now_ms() - started) / 1000.0, (now_ms() - building) / 1000.0);

@@ -94,7 +94,7 @@ fn load(message: &Array) -> Result<Model, String> {
     let file = InBuffer(bytes);
     let model = match model_file::describe(&file.get(0..file.byte_len().min(1 << 17))) {
         Ok(d) if d.architecture.is_decoder() => {
-            crate::attention::turns::at_once(Decoder::from_file_in_steps(&file, id, async || {}))
+            crate::attention::turns::at_once(Decoder::from_file_in_steps(&file, id, &AtOnce))
                 .map(|d| Model::Decoder(Rc::new(d)))
         }
         _ => Model::from_file(&file.0.to_vec(), id),

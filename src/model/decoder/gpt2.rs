@@ -94,23 +94,24 @@ impl Gpt2 {
         spec: ModelSpec,
         get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
     ) -> Result<Gpt2, LoadError> {
-        at_once(Gpt2::from_tensors_in_steps(spec, get, async || {}))
+        let mut get = get;
+        at_once(Gpt2::from_tensors_in_steps(spec, &mut get, &AtOnce))
     }
 
-    /// [`Gpt2::from_tensors`] with `between()` awaited after each block: each block's four
+    /// [`Gpt2::from_tensors`] with a turn of `turns` after each block: each block's four
     /// products are transposed from the checkpoint's `[in, out]` (GPT-2 small's 85 M values at
     /// once held the page's thread for over 300 ms, BENCHMARKS.md section 20).
     pub async fn from_tensors_in_steps(
         spec: ModelSpec,
-        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
-        mut between: impl AsyncFnMut(),
+        get: &mut dyn FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        turns: &dyn Turns,
     ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
         let mut take = checked(decoder_names(&spec), get);
         let mut model = Gpt2::without_blocks(spec, &mut take)?;
         for l in 0..spec.layers {
             model.blocks.push(block_from(&spec, l, &mut take)?);
-            between().await;
+            turns.turn().await;
         }
         Ok(model)
     }
@@ -118,7 +119,7 @@ impl Gpt2 {
     /// [`Gpt2::from_tensors_in_steps`] held at 8 bits only: each block is built in f32, calibrated
     /// on `calibration` (token ids of a few texts, carried through the blocks built so far),
     /// quantized as [`Gpt2::at_precision`] quantizes it, and its f32 weights dropped before the
-    /// next block is taken; `between()` is awaited after each text's pass through a block and
+    /// next block is taken; a turn of `turns` after each text's pass through a block and
     /// after each block. The model never holds more
     /// than one block in f32: GPT-2 Large's 3.1 GB of f32 weights would not fit beside its file in
     /// a page's 4 GiB ([`crate::model::spec::Holding`]). Its passes give the bits of
@@ -126,10 +127,10 @@ impl Gpt2 {
     /// calibration passes see the same f32 inputs.
     pub async fn held_at_8_bits_in_steps(
         spec: ModelSpec,
-        get: impl FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        get: &mut dyn FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
         kernel: Kernel,
         calibration: &[Vec<u32>],
-        mut between: impl AsyncFnMut(),
+        turns: &dyn Turns,
     ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
         let mut take = checked(decoder_names(&spec), get);
@@ -147,14 +148,14 @@ impl Gpt2 {
                 scratch.seen = Some(std::mem::take(&mut seen));
                 model.layer_in_turns(kernel, l, x, &all, &mut scratch, false, &AtOnce).await;
                 seen = scratch.seen.take().unwrap_or_default();
-                between().await;
+                turns.turn().await;
             }
             let block = &mut model.blocks[l];
             block.quantize(&seen[l], spec.ffn);
             [&mut block.qkv, &mut block.out, &mut block.ffn_in, &mut block.ffn_out]
                 .into_iter()
                 .for_each(Linear::drop_f32);
-            between().await;
+            turns.turn().await;
         }
         let mut head_max = vec![0.0; d];
         for x in streams.iter_mut() {
@@ -975,15 +976,13 @@ pub(crate) mod tests {
     /// `m` held at 8 bits only, built from its checkpoint tensors and calibrated on `calibration`
     /// ([`Gpt2::held_at_8_bits_in_steps`]), and the number of turns it took.
     pub(crate) fn held_at_8_bits(m: &Gpt2, calibration: &[Vec<u32>]) -> (Gpt2, usize) {
-        use crate::attention::turns::at_once;
+        use crate::attention::turns::{at_once, InSteps};
         let (named, names) = (checkpoint_tensors(m), crate::model::load::names::decoder_names(&m.spec));
         let shapes: std::collections::HashMap<_, _> = names.into_iter().collect();
-        let get = |n: &str| Some((shapes[n].clone(), named.get(n)?.clone()));
-        let mut turns = 0;
+        let mut get = |n: &str| Some((shapes[n].clone(), named.get(n)?.clone()));
+        let turns = InSteps::of(usize::MAX);
         let held =
-            at_once(Gpt2::held_at_8_bits_in_steps(m.spec, get, Kernel::Simd, calibration, async || {
-                turns += 1
-            }));
-        (held.unwrap(), turns)
+            at_once(Gpt2::held_at_8_bits_in_steps(m.spec, &mut get, Kernel::Simd, calibration, &turns));
+        (held.unwrap(), turns.taken())
     }
 }

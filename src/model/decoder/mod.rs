@@ -53,10 +53,10 @@ pub struct DecoderTokens {
 impl Decoder {
     /// The decoder in a model file (`bytes`), known as `id`.
     pub fn from_file(bytes: &[u8], id: String) -> Result<Decoder, ModelError> {
-        at_once(Decoder::from_file_in_steps(&bytes, id, async || {}))
+        at_once(Decoder::from_file_in_steps(&bytes, id, &AtOnce))
     }
 
-    /// [`Decoder::from_file`] with `between()` awaited after each block is built. Each tensor is
+    /// [`Decoder::from_file`] with a turn of `turns` after each block is built. Each tensor is
     /// converted from the file when its block is built ([`model_file::open`]); a model held at
     /// 8 bits only ([`Holding::for_spec`]) is quantized a block at a time, calibrated on
     /// [`CALIBRATION`] ([`Gpt2::held_at_8_bits_in_steps`]), so no thread ever holds all its
@@ -64,17 +64,19 @@ impl Decoder {
     pub async fn from_file_in_steps(
         bytes: &dyn FileBytes,
         id: String,
-        between: impl AsyncFnMut(),
+        turns: &dyn Turns,
     ) -> Result<Decoder, ModelError> {
-        Decoder::from_file_held(bytes, id, Holding::for_spec, between).await
+        Decoder::from_file_held(bytes, id, None, turns).await
     }
 
-    /// [`Decoder::from_file_in_steps`], held as `holding` says for its shape.
+    /// [`Decoder::from_file_in_steps`], held as `holding` says, or as its shape asks when `None`
+    /// ([`Holding::for_spec`]). Not generic: one copy of both builders in the wasm for the page,
+    /// the workers and the native callers.
     pub(crate) async fn from_file_held(
         bytes: &dyn FileBytes,
         id: String,
-        holding: impl FnOnce(&ModelSpec) -> Holding,
-        mut between: impl AsyncFnMut(),
+        holding: Option<Holding>,
+        turns: &dyn Turns,
     ) -> Result<Decoder, ModelError> {
         let mut opened = model_file::open(bytes).map_err(ModelError::Asset)?;
         let d = opened.description.clone();
@@ -82,13 +84,13 @@ impl Decoder {
             return Err(not_a_decoder(&d));
         }
         let bpe = tokenizer(&opened.vocab, &d.spec)?;
-        let take = |name: &str| opened.take(name);
-        let gpt2 = match holding(&d.spec) {
-            Holding::F32 => Gpt2::from_tensors_in_steps(d.spec, take, between).await,
+        let mut take = |name: &str| opened.take(name);
+        let gpt2 = match holding.unwrap_or_else(|| Holding::for_spec(&d.spec)) {
+            Holding::F32 => Gpt2::from_tensors_in_steps(d.spec, &mut take, turns).await,
             Holding::Int8Only => {
                 let calibration: Vec<Vec<u32>> =
                     CALIBRATION.iter().map(|s| encode(&bpe, &d.spec, s)).collect();
-                Gpt2::held_at_8_bits_in_steps(d.spec, take, Kernel::Simd, &calibration, &mut between).await
+                Gpt2::held_at_8_bits_in_steps(d.spec, &mut take, Kernel::Simd, &calibration, turns).await
             }
         };
         Ok(Decoder { name: d.name, id, gpt2: gpt2.map_err(ModelError::Weights)?, bpe })
@@ -277,13 +279,9 @@ pub(crate) mod tests {
         let file = small_file();
         let f32 = Decoder::from_file(&file, "id".into()).unwrap();
         assert_eq!((f32.holding(), f32.precisions().len()), (Holding::F32, 2));
-        let held = at_once(Decoder::from_file_held(
-            &file.as_slice(),
-            "id".into(),
-            |_| Holding::Int8Only,
-            async || {},
-        ))
-        .unwrap();
+        let held =
+            at_once(Decoder::from_file_held(&file.as_slice(), "id".into(), Some(Holding::Int8Only), &AtOnce))
+                .unwrap();
         assert_eq!((held.holding(), held.precisions()), (Holding::Int8Only, &[Precision::Int8][..]));
         let copy = f32.at_precision(Kernel::Simd, Precision::Int8);
         let ids = held.tokens("hello world, hello world").ids;
