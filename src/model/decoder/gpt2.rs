@@ -27,6 +27,9 @@ use crate::model::load::names::decoder_names;
 use crate::model::load::tensors::{checked, transpose, LoadError};
 use crate::model::spec::ModelSpec;
 
+/// Where a builder takes each named tensor from: its shape and f32 values, `None` if missing.
+pub type TensorSource<'a> = dyn FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)> + 'a;
+
 /// One decoder block.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Block {
@@ -103,7 +106,7 @@ impl Gpt2 {
     /// once held the page's thread for over 300 ms, BENCHMARKS.md section 20).
     pub async fn from_tensors_in_steps(
         spec: ModelSpec,
-        get: &mut dyn FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        get: &mut TensorSource<'_>,
         turns: &dyn Turns,
     ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
@@ -127,7 +130,7 @@ impl Gpt2 {
     /// calibration passes see the same f32 inputs.
     pub async fn held_at_8_bits_in_steps(
         spec: ModelSpec,
-        get: &mut dyn FnMut(&str) -> Option<(Vec<usize>, Vec<f32>)>,
+        get: &mut TensorSource<'_>,
         kernel: Kernel,
         calibration: &[Vec<u32>],
         turns: &dyn Turns,
