@@ -109,14 +109,7 @@ impl Gpt2 {
         get: &mut TensorSource<'_>,
         turns: &dyn Turns,
     ) -> Result<Gpt2, LoadError> {
-        spec.validate().map_err(|e| LoadError(e.0))?;
-        let mut take = checked(decoder_names(&spec), get);
-        let mut model = Gpt2::without_blocks(spec, &mut take)?;
-        for l in 0..spec.layers {
-            model.blocks.push(block_from(&spec, l, &mut take)?);
-            turns.turn().await;
-        }
-        Ok(model)
+        Gpt2::build_in_steps(spec, get, None, turns).await
     }
 
     /// [`Gpt2::from_tensors_in_steps`] held at 8 bits only: each block is built in f32, calibrated
@@ -135,9 +128,27 @@ impl Gpt2 {
         calibration: &[Vec<u32>],
         turns: &dyn Turns,
     ) -> Result<Gpt2, LoadError> {
+        Gpt2::build_in_steps(spec, get, Some((kernel, calibration)), turns).await
+    }
+
+    /// Both builders in one (one state machine in the wasm): in f32, or, with `at_8_bits`'s
+    /// kernel and calibration texts, held at 8 bits only.
+    async fn build_in_steps(
+        spec: ModelSpec,
+        get: &mut TensorSource<'_>,
+        at_8_bits: Option<(Kernel, &[Vec<u32>])>,
+        turns: &dyn Turns,
+    ) -> Result<Gpt2, LoadError> {
         spec.validate().map_err(|e| LoadError(e.0))?;
         let mut take = checked(decoder_names(&spec), get);
         let mut model = Gpt2::without_blocks(spec, &mut take)?;
+        let Some((kernel, calibration)) = at_8_bits else {
+            for l in 0..spec.layers {
+                model.blocks.push(block_from(&spec, l, &mut take)?);
+                turns.turn().await;
+            }
+            return Ok(model);
+        };
         let d = spec.d_model;
         let texts: Vec<&Vec<u32>> = calibration.iter().filter(|t| model.reads(t)).collect();
         // Each calibration text's stream as it leaves the blocks built so far, in f32.

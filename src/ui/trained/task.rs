@@ -110,12 +110,6 @@ fn CurveStatus() -> impl IntoView {
             view.workers_changed.track();
             view.workers.with_value(|w| w.note()).map(|note| view! { <p class="note" data-testid="task-threads-note">{note}</p> })
         }}
-        <p class="muted" data-testid="memory-note">
-            {move || {
-                view.workers_changed.track();
-                view.workers.with_value(|w| w.memory_note(crate::jobs::web::memory_bytes()))
-            }}
-        </p>
         {move || {
             task.progress.get().map(|p| view! { <progress data-testid="task-progress" max=p.status.total value=p.status.done aria-label="Pruning curves computed"></progress> })
         }}
