@@ -338,7 +338,9 @@ pub struct Opened<'b> {
     pub description: Description,
     /// The tokenizer's text.
     pub vocab: String,
-    tensors: HashMap<String, (Vec<usize>, std::ops::Range<usize>)>,
+    /// Each tensor not yet taken: its name, shape and bytes (a list: a model has a few hundred,
+    /// and a map of this kind would be one more map's code in the wasm).
+    tensors: Vec<(String, Vec<usize>, std::ops::Range<usize>)>,
     bytes: &'b dyn FileBytes,
 }
 
@@ -346,7 +348,8 @@ impl Opened<'_> {
     /// The tensor `name`, converted to f32 now; `None` if the file has none of that name (or it
     /// was taken already).
     pub fn take(&mut self, name: &str) -> Option<(Vec<usize>, Vec<f32>)> {
-        let (shape, range) = self.tensors.remove(name)?;
+        let at = self.tensors.iter().position(|(n, _, _)| n == name)?;
+        let (_, shape, range) = self.tensors.swap_remove(at);
         let raw = self.bytes.get(range);
         let values = raw.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect();
         Some((shape, values))
@@ -381,7 +384,7 @@ pub fn open(bytes: &dyn FileBytes) -> Result<Opened<'_>, AssetError> {
         .map(|(name, shape)| {
             let len = 2 * shape.iter().product::<usize>();
             at += len;
-            (name, (shape, at - len..at))
+            (name, shape, at - len..at)
         })
         .collect();
     Ok(Opened { description, vocab, tensors, bytes })
