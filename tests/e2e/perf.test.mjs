@@ -1,8 +1,9 @@
 // First paint: a cold load of the built page (a fresh browser, so nothing cached) to the
 // first heatmap drawn, and the size of what the page downloads before it. Prints the numbers;
-// the targets are 1.5 s and 1.54 MB of gzip-compressed wasm (the trained model's asset, loaded
+// the targets are 1.5 s and 1.55 MB of gzip-compressed wasm (the trained model's asset, loaded
 // only when chosen, excluded; 1.5 MB until the page's work was cut into steps, BENCHMARKS.md
-// section 19).
+// section 19; 1.54 MB until GPT-2 Large's 8-bit builder, its file read a tensor at a time and
+// each thread's memory report, section 25).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
@@ -12,7 +13,7 @@ import { launch, root, suite } from './harness.mjs';
 
 const app = suite();
 
-test('the wasm is at most 1.54 MB gzipped, and the start-up download is small', async () => {
+test('the wasm is at most 1.55 MB gzipped, and the start-up download is small', async () => {
   const dist = join(root, 'dist');
   const files = await readdir(dist);
   const sizes = {};
@@ -30,7 +31,7 @@ test('the wasm is at most 1.54 MB gzipped, and the start-up download is small', 
     .reduce((s, [, v]) => s + v.gzip, largest);
   for (const [f, wasm] of wasms) {
     console.log(`${f}: ${(wasm.raw / 1e6).toFixed(2)} MB raw, ${(wasm.gzip / 1e6).toFixed(2)} MB gzip`);
-    assert.ok(wasm.gzip <= 1.54e6, `${f} is ${wasm.gzip} bytes gzipped`);
+    assert.ok(wasm.gzip <= 1.55e6, `${f} is ${wasm.gzip} bytes gzipped`);
   }
   console.log(`everything the page loads at start (the larger wasm): ${(total / 1e6).toFixed(2)} MB gzip`);
 });
