@@ -8,7 +8,7 @@ use crate::attention::HeadSet;
 /// Bytes per stored weight in the page's asset (f16).
 pub const WEIGHT_BYTES: u64 = 2;
 
-/// How a thread holds a decoder's weights (`crate::model::decoder`): in f32 (the page's "f16"
+/// How a thread holds a decoder's weights (the decoder family's choice): in f32 (the page's "f16"
 /// precision, f16 weights widened, with an 8-bit copy made beside them on demand), or at 8 bits
 /// only, when its file and its f32 weights would not fit in a page's memory together
 /// ([`PAGE_BYTES`]): GPT-2 Large's 774 M weights are 1.5 GB in the file and would be 3.1 GB more

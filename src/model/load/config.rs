@@ -19,7 +19,7 @@ pub enum Architecture {
     /// DistilBERT (`model_type: "distilbert"`): no token types, its own tensor names.
     DistilBert,
     /// GPT-2 (`model_type: "gpt2"`): gpt2, distilgpt2, gpt2-medium; a causal decoder
-    /// ([`crate::model::decoder::gpt2`]).
+    /// (the decoder family's `gpt2` module).
     Gpt2,
 }
 
