@@ -27,6 +27,15 @@ pub enum Holding {
 pub const PAGE_BYTES: u64 = 3 << 30;
 
 impl Holding {
+    /// How many weights a GPT-2-family decoder of shape `spec` has, biases and norms included.
+    pub fn weights(spec: &ModelSpec) -> u64 {
+        let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
+        // Per block: W_attn, W_proj, W_fc, W_mlp, their biases, two LayerNorms; and the final one.
+        (spec.vocab as u64 + spec.positions as u64) * d
+            + layers * (4 * d * d + 2 * d * ffn + 9 * d + ffn)
+            + 2 * d
+    }
+
     /// How a decoder of shape `spec` is held: in f32 if its file and f32 weights fit in
     /// [`PAGE_BYTES`] together, else at 8 bits only.
     pub fn for_spec(spec: &ModelSpec) -> Holding {
@@ -42,8 +51,7 @@ impl Holding {
     pub fn page_bytes(self, spec: &ModelSpec) -> u64 {
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
         let (vocab, positions) = (spec.vocab as u64, spec.positions as u64);
-        // Per block: W_attn, W_proj, W_fc, W_mlp, their biases, two LayerNorms; and the final one.
-        let weights = (vocab + positions) * d + layers * (4 * d * d + 2 * d * ffn + 9 * d + ffn) + 2 * d;
+        let weights = Holding::weights(spec);
         let file = WEIGHT_BYTES * weights;
         match self {
             Holding::F32 => file + 4 * weights,

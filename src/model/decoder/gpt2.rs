@@ -210,11 +210,6 @@ impl Gpt2 {
         head
     }
 
-    /// How many weights it has (the checkpoint's values, biases and norms included).
-    pub fn values(&self) -> u64 {
-        decoder_names(&self.spec).iter().map(|(_, s)| s.iter().product::<usize>() as u64).sum()
-    }
-
     /// Whether its blocks hold their f32 weights (else they are held at 8 bits only, and the
     /// model has no f16 form: [`crate::model::spec::Holding::Int8Only`]).
     pub fn holds_f32(&self) -> bool {

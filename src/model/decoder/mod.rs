@@ -118,8 +118,8 @@ impl Decoder {
             format!(
                 "{} is held at 8 bits only: its {} file and its {} of f32 weights would not fit in a page's memory together, so it has no {} form to compare with.",
                 self.name,
-                crate::model::digits::bytes_text(2 * self.gpt2.values()),
-                crate::model::digits::bytes_text(4 * self.gpt2.values()),
+                crate::model::digits::bytes_text(2 * Holding::weights(self.spec())),
+                crate::model::digits::bytes_text(4 * Holding::weights(self.spec())),
                 precision.short()
             )
         })

@@ -151,15 +151,14 @@ pub async fn load_in_steps(
     let plan = plan(architecture, &spec, &shards, &mut notes)?;
     let values: u64 = plan.iter().map(|s| s.count).sum();
     // A decoder too large for f32 weights beside its file is held at 8 bits only (Holding).
-    let (need, how) = match architecture.is_decoder() {
-        true => match Holding::for_spec(&spec) {
-            Holding::F32 => (Holding::F32.page_bytes(&spec), "its f16 file and f32 weights"),
-            Holding::Int8Only => (
-                Holding::Int8Only.page_bytes(&spec),
-                "its f16 file and its weights at 8 bits, the least it can be held in",
-            ),
-        },
-        false => (6 * values, "its f16 file and f32 weights"),
+    let holding = architecture.is_decoder().then(|| Holding::for_spec(&spec));
+    let (need, how) = match holding {
+        Some(Holding::F32) => (Holding::F32.page_bytes(&spec), "its f16 file and f32 weights"),
+        Some(Holding::Int8Only) => (
+            Holding::Int8Only.page_bytes(&spec),
+            "its f16 file and its weights at 8 bits, the least it can be held in",
+        ),
+        None => (6 * values, "its f16 file and f32 weights"),
     };
     if need > options.budget {
         return fail(
@@ -181,7 +180,7 @@ pub async fn load_in_steps(
             ),
         );
     }
-    if architecture.is_decoder() && Holding::for_spec(&spec) == Holding::Int8Only {
+    if holding == Some(Holding::Int8Only) {
         notes.push(format!(
             "Its {:.0} M weights are held at 8 bits only: in f32 beside the file they would need {}, more than a page has; so it has no f16 form to compare with.",
             values as f64 / 1e6,
