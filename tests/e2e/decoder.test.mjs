@@ -293,7 +293,7 @@ test('the induction test labels the grid, prunes what it found, and a text past 
   await page.close();
 });
 
-test("the reader's GPT-2 files: a tokenizer.json folder loads; merges that do not match the vocabulary are refused by name and the model stays", async () => {
+test("the reader's GPT-2 files: a tokenizer.json folder loads; merges that do not match the vocabulary are refused by name and the model stays; a smaller decoder then replaces it", async () => {
   const { page, problems, lab: { trained, decoder } } = await app.open(`?preset=minilm&backend=cpu&text=${encodeURIComponent('The bank of the river.')}`);
   await trained.waitReady({ timeout: 60000 });
   const dir = join(checkpoints, 'gpt2-tokenizer-json');
@@ -310,6 +310,12 @@ test("the reader's GPT-2 files: a tokenizer.json folder loads; merges that do no
   await trained.modelError.waitText(/merges\.txt: line 172 \("q" \+ "z"\) makes or uses "qz", which vocab\.json does not have: the merges do not match the vocabulary\..*The model on show stays\./, { timeout: 60000 });
   assert.match(await trained.modelLoad.textContent(), /^gpt2-tokenizer-json \(/);
   await decoder.lossStrip.waitFor();
+  // A smaller decoder (8 heads, from 9) replaces it: the old panel, still reading the reader's
+  // heads as the new model's arrive, must not read past them.
+  await trained.modelFiles.setInputFiles((await readdir(odd)).filter((f) => f !== 'reference.json').map((f) => join(odd, f)));
+  await trained.modelLoad.waitText(/^gpt2-odd \(gpt2, /, { timeout: 60000 });
+  await decoder.lossStrip.waitFor({ timeout: 60000 });
+  assert.equal((await decoder.importances()).length, 8, "the grid shows the new model's 8 heads");
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -300,7 +300,9 @@ fn DecoderGrid() -> impl IntoView {
                     <span class="muted">{format!("layer {}", l + 1)}</span>
                     {(0..spec.heads).map(|h| {
                         let index = l * spec.heads + h;
-                        let pruned = move || heads.read().is_pruned(index);
+                        // The reader's heads are the app's: a smaller model that replaces this
+                        // one sets them before this grid is gone.
+                        let pruned = move || heads.with(|s| index < s.len() && s.is_pruned(index));
                         let importance = move || view.importance_now().map(|i| (i.found.ranking.per_head[index], i.found.ranking.share(index)));
                         view! {
                             <button
