@@ -218,7 +218,7 @@ fn a_model_too_big_for_the_page_is_refused_from_its_header() {
     let options = Options { name: None, budget: 1 << 20, room: Some(|bytes| bytes < 1000) };
     let err = now(load(&counting, &options, &mut |_| {})).unwrap_err();
     assert!(
-        err.problem.starts_with("the model needs about 19 KB in the page (its f16 file and f32 weights), and this browser would not give the page that much more memory"),
+        err.problem.starts_with("the model needs about 19 KB of the page's wasm memory (its f16 file and f32 weights), and this browser would not give the page that much more"),
         "{err}"
     );
     assert!(counting.bytes.get() <= all - data, "read {} bytes, tensors included", counting.bytes.get());

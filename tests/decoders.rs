@@ -501,6 +501,65 @@ fn load(
     now(load(files, &Options { name: None, budget, room: None }, &mut |_| {})).map_err(|e| e.to_string())
 }
 
+/// A model file written outside this thread's memory (the page writes it to a JavaScript
+/// buffer): the same bytes as one written in memory; the room asked for a decoder then leaves its
+/// file out (the decoder is built from it a tensor at a time); a place that will not hold the
+/// file refuses the load by name, before a tensor is read.
+#[test]
+fn a_decoder_file_written_outside_memory_is_the_same_file_and_the_room_asked_leaves_it_out() {
+    use headlab::model::load::checkpoint::{load_into, Options};
+    use headlab::model::load::files::{now, DirFiles};
+    use headlab::model::load::model_file::FileSink;
+    use headlab::model::spec::Holding;
+    use std::cell::Cell;
+    /// A sink that says it lies outside memory; `refuse` makes its room fail.
+    #[derive(Debug)]
+    struct Outside {
+        bytes: Vec<u8>,
+        refuse: bool,
+    }
+    impl FileSink for Outside {
+        fn begin(&mut self, len: usize) -> Result<(), String> {
+            match self.refuse {
+                true => Err(format!("this browser would not hold its {len} bytes")),
+                false => FileSink::begin(&mut self.bytes, len),
+            }
+        }
+        fn append(&mut self, bytes: &[u8]) {
+            FileSink::append(&mut self.bytes, bytes);
+        }
+        fn outside_memory(&self) -> bool {
+            true
+        }
+    }
+    thread_local!(static ASKED: Cell<u64> = const { Cell::new(0) });
+    let options = Options {
+        name: None,
+        budget: u64::MAX,
+        room: Some(|bytes| ASKED.with(|a| a.replace(bytes)) < u64::MAX),
+    };
+    let files = DirFiles::new(&folder("gpt2-odd")).unwrap();
+    let inside = now(load_into(&files, &options, Vec::new(), &mut |_| {}, async || {})).unwrap();
+    let asked_inside = ASKED.with(Cell::get);
+    let outside = Outside { bytes: Vec::new(), refuse: false };
+    let outside = now(load_into(&files, &options, outside, &mut |_| {}, async || {})).unwrap();
+    assert!(outside.file.bytes == inside.file, "the same file wherever it is written");
+    assert_eq!(outside.id, inside.id);
+    let file = Holding::file_bytes(&inside.description.spec);
+    assert!(file > 0 && asked_inside > file);
+    assert_eq!(ASKED.with(Cell::get), asked_inside - file, "outside, the room leaves the file out");
+    let refusing = Outside { bytes: Vec::new(), refuse: true };
+    let mut read = 0;
+    let err = now(load_into(&files, &options, refusing, &mut |p| read = p.done, async || {})).unwrap_err();
+    assert_eq!(err.file, "gpt2-odd/model.safetensors");
+    assert!(
+        err.problem.starts_with("its model file (")
+            && err.problem.contains("could not be made: this browser would not hold its"),
+        "{err}"
+    );
+    assert_eq!(read, 0, "no tensor read");
+}
+
 #[test]
 fn each_decoder_folder_becomes_a_model_file_that_runs_as_the_checkpoint_does() {
     use headlab::model::decoder::Decoder;

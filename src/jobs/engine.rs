@@ -141,9 +141,9 @@ impl Workers {
     }
 
     /// What the page and these workers hold in memory, as a sentence ([`memory_note`]), `page`
-    /// being the page's own bytes.
-    pub fn memory_note(&self, page: u64) -> String {
-        memory_note(page, &self.pool.memory())
+    /// being the page's own wasm memory's bytes and `file` its model file's.
+    pub fn memory_note(&self, page: u64, file: u64) -> String {
+        memory_note(page, file, &self.pool.memory())
     }
 
     /// Threads the last batch ran on (0 before any ran).
@@ -337,12 +337,17 @@ impl<F: Family> Engine<F> {
     }
 }
 
-/// The memory the page's wasm holds (`page` bytes) and each worker's (`workers`, as they last
-/// said; none before they started), as the page says it: each browser tab and each worker has a
-/// wasm memory of its own, of at most 4 GiB, which only grows.
-pub fn memory_note(page: u64, workers: &[u64]) -> String {
+/// The memory the page's wasm holds (`page` bytes), its model file outside it (`file` bytes, in
+/// a JavaScript buffer, copied to each worker as it starts) and each worker's wasm (`workers`, as
+/// they last said; none before they started), as the page says it: each browser tab and each
+/// worker has a wasm memory of its own, of at most 4 GiB, which only grows.
+pub fn memory_note(page: u64, file: u64, workers: &[u64]) -> String {
     use crate::model::digits::bytes_text;
-    let page = format!("Memory: this page's wasm holds {}", bytes_text(page));
+    let page = format!(
+        "Memory: this page's wasm holds {}, and its model file {} outside it",
+        bytes_text(page),
+        bytes_text(file)
+    );
     match workers {
         [] => format!("{page}; the workers start with the first measurement."),
         [one] => format!("{page}; its worker {}.", bytes_text(*one)),
@@ -362,16 +367,16 @@ mod tests {
         use super::memory_note;
         let gb = |x: f64| (x * (1u64 << 30) as f64) as u64;
         assert_eq!(
-            memory_note(gb(2.9), &[]),
-            "Memory: this page's wasm holds 2.9 GB; the workers start with the first measurement."
+            memory_note(gb(2.9), gb(1.44), &[]),
+            "Memory: this page's wasm holds 2.9 GB, and its model file 1.4 GB outside it; the workers start with the first measurement."
         );
         assert_eq!(
-            memory_note(90 << 20, &[80 << 20]),
-            "Memory: this page's wasm holds 90 MB; its worker 80 MB."
+            memory_note(90 << 20, 2 << 20, &[80 << 20]),
+            "Memory: this page's wasm holds 90 MB, and its model file 2 MB outside it; its worker 80 MB."
         );
         assert_eq!(
-            memory_note(gb(2.9), &[gb(2.8), gb(2.75), 512 << 20]),
-            "Memory: this page's wasm holds 2.9 GB; its 3 workers 2.8 GB, 2.8 GB and 512 MB (each its own copy of the model)."
+            memory_note(gb(2.9), gb(1.44), &[gb(2.8), gb(2.75), 512 << 20]),
+            "Memory: this page's wasm holds 2.9 GB, and its model file 1.4 GB outside it; its 3 workers 2.8 GB, 2.8 GB and 512 MB (each its own copy of the model)."
         );
     }
 }

@@ -20,7 +20,7 @@ use crate::attention::turns::Turns;
 
 use decoder::Decoder;
 use encoder::Encoder;
-use load::model_file;
+use load::model_file::{self, FileBytes};
 use load::ModelError;
 use spec::ModelSpec;
 
@@ -45,17 +45,21 @@ impl Model {
 
     /// [`Model::from_file`] with a turn of `turns` after each step of the decoding and after
     /// each of a decoder's blocks is built (the page's thread gives the browser its turns there).
+    ///
+    /// The file may lie outside this thread's memory ([`FileBytes`]): a decoder converts each
+    /// tensor as its block is built (it may be too large to hold in f32 at once,
+    /// [`spec::Holding`]), so the file never comes in whole; an encoder's file is copied in and
+    /// converted whole.
     pub async fn from_file_in_steps(
-        bytes: &[u8],
+        bytes: &dyn FileBytes,
         id: String,
         turns: &dyn Turns,
     ) -> Result<Model, ModelError> {
-        // A decoder converts each tensor as its block is built (it may be too large to hold in
-        // f32 at once, [`spec::Holding`]); an encoder's file is converted whole.
-        if model_file::describe(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
-            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(&bytes, id, turns).await?)));
+        if model_file::describe_file(bytes).map_err(ModelError::Asset)?.architecture.is_decoder() {
+            return Ok(Model::Decoder(Rc::new(Decoder::from_file_in_steps(bytes, id, turns).await?)));
         }
-        let asset = model_file::decode_in_steps(bytes, async || turns.turn().await)
+        let whole = bytes.get(0..bytes.byte_len());
+        let asset = model_file::decode_in_steps(&whole, async || turns.turn().await)
             .await
             .map_err(ModelError::Asset)?;
         Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))

@@ -36,6 +36,11 @@ impl Holding {
             + 2 * d
     }
 
+    /// Bytes of a decoder of shape `spec`'s model file's weights (f16).
+    pub fn file_bytes(spec: &ModelSpec) -> u64 {
+        WEIGHT_BYTES * Holding::weights(spec)
+    }
+
     /// How a decoder of shape `spec` is held: in f32 if its file and f32 weights fit in
     /// [`PAGE_BYTES`] together, else at 8 bits only.
     pub fn for_spec(spec: &ModelSpec) -> Holding {
@@ -51,8 +56,7 @@ impl Holding {
     pub fn page_bytes(self, spec: &ModelSpec) -> u64 {
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
         let (vocab, positions) = (spec.vocab as u64, spec.positions as u64);
-        let weights = Holding::weights(spec);
-        let file = WEIGHT_BYTES * weights;
+        let (weights, file) = (Holding::weights(spec), Holding::file_bytes(spec));
         match self {
             Holding::F32 => file + 4 * weights,
             Holding::Int8Only => {

@@ -3,6 +3,8 @@
 
 use leptos::prelude::document;
 use wasm_bindgen::{JsCast, JsValue};
+
+use crate::jobs::web::describe;
 use web_sys::{Blob, BlobPropertyBag, CanvasRenderingContext2d, HtmlAnchorElement, HtmlCanvasElement, Url};
 
 /// Saves `href` as `filename` through a temporary link (attached, as Firefox requires).
@@ -70,12 +72,6 @@ pub fn png(canvas: &HtmlCanvasElement, filename: &str, min_side: u32) -> Result<
         save(&url, filename)
     };
     run().map_err(|e| format!("could not save {filename}: {}", describe(&e)))
-}
-
-fn describe(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
-        .unwrap_or_else(|| format!("{e:?}"))
 }
 
 /// The start of every file name: what was computed ("headlab-bert-base-n16-seed42").

@@ -15,6 +15,7 @@ use web_sys::{
     RequestRedirect, Response, ResponseType,
 };
 
+use super::describe;
 use crate::model::load::checkpoint::{referenced_files, CheckpointError, SERVED_NAMES};
 use crate::model::load::files::{Entry, Files, Read};
 
@@ -337,11 +338,4 @@ fn fetch(url: &str, init: &RequestInit) -> impl Future<Output = Result<Response,
         let response = sent?.await.map_err(|e| format!("could not be fetched ({})", describe(&e)))?;
         Ok(response.unchecked_into())
     }
-}
-
-fn describe(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
-        .or_else(|| e.dyn_ref::<web_sys::DomException>().map(|e| e.message()))
-        .unwrap_or_else(|| format!("{e:?}"))
 }

@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use super::files::{ReaderFiles, ServedFiles};
 use super::workers::ModelFile;
-use super::{fetch_bytes, now_ms, yield_to_browser};
+use super::{fetch_bytes, now_ms, yield_to_browser, JsFile};
 use crate::model::load::checkpoint::{self, Options};
 use crate::model::load::files::{last_part, Entry, Files, Read};
 use crate::model::load::model_file;
@@ -120,7 +120,7 @@ pub async fn load(
                 .await
                 .map_err(|e| failed(e.to_string()))?;
             let read = bytes.len() as u64;
-            (bytes, model_file::ASSET_SHA256[..16].to_string(), Vec::new(), read)
+            (JsFile::copy_of(&bytes), model_file::ASSET_SHA256[..16].to_string(), Vec::new(), read)
         }
         Source::Served(path) => {
             let files = ServedFiles::list(&path)
@@ -165,15 +165,15 @@ fn room(bytes: u64) -> bool {
     true
 }
 
-/// A checkpoint folder read into a model file: the file, its id, the loader's notes, and the
-/// bytes of tensors read.
+/// A checkpoint folder read into a model file, written outside the page's wasm memory: the
+/// file, its id, the loader's notes, and the bytes of tensors read.
 async fn convert(
     files: &dyn Files,
     options: &Options,
     progress: impl Fn(f64, Option<f64>),
-) -> Result<(Vec<u8>, String, Vec<String>, u64), String> {
+) -> Result<(JsFile, String, Vec<String>, u64), String> {
     let mut report = |p: checkpoint::Progress| progress(p.done as f64, Some(p.total as f64));
-    let loaded = checkpoint::load_in_steps(files, options, &mut report, yield_to_browser)
+    let loaded = checkpoint::load_into(files, options, JsFile::new(), &mut report, yield_to_browser)
         .await
         .map_err(|e| e.to_string())?;
     Ok((loaded.file, loaded.id, loaded.notes, loaded.tensor_bytes))

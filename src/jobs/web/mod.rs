@@ -7,6 +7,7 @@
 mod download;
 pub mod files;
 mod host;
+mod js_file;
 pub mod load;
 pub mod worker;
 mod workers;
@@ -16,4 +17,16 @@ pub use host::{
     adopt_dot_form, choose_dot_form, clock_step_ms, memory_bytes, now_ms, retime_dot_form, settled_dot_form,
     time_dot_form, timed_dot_form, wait_ms, yield_to_browser, PageHost,
 };
+pub use js_file::JsFile;
 pub use workers::{auto_threads, ModelFile, WebWorkers, AUTO_MAX};
+
+use wasm_bindgen::{JsCast, JsValue};
+
+/// What a thrown JavaScript value says: its text, an error's or a DOM exception's message, else
+/// its debug form.
+pub fn describe(e: &JsValue) -> String {
+    e.as_string()
+        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
+        .or_else(|| e.dyn_ref::<web_sys::DomException>().map(|e| e.message()))
+        .unwrap_or_else(|| format!("{e:?}"))
+}

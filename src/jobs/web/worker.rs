@@ -27,9 +27,9 @@ use crate::cpu::int8::DotForm;
 use crate::cpu::Kernel;
 use crate::jobs::copies::Copies;
 use crate::jobs::web::memory_bytes;
+use crate::jobs::web::JsFile;
 use crate::jobs::work::Piece;
 use crate::model::decoder::Decoder;
-use crate::model::load::model_file::{self, FileBytes};
 use crate::model::Model;
 
 /// The worker's scope, when this wasm runs in a dedicated worker rather than in the page.
@@ -91,14 +91,7 @@ fn load(message: &Array) -> Result<Model, String> {
     // A decoder reads its file a tensor at a time from the message's buffer, outside this
     // worker's wasm memory, which then holds only the model (GPT-2 Large's file is 1.5 GB); an
     // encoder's file is copied in and converted whole.
-    let file = InBuffer(bytes);
-    let model = match model_file::describe(&file.get(0..file.byte_len().min(1 << 17))) {
-        Ok(d) if d.architecture.is_decoder() => {
-            crate::attention::turns::at_once(Decoder::from_file_in_steps(&file, id, &AtOnce))
-                .map(|d| Model::Decoder(Rc::new(d)))
-        }
-        _ => Model::from_file(&file.0.to_vec(), id),
-    };
+    let model = crate::attention::turns::at_once(Model::from_file_in_steps(&JsFile::of(bytes), id, &AtOnce));
     match model.map_err(|e| e.to_string())? {
         Model::Encoder(encoder) => {
             let mut encoder = Rc::unwrap_or_clone(encoder);
@@ -123,18 +116,4 @@ fn post_result(scope: &DedicatedWorkerGlobalScope, bytes: &[u8]) {
     let array = Uint8Array::from(bytes);
     let message = Array::of2(&array.buffer(), &JsValue::from_f64(memory_bytes() as f64));
     let _ = scope.post_message_with_transfer(&message, &Array::of1(&array.buffer()));
-}
-
-/// A model file in a JavaScript buffer: read a range at a time, copied into wasm memory only
-/// as each tensor is converted.
-struct InBuffer(Uint8Array);
-
-impl FileBytes for InBuffer {
-    fn byte_len(&self) -> usize {
-        self.0.length() as usize
-    }
-
-    fn get(&self, range: std::ops::Range<usize>) -> std::borrow::Cow<'_, [u8]> {
-        std::borrow::Cow::Owned(self.0.subarray(range.start as u32, range.end as u32).to_vec())
-    }
 }

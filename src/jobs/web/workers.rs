@@ -26,7 +26,7 @@ use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType
 use crate::attention::precision::Precision;
 use crate::jobs::host::LocalFuture;
 use crate::jobs::pool::{Pool, Priority};
-use crate::jobs::web::settled_dot_form;
+use crate::jobs::web::{describe, settled_dot_form};
 use crate::jobs::work::{Done, Piece};
 
 /// The worker's script, copied next to `index.html` by trunk.
@@ -178,10 +178,10 @@ impl Crew {
                     let ready = m.expect(&urls, None, "ready").await;
                     let loaded = match ready {
                         Ok(()) => {
-                            // Each worker gets its own copy, made once this one is ready (one
-                            // copy per turn of the page's thread) and moved to it, not cloned
-                            // again by the post: the page keeps the file.
-                            let bytes = Uint8Array::from(&model.bytes[..]);
+                            // Each worker gets its own copy, made in JavaScript once this one
+                            // is ready (one copy per turn of the page's thread) and moved to it,
+                            // not cloned again by the post: the page keeps the file.
+                            let bytes = model.bytes.copy();
                             let message = Array::of4(
                                 &JsValue::from_str(&model.id),
                                 &bytes,
@@ -285,12 +285,12 @@ enum PoolState {
 }
 
 /// A model file ([`crate::model::load::model_file`]'s format) and its id, as the page holds it for its
-/// workers.
+/// workers: outside its wasm memory.
 pub struct ModelFile {
     /// [`crate::model::load::model_file::file_id`] of the bytes.
     pub id: String,
     /// The file.
-    pub bytes: Vec<u8>,
+    pub bytes: super::JsFile,
 }
 
 /// `threads` web workers, started the first time work comes, each given the model's file.
@@ -409,10 +409,4 @@ fn loader_urls() -> Option<(String, String)> {
 fn absolute(url: &str) -> String {
     let base = web_sys::window().and_then(|w| w.location().href().ok()).unwrap_or_default();
     web_sys::Url::new_with_base(url, &base).map(|u| u.href()).unwrap_or_else(|_| url.to_string())
-}
-
-fn describe(e: &JsValue) -> String {
-    e.as_string()
-        .or_else(|| e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())))
-        .unwrap_or_else(|| format!("{e:?}"))
 }

@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::model::digits::bytes_text;
 use crate::model::load::config::{self, Architecture, CheckpointConfig};
 use crate::model::load::files::{last_part, Entry, Files};
-use crate::model::load::model_file::{Description, FileHasher, Writer};
+use crate::model::load::model_file::{Description, FileHasher, FileSink, Writer};
 use crate::model::load::names::{tensor_names, Table};
 use crate::model::spec::{Holding, Pooling};
 use crate::model::tokenize::bpe::Bpe;
@@ -79,11 +79,11 @@ pub struct Progress {
     pub total: u64,
 }
 
-/// A folder read into a model file.
+/// A folder read into a model file, in memory (`Vec<u8>`) or in another [`FileSink`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct Loaded {
+pub struct Loaded<F = Vec<u8>> {
     /// The model file ([`crate::model::load::model_file`]'s format), for [`crate::model::encoder::Encoder::from_file`] and the workers.
-    pub file: Vec<u8>,
+    pub file: F,
     /// [`crate::model::load::model_file::file_id`] of the file.
     pub id: String,
     /// What the model is.
@@ -118,8 +118,20 @@ pub async fn load_in_steps(
     files: &dyn Files,
     options: &Options,
     progress: &mut dyn FnMut(Progress),
-    mut between: impl AsyncFnMut(),
+    between: impl AsyncFnMut(),
 ) -> Result<Loaded, CheckpointError> {
+    load_into(files, options, Vec::new(), progress, between).await
+}
+
+/// [`load_in_steps`] with the model file written to `out` (the page's goes to a JavaScript
+/// buffer outside its wasm memory, which then holds only the model built from it).
+pub async fn load_into<S: FileSink>(
+    files: &dyn Files,
+    options: &Options,
+    out: S,
+    progress: &mut dyn FnMut(Progress),
+    mut between: impl AsyncFnMut(),
+) -> Result<Loaded<S>, CheckpointError> {
     let folder = Folder::new(files.entries())?;
     let config_file = folder.path("config.json");
     let text = folder.text(files, "config.json", SMALL_FILE).await?;
@@ -171,12 +183,18 @@ pub async fn load_in_steps(
             ),
         );
     }
-    if options.room.is_some_and(|room| !room(need)) {
+    // A decoder is built a tensor at a time from its file: a file outside this thread's memory
+    // never comes into it whole. An encoder's file is converted whole, so it comes in.
+    let (asked, how) = match holding.is_some() && out.outside_memory() {
+        true => (need - Holding::file_bytes(&spec), "its weights; its f16 file lies outside it"),
+        false => (need, how),
+    };
+    if options.room.is_some_and(|room| !room(asked)) {
         return fail(
             &shards[0].path,
             format!(
-                "the model needs about {} in the page ({how}), and this browser would not give the page that much more memory (a page can address 4 GiB; WebKit and phones give it less)",
-                bytes_text(need)
+                "the model needs about {} of the page's wasm memory ({how}), and this browser would not give the page that much more (a page can address 4 GiB; WebKit and phones give it less)",
+                bytes_text(asked)
             ),
         );
     }
@@ -195,7 +213,9 @@ pub async fn load_in_steps(
         .or(name)
         .unwrap_or_else(|| format!("{} from your files", architecture.model_type()));
     let description = Description { name, architecture, casing, spec };
-    let writer = Writer::new(&description, &vocab);
+    let writer = Writer::to(&description, &vocab, out).or_else(|e| {
+        fail(&shards[0].path, format!("its model file ({}) could not be made: {e}", bytes_text(2 * values)))
+    })?;
     let (file, id, done) = write(writer, &plan, &shards, files, progress, &mut between).await?;
     Ok(Loaded { file, id, description, notes, tensor_bytes: done })
 }
@@ -205,15 +225,15 @@ pub const STEP_BYTES: usize = 8 << 20;
 
 /// Each tensor of `plan`, read from its shard, converted to f16 and hashed a step at a time into
 /// `writer`: the file, its id and the bytes of tensors read.
-async fn write(
-    mut writer: Writer,
+async fn write<S: FileSink>(
+    mut writer: Writer<S>,
     plan: &[Step],
     shards: &[Shard],
     files: &dyn Files,
     progress: &mut dyn FnMut(Progress),
     between: &mut impl AsyncFnMut(),
-) -> Result<(Vec<u8>, String, u64), CheckpointError> {
-    let mut hasher = FileHasher::new(writer.bytes());
+) -> Result<(S, String, u64), CheckpointError> {
+    let mut hasher = FileHasher::new(writer.head());
     let total = plan.iter().map(|s| s.source.as_ref().map_or(0, |(_, _, len)| *len)).sum();
     let mut done = 0;
     progress(Progress { done, total });

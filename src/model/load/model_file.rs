@@ -198,35 +198,76 @@ pub struct Asset {
     pub vocab: String,
 }
 
+/// Where a model file being written goes: this thread's memory (a `Vec<u8>`), or elsewhere (the
+/// page's file, in a JavaScript buffer outside its wasm memory, where its workers copy it from).
+pub trait FileSink {
+    /// Makes room for the whole file, `len` bytes, before its first byte; a sink that cannot
+    /// hold that many says why.
+    fn begin(&mut self, len: usize) -> Result<(), String>;
+    /// Appends the file's next bytes.
+    fn append(&mut self, bytes: &[u8]);
+    /// Whether the file lies outside this thread's memory, so that a model built from it a
+    /// tensor at a time never holds it there.
+    fn outside_memory(&self) -> bool {
+        false
+    }
+}
+
+impl FileSink for Vec<u8> {
+    fn begin(&mut self, len: usize) -> Result<(), String> {
+        self.try_reserve_exact(len).map_err(|_| format!("{len} bytes could not be allocated"))
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
 /// Writes a model file as its weights arrive, one tensor at a time in [`tensor_names`] order:
 /// the header and vocabulary first, then each tensor's f16 bytes, so a checkpoint becomes a
-/// model file without a second full copy of its weights.
+/// model file without a second full copy of its weights. The file goes to a [`FileSink`]: a
+/// `Vec<u8>` by default.
 #[derive(Debug)]
-pub struct Writer {
-    out: Vec<u8>,
+pub struct Writer<S: FileSink = Vec<u8>> {
+    out: S,
+    /// The header and the vocabulary, the file's first bytes.
+    head: Vec<u8>,
     tensors: std::vec::IntoIter<(String, Vec<usize>)>,
 }
 
 impl Writer {
-    /// A file for `description`'s model with the vocabulary `vocab`, room reserved for every
-    /// weight.
+    /// A file in memory for `description`'s model with the vocabulary `vocab`, room reserved for
+    /// every weight.
+    ///
+    /// # Panics
+    /// If that room cannot be allocated, as `Vec::with_capacity` would.
     pub fn new(description: &Description, vocab: &str) -> Writer {
+        Writer::to(description, vocab, Vec::new()).unwrap_or_else(|e| panic!("a model file: {e}"))
+    }
+}
+
+impl<S: FileSink> Writer<S> {
+    /// A file for `description`'s model with the vocabulary `vocab`, written to `out`, which is
+    /// asked first for the whole file's room (its refusal is the error).
+    pub fn to(description: &Description, vocab: &str, mut out: S) -> Result<Writer<S>, String> {
         let spec = &description.spec;
         let header = serde_json::to_string(&Header::of(description, vocab.len()))
             .expect("a header of strings, numbers and booleans is JSON");
         let tensors = tensor_names(description.architecture, spec);
         let values: usize = tensors.iter().map(|(_, shape)| shape.iter().product::<usize>()).sum();
-        let mut out = Vec::with_capacity(MAGIC.len() + 4 + header.len() + vocab.len() + 2 * values);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(vocab.as_bytes());
-        Writer { out, tensors: tensors.into_iter() }
+        let mut head = Vec::with_capacity(MAGIC.len() + 4 + header.len() + vocab.len());
+        head.extend_from_slice(MAGIC);
+        head.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        head.extend_from_slice(header.as_bytes());
+        head.extend_from_slice(vocab.as_bytes());
+        out.begin(head.len() + 2 * values)?;
+        out.append(&head);
+        Ok(Writer { out, head, tensors: tensors.into_iter() })
     }
 
-    /// The file's bytes so far.
-    pub fn bytes(&self) -> &[u8] {
-        &self.out
+    /// The file's first bytes: its header and vocabulary, written before any tensor.
+    pub fn head(&self) -> &[u8] {
+        &self.head
     }
 
     /// The name and shape of the tensor the file takes next, or `None` once it is whole.
@@ -242,14 +283,14 @@ impl Writer {
     pub fn push(&mut self, f16_le: &[u8]) {
         let (name, shape) = self.tensors.next().expect("a tensor the file still needs");
         assert_eq!(f16_le.len(), 2 * shape.iter().product::<usize>(), "{name}: its shape's values");
-        self.out.extend_from_slice(f16_le);
+        self.out.append(f16_le);
     }
 
     /// The file, once every tensor is in.
     ///
     /// # Panics
     /// If a tensor is missing.
-    pub fn finish(self) -> Vec<u8> {
+    pub fn finish(self) -> S {
         assert!(self.tensors.as_slice().is_empty(), "every tensor pushed");
         self.out
     }
@@ -269,6 +310,11 @@ pub fn encode(description: &Description, vocab: &str, mut get: impl FnMut(&str) 
 /// What a model file holds (an encoder or a decoder, its name and shape), from its header alone.
 pub fn describe(bytes: &[u8]) -> Result<Description, AssetError> {
     header(bytes).map(|(description, _, _)| description)
+}
+
+/// [`describe`] of a file wherever it lies ([`FileBytes`]), reading its header alone.
+pub fn describe_file(bytes: &dyn FileBytes) -> Result<Description, AssetError> {
+    describe(&bytes.get(0..bytes.byte_len().min(MAGIC.len() + 4 + MAX_HEADER as usize)))
 }
 
 /// The file's description, its vocabulary's length and its header's.

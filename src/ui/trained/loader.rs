@@ -136,7 +136,7 @@ impl Loader {
 impl Shown {
     /// Bytes the model takes in the page: its file and its weights ([`Model::page_bytes`]).
     pub fn bytes(&self) -> u64 {
-        self.model.page_bytes(self.file.bytes.len() as u64)
+        self.model.page_bytes(crate::model::load::model_file::FileBytes::byte_len(&self.file.bytes) as u64)
     }
 }
 

@@ -88,6 +88,8 @@ pub(super) struct DecoderView {
     pub(super) workers: StoredValue<Rc<Workers>, LocalStorage>,
     /// Changes whenever the workers' pace, threads or failure does.
     pub(super) workers_changed: Trigger,
+    /// Bytes of the model's file, which the page keeps outside its wasm memory for the workers.
+    file_bytes: u64,
     /// The passes over the reader's text with every head and with the reader's heads (`None`
     /// for an empty text).
     pub(super) run: LocalResource<Option<Rc<DecoderRun>>>,
@@ -175,6 +177,7 @@ impl DecoderView {
             engine,
             workers,
             workers_changed,
+            file_bytes: crate::model::load::model_file::FileBytes::byte_len(&shown.file.bytes) as u64,
             run,
             induction,
             halves,
@@ -249,7 +252,7 @@ impl DecoderView {
     /// What the page and each worker hold in memory ([`Workers::memory_note`]).
     pub(super) fn memory_note(&self) -> String {
         self.workers_changed.track();
-        self.workers.with_value(|w| w.memory_note(crate::jobs::web::memory_bytes()))
+        self.workers.with_value(|w| w.memory_note(crate::jobs::web::memory_bytes(), self.file_bytes))
     }
 
     /// The importance measured on the reader's text as it is now.
