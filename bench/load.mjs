@@ -5,10 +5,12 @@
 // CPU kernel (the page's own timing, on its thread). Headless Chromium without WebGPU through
 // Playwright, or Firefox ESR and WebKitGTK through WebDriver (tests/engines/webdriver.mjs); the
 // CPU model printed.
-//   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver] [FOLDER...]
+//   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver]
+//                       [--precision=int8] [--how=served|picked] [FOLDER...]
 // FOLDERs are folders of scripts/make-checkpoints.sh (default bert-base-shaped; `large` makes
-// bert-large-shaped and gpt2-medium-shaped in target/checkpoints-large: give its path), encoders
-// or GPT-2 decoders.
+// bert-large-shaped and gpt2-medium-, gpt2-large- and gpt2-xl-shaped in target/checkpoints-large:
+// give its path), encoders or GPT-2 decoders. --precision=int8 runs the page at 8 bits (a decoder
+// too large for f32 is held at 8 bits whatever the link asks); --how= measures one way only.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,6 +23,8 @@ const args = process.argv.slice(2);
 const engine = args.find((a) => a.startsWith('--engine='))?.slice(9) ?? 'chromium';
 const [roundsArg, ...folderArgs] = args.filter((a) => !a.startsWith('--'));
 const rounds = Number(roundsArg ?? 1);
+const precision = args.find((a) => a.startsWith('--precision='))?.slice(12);
+const ways = [args.find((a) => a.startsWith('--how='))?.slice(6) ?? ['served', 'picked']].flat();
 const folders = (folderArgs.length ? folderArgs : ['bert-base-shaped']).map((f) => (f.includes('/') ? f : join(checkpoints, f)));
 const sentence = Array.from({ length: 126 }, (_, i) => ['the', 'bank', 'river', 'was', 'muddy', 'after', 'rain'][i % 7]).join(' ');
 const LONG = 600000;
@@ -71,7 +75,7 @@ async function webdriver(name) {
 
 /** The numbers the page shows once the model at `how` ('served' or 'picked') is on show. */
 async function measure(browser, base, folder, how) {
-  const query = `?preset=minilm&backend=cpu&text=${encodeURIComponent(sentence)}`;
+  const query = `?preset=minilm&backend=cpu&text=${encodeURIComponent(sentence)}${precision ? `&precision=${precision}` : ''}`;
   const t0 = Date.now();
   let page;
   if (how === 'served') {
@@ -116,7 +120,7 @@ for (const folder of folders) {
     process.exit(2);
   }
   const bytes = (await stat(join(folder, 'model.safetensors'))).size;
-  for (const how of ['served', 'picked']) {
+  for (const how of ways) {
     for (let r = 0; r < rounds; r++) {
       let m;
       try {
@@ -134,7 +138,7 @@ for (const folder of folders) {
 }
 await browser.close();
 server.close();
-console.log(`${cpuLine()}; ${browser.name}, no WebGPU (CPU kernel on the page's thread, importance on its workers)`);
+console.log(`${cpuLine()}; ${browser.name}, no WebGPU (CPU kernel on the page's thread, importance on its workers)${precision ? `; ?precision=${precision}` : ''}`);
 console.log('| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) console.log(row);

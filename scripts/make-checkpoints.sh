@@ -8,8 +8,9 @@
 # Prints the directory. Needs the venv scripts/install-tools.sh test makes.
 #   scripts/make-checkpoints.sh          the tests' folders
 #   scripts/make-checkpoints.sh large    a BERT-large-shaped folder (670 MB, for bench/load.mjs)
-#                                        and a gpt2-medium-shaped one (710 MB) into
-#                                        target/checkpoints-large
+#                                        and gpt2-medium-, gpt2-large- and gpt2-xl-shaped ones
+#                                        (710 MB, 1.5 GB, 3.1 GB; a few minutes and about 8 GB
+#                                        of memory) into target/checkpoints-large
 #   scripts/make-checkpoints.sh bench    a GPT-2-small-shaped folder with GPT-2's whole
 #                                        vocabulary (250 MB, for bench/decoder-speed.mjs) into
 #                                        target/checkpoints-bench

@@ -501,37 +501,42 @@ fn load(
     now(load(files, &Options { name: None, budget, room: None }, &mut |_| {})).map_err(|e| e.to_string())
 }
 
+/// A file sink that says it lies outside this thread's memory, as the page's JavaScript buffer
+/// does; `refuse` makes its room fail.
+#[derive(Debug)]
+struct Outside {
+    bytes: Vec<u8>,
+    refuse: bool,
+}
+
+impl headlab::model::load::model_file::FileSink for Outside {
+    fn begin(&mut self, len: usize) -> Result<(), String> {
+        match self.refuse {
+            true => Err(format!("this browser would not hold its {len} bytes")),
+            false => self.bytes.try_reserve_exact(len).map_err(|e| e.to_string()),
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+    }
+
+    fn outside_memory(&self) -> bool {
+        true
+    }
+}
+
 /// A model file written outside this thread's memory (the page writes it to a JavaScript
-/// buffer): the same bytes as one written in memory; the room asked for a decoder then leaves its
-/// file out (the decoder is built from it a tensor at a time); a place that will not hold the
-/// file refuses the load by name, before a tensor is read.
+/// buffer): the same bytes as one written in memory; a decoder held in f32 asks the same room
+/// (the file's share then holds a copy at another precision; one held at 8 bits asks for its
+/// weights alone, below); a place that will not hold the file refuses the load by name, before a
+/// tensor is read.
 #[test]
-fn a_decoder_file_written_outside_memory_is_the_same_file_and_the_room_asked_leaves_it_out() {
+fn a_decoder_file_written_outside_memory_is_the_same_file_and_a_place_that_refuses_it_is_named() {
     use headlab::model::load::checkpoint::{load_into, Options};
     use headlab::model::load::files::{now, DirFiles};
-    use headlab::model::load::model_file::FileSink;
     use headlab::model::spec::Holding;
     use std::cell::Cell;
-    /// A sink that says it lies outside memory; `refuse` makes its room fail.
-    #[derive(Debug)]
-    struct Outside {
-        bytes: Vec<u8>,
-        refuse: bool,
-    }
-    impl FileSink for Outside {
-        fn begin(&mut self, len: usize) -> Result<(), String> {
-            match self.refuse {
-                true => Err(format!("this browser would not hold its {len} bytes")),
-                false => FileSink::begin(&mut self.bytes, len),
-            }
-        }
-        fn append(&mut self, bytes: &[u8]) {
-            FileSink::append(&mut self.bytes, bytes);
-        }
-        fn outside_memory(&self) -> bool {
-            true
-        }
-    }
     thread_local!(static ASKED: Cell<u64> = const { Cell::new(0) });
     let options = Options {
         name: None,
@@ -545,9 +550,8 @@ fn a_decoder_file_written_outside_memory_is_the_same_file_and_the_room_asked_lea
     let outside = now(load_into(&files, &options, outside, &mut |_| {}, async || {})).unwrap();
     assert!(outside.file.bytes == inside.file, "the same file wherever it is written");
     assert_eq!(outside.id, inside.id);
-    let file = Holding::file_bytes(&inside.description.spec);
-    assert!(file > 0 && asked_inside > file);
-    assert_eq!(ASKED.with(Cell::get), asked_inside - file, "outside, the room leaves the file out");
+    assert_eq!(asked_inside, Holding::F32.page_bytes(&inside.description.spec));
+    assert_eq!(ASKED.with(Cell::get), asked_inside);
     let refusing = Outside { bytes: Vec::new(), refuse: true };
     let mut read = 0;
     let err = now(load_into(&files, &options, refusing, &mut |p| read = p.done, async || {})).unwrap_err();
@@ -1122,22 +1126,41 @@ impl headlab::model::load::files::Files for HeaderOnly {
 }
 
 /// GPT-2 Large fits in a page at 8 bits only, and gets past the budget to its tensors; GPT-2 XL
-/// does not fit even so, and is refused from its header with what it would need.
+/// does so only with its file outside the page's wasm memory (as the page writes it), and with the
+/// file inside is refused from its header with what it would need.
 #[test]
-fn gpt2_large_is_let_in_at_8_bits_and_xl_is_refused_before_a_tensor_is_read() {
+fn gpt2_large_is_let_in_at_8_bits_and_xl_only_with_its_file_outside_the_pages_memory() {
+    use headlab::model::load::checkpoint::{load_into, Options};
+    use headlab::model::load::files::now;
     use headlab::model::spec::PAGE_BYTES;
     let large = load(&HeaderOnly::gpt2(36, 20, 1280), PAGE_BYTES).unwrap_err();
     assert!(large.contains("which this test does not hold"), "past the budget, to the tensors: {large}");
     let xl = load(&HeaderOnly::gpt2(48, 25, 1600), PAGE_BYTES).unwrap_err();
     assert!(
-        xl.starts_with("model.safetensors: the model has 1558 M weights and would need about 5.1 GB in the page (its f16 file and its weights at 8 bits, the least it can be held in); this page can give it 3.0 GB"),
+        xl.starts_with("model.safetensors: the model has 1558 M weights and would need about 5.1 GB of the page's wasm memory (its f16 file and its weights at 8 bits, the least it can be held in); this page can give it 3.0 GB"),
+        "{xl}"
+    );
+    let outside = |budget| {
+        let options = Options { name: None, budget, room: None };
+        let out = Outside { bytes: Vec::new(), refuse: false };
+        now(load_into(&HeaderOnly::gpt2(48, 25, 1600), &options, out, &mut |_| {}, async || {}))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let xl = outside(PAGE_BYTES).unwrap_err();
+    assert!(xl.contains("which this test does not hold"), "past the budget, to the tensors: {xl}");
+    // What it needs then is its 8-bit weights alone.
+    let xl = outside(2 << 30).unwrap_err();
+    assert!(
+        xl.contains("would need about 2.2 GB of the page's wasm memory (its weights at 8 bits, the least it can be held in; its file lies outside it)"),
         "{xl}"
     );
     // Medium is held in f32 as before, and what it needs says so.
     let medium = load(&HeaderOnly::gpt2(24, 16, 1024), 1 << 30).unwrap_err();
     assert!(
-        medium
-            .contains("355 M weights and would need about 2.0 GB in the page (its f16 file and f32 weights)"),
+        medium.contains(
+            "355 M weights and would need about 2.0 GB of the page's wasm memory (its f16 file and f32 weights)"
+        ),
         "{medium}"
     );
 }

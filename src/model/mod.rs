@@ -65,12 +65,13 @@ impl Model {
         Ok(Model::Encoder(Rc::new(Encoder::from_decoded(asset, id)?)))
     }
 
-    /// Bytes it takes in a page with its model file of `file_bytes` (f16): an encoder, and a
-    /// decoder held in f32, the file and f32 weights (three times the file); a decoder held at 8
-    /// bits only, the file and its 8-bit weights ([`spec::Holding::page_bytes`]).
+    /// Bytes it takes in a page's wasm memory, its model file of `file_bytes` (f16) lying
+    /// outside it: an encoder, and a decoder held in f32, its f32 weights and room for a copy at
+    /// another precision (three times the file, as the loader counts it: [`spec::PAGE_BYTES`]);
+    /// a decoder held at 8 bits only, its 8-bit weights ([`spec::Holding::model_bytes`]).
     pub fn page_bytes(&self, file_bytes: u64) -> u64 {
         match self {
-            Model::Decoder(d) if d.holding() == spec::Holding::Int8Only => d.holding().page_bytes(d.spec()),
+            Model::Decoder(d) if d.holding() == spec::Holding::Int8Only => d.holding().model_bytes(d.spec()),
             _ => 3 * file_bytes,
         }
     }

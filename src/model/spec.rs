@@ -21,9 +21,9 @@ pub enum Holding {
     Int8Only,
 }
 
-/// The most bytes a model may take in a page: its file and its weights together. A wasm page
-/// has 4 GiB of memory, and the page, the previous model until the new one is ready, and the
-/// passes need the rest.
+/// The most bytes a model may take in a page's wasm memory: its weights, and its file where that
+/// memory holds it too. A wasm page has 4 GiB of memory, and the page, the previous model until
+/// the new one is ready, and the passes need the rest.
 pub const PAGE_BYTES: u64 = 3 << 30;
 
 impl Holding {
@@ -42,7 +42,8 @@ impl Holding {
     }
 
     /// How a decoder of shape `spec` is held: in f32 if its file and f32 weights fit in
-    /// [`PAGE_BYTES`] together, else at 8 bits only.
+    /// [`PAGE_BYTES`] together (its file lies outside the page's wasm memory now, but that much
+    /// leaves room for a copy at another precision beside the f32 weights), else at 8 bits only.
     pub fn for_spec(spec: &ModelSpec) -> Holding {
         match Holding::F32.page_bytes(spec) <= PAGE_BYTES {
             true => Holding::F32,
@@ -51,20 +52,25 @@ impl Holding {
     }
 
     /// Bytes a page needs to hold a decoder of shape `spec` this way, its model file (f16)
-    /// included: in f32, 6 bytes a weight; at 8 bits only, the file, each block weight's byte
-    /// (two for `W_mlp`'s 12-bit words), and the embedding in f32 beside the head's 8-bit copy.
+    /// included: [`Holding::model_bytes`] and [`Holding::file_bytes`].
     pub fn page_bytes(self, spec: &ModelSpec) -> u64 {
+        Holding::file_bytes(spec) + self.model_bytes(spec)
+    }
+
+    /// Bytes the model itself takes, held this way: in f32, 4 bytes a weight; at 8 bits only,
+    /// each block weight's byte (two for `W_mlp`'s 12-bit words), and the embedding in f32
+    /// beside the head's 8-bit copy.
+    pub fn model_bytes(self, spec: &ModelSpec) -> u64 {
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
         let (vocab, positions) = (spec.vocab as u64, spec.positions as u64);
-        let (weights, file) = (Holding::weights(spec), Holding::file_bytes(spec));
         match self {
-            Holding::F32 => file + 4 * weights,
+            Holding::F32 => 4 * Holding::weights(spec),
             Holding::Int8Only => {
                 // W_attn, W_proj and W_fc a byte a weight, W_mlp two; each output's scale and
                 // sum and each input's smoothing factor; the biases and norms in f32.
                 let products = 4 * d * d + d * ffn + 2 * ffn * d + 8 * (5 * d + ffn) + 4 * (3 * d + ffn);
                 let others = 4 * (9 * d + ffn);
-                file + layers * (products + others) + (4 + 1) * vocab * d + 4 * positions * d
+                layers * (products + others) + (4 + 1) * vocab * d + 4 * positions * d
             }
         }
     }

@@ -364,11 +364,17 @@ def make(out_dir, name, case, merges, vocab):
 
 
 # gpt2-medium's shape (24 x 16 heads of 64, FFN 4096, 1024 positions, GPT-2's 50 257 embedding
-# rows): 355 M weights, 710 MB in f16. Made only when asked (`large`): for checking that the page
-# holds it, not for the tests.
+# rows): 355 M weights, 710 MB in f16; beside it Large's (as the tests') and XL's (48 x 25 heads
+# of 64, FFN 6400: 1558 M weights, 3.1 GB in f16), so that bench/load.mjs serves the three from
+# one folder. Made only when asked (`large`): for checking that the page holds them and timing
+# their passes side by side, not for the tests.
 LARGE = {"gpt2-medium-shaped": dict(layers=24, heads=16, d=1024, ffn=None, positions=1024, dtype="F16",
                                     prefix="transformer.", tokenizer="files", buffers=False, head=False,
-                                    seed=14, lengths=[128], vocab_rows=50257)}
+                                    seed=14, lengths=[128], vocab_rows=50257),
+         "gpt2-large-shaped": CASES["gpt2-large-shaped"],
+         "gpt2-xl-shaped": dict(layers=48, heads=25, d=1600, ffn=None, positions=1024, dtype="F16",
+                                prefix="transformer.", tokenizer="files", buffers=False, head=False,
+                                seed=17, lengths=[24], vocab_rows=50257, draw=np.float32)}
 
 
 # GPT-2 small's every size, its 50 257 embedding rows included (124 M weights, 250 MB in f16): the

@@ -30,7 +30,7 @@ use crate::model::load::config::{self, Architecture, CheckpointConfig};
 use crate::model::load::files::{last_part, Entry, Files};
 use crate::model::load::model_file::{Description, FileHasher, FileSink, Writer};
 use crate::model::load::names::{tensor_names, Table};
-use crate::model::spec::{Holding, Pooling};
+use crate::model::spec::{Holding, ModelSpec, Pooling};
 use crate::model::tokenize::bpe::Bpe;
 use crate::model::tokenize::wordpiece::{self, Casing, WordPiece};
 
@@ -162,39 +162,25 @@ pub async fn load_into<S: FileSink>(
     let shards = shards(&folder, files).await?;
     let plan = plan(architecture, &spec, &shards, &mut notes)?;
     let values: u64 = plan.iter().map(|s| s.count).sum();
-    // A decoder too large for f32 weights beside its file is held at 8 bits only (Holding).
     let holding = architecture.is_decoder().then(|| Holding::for_spec(&spec));
-    let (need, how) = match holding {
-        Some(Holding::F32) => (Holding::F32.page_bytes(&spec), "its f16 file and f32 weights"),
-        Some(Holding::Int8Only) => (
-            Holding::Int8Only.page_bytes(&spec),
-            "its f16 file and its weights at 8 bits, the least it can be held in",
-        ),
-        None => (6 * values, "its f16 file and f32 weights"),
-    };
+    let (need, how) = memory_needed(holding, &spec, values, out.outside_memory());
     if need > options.budget {
         return fail(
             &shards[0].path,
             format!(
-                "the model has {:.0} M weights and would need about {} in the page ({how}); this page can give it {}",
+                "the model has {:.0} M weights and would need about {} of the page's wasm memory ({how}); this page can give it {}",
                 values as f64 / 1e6,
                 bytes_text(need),
                 bytes_text(options.budget)
             ),
         );
     }
-    // A decoder is built a tensor at a time from its file: a file outside this thread's memory
-    // never comes into it whole. An encoder's file is converted whole, so it comes in.
-    let (asked, how) = match holding.is_some() && out.outside_memory() {
-        true => (need - Holding::file_bytes(&spec), "its weights; its f16 file lies outside it"),
-        false => (need, how),
-    };
-    if options.room.is_some_and(|room| !room(asked)) {
+    if options.room.is_some_and(|room| !room(need)) {
         return fail(
             &shards[0].path,
             format!(
                 "the model needs about {} of the page's wasm memory ({how}), and this browser would not give the page that much more (a page can address 4 GiB; WebKit and phones give it less)",
-                bytes_text(asked)
+                bytes_text(need)
             ),
         );
     }
@@ -218,6 +204,35 @@ pub async fn load_into<S: FileSink>(
     })?;
     let (file, id, done) = write(writer, &plan, &shards, files, progress, &mut between).await?;
     Ok(Loaded { file, id, description, notes, tensor_bytes: done })
+}
+
+/// What a model of `values` weights needs in this thread's memory (the page's wasm memory), and
+/// what that is, in words. A decoder is held as `holding` says (one too large for f32 weights
+/// beside its file is held at 8 bits only) and built a tensor at a time from its file, so a file
+/// outside this memory (`file_outside`: the page's, in a JavaScript buffer) never comes into it
+/// whole: at 8 bits it then needs its weights alone; in f32, the file's room holds a copy at
+/// another precision. An encoder's file is converted whole, so it comes in.
+fn memory_needed(
+    holding: Option<Holding>,
+    spec: &ModelSpec,
+    values: u64,
+    file_outside: bool,
+) -> (u64, &'static str) {
+    match (holding, file_outside) {
+        (Some(Holding::F32), false) => (Holding::F32.page_bytes(spec), "its f16 file and f32 weights"),
+        (Some(Holding::F32), true) => {
+            (Holding::F32.page_bytes(spec), "its f32 weights and room for a copy at another precision")
+        }
+        (Some(Holding::Int8Only), false) => (
+            Holding::Int8Only.page_bytes(spec),
+            "its f16 file and its weights at 8 bits, the least it can be held in",
+        ),
+        (Some(Holding::Int8Only), true) => (
+            Holding::Int8Only.model_bytes(spec),
+            "its weights at 8 bits, the least it can be held in; its file lies outside it",
+        ),
+        (None, _) => (6 * values, "its f16 file and f32 weights"),
+    }
 }
 
 /// Bytes of a tensor converted, or of the file hashed, between two of the page's turns.

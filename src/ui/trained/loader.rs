@@ -134,7 +134,7 @@ impl Loader {
 }
 
 impl Shown {
-    /// Bytes the model takes in the page: its file and its weights ([`Model::page_bytes`]).
+    /// Bytes the model takes in the page's wasm memory ([`Model::page_bytes`]).
     pub fn bytes(&self) -> u64 {
         self.model.page_bytes(crate::model::load::model_file::FileBytes::byte_len(&self.file.bytes) as u64)
     }
