@@ -135,3 +135,41 @@ async fn a_download_arrives_whole_with_its_progress_and_a_failed_one_says_so() {
         assert_eq!(gone, Err("the download failed".to_string()));
     }
 }
+
+/// A model file held outside the wasm memory, in pieces (the page's is cut at 1 GiB, for the
+/// workers' messages; here at 7 bytes): written across the pieces' boundaries, every range read
+/// back equals the bytes written, whichever pieces it spans; the copy a worker gets is the same
+/// file; pieces that are not one file are refused with a sentence.
+#[wasm_bindgen_test]
+fn a_file_in_pieces_reads_back_every_range_and_its_copy_is_the_same_file() {
+    use headlab::jobs::web::JsFile;
+    use headlab::model::load::model_file::{FileBytes, FileSink};
+    let bytes: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
+    let mut file = JsFile::in_pieces_of(7);
+    assert!(file.outside_memory());
+    file.begin(bytes.len()).unwrap();
+    // Appends of odd sizes, some across a boundary, one empty.
+    for part in [&bytes[..3], &bytes[3..3], &bytes[3..16], &bytes[16..17], &bytes[17..]] {
+        file.append(part);
+    }
+    assert_eq!(file.byte_len(), 40);
+    for start in 0..=40 {
+        for end in start..=40 {
+            assert_eq!(&file.get(start..end)[..], &bytes[start..end], "{start}..{end}");
+        }
+    }
+    let (pieces, buffers) = file.copy();
+    assert_eq!((pieces.length(), buffers.length()), (6, 6), "40 bytes in pieces of 7");
+    let copy = JsFile::of(&pieces).unwrap();
+    assert_eq!(&copy.get(0..40)[..], &bytes[..]);
+    assert_eq!(&copy.get(13..29)[..], &bytes[13..29]);
+    assert_eq!(&JsFile::copy_of(&bytes).get(5..35)[..], &bytes[5..35]);
+    let uneven =
+        js_sys::Array::of2(&js_sys::Uint8Array::new_with_length(7), &js_sys::Uint8Array::new_with_length(8));
+    assert_eq!(
+        JsFile::of(&uneven).err().as_deref(),
+        Some("the model file's pieces are not each the first's length but the last")
+    );
+    let not_bytes = js_sys::Array::of1(&"a string".into());
+    assert_eq!(JsFile::of(&not_bytes).err().as_deref(), Some("a piece of the model file is not bytes"));
+}

@@ -2,8 +2,9 @@
 //! work ([`crate::jobs::work`], for an encoder or a decoder) instead of mounting the app (`ui::start` asks [`scope`]).
 //!
 //! The conversation, one message at a time (the page waits for each answer):
-//! the worker says `"ready"`; the page sends the model, `[id, Uint8Array, precision, dot form]`
-//! (its model file, which the page fetched or converted: the worker reads nothing itself; the
+//! the worker says `"ready"`; the page sends the model, `[id, [Uint8Array], precision, dot form]`
+//! (its model file in pieces of at most 1 GiB, [`crate::jobs::web::JsFile`], which the page
+//! fetched or converted: the worker reads nothing itself; the
 //! precision the page runs it at, `"f16"` or `"int8"`; and the form of the 8-bit micro-kernel
 //! the page timed as faster on this CPU, [`crate::cpu::int8::DotForm`]), and the worker answers
 //! `"loaded <bytes>"` once it has decoded it (and quantized it, calibrated as the page's own
@@ -76,11 +77,12 @@ fn work(models: Option<&Copies>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     Ok(models.run(&work, Kernel::Simd)?.encode())
 }
 
-/// The model the page sent: `[id, Uint8Array, precision, dot form]`, its id, its model file, the
-/// precision to run it at and the 8-bit micro-kernel's form.
+/// The model the page sent: `[id, [Uint8Array], precision, dot form]`, its id, its model file in
+/// pieces, the precision to run it at and the 8-bit micro-kernel's form.
 fn load(message: &Array) -> Result<Model, String> {
     let id = message.get(0).as_string().ok_or("the model's message has no id")?;
-    let bytes = message.get(1).dyn_into::<Uint8Array>().map_err(|_| "the model's message has no bytes")?;
+    let pieces = message.get(1).dyn_into::<Array>().map_err(|_| "the model's message has no file")?;
+    let file = JsFile::of(&pieces)?;
     let key = message.get(2).as_string().ok_or("the model's message has no precision")?;
     let precision =
         Precision::from_key(&key).ok_or_else(|| format!("the model's message asks for precision {key:?}"))?;
@@ -91,7 +93,7 @@ fn load(message: &Array) -> Result<Model, String> {
     // A decoder reads its file a tensor at a time from the message's buffer, outside this
     // worker's wasm memory, which then holds only the model (GPT-2 Large's file is 1.5 GB); an
     // encoder's file is copied in and converted whole.
-    let model = crate::attention::turns::at_once(Model::from_file_in_steps(&JsFile::of(bytes), id, &AtOnce));
+    let model = crate::attention::turns::at_once(Model::from_file_in_steps(&file, id, &AtOnce));
     match model.map_err(|e| e.to_string())? {
         Model::Encoder(encoder) => {
             let mut encoder = Rc::unwrap_or_clone(encoder);

@@ -181,14 +181,14 @@ impl Crew {
                             // Each worker gets its own copy, made in JavaScript once this one
                             // is ready (one copy per turn of the page's thread) and moved to it,
                             // not cloned again by the post: the page keeps the file.
-                            let bytes = model.bytes.copy();
+                            let (pieces, buffers) = model.bytes.copy();
                             let message = Array::of4(
                                 &JsValue::from_str(&model.id),
-                                &bytes,
+                                &pieces,
                                 &JsValue::from_str(precision.key()),
                                 &JsValue::from_str(form.key()),
                             );
-                            m.load(&message, &Array::of1(&bytes.buffer())).await
+                            m.load(&message, &buffers).await
                         }
                         Err(e) => Err(e),
                     };
