@@ -1,7 +1,9 @@
 //! Loading a trained model into the page, from any of its sources: the built-in one (its model
 //! file fetched from the page's server and checked against the hash built into the page), a
 //! folder the handbook serves beside the page, or the reader's own files; the last two are
-//! converted by [`crate::model::load::checkpoint::load`] while they are read.
+//! converted by [`crate::model::load::checkpoint::load_into`] while they are read. The model file
+//! lies in JavaScript buffers outside the page's wasm memory ([`JsFile`]): the page builds the
+//! model from there, and copies it to each worker.
 
 use std::cell::Cell;
 use std::rc::Rc;
