@@ -156,6 +156,29 @@ test('a phone-width screen gets one readable column', async () => {
   await page.close();
 });
 
+test("at a laptop's widths no panel runs under another, on the synthetic page and the trained model's", async () => {
+  for (const [query, ready] of [['?preset=bert-base&seq=12&backend=cpu', (lab) => lab.heads.heatmap(11).waitFor()], ['?preset=minilm&backend=cpu', (lab) => lab.trained.waitReady({ timeout: 60000 })]]) {
+    const { page, problems, lab } = await app.open(query, { viewport: { width: 1000, height: 800 } });
+    await ready(lab);
+    for (const width of [1000, 1100, 1200, 1366, 1600]) {
+      await page.setViewportSize({ width, height: 800 });
+      const rects = await page.evaluate(() => [...document.querySelectorAll('.panels section.panel')]
+        .map((p) => { const r = p.getBoundingClientRect(); return { name: p.className, left: r.left, right: r.right, top: r.top, bottom: r.bottom }; }));
+      assert.ok(rects.length >= 2, `${query} at ${width} px: ${rects.length} panels`);
+      for (const a of rects) {
+        for (const b of rects) {
+          const overlap = a !== b && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+          assert.ok(!overlap, `${query} at ${width} px: "${a.name}" (${a.left}-${a.right}) overlaps "${b.name}" (${b.left}-${b.right})`);
+        }
+      }
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 0, `${query} at ${width} px: the page is ${overflow}px wider than the window`);
+    }
+    assert.deepEqual(problems, []);
+    await page.close();
+  }
+});
+
 /** Drift numbers after pruning `heads` on the page at `query`, once the badge names `backend`. */
 async function driftAfterPruning(query, backend, numHeads, heads) {
   const { page, problems, lab } = await app.open(query);
