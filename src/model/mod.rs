@@ -119,16 +119,20 @@ mod tests {
     use crate::attention::turns::{at_once, AtOnce};
     use spec::Holding;
 
+    /// In the page's wasm memory (its file lies outside it): in f32, its weights and room for a
+    /// copy at another precision, three times the file; held at 8 bits only, its 8-bit weights
+    /// alone, the file not counted.
     #[test]
-    fn a_model_takes_its_file_and_its_weights_as_it_holds_them() {
+    fn a_model_takes_in_the_pages_memory_its_weights_as_it_holds_them() {
         let file = decoder::tests::small_file();
         let f32 = Model::from_file(&file, "id".into()).unwrap();
         assert_eq!(f32.page_bytes(file.len() as u64), 3 * file.len() as u64);
         let held =
             at_once(Decoder::from_file_held(&file.as_slice(), "id".into(), Some(Holding::Int8Only), &AtOnce));
         let held = Model::Decoder(Rc::new(held.unwrap()));
-        let want = Holding::Int8Only.page_bytes(held.spec());
+        let want = Holding::Int8Only.model_bytes(held.spec());
         assert_eq!(held.page_bytes(file.len() as u64), want);
+        assert_eq!(want + Holding::file_bytes(held.spec()), Holding::Int8Only.page_bytes(held.spec()));
         assert!(want < 3 * file.len() as u64, "{want} bytes at 8 bits, {} in f32", 3 * file.len());
     }
 }
