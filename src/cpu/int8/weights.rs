@@ -39,12 +39,36 @@ impl QuantizedWeights {
 
     /// `w` quantized to `bits`.
     pub fn with_bits(w: &[f32], out: usize, inp: usize, bits: IntBits) -> Self {
+        Self::scaled_by(w, out, inp, None, bits)
+    }
+
+    /// `w` with each input position `k`'s weights multiplied by `factors[k]` (none: by 1),
+    /// quantized to `bits`: each value scaled as it is read, so no scaled copy of `w` is ever
+    /// held (GPT-2 Large's output head is 257 MB in f32, and a wasm memory never shrinks after
+    /// such a peak: BENCHMARKS.md section 27).
+    fn scaled_by<W: Copy + Into<f32>>(
+        w: &[W],
+        out: usize,
+        inp: usize,
+        factors: Option<&[f32]>,
+        bits: IntBits,
+    ) -> Self {
         assert_eq!(w.len(), out * inp, "W must be out x inp");
         let levels = bits.weight_levels();
-        let scales: Vec<f32> = (0..out).map(|o| channel_scale(&w[o * inp..(o + 1) * inp], levels)).collect();
+        let value = |o: usize, k: usize| match factors {
+            Some(m) => w[o * inp + k].into() * m[k],
+            None => w[o * inp + k].into(),
+        };
+        let mut row = vec![0.0f32; inp];
+        let scales: Vec<f32> = (0..out)
+            .map(|o| {
+                row.iter_mut().enumerate().for_each(|(k, v)| *v = value(o, k));
+                channel_scale(&row, levels)
+            })
+            .collect();
         let inverse: Vec<f32> = scales.iter().map(|s| 1.0 / s).collect();
         Self::from_fn(out, inp, scales, bits, |o, k| {
-            (w[o * inp + k] * inverse[o]).round().clamp(-levels, levels) as i32
+            (value(o, k) * inverse[o]).round().clamp(-levels, levels) as i32
         })
     }
 
@@ -56,11 +80,19 @@ impl QuantizedWeights {
     /// whose activations are tens of times the rest's (a transformer's outlier features), which
     /// would otherwise set every row's step. Positions never active (or with zero weights) keep
     /// `m_k = 1`.
-    pub fn smoothed(w: &[f32], out: usize, inp: usize, input_max: &[f32], bits: IntBits) -> Self {
+    /// `w` may be f32 or the f16 values of a model file ([`half::f16`]), each widened as it is
+    /// read: the same bits as the f32 matrix of the same values.
+    pub fn smoothed<W: Copy + Into<f32>>(
+        w: &[W],
+        out: usize,
+        inp: usize,
+        input_max: &[f32],
+        bits: IntBits,
+    ) -> Self {
         assert_eq!(input_max.len(), inp, "one activation maximum per input position");
         let factors: Vec<f32> = (0..inp)
             .map(|k| {
-                let w_k = (0..out).map(|o| w[o * inp + k].abs()).fold(0.0f32, f32::max);
+                let w_k = (0..out).map(|o| w[o * inp + k].into().abs()).fold(0.0f32, f32::max);
                 let m = (input_max[k] / w_k).sqrt();
                 if m.is_finite() && m > 0.0 {
                     m
@@ -69,8 +101,7 @@ impl QuantizedWeights {
                 }
             })
             .collect();
-        let scaled: Vec<f32> = w.iter().enumerate().map(|(i, v)| v * factors[i % inp.max(1)]).collect();
-        let mut q = Self::with_bits(&scaled, out, inp, bits);
+        let mut q = Self::scaled_by(w, out, inp, Some(&factors), bits);
         q.smoothing = factors.iter().map(|m| 1.0 / m).collect();
         q
     }
