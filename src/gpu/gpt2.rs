@@ -144,7 +144,7 @@ impl GpuGpt2 {
             .step_by(per_block)
             .map(|start| {
                 let rows = start..(start + per_block).min(spec.vocab);
-                let buffer = upload("wte", &model.word[rows.start * d..rows.end * d])?;
+                let buffer = upload("wte", &model.word.values(rows.start * d..rows.end * d))?;
                 Ok(WordBlock { rows, buffer })
             })
             .collect::<Result<Vec<_>, GpuError>>()?;

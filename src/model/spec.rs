@@ -58,7 +58,7 @@ impl Holding {
     }
 
     /// Bytes the model itself takes, held this way: in f32, 4 bytes a weight; at 8 bits only,
-    /// each block weight's byte (two for `W_mlp`'s 12-bit words), and the embedding in f32
+    /// each block weight's byte (two for `W_mlp`'s 12-bit words), and the embedding in f16
     /// beside the head's 8-bit copy.
     pub fn model_bytes(self, spec: &ModelSpec) -> u64 {
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
@@ -70,7 +70,7 @@ impl Holding {
                 // sum and each input's smoothing factor; the biases and norms in f32.
                 let products = 4 * d * d + d * ffn + 2 * ffn * d + 8 * (5 * d + ffn) + 4 * (3 * d + ffn);
                 let others = 4 * (9 * d + ffn);
-                layers * (products + others) + (4 + 1) * vocab * d + 4 * positions * d
+                layers * (products + others) + (2 + 1) * vocab * d + 4 * positions * d
             }
         }
     }

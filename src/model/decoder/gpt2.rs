@@ -20,9 +20,11 @@ use std::sync::Arc;
 use crate::attention::precision::Precision;
 use crate::attention::turns::{at_once, AtOnce, Turns};
 use crate::attention::HeadSet;
-use crate::cpu::int8::IntBits;
+use crate::cpu::int8::{IntBits, QuantizedWeights};
 use crate::cpu::{attend_in_turns, Kernel, Mask};
-use crate::model::layers::{activate, layer_norm, linear_in_turns, product_in_turns, seeded, Linear, Norm};
+use crate::model::layers::{
+    activate, layer_norm, linear_in_turns, product_in_turns, seeded, Linear, Norm, Rows,
+};
 use crate::model::load::names::decoder_names;
 use crate::model::load::tensors::{checked, transpose, LoadError};
 use crate::model::spec::ModelSpec;
@@ -53,8 +55,9 @@ pub struct Gpt2 {
     /// The shape: every size below is the spec's.
     pub spec: ModelSpec,
     /// `vocab x d_model`: the token embedding, and the output head (tied); shared with the
-    /// model's copy at another precision.
-    pub word: Arc<[f32]>,
+    /// model's copy at another precision. In f16 in a model held at 8 bits only, whose head
+    /// runs on its 8-bit copy ([`Gpt2::held_at_8_bits_in_steps`]).
+    pub word: Rows,
     /// `positions x d_model`.
     pub position: Arc<[f32]>,
     /// The blocks.
@@ -118,9 +121,11 @@ impl Gpt2 {
     /// next block is taken; a turn of `turns` after each text's pass through a block and
     /// after each block. The model never holds more
     /// than one block in f32: GPT-2 Large's 3.1 GB of f32 weights would not fit beside its file in
-    /// a page's 4 GiB ([`crate::model::spec::Holding`]). Its passes give the bits of
+    /// a page's 4 GiB ([`crate::model::spec::Holding`]). The embedding is kept in f16 ([`Rows`]),
+    /// the output head only at 8 bits. Its passes give the bits of
     /// `from_tensors(..).at_precision(kernel, Precision::Int8, calibration)`'s, whose
-    /// calibration passes see the same f32 inputs.
+    /// calibration passes see the same f32 inputs, when the embedding's values are f16 (a model
+    /// file's are).
     pub async fn held_at_8_bits_in_steps(
         spec: ModelSpec,
         get: &mut TensorSource<'_>,
@@ -153,6 +158,9 @@ impl Gpt2 {
         let texts: Vec<&Vec<u32>> = calibration.iter().filter(|t| model.reads(t)).collect();
         // Each calibration text's stream as it leaves the blocks built so far, in f32.
         let mut streams: Vec<Vec<f32>> = texts.iter().map(|t| model.embed(t)).collect();
+        // The embedding in f16 from here on (the file's values: exact), before any block is
+        // built, so the f32 table's memory serves the blocks.
+        model.word = model.word.in_f16();
         let all = HeadSet::all(spec.total_heads());
         let mut seen = vec![[vec![0.0; d], vec![0.0; d], vec![0.0; d]]; spec.layers];
         for l in 0..spec.layers {
@@ -188,7 +196,7 @@ impl Gpt2 {
         let (word, position) = (take("wte.weight")?, take("wpe.weight")?);
         Ok(Gpt2 {
             spec,
-            word: word.into(),
+            word: Rows::from(word),
             position: position.into(),
             blocks: Vec::with_capacity(spec.layers),
             ln_f: Norm { w: take("ln_f.weight")?, b: take("ln_f.bias")? },
@@ -202,12 +210,24 @@ impl Gpt2 {
             && ids.iter().all(|&id| (id as usize) < self.spec.vocab)
     }
 
-    /// The output head at 8 bits: the word embedding (shared) smoothed by `input_max`, the
-    /// largest magnitude of each feature after the final LayerNorm.
+    /// The output head at 8 bits: the word embedding smoothed by `input_max`, the largest
+    /// magnitude of each feature after the final LayerNorm. An f32 embedding is shared as the
+    /// head's f32 weights; an f16 one is quantized as read, and the head holds its 8-bit copy
+    /// only (the same bits as from the f32 table of the same values).
     fn quantized_head(&self, input_max: &[f32]) -> Linear {
-        let mut head = Linear { w: self.word.clone(), b: vec![0.0; self.spec.vocab], int8: None };
-        head.quantize(input_max, IntBits::Eight);
-        head
+        let (vocab, d) = (self.spec.vocab, self.spec.d_model);
+        match &self.word {
+            Rows::F32(word) => {
+                let mut head = Linear { w: word.clone(), b: vec![0.0; vocab], int8: None };
+                head.quantize(input_max, IntBits::Eight);
+                head
+            }
+            Rows::F16(word) => Linear {
+                w: Arc::from(Vec::new()),
+                b: vec![0.0; vocab],
+                int8: Some(Arc::new(QuantizedWeights::smoothed(word, vocab, d, input_max, IntBits::Eight))),
+            },
+        }
     }
 
     /// Whether its blocks hold their f32 weights (else they are held at 8 bits only, and the
@@ -237,7 +257,7 @@ impl Gpt2 {
             .collect();
         Gpt2 {
             spec,
-            word: values(spec.vocab * d, 1.0).into(),
+            word: Rows::from(values(spec.vocab * d, 1.0)),
             position: values(spec.positions * d, 0.3).into(),
             blocks,
             ln_f: norm(d),
@@ -248,22 +268,6 @@ impl Gpt2 {
     /// The model's shape.
     pub fn spec(&self) -> &ModelSpec {
         &self.spec
-    }
-
-    /// Bytes its weights take in memory (f32).
-    pub fn weight_bytes(&self) -> usize {
-        let norm = |n: &Norm| n.w.len() + n.b.len();
-        let lin = |l: &Linear| l.w.len() + l.b.len();
-        let blocks: usize = self
-            .blocks
-            .iter()
-            .map(|b| {
-                [&b.qkv, &b.out, &b.ffn_in, &b.ffn_out].into_iter().map(lin).sum::<usize>()
-                    + norm(&b.ln1)
-                    + norm(&b.ln2)
-            })
-            .sum();
-        4 * (blocks + self.word.len() + self.position.len() + norm(&self.ln_f))
     }
 
     /// Bytes of the weights its passes read, as the page stores them: every weight in f16
@@ -535,8 +539,9 @@ impl Gpt2 {
         for (t, &id) in ids.iter().enumerate() {
             let id = id as usize;
             assert!(id < self.spec.vocab, "token id {id} out of range");
+            let word = self.word.row(id, d);
             for j in 0..d {
-                x[t * d + j] = self.word[id * d + j] + self.position[t * d + j];
+                x[t * d + j] = word[j] + self.position[t * d + j];
             }
         }
         x
@@ -560,7 +565,10 @@ impl Gpt2 {
         let mut out = vec![0.0f32; rows * vocab];
         match &self.head {
             Some(head) => linear_in_turns(kernel, hidden, rows, head, &mut out, vocab, turns).await,
-            None => product_in_turns(kernel, hidden, rows, &self.word, &mut out, vocab, turns).await,
+            None => {
+                let word = self.word.values(0..self.word.len());
+                product_in_turns(kernel, hidden, rows, &word, &mut out, vocab, turns).await
+            }
         }
         out
     }
@@ -806,8 +814,10 @@ pub(crate) mod tests {
         let m = Gpt2::random(spec, 11);
         let q = m.at_precision(Kernel::Simd, Precision::Int8, &texts(4, 30, 1));
         assert_eq!((m.precision(), q.precision()), (Precision::F16, Precision::Int8));
-        assert!(Arc::ptr_eq(&m.word, &q.word) && Arc::ptr_eq(&m.blocks[2].ffn_in.w, &q.blocks[2].ffn_in.w));
-        assert!(q.head.as_ref().is_some_and(|h| Arc::ptr_eq(&h.w, &m.word)));
+        let Rows::F32(word) = &m.word else { panic!("a random model's embedding is f32") };
+        assert!(matches!(&q.word, Rows::F32(w) if Arc::ptr_eq(w, word)));
+        assert!(Arc::ptr_eq(&m.blocks[2].ffn_in.w, &q.blocks[2].ffn_in.w));
+        assert!(q.head.as_ref().is_some_and(|h| Arc::ptr_eq(&h.w, word)));
         // One byte a weight (two for the 12-bit W_mlp) in place of f16's two, beside the same
         // positions, norms and biases: about 0.74 of the bytes at this small shape.
         assert!(q.stored_bytes() < m.stored_bytes() * 8 / 10, "{} of {}", q.stored_bytes(), m.stored_bytes());
@@ -920,7 +930,7 @@ pub(crate) mod tests {
     /// `m`'s weights by the checkpoint's names, in its `[in, out]` layout.
     pub(crate) fn checkpoint_tensors(m: &Gpt2) -> std::collections::HashMap<String, Vec<f32>> {
         let mut named = std::collections::HashMap::new();
-        named.insert("wte.weight".to_string(), m.word.to_vec());
+        named.insert("wte.weight".to_string(), m.word.values(0..m.word.len()).into_owned());
         named.insert("wpe.weight".to_string(), m.position.to_vec());
         named.insert("ln_f.weight".to_string(), m.ln_f.w.clone());
         named.insert("ln_f.bias".to_string(), m.ln_f.b.clone());
@@ -951,7 +961,7 @@ pub(crate) mod tests {
             (ModelSpec { layers: 2, heads: 3, d_model: 27, ffn: 41, vocab: 93, positions: 48, ..small() }, 7),
         ];
         for (spec, seed) in shapes {
-            let m = Gpt2::random(spec, seed);
+            let m = with_f16_embedding(Gpt2::random(spec, seed));
             let mut calibration = texts(4, 30, seed);
             calibration.push(vec![1; spec.positions + 1]);
             let copy = m.at_precision(Kernel::Simd, Precision::Int8, &calibration);
@@ -967,6 +977,8 @@ pub(crate) mod tests {
                     .collect()
             };
             assert!(products(&held).iter().all(|&len| len == 0), "no f32 weights in a block");
+            assert!(matches!(held.word, Rows::F16(_)) && held.head.as_ref().is_some_and(|h| !h.holds_f32()));
+            assert_eq!(held.word.bytes(), 2 * (spec.vocab * spec.d_model) as u64, "the embedding in f16");
             assert_eq!((held.precision(), held.stored_bytes()), (Precision::Int8, copy.stored_bytes()));
             assert_eq!(held.blocks[1].ffn_out.inp(), spec.ffn);
             let ids: Vec<u32> = (0..33).map(|i| (i * 7 + 3) % 50).collect();
@@ -980,6 +992,13 @@ pub(crate) mod tests {
             }
             assert_eq!(held.at_precision(Kernel::Simd, Precision::F16, &[]), held, "no f16 form");
         }
+    }
+
+    /// `m` with its embedding rounded to f16, as a model file holds it (so a model held at 8
+    /// bits only, which keeps it in f16, reads the same values).
+    pub(crate) fn with_f16_embedding(mut m: Gpt2) -> Gpt2 {
+        m.word = Rows::from(m.word.in_f16().values(0..m.word.len()).into_owned());
+        m
     }
 
     /// `m` held at 8 bits only, built from its checkpoint tensors and calibrated on `calibration`

@@ -109,7 +109,7 @@ async fn loss_and_gradient(
             row.iter_mut().for_each(|l| *l *= inv);
         }
         let rows_here = rows.len() / d;
-        let d_rows = matmul_in_turns(kernel, &logits, &model.word, rows_here, vocab, d, turns).await;
+        let d_rows = model.word.product_in_turns(kernel, &logits, rows_here, d, turns).await;
         d_out[c * READ_OUT_ROWS * d..c * READ_OUT_ROWS * d + rows_here * d].copy_from_slice(&d_rows);
     }
     (loss / count, d_out)
@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn gradients_of_a_model_held_at_8_bits_stay_near_those_through_f32_weights() {
-        use crate::model::decoder::gpt2::tests::held_at_8_bits;
+        use crate::model::decoder::gpt2::tests::{held_at_8_bits, with_f16_embedding};
         let spec = ModelSpec {
             layers: 3,
             heads: 4,
@@ -205,7 +205,7 @@ mod tests {
             layer_norm_eps: 1e-5,
             ..ModelSpec::MINILM_L6_V2
         };
-        let m = Gpt2::random(spec, 11);
+        let m = with_f16_embedding(Gpt2::random(spec, 11));
         let calibration: Vec<Vec<u32>> =
             (0..4).map(|t| (0..30).map(|i| (i * 7 + t * 13) % 50).collect()).collect();
         let copy = m.at_precision(Kernel::Simd, Precision::Int8, &calibration);

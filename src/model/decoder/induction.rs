@@ -184,11 +184,7 @@ pub fn copying_scores(model: &Gpt2, pass: &DecoderOutput, seq: &Repeated) -> Vec
                 let mean = written.iter().sum::<f64>() / d as f64;
                 written.iter_mut().zip(&model.ln_f.w).for_each(|(v, &g)| *v = (*v - mean) * g as f64);
                 let logit = |t: u32| -> f64 {
-                    model.word[t as usize * d..(t as usize + 1) * d]
-                        .iter()
-                        .zip(&written)
-                        .map(|(&e, w)| e as f64 * w)
-                        .sum()
+                    model.word.row(t as usize, d).iter().zip(&written).map(|(&e, w)| e as f64 * w).sum()
                 };
                 let target = seq.ids[i - seq.half + 1];
                 let want = logit(target);
@@ -339,7 +335,7 @@ mod tests {
         let mut copy = vec![0.0f32; seq.ids.len() * d];
         for i in seq.second_half() {
             let t = seq.ids[i - seq.half + 1] as usize;
-            copy[i * d..(i + 1) * d].copy_from_slice(&model.word[t * d..(t + 1) * d]);
+            copy[i * d..(i + 1) * d].copy_from_slice(&model.word.row(t, d));
         }
         pass.head_outputs[0] = Arc::new(copy.clone());
         let copying = copying_scores(&model, &pass, &seq)[0];

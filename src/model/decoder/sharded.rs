@@ -118,7 +118,10 @@ impl Gpt2Shard {
             .collect();
         let head = match &base.head {
             Some(head) => head.select_outputs(&vocab.clone().collect::<Vec<_>>()),
-            None => Linear::new(base.word[vocab.start * d..vocab.end * d].to_vec(), vec![0.0; vocab.len()]),
+            None => Linear::new(
+                base.word.values(vocab.start * d..vocab.end * d).into_owned(),
+                vec![0.0; vocab.len()],
+            ),
         };
         Gpt2Shard { spec, heads: heads.len(), blocks, head, vocab }
     }

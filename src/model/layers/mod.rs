@@ -1,12 +1,15 @@
 //! The layers both model families are built from, as candle-nn keeps its own apart from the
 //! models in candle-transformers: a dense layer ([`Linear`], [`linear`], with its 8-bit copy),
-//! LayerNorm ([`Norm`], [`layer_norm`]), the feed-forward activations ([`activate`]), seeded random
+//! LayerNorm ([`Norm`], [`layer_norm`]), a table of rows in f32 or f16 ([`Rows`]), the feed-forward activations ([`activate`]), seeded random
 //! weights for tests and benchmarks ([`seeded`]), and their backward pieces ([`backward`]). The
 //! attention itself is the CPU kernel's (`crate::cpu::attend` and its masked forms); a family
 //! (`super::encoder`, `super::decoder`) arranges these into its blocks and names its tensors.
 
 pub mod backward;
+pub mod rows;
 pub mod split;
+
+pub use rows::Rows;
 
 use std::sync::Arc;
 
