@@ -6,11 +6,13 @@
 // Playwright, or Firefox ESR and WebKitGTK through WebDriver (tests/engines/webdriver.mjs); the
 // CPU model printed.
 //   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver]
-//                       [--precision=int8] [--how=served|picked] [FOLDER...]
+//                       [--precision=int8] [--how=served|picked] [--induction] [FOLDER...]
 // FOLDERs are folders of scripts/make-checkpoints.sh (default bert-base-shaped; `large` makes
 // bert-large-shaped and gpt2-medium-, gpt2-large- and gpt2-xl-shaped in target/checkpoints-large:
 // give its path), encoders or GPT-2 decoders. --precision=int8 runs the page at 8 bits (a decoder
-// too large for f32 is held at 8 bits whatever the link asks); --how= measures one way only.
+// too large for f32 is held at 8 bits whatever the link asks); --how= measures one way only;
+// --induction then runs a decoder's induction test on the page's workers (each builds its own
+// copy of the model) and prints its time and the page's memory line.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,6 +26,7 @@ const engine = args.find((a) => a.startsWith('--engine='))?.slice(9) ?? 'chromiu
 const [roundsArg, ...folderArgs] = args.filter((a) => !a.startsWith('--'));
 const rounds = Number(roundsArg ?? 1);
 const precision = args.find((a) => a.startsWith('--precision='))?.slice(12);
+const induction = args.includes('--induction');
 const ways = [args.find((a) => a.startsWith('--how='))?.slice(6) ?? ['served', 'picked']].flat();
 const folders = (folderArgs.length ? folderArgs : ['bert-base-shaped']).map((f) => (f.includes('/') ? f : join(checkpoints, f)));
 const sentence = Array.from({ length: 126 }, (_, i) => ['the', 'bank', 'river', 'was', 'muddy', 'after', 'rain'][i % 7]).join(' ');
@@ -105,8 +108,25 @@ async function measure(browser, base, folder, how) {
     return /Last change recomputed layers 1-/.test(text) && text;
   });
   const forward = /in ([\d.]+\s?(ms|s))\./.exec(pass)?.[1] ?? '?';
+  let workers = '';
+  if (induction && decoder) {
+    const t1 = Date.now();
+    await page.click('induction-run');
+    await page.poll(() => /^On \d+ random tokens repeated once: /.test(document.querySelector('[data-testid=induction-result]')?.textContent ?? ''), null, 2 * LONG);
+    const note = await page.poll(() => document.querySelector('[data-testid=memory-note]')?.textContent);
+    workers = ` ${((Date.now() - t1) / 1000).toFixed(0)} s; ${note} |`;
+  }
   await page.close();
-  return { mb: Number(mb), seconds: Number(seconds), rate: Number(rate), toHeatmap, memory: memory / 2 ** 20, tokens, forward };
+  return { mb: Number(mb), seconds: Number(seconds), rate: Number(rate), toHeatmap, memory: memory / 2 ** 20, tokens, forward, workers };
+}
+
+/** The page's wasm memory in MiB with the built-in model alone on show: what every row's figure starts from. */
+async function baseline(browser, base) {
+  const page = await browser.open(`${base}/?preset=minilm&backend=cpu&text=${encodeURIComponent(sentence)}${precision ? `&precision=${precision}` : ''}`);
+  const memory = await page.poll(() => document.querySelector('[data-testid=trained-heatmap-0]')?.width > 1
+    && window.wasmBindings.wasm_memory_bytes(), null, 120000);
+  await page.close();
+  return memory / 2 ** 20;
 }
 
 const { server, base } = await serveDist();
@@ -114,6 +134,7 @@ const { server, base } = await serveDist();
 const viaWebDriver = engine !== 'chromium' || args.includes('--driver=webdriver');
 const browser = viaWebDriver ? await webdriver(engine) : await playwright();
 const rows = [];
+const before = await baseline(browser, base);
 for (const folder of folders) {
   if (dirname(folder) !== checkpoints) {
     console.error(`${folder}: serve it from ${checkpoints} (HEADLAB_CHECKPOINTS=${dirname(folder)} node bench/load.mjs ...)`);
@@ -131,7 +152,7 @@ for (const folder of folders) {
         console.error(rows.at(-1));
         continue;
       }
-      rows.push(`| ${basename(folder)} | ${(bytes / 1e6).toFixed(0)} | ${how} | ${m.mb.toFixed(0)} | ${m.seconds.toFixed(1)} | ${m.rate.toFixed(0)} | ${m.toHeatmap.toFixed(1)} | ${m.memory.toFixed(0)} | ${m.tokens} | ${m.forward} |`);
+      rows.push(`| ${basename(folder)} | ${(bytes / 1e6).toFixed(0)} | ${how} | ${m.mb.toFixed(0)} | ${m.seconds.toFixed(1)} | ${m.rate.toFixed(0)} | ${m.toHeatmap.toFixed(1)} | ${m.memory.toFixed(0)} | ${m.tokens} | ${m.forward} |${m.workers}`);
       console.error(rows.at(-1));
     }
   }
@@ -139,6 +160,7 @@ for (const folder of folders) {
 await browser.close();
 server.close();
 console.log(`${cpuLine()}; ${browser.name}, no WebGPU (CPU kernel on the page's thread, importance on its workers)${precision ? `; ?precision=${precision}` : ''}`);
-console.log('| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |');
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log(`The page's wasm memory with the built-in model alone: ${before.toFixed(0)} MiB.`);
+console.log(`| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |${induction ? ' induction test on the workers; memory |' : ''}`);
+console.log(`|---|---|---|---|---|---|---|---|---|---|${induction ? '---|' : ''}`);
 for (const row of rows) console.log(row);
