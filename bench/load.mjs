@@ -6,13 +6,16 @@
 // Playwright, or Firefox ESR and WebKitGTK through WebDriver (tests/engines/webdriver.mjs); the
 // CPU model printed.
 //   node bench/load.mjs [ROUNDS] [--engine=chromium|firefox|webkit] [--driver=webdriver]
-//                       [--precision=int8] [--how=served|picked] [--induction] [FOLDER...]
+//                       [--precision=int8] [--how=served|picked] [--induction] [--importance]
+//                       [FOLDER...]
 // FOLDERs are folders of scripts/make-checkpoints.sh (default bert-base-shaped; `large` makes
 // bert-large-shaped and gpt2-medium-, gpt2-large- and gpt2-xl-shaped in target/checkpoints-large:
 // give its path), encoders or GPT-2 decoders. --precision=int8 runs the page at 8 bits (a decoder
 // too large for f32 is held at 8 bits whatever the link asks); --how= measures one way only;
 // --induction then runs a decoder's induction test on the page's workers (each builds its own
-// copy of the model) and prints its time and the page's memory line.
+// copy of the model) and prints its time and the page's memory line; --importance then measures
+// every head of a decoder on the page's text (a pass each) and by the gradient of the loss on the
+// text set, on the workers, and prints the time of each.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,6 +30,7 @@ const [roundsArg, ...folderArgs] = args.filter((a) => !a.startsWith('--'));
 const rounds = Number(roundsArg ?? 1);
 const precision = args.find((a) => a.startsWith('--precision='))?.slice(12);
 const induction = args.includes('--induction');
+const importance = args.includes('--importance');
 const ways = [args.find((a) => a.startsWith('--how='))?.slice(6) ?? ['served', 'picked']].flat();
 const folders = (folderArgs.length ? folderArgs : ['bert-base-shaped']).map((f) => (f.includes('/') ? f : join(checkpoints, f)));
 const sentence = Array.from({ length: 126 }, (_, i) => ['the', 'bank', 'river', 'was', 'muddy', 'after', 'rain'][i % 7]).join(' ');
@@ -116,6 +120,17 @@ async function measure(browser, base, folder, how) {
     const note = await page.poll(() => document.querySelector('[data-testid=memory-note]')?.textContent);
     workers = ` ${((Date.now() - t1) / 1000).toFixed(0)} s; ${note} |`;
   }
+  if (importance && decoder) {
+    const timed = async (button, done) => {
+      const t1 = Date.now();
+      await page.click(button);
+      await page.poll(done, null, 12 * LONG);
+      return `${((Date.now() - t1) / 1000).toFixed(0)} s`;
+    };
+    const text = await timed('decoder-measure', () => /^Removing one head alone/.test(document.querySelector('[data-testid=decoder-importance]')?.textContent ?? ''));
+    const set = await timed('decoder-measure-set', () => /^By the gradient of the loss/.test(document.querySelector('[data-testid=decoder-importance]')?.textContent ?? ''));
+    workers += ` ${text} | ${set} |`;
+  }
   await page.close();
   return { mb: Number(mb), seconds: Number(seconds), rate: Number(rate), toHeatmap, memory: memory / 2 ** 20, tokens, forward, workers };
 }
@@ -160,7 +175,7 @@ for (const folder of folders) {
 await browser.close();
 server.close();
 console.log(`${cpuLine()}; ${browser.name}, no WebGPU (CPU kernel on the page's thread, importance on its workers)${precision ? `; ?precision=${precision}` : ''}`);
-console.log(`The page's wasm memory with the built-in model alone: ${before.toFixed(0)} MiB.`);
-console.log(`| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |${induction ? ' induction test on the workers; memory |' : ''}`);
-console.log(`|---|---|---|---|---|---|---|---|---|---|${induction ? '---|' : ''}`);
+console.log(`The page's wasm memory with the built-in model alone: ${before.toFixed(0)} MiB (a page opened with a model's link, as below, holds that model instead).`);
+console.log(`| folder | safetensors MB | how | MB read | s | MB/s | s to first heatmap | wasm memory MiB | tokens | pass with layer 1 head 0 pruned (layers 1-N again) |${induction ? ' induction test on the workers; memory |' : ''}${importance ? ' every head on the text | by the gradient on the text set |' : ''}`);
+console.log(`|---|---|---|---|---|---|---|---|---|---|${induction ? '---|' : ''}${importance ? '---|---|' : ''}`);
 for (const row of rows) console.log(row);
