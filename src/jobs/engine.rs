@@ -338,7 +338,7 @@ impl<F: Family> Engine<F> {
 }
 
 /// The memory the page's wasm holds (`page` bytes), its model file outside it (`file` bytes, in
-/// a JavaScript buffer, copied to each worker as it starts) and each worker's wasm (`workers`, as
+/// JavaScript buffers, copied to each worker as it starts) and each worker's wasm (`workers`, as
 /// they last said; none before they started), as the page says it: each browser tab and each
 /// worker has a wasm memory of its own, of at most 4 GiB, which only grows.
 pub fn memory_note(page: u64, file: u64, workers: &[u64]) -> String {

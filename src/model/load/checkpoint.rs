@@ -209,7 +209,7 @@ pub async fn load_into<S: FileSink>(
 /// What a model of `values` weights needs in this thread's memory (the page's wasm memory), and
 /// what that is, in words. A decoder is held as `holding` says (one too large for f32 weights
 /// beside its file is held at 8 bits only) and built a tensor at a time from its file, so a file
-/// outside this memory (`file_outside`: the page's, in a JavaScript buffer) never comes into it
+/// outside this memory (`file_outside`: the page's, in JavaScript buffers) never comes into it
 /// whole: at 8 bits it then needs its weights alone; in f32, the file's room holds a copy at
 /// another precision. An encoder's file is converted whole, so it comes in.
 fn memory_needed(

@@ -199,7 +199,8 @@ pub struct Asset {
 }
 
 /// Where a model file being written goes: this thread's memory (a `Vec<u8>`), or elsewhere (the
-/// page's file, in a JavaScript buffer outside its wasm memory, where its workers copy it from).
+/// page's file, in JavaScript buffers of at most 1 GiB outside its wasm memory, where its workers
+/// copy it from).
 pub trait FileSink {
     /// Makes room for the whole file, `len` bytes, before its first byte; a sink that cannot
     /// hold that many says why.
@@ -357,7 +358,7 @@ pub async fn decode_in_steps(bytes: &[u8], mut between: impl AsyncFnMut()) -> Re
 }
 
 /// Where a model file's bytes are: in this thread's memory (`&[u8]`), or elsewhere (a worker's
-/// file, in a JavaScript buffer outside its wasm memory), read a range at a time.
+/// file, in JavaScript buffers outside its wasm memory), read a range at a time.
 pub trait FileBytes {
     /// The file's length in bytes.
     fn byte_len(&self) -> usize;
