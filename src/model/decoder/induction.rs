@@ -162,6 +162,9 @@ pub fn copying_scores(model: &Gpt2, pass: &DecoderOutput, seq: &Repeated) -> Vec
     let (d, d_k) = (spec.d_model, spec.d_k());
     let mut candidates: Vec<u32> = seq.ids[seq.start..seq.start + seq.half].to_vec();
     candidates.sort_unstable();
+    // Their embedding rows, read once (a model held at 8 bits keeps them in f16: each read
+    // widens one), not once per head and position.
+    let rows: Vec<_> = candidates.iter().map(|&t| model.word.row(t as usize, d)).collect();
     let mut scores = Vec::with_capacity(spec.total_heads());
     for (l, block) in model.blocks.iter().enumerate() {
         let outs = &pass.head_outputs[l];
@@ -183,15 +186,17 @@ pub fn copying_scores(model: &Gpt2, pass: &DecoderOutput, seq: &Repeated) -> Vec
                     .collect();
                 let mean = written.iter().sum::<f64>() / d as f64;
                 written.iter_mut().zip(&model.ln_f.w).for_each(|(v, &g)| *v = (*v - mean) * g as f64);
-                let logit = |t: u32| -> f64 {
-                    model.word.row(t as usize, d).iter().zip(&written).map(|(&e, w)| e as f64 * w).sum()
-                };
+                let logit = |e: &[f32]| -> f64 { e.iter().zip(&written).map(|(&e, w)| e as f64 * w).sum() };
                 let target = seq.ids[i - seq.half + 1];
-                let want = logit(target);
+                let want = match candidates.binary_search(&target) {
+                    Ok(k) => logit(&rows[k]),
+                    Err(_) => logit(&model.word.row(target as usize, d)),
+                };
                 let beaten: f64 = candidates
                     .iter()
-                    .filter(|&&c| c != target)
-                    .map(|&c| match logit(c).total_cmp(&want) {
+                    .zip(&rows)
+                    .filter(|(&c, _)| c != target)
+                    .map(|(_, e)| match logit(e).total_cmp(&want) {
                         std::cmp::Ordering::Less => 1.0,
                         std::cmp::Ordering::Equal => 0.5,
                         std::cmp::Ordering::Greater => 0.0,

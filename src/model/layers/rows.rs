@@ -110,7 +110,7 @@ impl Rows {
 /// `h` in f32, exactly, without a branch: its magnitude's bits moved into an f32's places and
 /// scaled by `2^112` (the exponents' bias apart; this also makes f16's subnormals normal), its
 /// infinities and NaNs given f32's all-ones exponent, its sign put back.
-pub fn widen(h: f16) -> f32 {
+fn widen(h: f16) -> f32 {
     let bits = h.to_bits() as u32;
     let magnitude = (bits & 0x7fff) << 13;
     let finite = (f32::from_bits(magnitude) * f32::from_bits(0x7780_0000)).to_bits();
