@@ -58,17 +58,17 @@ impl Holding {
     }
 
     /// Bytes the model itself takes, held this way: in f32, 4 bytes a weight; at 8 bits only,
-    /// each block weight's byte (two for `W_mlp`'s 12-bit words), and the embedding in f16
-    /// beside the head's 8-bit copy.
+    /// each block weight's byte (a byte and a half for `W_mlp`'s 12-bit weights), and the
+    /// embedding in f16 beside the head's 8-bit copy.
     pub fn model_bytes(self, spec: &ModelSpec) -> u64 {
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
         let (vocab, positions) = (spec.vocab as u64, spec.positions as u64);
         match self {
             Holding::F32 => 4 * Holding::weights(spec),
             Holding::Int8Only => {
-                // W_attn, W_proj and W_fc a byte a weight, W_mlp two; each output's scale and
-                // sum and each input's smoothing factor; the biases and norms in f32.
-                let products = 4 * d * d + d * ffn + 2 * ffn * d + 8 * (5 * d + ffn) + 4 * (3 * d + ffn);
+                // W_attn, W_proj and W_fc a byte a weight, W_mlp a byte and a half; each output's
+                // scale and sum and each input's smoothing factor; the biases and norms in f32.
+                let products = 4 * d * d + d * ffn + 3 * ffn * d / 2 + 8 * (5 * d + ffn) + 4 * (3 * d + ffn);
                 let others = 4 * (9 * d + ffn);
                 layers * (products + others) + (2 + 1) * vocab * d + 4 * positions * d
             }

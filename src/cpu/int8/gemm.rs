@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 
 use super::activations::{in_words, QuantizedRows};
-use super::kernels::{micro_kernel, micro_kernel_words, widen_strip};
+use super::kernels::{micro_kernel, micro_kernel_words, unpack_twelve, widen_strip};
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 use super::layout::lanes4;
 use super::layout::{DotForm, IntBits, MR, NR};
@@ -47,7 +47,8 @@ pub(super) fn qgemm_with(
 }
 
 /// The blocked loops around the micro-kernel: each strip of `NR` channels (`K x 8` weights, in
-/// L1) against every block of `MR` rows.
+/// L1) against every block of `MR` rows; a strip the micro-kernel reads as words (12-bit
+/// weights, and 8-bit ones in the simd128 build) is made into words once, before its first block.
 fn product(
     (kernel, form): (Kernel, DotForm),
     rows: &QuantizedRows,
@@ -95,10 +96,14 @@ fn product(
                     let acc = micro_kernel((kernel, form), lanes, a, &p[s * strip..(s + 1) * strip]);
                     write_block_i32(kernel, &acc, &block, &channels, y, rs);
                 }
-                Packed::Words(p) => {
+                Packed::Twelve(p) => {
+                    if i0 == 0 {
+                        let (low, high) = (s * strip..(s + 1) * strip, s * strip / 2..(s + 1) * strip / 2);
+                        unpack_twelve(&p.low[low], &p.high[high], &mut widened);
+                    }
                     let a: [&[i16]; MR] =
                         std::array::from_fn(|r| &rows.wide[rows_at.start + r * width..][..width]);
-                    let acc = micro_kernel_words(kernel, 2 * lanes, a, &p[s * strip..(s + 1) * strip]);
+                    let acc = micro_kernel_words(kernel, 2 * lanes, a, &widened);
                     write_block_i64(&acc, &block, &channels, y, rs);
                 }
             }

@@ -1,6 +1,7 @@
 //! The micro-kernels: `MR x NR` blocks of integer sums over a strip of packed weights, at 8 bits
 //! (the relaxed SIMD forms and the portable twin) and at 12 bits (simd128 `i32x4.dot_i16x8_s`
-//! and its twin), and the widening of an 8-bit strip into words for the simd128 build.
+//! and its twin), the widening of an 8-bit strip into words for the simd128 build, and the
+//! unpacking of a strip of 12-bit weights into words.
 
 use super::layout::DotForm;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -140,6 +141,52 @@ pub(super) fn widen_strip(strip: &[i8], steps: usize, out: &mut Vec<i16>) {
                 pair[1] = step[c * 4 + 2 * half + 1] as i16;
             }
         }
+    }
+}
+
+/// A strip of 12-bit weights held in a byte and a half each ([`super::weights::TwelveBits`]:
+/// `low` the words' low bytes, `high` their top nibbles, two a byte) as the 12-bit
+/// micro-kernel's words, in the same order. The same integers.
+pub(super) fn unpack_twelve(low: &[u8], high: &[u8], out: &mut Vec<i16>) {
+    assert!(low.len().is_multiple_of(16) && high.len() * 2 == low.len(), "a strip of 12-bit weights");
+    out.clear();
+    out.resize(low.len(), 0);
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        use core::arch::wasm32::*;
+        let (nibble, eight) = (u8x16_splat(0x0f), i8x16_splat(8));
+        for (j, words) in out.chunks_exact_mut(16).enumerate() {
+            // safety: j < low.len() / 16: 16 bytes of `low` and 8 of `high` from there lie in
+            // them (asserted); wasm loads need no alignment.
+            let (lo, hi) = unsafe {
+                (
+                    v128_load(low.as_ptr().add(16 * j) as *const v128),
+                    v128_load64_zero(high.as_ptr().add(8 * j) as *const u64),
+                )
+            };
+            // Each byte's two nibbles in order (the low one first), then sign-extended:
+            // `(n ^ 8) - 8` takes 8..15 to -8..-1.
+            let nibbles = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(
+                v128_and(hi, nibble),
+                u8x16_shr(hi, 4),
+            );
+            let top = i8x16_sub(v128_xor(nibbles, eight), eight);
+            // Little-endian words: the low byte, then the signed top byte.
+            let first = i8x16_shuffle::<0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23>(lo, top);
+            let second =
+                i8x16_shuffle::<8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31>(lo, top);
+            // safety: `words` holds sixteen i16s, 32 bytes; wasm stores need no alignment.
+            unsafe {
+                v128_store(words.as_mut_ptr() as *mut v128, first);
+                v128_store(words.as_mut_ptr().add(8) as *mut v128, second);
+            }
+        }
+        return;
+    }
+    #[allow(unreachable_code)]
+    for (i, word) in out.iter_mut().enumerate() {
+        let nibble = (high[i / 2] >> (4 * (i % 2))) << 4;
+        *word = (nibble as i8 >> 4) as i16 * 256 + low[i] as i16;
     }
 }
 

@@ -27,7 +27,8 @@ pub enum IntBits {
     /// Signed bytes `[-127, 127]` for the weights against 7-bit codes `[0, 127]` for the
     /// activations: the relaxed dot product's operands.
     Eight,
-    /// 12-bit weights `[-2047, 2047]` against 12-bit codes `[0, 4095]`, both in 16-bit words:
+    /// 12-bit weights `[-2047, 2047]` (held in a byte and a half, read as 16-bit words) against
+    /// 12-bit codes `[0, 4095]` in 16-bit words:
     /// for a product whose 8-bit weights and 7-bit activations cost the model too much (`W_2`).
     Twelve,
 }

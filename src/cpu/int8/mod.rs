@@ -100,7 +100,7 @@ pub fn qgemm(
 mod tests {
     use super::form::by_time;
     use super::gemm::qgemm_with;
-    use super::kernels::widen_strip;
+    use super::kernels::{unpack_twelve, widen_strip};
     use super::layout::{NR, STEP_BYTES, STEP_WORDS};
     use super::weights::{packed_index, Packed};
     use super::*;
@@ -230,6 +230,43 @@ mod tests {
                         let got = words[packed_index(IntBits::Twelve, lanes, c, j)] as i32;
                         assert_eq!(got, want, "{m}x{k}: channel {o}, position {j}");
                     }
+                }
+            }
+        }
+    }
+
+    /// Every 12-bit weight, held in a byte and a half, reads back as itself one at a time and
+    /// in the unpacked strips the micro-kernel reads (natively the portable loop, in the browser
+    /// the shuffles): channels whose largest weight is 2047 have scale 1, so `q` is `w`.
+    #[test]
+    fn every_twelve_bit_weight_unpacks_to_itself() {
+        let (m, k) = (17, 509);
+        let w: Vec<f32> =
+            (0..m * k).map(|i| if i % k == 0 { 2047.0 } else { (i * 11 % 4095) as f32 - 2047.0 }).collect();
+        let q = QuantizedWeights::with_bits(&w, m, k, IntBits::Twelve);
+        let Packed::Twelve(p) = &q.packed else { panic!("12-bit weights are twelve bits") };
+        assert_eq!(p.low.len() + p.high.len(), 3 * p.low.len() / 2, "a byte and a half each");
+        let seen: std::collections::HashSet<i32> = (0..m * k).map(|i| w[i] as i32).collect();
+        assert_eq!(seen.len(), 4095, "the table holds every 12-bit weight");
+        let lanes = k.div_ceil(4);
+        let strip = lanes * 2 * STEP_WORDS;
+        for s in 0..m.div_ceil(NR) {
+            let mut words = vec![i16::MIN; 5];
+            unpack_twelve(
+                &p.low[s * strip..(s + 1) * strip],
+                &p.high[s * strip / 2..(s + 1) * strip / 2],
+                &mut words,
+            );
+            assert_eq!(words.len(), strip);
+            for c in 0..NR {
+                for j in 0..lanes * 4 {
+                    let o = s * NR + c;
+                    let want = if o < m && j < k { w[o * k + j] as i32 } else { 0 };
+                    if o < m && j < k {
+                        assert_eq!(q.at(o, j), want, "channel {o}, position {j} one at a time");
+                    }
+                    let got = words[packed_index(IntBits::Twelve, lanes, c, j)] as i32;
+                    assert_eq!(got, want, "channel {o}, position {j} unpacked");
                 }
             }
         }

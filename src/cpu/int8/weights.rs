@@ -11,7 +11,45 @@ use super::layout::{step_positions, IntBits, NR};
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Packed {
     Bytes(Vec<i8>),
-    Words(Vec<i16>),
+    Twelve(TwelveBits),
+}
+
+/// 12-bit weights in the words' layout, a byte and a half each: word `i` is
+/// `high_i * 256 + low[i]`, its low byte in `low` and its top four bits (signed: `|q| <= 2047`
+/// needs no more) in nibble `i % 2` of `high[i / 2]`, the low nibble first. The micro-kernel reads
+/// words: each strip is unpacked once per product ([`super::kernels::unpack_twelve`]), as the
+/// simd128 build widens its bytes. In 16-bit words GPT-2 Large's `W_2` alone took 118 MB more,
+/// what kept its tab over 1.5x its 8-bit weights (BENCHMARKS.md section 28).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct TwelveBits {
+    pub(super) low: Vec<u8>,
+    pub(super) high: Vec<u8>,
+}
+
+impl TwelveBits {
+    /// `len` zero words (`len` even).
+    fn zeros(len: usize) -> Self {
+        assert!(len.is_multiple_of(2), "12-bit weights come in pairs");
+        TwelveBits { low: vec![0; len], high: vec![0; len / 2] }
+    }
+
+    /// Sets the zero word `i` to `v` (`|v| <= 2047`).
+    fn set(&mut self, i: usize, v: i32) {
+        debug_assert!(v.abs() <= 2047, "{v} is not a 12-bit weight");
+        self.low[i] = v as u8;
+        self.high[i / 2] |= (((v >> 8) & 0xf) as u8) << (4 * (i % 2));
+    }
+
+    /// Word `i`.
+    pub(super) fn word(&self, i: usize) -> i16 {
+        let nibble = (self.high[i / 2] >> (4 * (i % 2))) << 4;
+        (nibble as i8 >> 4) as i16 * 256 + self.low[i] as i16
+    }
+
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        self.low.len() + self.high.len()
+    }
 }
 
 /// A weight matrix `W` (`N x K`) quantized per output channel and packed for the micro-kernel.
@@ -133,9 +171,9 @@ impl QuantizedWeights {
                 Packed::Bytes(p)
             }
             IntBits::Twelve => {
-                let mut p = vec![0i16; len];
-                put(&mut |i, v| p[i] = v as i16);
-                Packed::Words(p)
+                let mut p = TwelveBits::zeros(len);
+                put(&mut |i, v| p.set(i, v));
+                Packed::Twelve(p)
             }
         };
         QuantizedWeights { out, inp, scales, sums, packed, smoothing: Vec::new() }
@@ -155,7 +193,7 @@ impl QuantizedWeights {
     pub fn bits(&self) -> IntBits {
         match self.packed {
             Packed::Bytes(_) => IntBits::Eight,
-            Packed::Words(_) => IntBits::Twelve,
+            Packed::Twelve(_) => IntBits::Twelve,
         }
     }
 
@@ -164,7 +202,7 @@ impl QuantizedWeights {
     pub fn bytes(&self) -> usize {
         let packed = match &self.packed {
             Packed::Bytes(p) => p.len(),
-            Packed::Words(p) => 2 * p.len(),
+            Packed::Twelve(p) => p.bytes(),
         };
         packed + 8 * self.out + 4 * self.smoothing.len()
     }
@@ -175,7 +213,7 @@ impl QuantizedWeights {
         let i = packed_index(self.bits(), self.inp.div_ceil(4), o, k);
         match &self.packed {
             Packed::Bytes(p) => p[i] as i32,
-            Packed::Words(p) => p[i] as i32,
+            Packed::Twelve(p) => p.word(i) as i32,
         }
     }
 

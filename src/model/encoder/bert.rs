@@ -101,8 +101,8 @@ impl Bert {
 
     /// Bytes of the weights its passes read, as the page stores them: every weight in f16
     /// ([`WEIGHT_BYTES`] each), except the dense layers' matrices at 8 bits
-    /// when it runs at [`Precision::Int8`] (their bytes, W_2's 12-bit words, per-channel factors
-    /// included; the biases stay f16). What the f16 weights beside them cost in memory is
+    /// when it runs at [`Precision::Int8`] (their bytes, W_2's 12-bit weights at a byte and a
+    /// half, per-channel factors included; the biases stay f16). What the f16 weights beside them cost in memory is
     /// [`Bert::weight_bytes`]'s.
     pub fn stored_bytes(&self) -> u64 {
         use crate::model::spec::WEIGHT_BYTES;

@@ -293,14 +293,15 @@ mod tests {
             assert!(c > 0.99 && c < 1.0, "{heads:?}: 8-bit against f16, cosine {c}");
         }
         // Stored bytes: the f16 model's are its cost's; at 8 bits each dense weight is a byte
-        // (strips of 8 channels by 4 inputs, padded), W_2's two (12 bits in a word), each output channel 8 bytes of
-        // factors, each input 4 (W_2's factors are ones).
+        // (strips of 8 channels by 4 inputs, padded), W_2's a byte and a half (12 bits), each
+        // output channel 8 bytes of factors, each input 4 (W_2's factors are ones).
         let all = cost(&spec, &HeadSet::all(total), &[]).weight_bytes;
         assert_eq!(f16.stored_bytes(), all);
         let (d, ffn, layers) = (spec.d_model as u64, spec.ffn as u64, spec.layers as u64);
-        let bytes =
-            |out: u64, inp: u64, width: u64| width * out.div_ceil(8) * 8 * inp.div_ceil(4) * 4 + 8 * out;
-        let int8_layer = 4 * (bytes(d, d, 1) + 4 * d) + bytes(ffn, d, 1) + 4 * d + bytes(d, ffn, 2) + 4 * ffn;
+        let bytes = |out: u64, inp: u64, halves: u64| {
+            halves * out.div_ceil(8) * 8 * inp.div_ceil(4) * 4 / 2 + 8 * out
+        };
+        let int8_layer = 4 * (bytes(d, d, 2) + 4 * d) + bytes(ffn, d, 2) + 4 * d + bytes(d, ffn, 3) + 4 * ffn;
         let int8 = all - WEIGHT_BYTES * layers * (4 * d * d + 2 * d * ffn) + layers * int8_layer;
         assert_eq!(q8.stored_bytes(), int8);
         q8.set_precision(Kernel::Simd, Precision::F16, &[]);

@@ -73,8 +73,9 @@ impl Linear {
         Arc::make_mut(&mut self.w)
     }
 
-    /// Bytes it takes as the page stores it: its 8-bit copy's bytes (12-bit words and factors
-    /// included) when it has one, else every weight in f16; the biases in f16 either way.
+    /// Bytes it takes as the page stores it: its 8-bit copy's bytes (12-bit weights at a byte and
+    /// a half, factors included) when it has one, else every weight in f16; the biases in f16
+    /// either way.
     pub fn stored_bytes(&self) -> u64 {
         use crate::model::spec::WEIGHT_BYTES;
         match &self.int8 {
