@@ -172,11 +172,7 @@ impl Gpt2 {
                 seen = scratch.seen.take().unwrap_or_default();
                 turns.turn().await;
             }
-            let block = &mut model.blocks[l];
-            block.quantize(&seen[l], spec.ffn);
-            [&mut block.qkv, &mut block.out, &mut block.ffn_in, &mut block.ffn_out]
-                .into_iter()
-                .for_each(Linear::drop_f32);
+            model.blocks[l].quantize(&seen[l], spec.ffn, F32Weights::Dropped);
             turns.turn().await;
         }
         let mut head_max = vec![0.0; d];
@@ -273,8 +269,8 @@ impl Gpt2 {
     /// Bytes of the weights its passes read, as the page stores them: every weight in f16
     /// ([`WEIGHT_BYTES`](crate::model::spec::WEIGHT_BYTES) each), except, at
     /// [`Precision::Int8`], the blocks' dense matrices and the output head at 8 bits (their bytes,
-    /// `W_mlp`'s 12-bit words and the per-channel factors; the biases stay f16; the embedding rows
-    /// the first layer reads are the head's bytes).
+    /// `W_mlp`'s 12-bit weights at a byte and a half, and the per-channel factors; the biases
+    /// stay f16; the embedding rows the first layer reads are the head's bytes).
     pub fn stored_bytes(&self) -> u64 {
         use crate::model::spec::WEIGHT_BYTES;
         let blocks: u64 = self
@@ -339,7 +335,7 @@ impl Gpt2 {
         }
         let seen = self.input_maxima(kernel, calibration, turns).await;
         for (block, m) in copy.blocks.iter_mut().zip(&seen.layers) {
-            block.quantize(m, self.spec.ffn);
+            block.quantize(m, self.spec.ffn, F32Weights::Kept);
             turns.turn().await;
         }
         copy.head = Some(self.quantized_head(&seen.head));
@@ -652,8 +648,10 @@ fn block_from(
         Ok(Linear::new(transpose(&w, inp, b.len()), b))
     };
     let (d, ffn) = (spec.d_model, spec.ffn);
-    let (qkv, out, ffn_in, ffn_out) =
-        (conv("attn.c_attn", d)?, conv("attn.c_proj", d)?, conv("mlp.c_fc", d)?, conv("mlp.c_proj", ffn)?);
+    // The largest first: while a product is transposed it is held twice, beside those taken
+    // before it (GPT-2 Large's block peaks at 92 MB this way, at 105 MB in the file's order).
+    let (ffn_out, ffn_in) = (conv("mlp.c_proj", ffn)?, conv("mlp.c_fc", d)?);
+    let (qkv, out) = (conv("attn.c_attn", d)?, conv("attn.c_proj", d)?);
     let mut norm = |name: &str| -> Result<Norm, LoadError> {
         Ok(Norm { w: take(&format!("{p}{name}.weight"))?, b: take(&format!("{p}{name}.bias"))? })
     };
@@ -664,12 +662,29 @@ impl Block {
     /// Its four products quantized per output column, smoothed by `seen`, the largest input of
     /// `W_attn`, `W_proj` and `W_fc`: those at 8 bits, `W_mlp` (its `ffn` inputs GELU leaves with
     /// long tails) at 12 ([`Gpt2::at_precision`]).
-    fn quantize(&mut self, seen: &[Vec<f32>; 3], ffn: usize) {
-        self.qkv.quantize(&seen[0], IntBits::Eight);
-        self.out.quantize(&seen[1], IntBits::Eight);
-        self.ffn_in.quantize(&seen[2], IntBits::Eight);
-        self.ffn_out.quantize(&vec![0.0; ffn], IntBits::Twelve);
+    /// With [`F32Weights::Dropped`], each product's f32 weights go as soon as it is quantized,
+    /// before the next product's 8-bit copy is made: the build's peak is then the block in f32
+    /// and one product's 8-bit copy, not the block at both widths (BENCHMARKS.md section 28).
+    fn quantize(&mut self, seen: &[Vec<f32>; 3], ffn: usize, f32_weights: F32Weights) {
+        let unsmoothed = vec![0.0; ffn];
+        let inputs = [(&seen[0], IntBits::Eight), (&seen[1], IntBits::Eight), (&seen[2], IntBits::Eight)];
+        let inputs = inputs.into_iter().chain([(&unsmoothed, IntBits::Twelve)]);
+        let products = [&mut self.qkv, &mut self.out, &mut self.ffn_in, &mut self.ffn_out];
+        for (linear, (input_max, bits)) in products.into_iter().zip(inputs) {
+            linear.quantize(input_max, bits);
+            if f32_weights == F32Weights::Dropped {
+                linear.drop_f32();
+            }
+        }
     }
+}
+
+/// Whether a block quantized at 8 bits keeps its f32 weights (a copy at another precision) or
+/// drops them (a model held at 8 bits only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum F32Weights {
+    Kept,
+    Dropped,
 }
 
 /// A layer's attention weights and its heads' outputs, as [`DecoderOutput`] keeps them.
@@ -818,8 +833,8 @@ pub(crate) mod tests {
         assert!(matches!(&q.word, Rows::F32(w) if Arc::ptr_eq(w, word)));
         assert!(Arc::ptr_eq(&m.blocks[2].ffn_in.w, &q.blocks[2].ffn_in.w));
         assert!(q.head.as_ref().is_some_and(|h| Arc::ptr_eq(&h.w, word)));
-        // One byte a weight (two for the 12-bit W_mlp) in place of f16's two, beside the same
-        // positions, norms and biases: about 0.74 of the bytes at this small shape.
+        // One byte a weight (a byte and a half for the 12-bit W_mlp) in place of f16's two,
+        // beside the same positions, norms and biases: under 0.8 of the bytes at this small shape.
         assert!(q.stored_bytes() < m.stored_bytes() * 8 / 10, "{} of {}", q.stored_bytes(), m.stored_bytes());
         let all = HeadSet::all(12);
         let mut worst = 0.0f64;
