@@ -1,6 +1,7 @@
 //! Loading a model: a checkpoint folder's `config.json` ([`config`]) and its weights and tokenizer
 //! ([`checkpoint`], read from any of the [`files`] back ends) converted into the page's own model
-//! file ([`model_file`]: the built-in model's format, and what the workers are handed), with one
+//! file ([`model_file`]: the built-in model's format, and what the workers are handed), GGUF
+//! files' headers and tensors read and dequantized ([`gguf`]), with one
 //! table per family of tensor names, prefixes and renames ([`names`]) and the shape-checked tensors
 //! a family builds from ([`tensors`]). Every input here is untrusted: sizes are checked before
 //! anything is allocated, and every refusal is a sentence that names the file and the problem.
@@ -9,6 +10,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod fields;
 pub mod files;
+pub mod gguf;
 pub mod model_file;
 pub mod names;
 pub mod tensors;
