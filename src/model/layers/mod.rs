@@ -1,11 +1,14 @@
 //! The layers both model families are built from, as candle-nn keeps its own apart from the
 //! models in candle-transformers: a dense layer ([`Linear`], [`linear`], with its 8-bit copy),
 //! LayerNorm ([`Norm`], [`layer_norm`]), a table of rows in f32 or f16 ([`Rows`]), the feed-forward activations ([`activate`]), seeded random
-//! weights for tests and benchmarks ([`seeded`]), and their backward pieces ([`backward`]). The
+//! weights for tests and benchmarks ([`seeded`]), and their backward pieces ([`backward`]); for
+//! the Llama-style family, RMSNorm ([`rms_norm`]), SwiGLU's gate ([`swiglu`]) and rotary
+//! positions ([`rotary`]). The
 //! attention itself is the CPU kernel's (`crate::cpu::attend` and its masked forms); a family
 //! (`super::encoder`, `super::decoder`) arranges these into its blocks and names its tensors.
 
 pub mod backward;
+pub mod rotary;
 pub mod rows;
 pub mod split;
 
@@ -298,10 +301,82 @@ pub fn layer_norm(x: &mut [f32], norm: &Norm, eps: f64) {
     }
 }
 
+/// RMSNorm over each row (of `w`'s width), as Llama's: `x / sqrt(mean(x^2) + eps) * w`, the mean
+/// in f64. No shift, and no mean taken out.
+pub fn rms_norm(x: &mut [f32], w: &[f32], eps: f64) {
+    let d = w.len();
+    assert!(d > 0 && x.len().is_multiple_of(d), "rows of {d}");
+    for row in x.chunks_exact_mut(d) {
+        let mean = row.iter().map(|&v| v as f64 * v as f64).sum::<f64>() / d as f64;
+        let inv = 1.0 / (mean + eps).sqrt();
+        for (v, w) in row.iter_mut().zip(w) {
+            *v = (*v as f64 * inv) as f32 * w;
+        }
+    }
+}
+
+/// SwiGLU's gate, in place: `gate <- silu(gate) * up`, with `silu(g) = g / (1 + e^-g)` (Llama's
+/// feed-forward: `W_down (silu(W_gate x) * W_up x)`).
+pub fn swiglu(gate: &mut [f32], up: &[f32]) {
+    assert_eq!(gate.len(), up.len(), "one up value per gate value");
+    for (g, u) in gate.iter_mut().zip(up) {
+        *g = *g / (1.0 + (-*g).exp()) * u;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::attention::turns::{at_once, InSteps};
+
+    /// RMSNorm against its f64 formula on a table of widths (one, odd, SmolLM2's, Llama's), rows
+    /// of zeros (the epsilon keeps them zero) and a row holding NaN (NaN throughout, the other
+    /// rows untouched).
+    #[test]
+    fn rms_norm_matches_the_f64_formula() {
+        for (c, &(n, d)) in [(1, 1), (3, 7), (5, 576), (2, 4096)].iter().enumerate() {
+            let make = seeded(c as u32, 9);
+            let (mut x, w) = (make(n * d, 3.0), make(d, 1.0));
+            x[..d].iter_mut().for_each(|v| *v = 0.0);
+            let want: Vec<f64> = x
+                .chunks_exact(d)
+                .flat_map(|row| {
+                    let ms = row.iter().map(|&v| (v as f64).powi(2)).sum::<f64>() / d as f64;
+                    row.iter().zip(&w).map(move |(&v, &w)| v as f64 / (ms + 1e-5).sqrt() * w as f64)
+                })
+                .collect();
+            let mut got = x.clone();
+            rms_norm(&mut got, &w, 1e-5);
+            for (i, (&g, &e)) in got.iter().zip(&want).enumerate() {
+                assert!((g as f64 - e).abs() <= 1e-6 * (1.0 + e.abs()), "{n}x{d} value {i}: {g} against {e}");
+            }
+            assert!(got[..d].iter().all(|&v| v == 0.0), "a row of zeros stays zero");
+            if n > 1 {
+                let mut poisoned = x.clone();
+                poisoned[d] = f32::NAN;
+                rms_norm(&mut poisoned, &w, 1e-5);
+                assert!(poisoned[d..2 * d].iter().all(|v| v.is_nan()), "{n}x{d}: NaN row");
+                assert_eq!(poisoned[..d], got[..d], "{n}x{d}: the other rows untouched");
+            }
+        }
+    }
+
+    /// SwiGLU's gate against `g sigmoid(g) u` in f64, on values from -100 to 100 (no NaN where
+    /// `e^-g` overflows f32) and NaN (kept).
+    #[test]
+    fn swiglu_matches_the_f64_formula() {
+        let mut gate: Vec<f32> = (-200..=200).map(|i| i as f32 * 0.5).collect();
+        let up: Vec<f32> = seeded(4, 4)(gate.len(), 2.0);
+        let want: Vec<f64> =
+            gate.iter().zip(&up).map(|(&g, &u)| g as f64 / (1.0 + (-(g as f64)).exp()) * u as f64).collect();
+        swiglu(&mut gate, &up);
+        for (i, (&g, &w)) in gate.iter().zip(&want).enumerate() {
+            assert!((g as f64 - w).abs() <= 1e-6 * (1.0 + w.abs()), "value {i}: {g} against {w}");
+        }
+        let mut nan = [f32::NAN, 1.0];
+        swiglu(&mut nan, &[1.0, f32::NAN]);
+        assert!(nan.iter().all(|v| v.is_nan()));
+    }
 
     #[cfg(target_arch = "wasm32")]
     use wasm_bindgen_test::wasm_bindgen_test as test;
