@@ -124,3 +124,52 @@ fn smollm2s_tensors_dequantize_as_llama_cpps_reader_does() {
         assert!((got.0 - sum).abs() <= 1e-8 * abs && (got.1 - abs).abs() <= 1e-8 * abs, "{name}: {got:?}");
     }
 }
+
+/// SmolLM2's tokenizer from the file's metadata against the `tokenizers` package (0.22.1) running
+/// the same vocabulary and merges with SmolLM's pre-tokenizer (`Digits` with
+/// `individual_digits`, then `ByteLevel` without a prefix space) and its 17 control tokens as
+/// special tokens, on a hostile list: chat markup, digits, spaces and line ends, accents,
+/// Cyrillic, CJK, emoji with a skin tone, a superscript, contractions in capitals. Each text
+/// decodes back to itself.
+#[test]
+fn smollm2s_tokenizer_gives_the_reference_tokenizers_ids() {
+    let (_, g) = read();
+    let bpe = headlab::model::load::gguf::tokenizer("SmolLM2-135M-Instruct.Q4_1.gguf", &g).unwrap();
+    let cases: [(&str, &[u32]); 6] = [
+        (
+            "The bank of the river was muddy after 2024's rain.",
+            &[504, 5461, 282, 260, 4626, 436, 35134, 990, 216, 34, 32, 34, 36, 506, 5249, 30],
+        ),
+        (
+            "<|im_start|>user\nWhat is 12+30?<|im_end|>\n<|im_start|>assistant\n",
+            &[1, 4093, 198, 1780, 314, 216, 33, 34, 27, 35, 32, 47, 2, 198, 1, 520, 9531, 198],
+        ),
+        (
+            "  leading spaces,\ttabs\nand\r\nnewlines   ",
+            &[216, 2899, 5600, 28, 197, 100, 7366, 198, 397, 201, 198, 2241, 5110, 333],
+        ),
+        (
+            "naïve café Привет 東京 🎉👍🏽 x²=3.14159",
+            &[
+                3546, 46494, 37366, 5470, 249, 46879, 16464, 32547, 17097, 247, 126, 16736, 122, 15107, 232,
+                227, 10813, 235, 231, 10813, 233, 138, 1792, 19133, 45, 35, 30, 33, 36, 33, 37, 41,
+            ],
+        ),
+        (
+            "don't I'LL we've 1,000,000 $42.50 #hashtag @user",
+            &[
+                12420, 982, 339, 23, 16421, 392, 3543, 216, 33, 28, 32, 32, 32, 28, 32, 32, 32, 1885, 36, 34,
+                30, 37, 32, 907, 14307, 9204, 3394, 4093,
+            ],
+        ),
+        ("", &[]),
+    ];
+    for (text, want) in cases {
+        let ids: Vec<u32> = bpe.encode(text).iter().map(|t| t.id).collect();
+        assert_eq!(ids, want, "{text:?}");
+        assert_eq!(bpe.decode(&ids), text, "{text:?} decodes back");
+    }
+    // A byte the vocabulary has no piece for (0x04, one of 21) is dropped, as `tokenizers` drops it.
+    let ids: Vec<u32> = bpe.encode("a\u{4}b").iter().map(|t| t.id).collect();
+    assert_eq!((ids.as_slice(), bpe.decode(&ids).as_str()), (&[81, 82][..], "ab"));
+}

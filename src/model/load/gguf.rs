@@ -32,6 +32,7 @@ use std::ops::Range;
 use half::{bf16, f16};
 
 use crate::model::load::checkpoint::CheckpointError;
+use crate::model::tokenize::bpe::{Bpe, Split};
 
 const MAGIC: &[u8; 4] = b"GGUF";
 /// The most tensors a file may list (a 70 B Llama has 723).
@@ -491,6 +492,60 @@ impl Reader<'_> {
         }
         Ok(Value::Array(values))
     }
+}
+
+/// The byte-level BPE tokenizer a GGUF file's metadata holds (`tokenizer.ggml.model` `gpt2`): its
+/// tokens by id, its merges by rank, its control and user-defined tokens (`token_type` 3 and 4)
+/// kept whole where the text writes them, and the split `tokenizer.ggml.pre` names (`gpt-2`, or
+/// SmolLM's `smollm`, digits apart; any other is refused by name, as is a SentencePiece model).
+pub fn tokenizer(file: &str, g: &Gguf) -> Result<Bpe, CheckpointError> {
+    let fail = |problem: String| CheckpointError { file: file.to_string(), problem };
+    let text =
+        |key: &str| g.get(key).map(|v| v.as_str().ok_or_else(|| fail(format!("{key} is not a string"))));
+    match text("tokenizer.ggml.model").transpose()? {
+        Some("gpt2") => {}
+        Some(other) => {
+            return Err(fail(format!(
+                "its tokenizer is {other:?} (tokenizer.ggml.model); this page reads byte-level BPE (\"gpt2\")"
+            )))
+        }
+        None => return Err(fail("it holds no tokenizer (tokenizer.ggml.model)".into())),
+    }
+    let split = match text("tokenizer.ggml.pre").transpose()? {
+        None | Some("default" | "gpt-2") => Split::Gpt2,
+        Some("smollm") => Split::DigitsApart,
+        Some(other) => {
+            return Err(fail(format!(
+                "its tokenizer splits text as {other:?} (tokenizer.ggml.pre), which this page does not know (it knows gpt-2 and smollm)"
+            )))
+        }
+    };
+    let strings = |key: &str| -> Result<Vec<&str>, CheckpointError> {
+        let list =
+            g.get(key).and_then(Value::as_array).ok_or_else(|| fail(format!("it has no {key} list")))?;
+        list.iter()
+            .map(|v| v.as_str().ok_or_else(|| fail(format!("{key} holds a value that is not a string"))))
+            .collect()
+    };
+    let (tokens, merges) = (strings("tokenizer.ggml.tokens")?, strings("tokenizer.ggml.merges")?);
+    let mut added = Vec::new();
+    if let Some(types) = g.get("tokenizer.ggml.token_type") {
+        let types = types.as_array().filter(|t| t.len() == tokens.len()).ok_or_else(|| {
+            fail(format!("tokenizer.ggml.token_type is not a list of {} token types", tokens.len()))
+        })?;
+        for (id, t) in types.iter().enumerate() {
+            if matches!(t, Value::I32(3 | 4)) {
+                added.push(id as u32);
+            }
+        }
+    }
+    let prefix_space = match g.get("tokenizer.ggml.add_space_prefix") {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(fail(format!("tokenizer.ggml.add_space_prefix is {v:?}, not a bool"))),
+    };
+    Bpe::from_lists(file, &tokens, &merges, &added, (prefix_space, split))
+        .map_err(|e| CheckpointError { file: e.file, problem: e.problem })
 }
 
 /// A tensor's values from its bytes (`bytes` is exactly [`TensorInfo::range`]'s), in the file's
@@ -956,6 +1011,60 @@ mod tests {
             }
         }
         assert!(read > 100 && refused > 100, "{read} read, {refused} refused");
+    }
+
+    /// A tokenizer the page does not read is refused by its key: another model, another split, a
+    /// list missing or of the wrong kind.
+    #[test]
+    fn tokenizers_the_page_does_not_read_are_refused_by_key() {
+        let tokens: Vec<Value> =
+            crate::model::tokenize::bpe::byte_chars().iter().map(|c| Value::Str(c.to_string())).collect();
+        let base = |extra: Vec<(&str, Value)>| {
+            let mut metadata = vec![
+                ("tokenizer.ggml.model".to_string(), Value::Str("gpt2".into())),
+                ("tokenizer.ggml.tokens".to_string(), Value::Array(tokens.clone())),
+                ("tokenizer.ggml.merges".to_string(), Value::Array(Vec::new())),
+            ];
+            for (k, v) in extra {
+                metadata.retain(|(key, _)| key != k);
+                metadata.push((k.to_string(), v));
+            }
+            tokenizer("t.gguf", &Gguf { metadata, tensors: Vec::new(), alignment: 32 }).map(|_| ())
+        };
+        assert_eq!(base(vec![]), Ok(()));
+        let types = |n: usize| Value::Array(vec![Value::I32(1); n]);
+        assert_eq!(base(vec![("tokenizer.ggml.token_type", types(256))]), Ok(()));
+        let cases = [
+            (vec![("tokenizer.ggml.model", Value::Str("llama".into()))], "its tokenizer is \"llama\""),
+            (vec![("tokenizer.ggml.model", Value::U32(1))], "tokenizer.ggml.model is not a string"),
+            (
+                vec![("tokenizer.ggml.pre", Value::Str("qwen2".into()))],
+                "splits text as \"qwen2\" (tokenizer.ggml.pre)",
+            ),
+            (vec![("tokenizer.ggml.merges", Value::U8(0))], "it has no tokenizer.ggml.merges list"),
+            (
+                vec![("tokenizer.ggml.tokens", Value::Array(vec![Value::U8(1)]))],
+                "tokenizer.ggml.tokens holds a value that is not a string",
+            ),
+            (
+                vec![("tokenizer.ggml.token_type", types(3))],
+                "tokenizer.ggml.token_type is not a list of 256 token types",
+            ),
+            (
+                vec![("tokenizer.ggml.add_space_prefix", Value::U8(1))],
+                "tokenizer.ggml.add_space_prefix is U8(1), not a bool",
+            ),
+            (
+                vec![("tokenizer.ggml.merges", Value::Array(vec![Value::Str("Ġ x".into())]))],
+                "merge 1 (\"Ġ\" + \"x\") makes or uses \"Ġx\"",
+            ),
+        ];
+        for (extra, want) in cases {
+            let got = base(extra).unwrap_err().to_string();
+            assert!(got.starts_with("t.gguf: ") && got.contains(want), "{got:?} should say {want:?}");
+        }
+        let none = tokenizer("t.gguf", &Gguf { metadata: Vec::new(), tensors: Vec::new(), alignment: 32 });
+        assert!(none.unwrap_err().to_string().contains("it holds no tokenizer"));
     }
 
     /// A header longer than what the caller read says so, rather than calling the file short.

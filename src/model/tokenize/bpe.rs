@@ -5,14 +5,20 @@
 //! 2. the rest is split by GPT-2's pattern
 //!    `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`
 //!    (hand-written below: the `regex` crate has no look-ahead), after a space is put in front
-//!    when the tokenizer says `add_prefix_space`;
+//!    when the tokenizer says `add_prefix_space`; with [`Split::DigitsApart`] (SmolLM's
+//!    `Digits` pre-tokenizer with `individual_digits`, llama.cpp's `smollm`) each `\p{N}`
+//!    character is a word of its own first, and the pattern splits what lies between them;
 //! 3. each piece's UTF-8 bytes become printable characters (GPT-2's byte-to-unicode table:
 //!    printable Latin-1 bytes stand for themselves, the others for `Ā` onwards, so a space is `Ġ`);
 //! 4. the piece's characters are merged pairwise, the pair with the lowest merge rank first,
 //!    every occurrence of it left to right, until no pair has a rank; each symbol is a token.
 //!
-//! No text is lost and nothing is unknown: every byte has a token. Nothing is added around the
-//! text (GPT-2 has no `[CLS]`); cutting to the model's positions is [`Bpe::encode_within`]'s.
+//! No text is lost and nothing is unknown where every byte has a piece (GPT-2's vocabulary). A
+//! vocabulary may lack some bytes' pieces (SmolLM2's lacks 21: bytes no UTF-8 text holds and a
+//! few control characters); such a byte is dropped, as the `tokenizers` package drops it, and
+//! the merges see its neighbours side by side. Every printable ASCII character must have its
+//! piece. Nothing is added around the text (GPT-2 has no `[CLS]`); cutting to the model's
+//! positions is [`Bpe::encode_within`]'s.
 //!
 //! `\p{L}` is Unicode's Letter category from `unicode_categories`, whose tables are older than
 //! the `tokenizers` package's: a letter added to Unicode since (rare scripts, not CJK or
@@ -59,11 +65,22 @@ pub struct Bpe {
     /// `(left id, right id)` -> `(rank, merged id)`.
     merges: HashMap<(u32, u32), (u32, u32)>,
     /// The id of each byte's character.
-    byte_ids: [u32; 256],
+    byte_ids: [Option<u32>; 256],
     /// Literal tokens matched before splitting (`<|endoftext|>`), longest first.
     added: Vec<(String, u32)>,
     /// Whether a space is put before the text (`add_prefix_space`).
     prefix_space: bool,
+    /// How the text is split into words.
+    split: Split,
+}
+
+/// How the text between added tokens is split into words before the merges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// GPT-2's pattern (the module docs).
+    Gpt2,
+    /// Each number character alone, then GPT-2's pattern on the rest (SmolLM's).
+    DigitsApart,
 }
 
 /// GPT-2's byte-to-character table: bytes that are printable Latin-1 (`!`..`~`, `¡`..`¬`,
@@ -121,7 +138,7 @@ impl Bpe {
             .filter(|(p, _)| p.len() > 4 && p.starts_with("<|") && p.ends_with("|>"))
             .filter_map(|(p, id)| Some((p.clone(), id.as_u64()?)))
             .collect();
-        Bpe::build("vocab.json", vocab, ("merges.txt", "line"), merges, specials, false)
+        Bpe::build("vocab.json", vocab, ("merges.txt", "line"), merges, specials, (false, Split::Gpt2))
     }
 
     /// From a `tokenizer.json` whose model is BPE and whose pre-tokenizer is byte-level (GPT-2's,
@@ -151,7 +168,7 @@ impl Bpe {
                 "its BPE falls back to bytes (a SentencePiece model's); headlab reads byte-level BPE",
             );
         }
-        let prefix_space = byte_level(root.get("pre_tokenizer")).ok_or_else(|| BpeError {
+        let (prefix_space, split) = byte_level(root.get("pre_tokenizer")).ok_or_else(|| BpeError {
             file: FILE.into(),
             problem: "its pre-tokenizer is not byte-level (GPT-2's)".into(),
         })?;
@@ -192,7 +209,47 @@ impl Bpe {
                 added.push((content.to_string(), id));
             }
         }
-        Bpe::build(FILE, vocab, (FILE, "merge"), merges, added, prefix_space)
+        Bpe::build(FILE, vocab, (FILE, "merge"), merges, added, (prefix_space, split))
+    }
+
+    /// From a vocabulary listed by id (a GGUF file's `tokenizer.ggml.tokens`), merges by rank
+    /// (`"a b"` strings), the ids kept whole where the text writes them (its control tokens),
+    /// and how the text is split. `file` names the file for a refusal.
+    pub fn from_lists(
+        file: &str,
+        tokens: &[&str],
+        merges: &[&str],
+        added: &[u32],
+        (prefix_space, split): (bool, Split),
+    ) -> Result<Bpe, BpeError> {
+        let mut vocab = serde_json::Map::with_capacity(tokens.len());
+        for (id, piece) in tokens.iter().enumerate() {
+            if vocab.insert(piece.to_string(), Value::from(id)).is_some() {
+                return fail(file, format!("its vocabulary has the piece {:?} twice", short(piece)));
+            }
+        }
+        let mut pairs = Vec::with_capacity(merges.len());
+        for (i, m) in merges.iter().enumerate() {
+            match m.split_once(' ') {
+                Some((a, b)) if !a.is_empty() && !b.is_empty() => {
+                    pairs.push((a.to_string(), b.to_string(), i + 1))
+                }
+                _ => {
+                    return fail(
+                        file,
+                        format!("merge {} ({:?}) is not two pieces and a space", i + 1, short(m)),
+                    )
+                }
+            }
+        }
+        let mut kept = Vec::with_capacity(added.len());
+        for &id in added {
+            match tokens.get(id as usize) {
+                Some(piece) if !piece.is_empty() => kept.push((piece.to_string(), u64::from(id))),
+                _ => return fail(file, format!("the added token {id} is not a piece of its vocabulary")),
+            }
+        }
+        Bpe::build(file, &vocab, (file, "merge"), pairs, kept, (prefix_space, split))
     }
 
     fn build(
@@ -201,7 +258,7 @@ impl Bpe {
         (merges_file, counted): (&str, &str),
         merges: Vec<(String, String, usize)>,
         added: Vec<(String, u64)>,
-        prefix_space: bool,
+        (prefix_space, split): (bool, Split),
     ) -> Result<Bpe, BpeError> {
         if vocab.len() > MAX_VOCAB {
             return fail(
@@ -242,14 +299,15 @@ impl Bpe {
             insert(piece, *id, vocab_file)?;
         }
         let chars = byte_chars();
-        let mut byte_ids = [0u32; 256];
-        for (b, c) in chars.iter().enumerate() {
-            byte_ids[b] = *ids.get(&c.to_string()).ok_or_else(|| BpeError {
-                file: vocab_file.into(),
-                problem: format!(
-                    "it has no piece for the byte 0x{b:02x} ({c:?}): not a byte-level vocabulary"
+        let byte_ids: [Option<u32>; 256] = std::array::from_fn(|b| ids.get(&chars[b].to_string()).copied());
+        if let Some(b) = (0x21..0x7f).find(|&b| byte_ids[b].is_none()) {
+            return fail(
+                vocab_file,
+                format!(
+                    "it has no piece for the byte 0x{b:02x} ({:?}): not a byte-level vocabulary",
+                    chars[b]
                 ),
-            })?;
+            );
         }
         let mut ranked = HashMap::with_capacity(merges.len());
         for (rank, (a, b, line)) in merges.iter().enumerate() {
@@ -269,7 +327,7 @@ impl Bpe {
         }
         let mut added: Vec<(String, u32)> = added.into_iter().map(|(s, id)| (s, id as u32)).collect();
         added.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
-        Ok(Bpe { ids, pieces, merges: ranked, byte_ids, added, prefix_space })
+        Ok(Bpe { ids, pieces, merges: ranked, byte_ids, added, prefix_space, split })
     }
 
     /// The tokenizer as the page's model file keeps it: a `tokenizer.json` of the fields
@@ -294,10 +352,16 @@ impl Bpe {
         added.sort_by_key(|(_, id)| *id);
         let added: Vec<String> =
             added.iter().map(|(s, id)| format!(r#"{{"id":{id},"content":{}}}"#, q(s))).collect();
+        let byte_level = format!(r#"{{"type":"ByteLevel","add_prefix_space":{}}}"#, self.prefix_space);
+        let pre = match self.split {
+            Split::Gpt2 => byte_level,
+            Split::DigitsApart => format!(
+                r#"{{"type":"Sequence","pretokenizers":[{{"type":"Digits","individual_digits":true}},{byte_level}]}}"#
+            ),
+        };
         format!(
-            r#"{{"added_tokens":[{}],"pre_tokenizer":{{"type":"ByteLevel","add_prefix_space":{}}},"model":{{"type":"BPE","vocab":{{{}}},"merges":[{}]}}}}"#,
+            r#"{{"added_tokens":[{}],"pre_tokenizer":{pre},"model":{{"type":"BPE","vocab":{{{}}},"merges":[{}]}}}}"#,
             added.join(","),
-            self.prefix_space,
             vocab.join(","),
             merges.join(",")
         )
@@ -327,7 +391,7 @@ impl Bpe {
             match added {
                 Some(id) => out.push(self.token(id)),
                 None => {
-                    for word in split_words(segment) {
+                    for word in self.words(segment) {
                         out.extend(self.word(word).into_iter().map(|id| self.token(id)));
                     }
                 }
@@ -404,9 +468,27 @@ impl Bpe {
         out
     }
 
+    /// `segment` (text between added tokens) split into words as [`Split`] says.
+    fn words<'a>(&self, segment: &'a str) -> Vec<&'a str> {
+        if self.split == Split::Gpt2 {
+            return split_words(segment);
+        }
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (at, c) in segment.char_indices() {
+            if c.is_numeric() {
+                out.extend(split_words(&segment[start..at]));
+                out.push(&segment[at..at + c.len_utf8()]);
+                start = at + c.len_utf8();
+            }
+        }
+        out.extend(split_words(&segment[start..]));
+        out
+    }
+
     /// The ids of one pre-tokenized word: its bytes' characters, merged by rank.
     fn word(&self, word: &str) -> Vec<u32> {
-        let mut symbols: Vec<u32> = word.bytes().map(|b| self.byte_ids[b as usize]).collect();
+        let mut symbols: Vec<u32> = word.bytes().filter_map(|b| self.byte_ids[b as usize]).collect();
         loop {
             let best = symbols
                 .windows(2)
@@ -434,18 +516,28 @@ impl Bpe {
 }
 
 /// Whether a `tokenizer.json` pre-tokenizer is byte-level (alone, or in a sequence with nothing
-/// else), and if so whether it adds a prefix space; `None` when it is not.
-fn byte_level(pre: Option<&Value>) -> Option<bool> {
+/// else, or after SmolLM's `Digits` with `individual_digits`), and if so whether it adds a
+/// prefix space and how it splits; `None` when it is not.
+fn byte_level(pre: Option<&Value>) -> Option<(bool, Split)> {
     let pre = pre?;
     match pre.get("type").and_then(Value::as_str)? {
         "ByteLevel" => {
             if pre.get("use_regex").and_then(Value::as_bool) == Some(false) {
                 return None;
             }
-            Some(pre.get("add_prefix_space").and_then(Value::as_bool).unwrap_or(false))
+            Some((pre.get("add_prefix_space").and_then(Value::as_bool).unwrap_or(false), Split::Gpt2))
         }
         "Sequence" => match &pre.get("pretokenizers")?.as_array()?[..] {
             [one] => byte_level(Some(one)),
+            [digits, one]
+                if digits.get("type").and_then(Value::as_str) == Some("Digits")
+                    && digits.get("individual_digits").and_then(Value::as_bool) == Some(true) =>
+            {
+                match byte_level(Some(one))? {
+                    (prefix, Split::Gpt2) => Some((prefix, Split::DigitsApart)),
+                    _ => None,
+                }
+            }
             _ => None,
         },
         _ => None,
@@ -602,6 +694,42 @@ pub(crate) mod tests {
         assert_eq!((cut.len(), dropped), (3, 5));
     }
 
+    /// The lists a GGUF file holds, with SmolLM's split: each digit a word of its own (the merge
+    /// `1 2` never applies), the pattern between them; a control token kept whole; a byte the
+    /// vocabulary lacks dropped (a word of its own to the pattern, so `a` and `b` around it stay
+    /// apart, as the `tokenizers` package keeps them); the tokenizer.json the model file keeps
+    /// reads back the same.
+    #[test]
+    fn lists_with_digits_apart_split_each_digit_and_read_back_the_same() {
+        let chars = byte_chars();
+        let mut tokens: Vec<String> = chars.iter().filter(|&&c| c != 'Ą').map(char::to_string).collect();
+        tokens.extend(["12", "ab", "<|im_start|>"].map(String::from));
+        let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+        let control = tokens.len() as u32 - 1;
+        let bpe =
+            Bpe::from_lists("t.gguf", &tokens, &["1 2", "a b"], &[control], (false, Split::DigitsApart))
+                .unwrap();
+        let id = |p: &str| bpe.id(p).unwrap();
+        let text = "a\u{4}b 123<|im_start|>x12";
+        let ids: Vec<u32> = bpe.encode(text).iter().map(|t| t.id).collect();
+        let want = [id("a"), id("b"), id("Ġ"), id("1"), id("2"), id("3"), control, id("x"), id("1"), id("2")];
+        assert_eq!(ids, want);
+        assert_eq!(bpe.decode(&ids), "ab 123<|im_start|>x12", "all but the byte with no piece");
+        let gpt2 =
+            Bpe::from_lists("t.gguf", &tokens, &["1 2", "a b"], &[control], (false, Split::Gpt2)).unwrap();
+        assert_eq!(gpt2.encode("x12").iter().map(|t| t.id).collect::<Vec<_>>(), [id("x"), id("12")]);
+        let back = Bpe::from_tokenizer_json(&bpe.canonical_json()).unwrap();
+        assert_eq!(back.encode(text).iter().map(|t| t.id).collect::<Vec<_>>(), want);
+        assert_eq!(back.canonical_json(), bpe.canonical_json());
+        assert!(bpe.canonical_json().contains(r#""pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Digits","individual_digits":true},{"type":"ByteLevel","add_prefix_space":false}]}"#));
+        let twice = Bpe::from_lists("t.gguf", &["a", "a"], &[], &[], (false, Split::Gpt2)).unwrap_err();
+        assert_eq!(twice.to_string(), "t.gguf: its vocabulary has the piece \"a\" twice");
+        let merge = Bpe::from_lists("t.gguf", &tokens, &["12"], &[], (false, Split::Gpt2)).unwrap_err();
+        assert!(merge.to_string().contains("merge 1 (\"12\") is not two pieces and a space"), "{merge}");
+        let added = Bpe::from_lists("t.gguf", &tokens, &[], &[99_999], (false, Split::Gpt2)).unwrap_err();
+        assert!(added.to_string().contains("the added token 99999 is not a piece"), "{added}");
+    }
+
     #[test]
     fn bad_files_are_refused_with_the_file_and_the_problem() {
         let chars = byte_chars();
@@ -611,7 +739,7 @@ pub(crate) mod tests {
         let cases = [
             ("{", "", "vocab.json: not JSON"),
             ("[1]", "", "vocab.json: not a JSON object"),
-            (r#"{"a": 0}"#, "", "vocab.json: it has no piece for the byte 0x00"),
+            (r#"{"a": 0}"#, "", "vocab.json: it has no piece for the byte 0x21 ('!')"),
             (r#"{"a": -1}"#, "", "not a whole number"),
             (
                 &vocab,
