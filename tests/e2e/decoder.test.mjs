@@ -347,15 +347,15 @@ test("GPT-2 Large's shape (774 M weights) loads from a served folder at 8 bits o
   const offPruned = pruned.reduce((s, l, i) => s + Math.abs(l - ref.losses_pruned[i]), 0) / pruned.length;
   assert.ok(offPruned < 0.05 * mean, `pruned: mean |8-bit - float64| ${offPruned} nats`);
   // The induction test runs on the two workers, which read the file a tensor at a time, as the
-  // page does: each wasm memory then holds the model at 8 bits (about 1.2 GB), not the file
-  // beside it, which the page keeps in a JavaScript buffer for the workers.
+  // page does: each wasm memory then holds the model at 8 bits (about 1.0 GB), not the file
+  // beside it, which the page keeps in JavaScript buffers for the workers.
   await decoder.inductionRun.click();
   await decoder.inductionResult.waitText(/^On \d+ random tokens repeated once: /, { timeout: 600000 });
   const memory = decoder.memoryNote;
   await memory.waitText(/^Memory: this page's wasm holds \d\.\d GB, and its model file 1\.4 GB outside it; its 2 workers \d\.\d GB and \d\.\d GB/, { timeout: 60000 });
   const note = await memory.textContent();
   const [pageGb, , ...workersGb] = [...note.matchAll(/(\d\.\d) GB/g)].map((m) => Number(m[1]));
-  assert.ok(pageGb < 2.0 && workersGb.every((w) => w < 2.0 && w > 1.0), note);
+  assert.ok(pageGb < 2.0 && workersGb.every((w) => w < 2.0 && w >= 0.9), note);
   console.log(`gpt2-large-shaped: loaded in ${loaded.toFixed(0)} s; mean loss ${mean.toFixed(2)} nats, 8-bit off by ${off.toFixed(3)} (pruned ${offPruned.toFixed(3)}); ${note}; ${await trained.modelLoad.textContent()}`);
   assert.deepEqual(withoutProbes(problems), []);
   await page.close();
